@@ -1,0 +1,3 @@
+"""One module per algorithm; importing this package registers them all."""
+
+from . import oracle, pretopk, mintopk  # noqa: F401

@@ -1,0 +1,240 @@
+"""MinTopK (Yang, Shastri, Rundensteiner, Ward, EDBT 2011): the super-top-k list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from ..base import WORD, Algorithm
+from ..ranking import Answer, score, top_indices
+from ..registry import register
+from ..stream import Batch
+
+START, END, ID, T, KEY, ABOVE, BELOW = range(7)
+
+
+@register
+class MinTopK(Algorithm):
+    """Continuous top-k with one super-top-k list shared by all ``C_nw = n / s`` windows.
+
+    The list holds the MTK set: every object predicted to be in the top-k of the current
+    window or of a future window it will take part in, sorted by the total order
+    ``(score, seq)``.  Each object carries a starting and an ending window mark (its top-k
+    career is a contiguous run of windows, Lemma 4.3); each window ``W_i`` carries a top-k
+    counter ``tkc`` and a lower-bound pointer ``lbp`` to its lowest predicted top-k object.
+    Windows are named by the number of their last slide (``end // s``).
+
+    Per arriving object (Figure 6, ``UpdateSuperTopk``): ``O(1)`` discard when it ranks below
+    the whole list and every window is full; otherwise ``O(log MTK)`` to position it plus
+    ``O(1)`` per window it enters (those windows are a suffix, found by scanning back from the
+    newest), each full one losing its ``lbp`` object (``start_w += 1``) and moving ``lbp`` one
+    position up the list (Lemma 4.5).  Per slide (``PurgeExpiredWindow``): ``O(k log MTK)``.
+    With ``prefilter=True`` only the top ``k`` of each slide (``argpartition``) reach the loop:
+    objects of one slide expire together, so the others can never be in the MTK set.
+
+    Memory (``bytes``): 7 words per MTK object (id, seq, t, score, two window marks, one list
+    pointer) plus 2 words (``tkc``, ``lbp``) per window.  No raw window is kept.
+
+    Examples
+    --------
+    >>> import numpy as np, engine
+    >>> q = engine.Query(weights=[1.0], k=2, window=6, slide=2)
+    >>> alg = engine.create("mintopk", q)
+    >>> for batch in engine.slides((np.arange(8), np.arange(8), [9., 1., 5., 7., 2., 3., 4., 0.]), q):
+    ...     alg.process(batch)
+    >>> alg.topk().ids.tolist(), alg.stats()["candidates"]
+    ([3, 2], 3)
+    """
+
+    name = "mintopk"
+    summary = "MinTopK: one super-top-k list with window marks (EDBT 2011), per-slide prefilter"
+    defaults = {"prefilter": True}
+
+    def _reset(self) -> None:
+        self._windows = self.q.windows_per_object
+        self._index: SortedList = SortedList()
+        self._records: dict[int, list] = {}
+        self._top: list | None = None
+        self._tkc = [0] * self._windows
+        self._lbp: list[list | None] = [None] * self._windows
+        self._current: int | None = None
+        self._answer = Answer.empty()
+        self._counters = {"arrivals": 0, "prefiltered": 0, "discarded": 0, "inserted": 0,
+                          "evictions": 0, "lbp_skips": 0}
+
+    def process(self, batch: Batch) -> None:
+        slide = batch.end // self.q.slide
+        if self._current is None:
+            self._current = slide
+        if slide < self._current:
+            raise ValueError(f"slide {slide} arrives after slide {self._current - 1}")
+        while self._current < slide:
+            self._purge_current_window()
+        counters = self._counters
+        counters["arrivals"] += len(batch)
+        if len(batch):
+            scores = score(batch.x, self.q.weights)
+            if self.params["prefilter"] and len(batch) > self.q.k:
+                order = top_indices(scores, batch.seq, self.q.k).tolist()
+                counters["prefiltered"] += len(batch) - len(order)
+            else:
+                order = range(len(batch))
+            ids, seqs, ts = batch.ids.tolist(), batch.seq.tolist(), batch.t.tolist()
+            scores = scores.tolist()
+            for i in order:
+                self._update_super_topk((scores[i], seqs[i]), ids[i], ts[i])
+        self._answer = self._current_answer()
+        self._purge_current_window()
+
+    def _update_super_topk(self, key: tuple, oid: int, t: int) -> None:
+        k, size, tkc, lbp = self.q.k, self._windows, self._tkc, self._lbp
+        oldest = self._current
+        newest = oldest + size - 1
+        lowest = lbp[newest % size]
+        if tkc[newest % size] == k and key < lowest[KEY]:
+            self._counters["discarded"] += 1
+            return
+        self._counters["inserted"] += 1
+        record = self._position(key, oid, t, newest)
+        window = newest
+        while window >= oldest:
+            slot = window % size
+            lowest = lbp[slot]
+            if tkc[slot] < k:
+                tkc[slot] += 1
+                if lowest is None or key < lowest[KEY]:
+                    lbp[slot] = record
+            elif lowest[KEY] < key:
+                self._counters["evictions"] += 1
+                lowest[START] += 1
+                above = lowest[ABOVE]
+                while above[END] < window:
+                    self._counters["lbp_skips"] += 1
+                    above = above[ABOVE]
+                lbp[slot] = above
+                if lowest[START] > lowest[END]:
+                    self._unlink(lowest)
+            else:
+                break
+            window -= 1
+        record[START] = window + 1
+
+    def _position(self, key: tuple, oid: int, t: int, end_window: int) -> list:
+        """Link a new record into the list at its rank: ``O(log MTK)`` through the index."""
+        index = self._index
+        position = index.bisect_left(key)
+        above = self._records[index[position][1]] if position < len(index) else None
+        below = above[BELOW] if above is not None else self._top
+        record = [end_window, end_window, oid, t, key, above, below]
+        if above is None:
+            self._top = record
+        else:
+            above[BELOW] = record
+        if below is not None:
+            below[ABOVE] = record
+        index.add(key)
+        self._records[key[1]] = record
+        return record
+
+    def _unlink(self, record: list) -> None:
+        above, below = record[ABOVE], record[BELOW]
+        if above is None:
+            self._top = below
+        else:
+            above[BELOW] = below
+        if below is not None:
+            below[ABOVE] = above
+        self._index.remove(record[KEY])
+        del self._records[record[KEY][1]]
+
+    def _current_members(self) -> list[list]:
+        """The records of the current window's predicted top-k, best first (Lemma 4.4)."""
+        members, record = [], self._top
+        for _ in range(self._tkc[self._current % self._windows]):
+            members.append(record)
+            record = record[BELOW]
+        return members
+
+    def _current_answer(self) -> Answer:
+        members = self._current_members()
+        return Answer(np.array([r[ID] for r in members], np.int64),
+                      np.array([r[KEY][0] for r in members], np.float64),
+                      np.array([r[KEY][1] for r in members], np.int64))
+
+    def _purge_current_window(self) -> None:
+        for record in self._current_members():
+            record[START] += 1
+            if record[START] > record[END]:
+                self._unlink(record)
+        slot = self._current % self._windows
+        self._tkc[slot] = 0
+        self._lbp[slot] = None
+        self._current += 1
+
+    def topk(self) -> Answer:
+        return self._answer
+
+    def stats(self) -> dict[str, Any]:
+        size = len(self._index)
+        return {"candidates": size, "retained": size, "bytes": WORD * (7 * size + 2 * self._windows),
+                "windows": self._windows, **self._counters}
+
+    def _ranked_records(self) -> list[list]:
+        """Every record, best first, following the list's links (``O(MTK)``)."""
+        records, record = [], self._top
+        while record is not None:
+            records.append(record)
+            record = record[BELOW]
+        return records
+
+    def _dump(self) -> dict[str, Any]:
+        windows = []
+        if self._current is not None:
+            for window in range(self._current, self._current + self._windows):
+                slot = window % self._windows
+                lowest = self._lbp[slot]
+                windows.append([self._tkc[slot], None if lowest is None else lowest[KEY][1]])
+        a = self._answer
+        return {"current": self._current,
+                "objects": [[r[KEY][0], r[KEY][1], r[START], r[END], r[ID], r[T]] for r in self._ranked_records()],
+                "windows": windows, "answer": [a.ids.tolist(), a.scores.tolist(), a.seq.tolist()],
+                "counters": dict(self._counters)}
+
+    def _load(self, data: dict[str, Any]) -> None:
+        self._current = data["current"]
+        for value, seq, start, end, oid, t in reversed(data["objects"]):
+            record = self._position((float(value), int(seq)), int(oid), int(t), int(end))
+            record[START] = int(start)
+        if self._current is not None:
+            if len(data["windows"]) != self._windows:
+                raise ValueError(f"expected {self._windows} windows, got {len(data['windows'])}")
+            for offset, (count, lowest) in enumerate(data["windows"]):
+                slot = (self._current + offset) % self._windows
+                self._tkc[slot] = int(count)
+                self._lbp[slot] = None if lowest is None else self._records[lowest]
+        ids, scores, seq = data["answer"]
+        self._answer = Answer(np.asarray(ids, np.int64), np.asarray(scores, np.float64), np.asarray(seq, np.int64))
+        self._counters.update({name: int(value) for name, value in data["counters"].items()})
+
+    def _check(self) -> None:
+        ranked = self._ranked_records()
+        assert [r[KEY] for r in ranked] == list(reversed(self._index)), "links disagree with the index"
+        assert len(self._records) == len(ranked), "record table disagrees with the list"
+        for above, below in zip(ranked, ranked[1:]):
+            assert below[ABOVE] is above, "broken upward link"
+        assert not ranked or ranked[-1][BELOW] is None
+        if self._current is None:
+            assert not ranked
+            return
+        oldest, newest = self._current, self._current + self._windows - 1
+        for r in ranked:
+            assert oldest <= r[START] <= r[END] <= newest, f"window marks {r[START]}..{r[END]} outside {oldest}..{newest}"
+        for window in range(oldest, newest + 1):
+            slot = window % self._windows
+            alive = [r for r in ranked if r[END] >= window]
+            members = [r for r in alive if r[START] <= window]
+            assert len(members) == self._tkc[slot] <= self.q.k, f"window {window}: tkc {self._tkc[slot]}"
+            assert self._lbp[slot] is (members[-1] if members else None), f"window {window}: lbp"
+            assert alive[:len(members)] == members, f"window {window}: predicted top-k is not the top"

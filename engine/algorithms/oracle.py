@@ -1,0 +1,94 @@
+"""Brute force: the whole window, top-k selected afresh at every slide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..base import OBJECT_WORDS, WORD, Algorithm
+from ..ranking import Answer, score, top_indices
+from ..registry import register
+from ..stream import Batch
+from ..window import WindowBuffer
+
+
+@register
+class Oracle(Algorithm):
+    """The exact reference: every object of the window in a buffer, ``argpartition`` per slide.
+
+    Keeps each object's id, seq, t, its ``d`` features and its score; ``bytes`` is
+    ``8 * (d + 4)`` per object in the window.  ``process`` is ``O(s)`` amortised, ``topk``
+    ``O(n + k log k)``; ``query(weights, k)`` answers any other weights in ``O(n d)``.
+
+    Examples
+    --------
+    >>> import numpy as np, engine
+    >>> q = engine.Query(weights=[1.0], k=2, window=4, slide=2)
+    >>> alg = engine.create("oracle", q)
+    >>> for batch in engine.slides((np.arange(6), np.arange(6), [5.0, 1.0, 4.0, 2.0, 3.0, 0.0]), q):
+    ...     alg.process(batch)
+    >>> alg.topk().ids.tolist()
+    [2, 4]
+    >>> alg.query([-1.0], 1).ids.tolist()
+    [5]
+    """
+
+    name = "oracle"
+    summary = "brute force over the whole window (exact reference; answers any weights)"
+
+    def _reset(self) -> None:
+        d = self.q.dimensions
+        self._window = WindowBuffer({"ids": np.int64, "seq": np.int64, "t": np.int64,
+                                     "x": (np.float64, (d,)), "score": np.float64})
+        self._answer: Answer | None = Answer.empty()
+        self._end: int | None = None
+
+    def process(self, batch: Batch) -> None:
+        self._window.append(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x,
+                            score=score(batch.x, self.q.weights))
+        self._window.expire_before("seq" if self.q.kind == "count" else "t", batch.window_start(self.q))
+        self._end = batch.end
+        self._answer = None
+
+    def topk(self) -> Answer:
+        if self._answer is None:
+            self._answer = self._ranked(self._window.view("score"), self.q.k)
+        return self._answer
+
+    def query(self, weights, k: int) -> Answer:
+        """The top ``k`` of the current window under any ``weights`` (``O(n d)``)."""
+        weights = self.q.with_weights(weights).weights
+        if k < 1:
+            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        return self._ranked(score(self._window.view("x"), weights), k)
+
+    def _ranked(self, scores: np.ndarray, k: int) -> Answer:
+        seq = self._window.view("seq")
+        top = top_indices(scores, seq, k)
+        return Answer(self._window.view("ids")[top], scores[top], seq[top])
+
+    def stats(self) -> dict[str, Any]:
+        n = len(self._window)
+        return {"candidates": n, "retained": n,
+                "bytes": WORD * n * (OBJECT_WORDS + self.q.dimensions + 1)}
+
+    def _dump(self) -> dict[str, Any]:
+        w = self._window
+        return {"end": self._end, "ids": w.view("ids").tolist(), "seq": w.view("seq").tolist(),
+                "t": w.view("t").tolist(), "x": w.view("x").tolist()}
+
+    def _load(self, data: dict[str, Any]) -> None:
+        x = np.asarray(data["x"], np.float64).reshape(-1, self.q.dimensions)
+        self._window.append(ids=data["ids"], seq=data["seq"], t=data["t"], x=x,
+                            score=score(x, self.q.weights))
+        self._end = data["end"]
+        self._answer = None
+
+    def _check(self) -> None:
+        seq = self._window.view("seq")
+        assert np.all(np.diff(seq) > 0), "window seq must increase"
+        assert np.all(np.diff(self._window.view("t")) >= 0) or self.q.kind == "count", "t must not decrease"
+        if self._end is not None and len(seq):
+            keys = seq if self.q.kind == "count" else self._window.view("t")
+            assert keys[0] >= self._end - self.q.window and keys[-1] < self._end, "object outside the window"

@@ -1,0 +1,113 @@
+"""The shared base class of every algorithm and the memory cost model."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+from .query import Query
+from .ranking import Answer
+from .stream import Batch
+
+WORD = 8
+"""Bytes per feature value, id, seq, t, score, pointer, counter or window mark (SPEC 3)."""
+
+OBJECT_WORDS = 3
+"""Words every retained object costs before its values: id, seq and t."""
+
+
+class Algorithm(abc.ABC):
+    """A continuous top-k algorithm over the slides of one query.
+
+    Settings (the query and the parameters) are fixed in the constructor; the working state
+    lives in ``_private`` attributes.  ``to_state`` / ``_load`` convert that state to and from
+    plain JSON data, kept apart from the working structures.
+
+    Subclasses set ``name``, ``summary``, ``exact``, ``stream`` (``"single"`` or
+    ``"incomplete"``) and ``defaults`` (parameter name -> default value).
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    exact: ClassVar[bool] = True
+    stream: ClassVar[str] = "single"
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, query: Query, **params: Any) -> None:
+        if not isinstance(query, Query):
+            raise ValueError(f"query must be an engine.Query, got {type(query).__name__}")
+        self.q = query
+        self.params = self._resolve_params(params)
+        self._reset()
+
+    @classmethod
+    def _resolve_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(params) - set(cls.defaults))
+        if unknown:
+            valid = ", ".join(sorted(cls.defaults)) or "none"
+            raise ValueError(f"unknown parameter(s) for {cls.name}: {', '.join(unknown)}; valid: {valid}")
+        resolved = dict(cls.defaults)
+        for key, value in params.items():
+            resolved[key] = coerce_param(cls.name, key, cls.defaults[key], value)
+        return resolved
+
+    @abc.abstractmethod
+    def _reset(self) -> None:
+        """Create empty working structures."""
+
+    @abc.abstractmethod
+    def process(self, batch: Batch) -> None:
+        """Take one slide (possibly empty) and move the window to ``batch.end``."""
+
+    @abc.abstractmethod
+    def topk(self) -> Answer:
+        """The ranked answer for the window ending at the last processed slide."""
+
+    @abc.abstractmethod
+    def stats(self) -> dict[str, Any]:
+        """``candidates``, ``retained``, ``bytes`` and algorithm counters (snake_case)."""
+
+    @abc.abstractmethod
+    def _dump(self) -> dict[str, Any]:
+        """The working state as plain JSON data."""
+
+    @abc.abstractmethod
+    def _load(self, data: dict[str, Any]) -> None:
+        """Rebuild the working structures from :meth:`_dump` data (after ``_reset``)."""
+
+    def _check(self) -> None:
+        """Assert every invariant of the working structures (``O(size)``; for tests)."""
+
+    def to_state(self) -> dict[str, Any]:
+        """A JSON-serialisable snapshot; :func:`engine.restore` continues from it exactly."""
+        from .state import pack
+
+        return pack(self.name, self.q, self.params, self._dump())
+
+    def __repr__(self) -> str:
+        params = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({self.q!r}{params})"
+
+
+def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
+    """Convert ``value`` (possibly a CLI string) to the type of ``default``."""
+    kind = type(default)
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                lowered = value.strip().lower()
+                if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                return lowered in ("true", "1", "yes")
+            if not isinstance(value, (bool, int)):
+                raise ValueError
+            return bool(value)
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        if kind is float:
+            return float(value)
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"parameter {key} of {algorithm} must be {kind.__name__}, got {value!r}") from None

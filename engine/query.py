@@ -1,0 +1,102 @@
+"""The continuous top-k query: score weights, k, window, slide and window kind."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+KINDS = ("count", "time")
+
+
+@dataclass(frozen=True)
+class Query:
+    """A continuous top-k query over a sliding window.
+
+    Parameters
+    ----------
+    weights
+        One weight per feature (single stream) or per stream (incomplete streams);
+        the score of an object is ``weights · x``.
+    k
+        Number of objects in every answer, ``k >= 1``.
+    window
+        Window length ``n``: objects (``kind="count"``) or time units (``kind="time"``).
+    slide
+        Slide length ``s`` with ``0 < s <= n`` and ``n % s == 0``.
+    kind
+        ``"count"`` or ``"time"``.
+
+    Invalid fields raise ``ValueError`` naming the field and the value.
+
+    Examples
+    --------
+    >>> q = Query(weights=[1.0, 0.5], k=3, window=100, slide=10)
+    >>> q.windows_per_object
+    10
+    >>> Query(weights=[1.0], k=0, window=10, slide=5)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must be an integer >= 1, got 0
+    """
+
+    weights: tuple[float, ...]
+    k: int
+    window: int
+    slide: int
+    kind: str = "count"
+
+    def __post_init__(self) -> None:
+        try:
+            if isinstance(self.weights, (str, bytes)):
+                raise TypeError
+            weights = tuple(float(w) for w in self.weights)
+        except (TypeError, ValueError):
+            raise ValueError(f"weights must be a sequence of numbers, got {self.weights!r}") from None
+        if not weights:
+            raise ValueError("weights must hold at least one weight, got []")
+        if not all(math.isfinite(w) for w in weights):
+            raise ValueError(f"weights must be finite numbers, got {list(weights)}")
+        object.__setattr__(self, "weights", weights)
+        for field in ("k", "window", "slide"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{field} must be an integer >= 1, got {value!r}")
+            object.__setattr__(self, field, int(value))
+        if self.slide > self.window:
+            raise ValueError(f"slide must be <= window ({self.window}), got {self.slide}")
+        if self.window % self.slide:
+            raise ValueError(f"window must be a multiple of slide ({self.slide}), got {self.window}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+
+    @property
+    def dimensions(self) -> int:
+        """Number of features (or streams) the weights cover."""
+        return len(self.weights)
+
+    @property
+    def windows_per_object(self) -> int:
+        """``C_nw = n / s``: how many windows every object takes part in."""
+        return self.window // self.slide
+
+    def with_weights(self, weights: Sequence[float]) -> "Query":
+        """The same query with other weights."""
+        return Query(weights=tuple(weights), k=self.k, window=self.window, slide=self.slide, kind=self.kind)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form, as stored in state and in DuckDB."""
+        return {"weights": list(self.weights), "k": self.k, "window": self.window,
+                "slide": self.slide, "kind": self.kind}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Query":
+        """Inverse of :meth:`to_dict`; a missing or bad field raises ``ValueError``."""
+        if not isinstance(data, dict):
+            raise ValueError(f"query must be a mapping, got {type(data).__name__}")
+        missing = [f for f in ("weights", "k", "window", "slide", "kind") if f not in data]
+        if missing:
+            raise ValueError(f"query is missing field(s): {', '.join(missing)}")
+        return cls(weights=data["weights"], k=data["k"], window=data["window"],
+                   slide=data["slide"], kind=data["kind"])

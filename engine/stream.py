@@ -1,0 +1,154 @@
+"""Slides of a stream: how rows are cut into the batches every algorithm sees.
+
+Count windows: slide boundaries are multiples of ``s`` in ``seq`` space (``seq`` is the row
+number); the answer at boundary ``end`` covers ``end - n <= seq < end``.
+Time windows: boundaries are multiples of ``s`` in ``t``; the answer at boundary ``T`` covers
+``T - n <= t < T``; slides may be empty.  A trailing incomplete slide produces no batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from .query import Query
+
+_BOUNDARY_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True, eq=False)
+class Batch:
+    """One slide of the stream, possibly empty.
+
+    ``ids``, ``seq`` and ``t`` are int64 arrays of equal length ``m``; ``x`` is an ``(m, d)``
+    float64 feature matrix (object streams).  Attribute streams carry ``stream`` (int64) and
+    ``value`` (float64) instead, and ``x`` has zero columns.  ``end`` is the slide boundary
+    (exclusive): a ``seq`` for count windows, a time for time windows.  ``index`` is the
+    ordinal of the slide in the run that produced it.
+    """
+
+    ids: np.ndarray
+    seq: np.ndarray
+    t: np.ndarray
+    x: np.ndarray
+    end: int
+    index: int
+    stream: np.ndarray | None = None
+    value: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def window_start(self, query: Query) -> int:
+        """Lowest key (``seq`` or ``t``) still inside the window that ends at this slide."""
+        return self.end - query.window
+
+    def keys(self, query: Query) -> np.ndarray:
+        """The values that decide expiry: ``seq`` for count windows, ``t`` for time windows."""
+        return self.seq if query.kind == "count" else self.t
+
+
+def as_object_stream(ids, t, x, dimensions: int | None = None):
+    """Validate and convert ``(ids, t, x)`` to int64, int64 and an ``(m, d)`` float64 matrix."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    t = np.ascontiguousarray(t, dtype=np.int64)
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)
+    if x.ndim != 2:
+        raise ValueError(f"features must be a 1-D or 2-D array, got {x.ndim} dimensions")
+    x = np.ascontiguousarray(x)
+    if not len(ids) == len(t) == len(x):
+        raise ValueError(f"ids, t and x must have equal lengths, got {len(ids)}, {len(t)}, {len(x)}")
+    if dimensions is not None and x.shape[1] != dimensions:
+        raise ValueError(f"the query has {dimensions} weight(s) but the stream has {x.shape[1]} feature(s)")
+    bad = ~np.isfinite(x).all(axis=1)
+    if bad.any():
+        raise ValueError(f"row {int(np.argmax(bad))}: feature values must be finite numbers")
+    return ids, t, x
+
+
+def as_attribute_stream(ids, stream, value, t, dimensions: int | None = None):
+    """Validate and convert ``(ids, stream, value, t)`` of an incomplete, attribute stream."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    stream = np.ascontiguousarray(stream, dtype=np.int64)
+    value = np.ascontiguousarray(value, dtype=np.float64)
+    t = np.ascontiguousarray(t, dtype=np.int64)
+    if not len(ids) == len(stream) == len(value) == len(t):
+        raise ValueError("ids, stream, value and t must have equal lengths")
+    d = dimensions if dimensions is not None else (int(stream.max()) + 1 if len(stream) else 0)
+    bad = (stream < 0) | (stream >= d)
+    if bad.any():
+        raise ValueError(f"row {int(np.argmax(bad))}: stream must be in 0..{d - 1}, got {int(stream[bad][0])}")
+    bad = ~(np.isfinite(value) & (value >= 0.0) & (value <= 1.0))
+    if bad.any():
+        raise ValueError(f"row {int(np.argmax(bad))}: value must be in [0, 1], got {value[bad][0]!r}")
+    return ids, stream, value, t
+
+
+def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | None = None) -> Iterator[Batch]:
+    """Cut a stream into the slides of ``query``, one :class:`Batch` per complete slide.
+
+    Parameters
+    ----------
+    data
+        ``(ids, t, x)`` for an object stream or ``(ids, stream, value, t)`` for an attribute
+        stream, as arrays in arrival order.
+    query
+        The query whose window kind and slide decide the boundaries.
+    seq_start
+        ``seq`` of the first row (to continue a stream); a multiple of ``s`` for count windows.
+    start
+        Time windows only: the boundary where the first slide starts (a multiple of ``s``, at
+        most the first ``t``); default ``floor(t[0] / s) * s``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from engine import Query
+    >>> q = Query(weights=[1.0], k=1, window=4, slide=2)
+    >>> [(b.end, b.ids.tolist()) for b in slides((np.arange(5), np.arange(5), np.ones(5)), q)]
+    [(2, [0, 1]), (4, [2, 3])]
+    """
+    if len(data) == 3:
+        ids, t, x = as_object_stream(*data, dimensions=query.dimensions)
+        stream = value = None
+    elif len(data) == 4:
+        ids, stream, value, t = as_attribute_stream(*data, dimensions=query.dimensions)
+        x = np.empty((len(ids), 0))
+    else:
+        raise ValueError("data must be (ids, t, x) or (ids, stream, value, t)")
+    s = query.slide
+    seq = np.arange(seq_start, seq_start + len(ids), dtype=np.int64)
+    if query.kind == "count":
+        if seq_start % s:
+            raise ValueError(f"seq_start must be a multiple of slide ({s}), got {seq_start}")
+        first_end = seq_start + s
+        count = len(ids) // s
+        cuts = lambda ends: ends - seq_start  # noqa: E731
+    else:
+        if len(t) == 0:
+            return
+        decreasing = np.flatnonzero(t[1:] < t[:-1])
+        if len(decreasing):
+            row = int(decreasing[0]) + 1
+            raise ValueError(f"row {row}: t decreases ({int(t[row - 1])} then {int(t[row])}) in a time window")
+        if start is None:
+            start = int(t[0]) // s * s
+        elif start % s or start > t[0]:
+            raise ValueError(f"start must be a multiple of slide ({s}) and at most the first t, got {start}")
+        first_end = start + s
+        count = max(0, (int(t[-1]) // s * s - start) // s)
+        cuts = lambda ends: np.searchsorted(t, ends, side="left")  # noqa: E731
+    lo = 0
+    for chunk in range(0, count, _BOUNDARY_CHUNK):
+        ends = first_end + s * np.arange(chunk, min(count, chunk + _BOUNDARY_CHUNK), dtype=np.int64)
+        his = cuts(ends)
+        for offset, (end, hi) in enumerate(zip(ends.tolist(), his.tolist())):
+            part = slice(lo, hi)
+            yield Batch(ids=ids[part], seq=seq[part], t=t[part], x=x[part], end=end, index=chunk + offset,
+                        stream=None if stream is None else stream[part],
+                        value=None if value is None else value[part])
+            lo = hi

@@ -1,0 +1,63 @@
+"""A contiguous window buffer: arrivals at the back, expiry from the front."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class WindowBuffer:
+    """Columns of the objects in a window, kept contiguous for vectorised scans.
+
+    A linear buffer with head and tail indices that is compacted (and grown) when the tail
+    reaches its end: appends and expiries cost ``O(1)`` amortised per object, and every
+    column of the live window is one contiguous view.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> buf = WindowBuffer({"seq": np.int64, "score": np.float64})
+    >>> buf.append(seq=np.arange(5), score=np.ones(5))
+    >>> buf.expire_before("seq", 3)
+    3
+    >>> buf.view("seq").tolist()
+    [3, 4]
+    """
+
+    def __init__(self, columns: dict[str, tuple | type], capacity: int = 1024) -> None:
+        self._specs = {name: spec if isinstance(spec, tuple) else (spec, ()) for name, spec in columns.items()}
+        self._cols = {name: np.empty((capacity, *shape), dtype) for name, (dtype, shape) in self._specs.items()}
+        self._head = 0
+        self._tail = 0
+
+    def __len__(self) -> int:
+        return self._tail - self._head
+
+    def append(self, **values: np.ndarray) -> None:
+        """Add objects at the back (``O(m)`` amortised)."""
+        m = len(next(iter(values.values())))
+        if self._tail + m > len(self._cols[next(iter(self._cols))]):
+            self._make_room(m)
+        for name, column in self._cols.items():
+            column[self._tail:self._tail + m] = values[name]
+        self._tail += m
+
+    def _make_room(self, m: int) -> None:
+        live = len(self)
+        capacity = len(self._cols[next(iter(self._cols))])
+        if live + m > capacity // 2:
+            capacity = max(2 * (live + m), capacity)
+        for name, column in self._cols.items():
+            fresh = np.empty((capacity, *column.shape[1:]), column.dtype)
+            fresh[:live] = column[self._head:self._tail]
+            self._cols[name] = fresh
+        self._head, self._tail = 0, live
+
+    def expire_before(self, column: str, bound: int) -> int:
+        """Drop the front objects whose non-decreasing ``column`` is below ``bound``."""
+        dropped = int(np.searchsorted(self.view(column), bound, side="left"))
+        self._head += dropped
+        return dropped
+
+    def view(self, column: str) -> np.ndarray:
+        """The live window's column, oldest first (a view: do not keep it across appends)."""
+        return self._cols[column][self._head:self._tail]

@@ -1,0 +1,66 @@
+"""Streams for the conformance suites: adversarial shapes and the oracle comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import engine
+
+
+def adversarial_scores(shape: str, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Scores of one of the adversarial shapes of SPEC section 8."""
+    i = np.arange(m, dtype=np.float64)
+    if shape == "uniform":
+        return rng.random(m)
+    if shape == "ties":
+        return rng.integers(0, 3, m).astype(np.float64)
+    if shape == "constant":
+        return np.full(m, 7.0)
+    if shape == "increasing":
+        return i
+    if shape == "decreasing":
+        return -i
+    if shape == "sawtooth":
+        return (i % 7) - 0.5 * (i % 3)
+    raise ValueError(shape)
+
+
+SHAPES = ("uniform", "ties", "constant", "increasing", "decreasing", "sawtooth")
+
+
+def time_stamps(shape: str, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Non-decreasing times: steady, with bursts (many equal t) or with long gaps."""
+    if shape == "steady":
+        return np.arange(m, dtype=np.int64)
+    if shape == "bursts":
+        return np.sort(rng.integers(0, max(1, m // 8), m))
+    if shape == "gaps":
+        steps = np.where(rng.random(m) < 0.1, rng.integers(20, 60, m), rng.integers(0, 2, m))
+        return np.cumsum(steps) + 3
+    raise ValueError(shape)
+
+
+def assert_same_answer(expected: engine.Answer, got: engine.Answer, context: str) -> None:
+    """Scores equal within 1e-12 relative; ids may differ only among equal scores."""
+    assert len(expected) == len(got), f"{context}: {len(got)} objects instead of {len(expected)}"
+    np.testing.assert_allclose(got.scores, expected.scores, rtol=1e-12, atol=0, err_msg=context)
+    if not np.array_equal(expected.ids, got.ids):
+        for value in np.unique(expected.scores):
+            mine = np.sort(got.ids[got.scores == value])
+            theirs = np.sort(expected.ids[expected.scores == value])
+            assert np.array_equal(mine, theirs), f"{context}: ids differ at score {value}"
+
+
+def check_against_oracle(name: str, data, query: engine.Query, params=None, check_every: int = 1) -> int:
+    """Run ``name`` and the oracle side by side; compare at every slide. Returns slides seen."""
+    algorithm = engine.create(name, query, **(params or {}))
+    oracle = engine.create("oracle", query)
+    count = 0
+    for batch in engine.slides(data, query):
+        algorithm.process(batch)
+        oracle.process(batch)
+        assert_same_answer(oracle.topk(), algorithm.topk(), f"{name} slide {batch.index} end {batch.end} {query}")
+        if count % check_every == 0:
+            algorithm._check()
+        count += 1
+    return count

@@ -1,0 +1,73 @@
+"""Every registered exact single-stream algorithm equals the oracle at every slide."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import engine
+from tests.streams import SHAPES, adversarial_scores, check_against_oracle, time_stamps
+
+EXACT = [info.name for info in engine.available() if info.exact and info.stream == "single" and info.name != "oracle"]
+VARIANTS = [(name, {}) for name in EXACT] + [
+    (info.name, {"prefilter": False}) for info in engine.available() if info.name in EXACT and "prefilter" in info.defaults
+]
+IDS = [f"{name}{'-' + '-'.join(f'{k}={v}' for k, v in p.items()) if p else ''}" for name, p in VARIANTS]
+
+
+@pytest.mark.parametrize("name,params", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("k,window,slide", [(3, 12, 4), (1, 8, 1), (4, 10, 10), (25, 12, 3), (2, 30, 5)])
+def test_count_windows_adversarial(name, params, shape, k, window, slide):
+    rng = np.random.default_rng(hash((shape, k, window, slide)) % 2**32)
+    m = 160
+    scores = adversarial_scores(shape, m, rng)
+    data = (np.arange(m) + 1000, np.arange(m), scores)
+    q = engine.Query(weights=[1.0], k=k, window=window, slide=slide, kind="count")
+    assert check_against_oracle(name, data, q, params) == m // slide
+
+
+@pytest.mark.parametrize("name,params", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("shape", ["uniform", "ties", "decreasing", "increasing"])
+@pytest.mark.parametrize("times", ["steady", "bursts", "gaps"])
+@pytest.mark.parametrize("k,window,slide", [(3, 12, 4), (2, 6, 1), (5, 9, 9), (40, 20, 5)])
+def test_time_windows_adversarial(name, params, shape, times, k, window, slide):
+    rng = np.random.default_rng(hash((shape, times, k, window)) % 2**32)
+    m = 150
+    t = time_stamps(times, m, rng)
+    data = (np.arange(m), t, adversarial_scores(shape, m, rng))
+    q = engine.Query(weights=[1.0], k=k, window=window, slide=slide, kind="time")
+    slides_seen = check_against_oracle(name, data, q, params)
+    assert slides_seen == (t[-1] // slide * slide - t[0] // slide * slide) // slide
+
+
+@pytest.mark.parametrize("name,params", VARIANTS, ids=IDS)
+def test_two_features_with_negative_weights(name, params):
+    rng = np.random.default_rng(7)
+    m = 400
+    x = np.column_stack([rng.normal(size=m), rng.integers(0, 4, m)])
+    q = engine.Query(weights=[-0.5, 2.0], k=5, window=60, slide=6)
+    check_against_oracle(name, (np.arange(m), np.arange(m), x), q, params)
+
+
+@st.composite
+def streams(draw):
+    slide = draw(st.integers(1, 6))
+    window = slide * draw(st.integers(1, 6))
+    k = draw(st.integers(1, 8))
+    kind = draw(st.sampled_from(["count", "time"]))
+    m = draw(st.integers(0, 80))
+    values = draw(st.lists(st.sampled_from([0.0, 1.0, 2.5, -3.0, 1e-9]) | st.floats(-100, 100), min_size=m, max_size=m))
+    steps = draw(st.lists(st.integers(0, 4) | st.just(0), min_size=m, max_size=m))
+    t = np.cumsum(np.asarray(steps, dtype=np.int64)) if kind == "time" else np.arange(m)
+    q = engine.Query(weights=[1.0], k=k, window=window, slide=slide, kind=kind)
+    return q, (np.arange(m), t, np.asarray(values, dtype=np.float64))
+
+
+@pytest.mark.parametrize("name,params", VARIANTS, ids=IDS)
+@settings(max_examples=60, deadline=None)
+@given(case=streams())
+def test_generated_streams(name, params, case):
+    q, data = case
+    check_against_oracle(name, data, q, params)
