@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from ..base import WORD, Algorithm
+from ..sortedkeys import SortedKeys
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
@@ -54,7 +54,8 @@ class MinTopK(Algorithm):
 
     def _reset(self) -> None:
         self._windows = self.q.windows_per_object
-        self._index: SortedList = SortedList()
+        self._k = self.q.k
+        self._index = SortedKeys()
         self._records: dict[int, list] = {}
         self._top: list | None = None
         self._tkc = [0] * self._windows
@@ -76,56 +77,59 @@ class MinTopK(Algorithm):
         counters["arrivals"] += len(batch)
         if len(batch):
             scores = score(batch.x, self.q.weights)
-            if self.params["prefilter"] and len(batch) > self.q.k:
-                order = top_indices(scores, batch.seq, self.q.k).tolist()
-                counters["prefiltered"] += len(batch) - len(order)
-            else:
-                order = range(len(batch))
-            ids, seqs, ts = batch.ids.tolist(), batch.seq.tolist(), batch.t.tolist()
-            scores = scores.tolist()
-            for i in order:
-                self._update_super_topk((scores[i], seqs[i]), ids[i], ts[i])
-        self._answer = self._current_answer()
-        self._purge_current_window()
+            ids, seqs, ts = batch.ids, batch.seq, batch.t
+            if self.params["prefilter"] and len(batch) > self._k:
+                best = top_indices(scores, seqs, self._k)
+                counters["prefiltered"] += len(batch) - len(best)
+                scores, seqs, ids, ts = scores[best], seqs[best], ids[best], ts[best]
+            arrivals = zip(scores.tolist(), seqs.tolist(), ids.tolist(), ts.tolist())
+            if self.params["prefilter"]:
+                arrivals = sorted(arrivals, reverse=True)
+            for value, seq, oid, t in arrivals:
+                self._update_super_topk((value, seq), oid, t)
+        self._answer = self._purge_current_window()
 
     def _update_super_topk(self, key: tuple, oid: int, t: int) -> None:
-        k, size, tkc, lbp = self.q.k, self._windows, self._tkc, self._lbp
+        k, size, tkc, lbp = self._k, self._windows, self._tkc, self._lbp
         oldest = self._current
         newest = oldest + size - 1
-        lowest = lbp[newest % size]
-        if tkc[newest % size] == k and key < lowest[KEY]:
+        slot = newest % size
+        if tkc[slot] == k and key < lbp[slot][KEY]:
             self._counters["discarded"] += 1
             return
-        self._counters["inserted"] += 1
         record = self._position(key, oid, t, newest)
+        evictions = skips = 0
         window = newest
         while window >= oldest:
-            slot = window % size
-            lowest = lbp[slot]
             if tkc[slot] < k:
                 tkc[slot] += 1
+                lowest = lbp[slot]
                 if lowest is None or key < lowest[KEY]:
                     lbp[slot] = record
-            elif lowest[KEY] < key:
-                self._counters["evictions"] += 1
+            else:
+                lowest = lbp[slot]
+                if key < lowest[KEY]:
+                    break
+                evictions += 1
                 lowest[START] += 1
                 above = lowest[ABOVE]
                 while above[END] < window:
-                    self._counters["lbp_skips"] += 1
+                    skips += 1
                     above = above[ABOVE]
                 lbp[slot] = above
                 if lowest[START] > lowest[END]:
                     self._unlink(lowest)
-            else:
-                break
             window -= 1
+            slot = slot - 1 if slot else size - 1
         record[START] = window + 1
+        self._counters["lbp_skips"] += skips
+        self._counters["inserted"] += 1
+        self._counters["evictions"] += evictions
 
     def _position(self, key: tuple, oid: int, t: int, end_window: int) -> list:
         """Link a new record into the list at its rank: ``O(log MTK)`` through the index."""
-        index = self._index
-        position = index.bisect_left(key)
-        above = self._records[index[position][1]] if position < len(index) else None
+        above_key = self._index.insert(key)
+        above = None if above_key is None else self._records[above_key[1]]
         below = above[BELOW] if above is not None else self._top
         record = [end_window, end_window, oid, t, key, above, below]
         if above is None:
@@ -134,7 +138,6 @@ class MinTopK(Algorithm):
             above[BELOW] = record
         if below is not None:
             below[ABOVE] = record
-        index.add(key)
         self._records[key[1]] = record
         return record
 
@@ -157,14 +160,13 @@ class MinTopK(Algorithm):
             record = record[BELOW]
         return members
 
-    def _current_answer(self) -> Answer:
+    def _purge_current_window(self) -> Answer:
+        """Output the current window's answer, then drop the window (``PurgeExpiredWindow``)."""
         members = self._current_members()
-        return Answer(np.array([r[ID] for r in members], np.int64),
-                      np.array([r[KEY][0] for r in members], np.float64),
-                      np.array([r[KEY][1] for r in members], np.int64))
-
-    def _purge_current_window(self) -> None:
-        for record in self._current_members():
+        answer = Answer(np.array([r[ID] for r in members], np.int64),
+                        np.array([r[KEY][0] for r in members], np.float64),
+                        np.array([r[KEY][1] for r in members], np.int64))
+        for record in members:
             record[START] += 1
             if record[START] > record[END]:
                 self._unlink(record)
@@ -172,6 +174,7 @@ class MinTopK(Algorithm):
         self._tkc[slot] = 0
         self._lbp[slot] = None
         self._current += 1
+        return answer
 
     def topk(self) -> Answer:
         return self._answer
@@ -220,7 +223,7 @@ class MinTopK(Algorithm):
 
     def _check(self) -> None:
         ranked = self._ranked_records()
-        assert [r[KEY] for r in ranked] == list(reversed(self._index)), "links disagree with the index"
+        assert [r[KEY] for r in ranked][::-1] == list(self._index), "links disagree with the index"
         assert len(self._records) == len(ranked), "record table disagrees with the list"
         for above, below in zip(ranked, ranked[1:]):
             assert below[ABOVE] is above, "broken upward link"

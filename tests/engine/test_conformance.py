@@ -71,3 +71,25 @@ def streams(draw):
 def test_generated_streams(name, params, case):
     q, data = case
     check_against_oracle(name, data, q, params)
+
+
+LITERAL_TRACES = [
+    # (scores, k, window, slide, expected ids per slide) -- worked out by hand
+    ([9, 1, 5, 7, 2, 3, 4, 0, 8, 6], 2, 6, 2, [[0, 1], [0, 3], [0, 3], [3, 2], [8, 9]]),
+    ([1, 1, 1, 1, 1, 1], 2, 4, 2, [[1, 0], [3, 2], [5, 4]]),
+    ([5, 4, 3, 2, 1, 0], 3, 4, 1, [[0], [0, 1], [0, 1, 2], [0, 1, 2], [1, 2, 3], [2, 3, 4]]),
+    ([0, 1, 2, 3, 4, 5], 2, 2, 2, [[1, 0], [3, 2], [5, 4]]),
+]
+
+
+@pytest.mark.parametrize("name", EXACT + ["oracle"])
+@pytest.mark.parametrize("trace", LITERAL_TRACES, ids=lambda trace: str(trace[0]))
+def test_literal_traces(name, trace):
+    scores, k, window, slide, expected = trace
+    q = engine.Query(weights=[1.0], k=k, window=window, slide=slide)
+    alg = engine.create(name, q)
+    got = []
+    for batch in engine.slides((np.arange(len(scores)), np.arange(len(scores)), np.asarray(scores, float)), q):
+        alg.process(batch)
+        got.append(alg.topk().ids.tolist())
+    assert got == expected

@@ -1,0 +1,121 @@
+"""Query validation, slide semantics, the total order and the registry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+
+
+@pytest.mark.parametrize("fields,message", [
+    (dict(k=0), "k must be an integer >= 1, got 0"),
+    (dict(k=2.5), "k must be an integer >= 1, got 2.5"),
+    (dict(window=0), "window must be an integer >= 1, got 0"),
+    (dict(slide=3), "window must be a multiple of slide \\(3\\), got 10"),
+    (dict(slide=20), "slide must be <= window \\(10\\), got 20"),
+    (dict(kind="hours"), "kind must be one of count, time, got 'hours'"),
+    (dict(weights=[]), "weights must hold at least one weight"),
+    (dict(weights=["a"]), "weights must be a sequence of numbers"),
+    (dict(weights=[float("nan")]), "weights must be finite"),
+    (dict(k=True), "k must be an integer"),
+])
+def test_invalid_query_names_field_and_value(fields, message):
+    base = dict(weights=[1.0], k=3, window=10, slide=5, kind="count")
+    with pytest.raises(ValueError, match=message):
+        engine.Query(**{**base, **fields})
+
+
+def test_query_round_trips_through_plain_data():
+    q = engine.Query(weights=[1, -0.5], k=np.int64(3), window=10, slide=5, kind="time")
+    assert engine.Query.from_dict(q.to_dict()) == q
+    assert q.windows_per_object == 2 and q.dimensions == 2
+
+
+def ends_and_ids(data, q, **kw):
+    return [(b.end, b.ids.tolist()) for b in engine.slides(data, q, **kw)]
+
+
+def test_count_slides_drop_the_trailing_incomplete_slide():
+    q = engine.Query(weights=[1.0], k=1, window=6, slide=3)
+    data = (np.arange(8), np.zeros(8), np.ones(8))
+    assert ends_and_ids(data, q) == [(3, [0, 1, 2]), (6, [3, 4, 5])]
+
+
+def test_count_slides_continue_from_seq_start():
+    q = engine.Query(weights=[1.0], k=1, window=6, slide=3)
+    batches = list(engine.slides((np.arange(3), np.zeros(3), np.ones(3)), q, seq_start=6))
+    assert [(b.end, b.seq.tolist()) for b in batches] == [(9, [6, 7, 8])]
+    with pytest.raises(ValueError, match="seq_start must be a multiple"):
+        list(engine.slides((np.arange(3), np.zeros(3), np.ones(3)), q, seq_start=4))
+
+
+def test_time_slides_are_aligned_to_multiples_of_s_and_may_be_empty():
+    q = engine.Query(weights=[1.0], k=1, window=10, slide=5, kind="time")
+    t = np.array([7, 8, 9, 23, 24, 25])
+    assert ends_and_ids((np.arange(6), t, np.ones(6)), q) == [
+        (10, [0, 1, 2]), (15, []), (20, []), (25, [3, 4])]
+
+
+def test_time_slides_reject_decreasing_time_with_the_row():
+    q = engine.Query(weights=[1.0], k=1, window=10, slide=5, kind="time")
+    with pytest.raises(ValueError, match="row 2: t decreases \\(9 then 4\\)"):
+        list(engine.slides((np.arange(3), np.array([1, 9, 4]), np.ones(3)), q))
+
+
+def test_slides_reject_non_finite_features_and_wrong_width():
+    q = engine.Query(weights=[1.0, 1.0], k=1, window=2, slide=1)
+    with pytest.raises(ValueError, match="row 1: feature values must be finite"):
+        list(engine.slides((np.arange(2), np.arange(2), [[1.0, 2.0], [np.inf, 0.0]]), q))
+    with pytest.raises(ValueError, match="2 weight\\(s\\) but the stream has 1 feature"):
+        list(engine.slides((np.arange(2), np.arange(2), [1.0, 2.0]), q))
+
+
+def test_window_answer_covers_exactly_the_window():
+    q = engine.Query(weights=[1.0], k=100, window=4, slide=2, kind="time")
+    t = np.array([0, 1, 2, 3, 4, 5, 6])
+    oracle = engine.create("oracle", q)
+    covered = []
+    for batch in engine.slides((np.arange(7), t, np.ones(7)), q):
+        oracle.process(batch)
+        covered.append(sorted(oracle.topk().ids.tolist()))
+    assert covered == [[0, 1], [0, 1, 2, 3], [2, 3, 4, 5]]
+
+
+def test_total_order_prefers_the_newer_object_on_equal_scores():
+    scores = np.array([2.0, 5.0, 5.0, 1.0, 5.0])
+    assert engine.top_indices(scores, np.arange(5), 2).tolist() == [4, 2]
+    assert engine.top_indices(scores, np.arange(5), 9).tolist() == [4, 2, 1, 0, 3]
+
+
+def test_score_is_independent_of_the_batch_it_is_computed_in():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(1000, 3))
+    w = [0.1, -0.7, 3.3]
+    whole = engine.score(x, w)
+    assert np.array_equal(whole[10:20], engine.score(x[10:20], w))
+
+
+def test_registry_lists_every_name_and_rejects_unknown_ones():
+    names = [info.name for info in engine.available()]
+    assert {"oracle", "mintopk", "pretopk"} <= set(names)
+    q = engine.Query(weights=[1.0], k=1, window=2, slide=1)
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'; valid: .*mintopk"):
+        engine.create("nope", q)
+    with pytest.raises(ValueError, match="unknown parameter\\(s\\) for mintopk: speed; valid: prefilter"):
+        engine.create("mintopk", q, speed=3)
+    with pytest.raises(ValueError, match="parameter prefilter of mintopk must be bool"):
+        engine.create("mintopk", q, prefilter="maybe")
+    assert engine.create("mintopk", q, prefilter="false").params == {"prefilter": False}
+
+
+def test_oracle_answers_other_weights_without_reprocessing():
+    q = engine.Query(weights=[1.0, 0.0], k=2, window=4, slide=2)
+    x = np.array([[1.0, 9.0], [2.0, 8.0], [3.0, 7.0], [4.0, 6.0], [5.0, 5.0], [6.0, 4.0]])
+    oracle = engine.create("oracle", q)
+    for batch in engine.slides((np.arange(6), np.arange(6), x), q):
+        oracle.process(batch)
+    assert oracle.topk().ids.tolist() == [5, 4]
+    assert oracle.query([0.0, 1.0], 3).ids.tolist() == [2, 3, 4]
+    with pytest.raises(ValueError, match="k must be"):
+        oracle.query([0.0, 1.0], 0)
