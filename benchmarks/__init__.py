@@ -1,0 +1,1 @@
+"""Performance and paper-reproduction harness (``make bench``); not collected by pytest."""
