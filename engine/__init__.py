@@ -11,6 +11,7 @@
 
 from .base import Algorithm
 from .query import Query
+from . import metrics
 from .ranking import Answer, score, top_indices
 from .registry import AlgorithmInfo, available, create
 from .state import FORMAT_VERSION, StateError, restore
@@ -18,4 +19,4 @@ from .stream import Batch, slides
 from . import algorithms  # noqa: F401  (registers every algorithm)
 
 __all__ = ["Algorithm", "AlgorithmInfo", "Answer", "Batch", "FORMAT_VERSION", "Query", "StateError",
-           "available", "create", "restore", "score", "slides", "top_indices"]
+           "available", "create", "metrics", "restore", "score", "slides", "top_indices"]
