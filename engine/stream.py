@@ -120,14 +120,23 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
         x = np.empty((len(ids), 0))
     else:
         raise ValueError("data must be (ids, t, x) or (ids, stream, value, t)")
-    s = query.slide
     seq = np.arange(seq_start, seq_start + len(ids), dtype=np.int64)
+    lo = 0
+    for index, (end, hi) in enumerate(_boundaries(t, query, seq_start, start)):
+        part = slice(lo, hi)
+        yield Batch(ids=ids[part], seq=seq[part], t=t[part], x=x[part], end=end, index=index,
+                    stream=None if stream is None else stream[part],
+                    value=None if value is None else value[part])
+        lo = hi
+
+
+def _boundaries(t: np.ndarray, query: Query, seq_start: int, start: int | None) -> Iterator[tuple[int, int]]:
+    """``(end, row index where the slide ending at end stops)`` for every complete slide."""
+    s = query.slide
     if query.kind == "count":
         if seq_start % s:
             raise ValueError(f"seq_start must be a multiple of slide ({s}), got {seq_start}")
-        first_end = seq_start + s
-        count = len(ids) // s
-        cuts = lambda ends: ends - seq_start  # noqa: E731
+        first_end, count = seq_start + s, len(t) // s
     else:
         if len(t) == 0:
             return
@@ -139,16 +148,8 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
             start = int(t[0]) // s * s
         elif start % s or start > t[0]:
             raise ValueError(f"start must be a multiple of slide ({s}) and at most the first t, got {start}")
-        first_end = start + s
-        count = max(0, (int(t[-1]) // s * s - start) // s)
-        cuts = lambda ends: np.searchsorted(t, ends, side="left")  # noqa: E731
-    lo = 0
+        first_end, count = start + s, max(0, (int(t[-1]) // s * s - start) // s)
     for chunk in range(0, count, _BOUNDARY_CHUNK):
         ends = first_end + s * np.arange(chunk, min(count, chunk + _BOUNDARY_CHUNK), dtype=np.int64)
-        his = cuts(ends)
-        for offset, (end, hi) in enumerate(zip(ends.tolist(), his.tolist())):
-            part = slice(lo, hi)
-            yield Batch(ids=ids[part], seq=seq[part], t=t[part], x=x[part], end=end, index=chunk + offset,
-                        stream=None if stream is None else stream[part],
-                        value=None if value is None else value[part])
-            lo = hi
+        rows = ends - seq_start if query.kind == "count" else np.searchsorted(t, ends, side="left")
+        yield from zip(ends.tolist(), rows.tolist())
