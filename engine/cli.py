@@ -1,0 +1,484 @@
+"""The headless command line, ``python -m engine`` (SPEC section 4).
+
+``python -m engine run`` replays a CSV or Parquet stream through one algorithm and writes one
+JSON line per slide boundary; ``python -m engine list`` prints the registry.  Bad arguments or
+bad input end with one ``error: ...`` line on stderr (naming the file, the line and the
+problem) and exit status 2, and leave no output file behind: the answers are written to a
+temporary file next to the output and renamed over it only once the run has succeeded.
+
+Examples
+--------
+>>> import contextlib, io
+>>> listing = io.StringIO()
+>>> with contextlib.redirect_stdout(listing):
+...     status = main(["list"])
+>>> status, "mintopk" in listing.getvalue()
+(0, True)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Iterator, Sequence, TextIO
+
+import numpy as np
+
+from .base import Algorithm, coerce_param
+from .query import KINDS, Query
+from .registry import AlgorithmInfo, available, create
+from .stream import slides
+
+EXIT_ERROR = 2
+"""Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
+
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C, as a shell reports a SIGINT."""
+
+OBJECT_KEY_COLUMNS = ("id", "t")
+"""The columns every object stream must have."""
+
+IGNORED_COLUMNS = ("seq",)
+"""Columns that are not features either: a ``seq`` column (as in the datasets that
+``pipelines.ingest`` writes) is ignored, since row order is arrival order."""
+
+ATTRIBUTE_COLUMNS = ("id", "stream", "value", "t")
+"""The columns of an attribute stream (incomplete-stream algorithms), no others."""
+
+INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
+class CommandError(Exception):
+    """A problem with the arguments or the input, reported as ``error: <message>``, exit 2."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """The columns of an input file, not yet converted to numbers.
+
+    Parameters
+    ----------
+    path
+        The file as named on the command line.
+    header
+        Column names, in file order.
+    columns
+        Column name -> raw values: strings (CSV) or a numpy array (Parquet).
+    unit
+        ``"line"`` for CSV (the header is line 1) or ``"row"`` for Parquet (first row is 1).
+    numbers
+        The line or row number of every data row, for messages.
+    """
+
+    path: str
+    header: list[str]
+    columns: dict[str, Sequence]
+    unit: str
+    numbers: Sequence[int]
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def where(self, row: int | None = None) -> str:
+        """``"data.csv line 7"`` for data row ``row`` (0-based); the header when ``None``."""
+        if row is not None:
+            return f"{self.path} {self.unit} {self.numbers[row]}"
+        return f"{self.path} line 1" if self.unit == "line" else self.path
+
+
+# ---------------------------------------------------------------------------- reading input
+
+def read_table(path: str) -> Table:
+    """Read ``path`` (``.csv`` or ``.parquet``) into a :class:`Table`."""
+    extension = os.path.splitext(path)[1].lower()
+    if extension == ".csv":
+        return read_csv(path)
+    if extension in (".parquet", ".pq"):
+        return read_parquet(path)
+    raise CommandError(f"{path}: unsupported input format {repr(extension) if extension else '(no extension)'}; "
+                       "expected a .csv or .parquet file")
+
+
+def read_csv(path: str) -> Table:
+    """Read a CSV file with a header row; blank lines are skipped, every other row must be full.
+
+    A row is numbered by the line it starts on (a quoted field may span lines).
+    """
+    try:
+        file = open(path, newline="", encoding="utf-8-sig")
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot read: {exc.strerror}") from None
+    with file:
+        reader = csv.reader(file)
+        rows: list[list[str]] = []
+        lines: list[int] = []
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise CommandError(f"{path} line 1: the file is empty; expected a header row")
+            first_line = reader.line_num + 1
+            for row in reader:
+                if row:
+                    rows.append(row)
+                    lines.append(first_line)
+                first_line = reader.line_num + 1
+        except csv.Error as exc:
+            raise CommandError(f"{path} line {reader.line_num}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        except OSError as exc:
+            raise CommandError(f"{path}: cannot read: {exc.strerror}") from None
+    header = [name.strip() for name in header]
+    short_or_long = next((i for i, row in enumerate(rows) if len(row) != len(header)), None)
+    if short_or_long is not None:
+        raise CommandError(f"{path} line {lines[short_or_long]}: {len(rows[short_or_long])} field(s), "
+                           f"but the header has {len(header)}")
+    columns = dict(zip(header, zip(*rows))) if rows else {name: () for name in header}
+    return Table(path, header, columns, "line", lines)
+
+
+def read_parquet(path: str) -> Table:
+    """Read a Parquet file; needs ``pyarrow``, imported only here."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise CommandError(f"{path}: reading Parquet needs pyarrow, which is not installed "
+                           "(pip install pyarrow)") from None
+    try:
+        arrow_table = pyarrow.parquet.read_table(path)
+    except (OSError, ValueError, pyarrow.ArrowException) as exc:
+        raise CommandError(f"{path}: cannot read Parquet: {exc}") from None
+    header = list(arrow_table.column_names)
+    columns = {}
+    for position, name in enumerate(header):
+        column = arrow_table.column(position)
+        kind = column.type
+        if not (pyarrow.types.is_integer(kind) or pyarrow.types.is_floating(kind)
+                or pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)):
+            raise CommandError(f"{path}: column {name} has type {kind}; expected numbers")
+        if column.null_count:
+            row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+            raise CommandError(f"{path} row {row + 1}: column {name}: missing value")
+        columns[name] = column.to_numpy(zero_copy_only=False)
+    return Table(path, header, columns, "row", range(1, arrow_table.num_rows + 1))
+
+
+# ------------------------------------------------------------------------ converting columns
+
+def _text_problem(text: str, integer: bool) -> str | None:
+    """Why ``text`` is not a finite float (or an int64 when ``integer``); ``None`` if it is."""
+    try:
+        number = int(text) if integer else float(text)
+    except ValueError:
+        return f"{text!r} is not {'an integer' if integer else 'a number'}"
+    if integer and not INT64_RANGE[0] <= number <= INT64_RANGE[1]:
+        return f"{text!r} does not fit in a 64-bit integer"
+    if not integer and not math.isfinite(number):
+        return f"{text!r} is not a finite number"
+    return None
+
+
+def _convert_text(texts: Sequence[str], integer: bool) -> tuple[np.ndarray | None, int]:
+    """Parse strings at C speed; on failure scan them one by one for the first bad row."""
+    try:
+        values = np.array(texts, dtype=np.int64 if integer else np.float64)
+    except (ValueError, OverflowError):
+        return None, next(row for row, text in enumerate(texts) if _text_problem(text, integer))
+    if not integer:
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            return None, int(bad[0])
+    return values, -1
+
+
+def _convert_typed(raw: np.ndarray, integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Values of a numeric Parquet column as int64 or float64, and a mask of unusable ones."""
+    if not integer:
+        values = raw.astype(np.float64)
+        return values, ~np.isfinite(values)
+    if raw.dtype.kind == "f":
+        bad = ~(np.isfinite(raw) & (np.floor(raw) == raw) & (np.abs(raw) < 2.0**63))
+        return np.where(bad, 0, raw).astype(np.int64), bad
+    if raw.dtype.kind == "u":
+        bad = raw > INT64_RANGE[1]
+        return raw.astype(np.int64), bad
+    return raw.astype(np.int64), np.zeros(len(raw), dtype=bool)
+
+
+def numeric_column(table: Table, name: str, integer: bool) -> np.ndarray:
+    """Column ``name`` as int64 (``integer``) or finite float64; a bad value names its line."""
+    raw = table.columns[name]
+    if isinstance(raw, np.ndarray) and raw.dtype.kind in "iuf":
+        values, bad = _convert_typed(raw, integer)
+        if bad.any():
+            row = int(np.argmax(bad))
+            what = "an integer in the 64-bit range" if integer else "a finite number"
+            raise CommandError(f"{table.where(row)}: column {name}: {raw[row].item()!r} is not {what}")
+        return values
+    values, row = _convert_text(raw, integer)
+    if values is None:
+        raise CommandError(f"{table.where(row)}: column {name}: {_text_problem(raw[row], integer)}")
+    return values
+
+
+def _check_header(table: Table, required: Sequence[str], exclusive: bool) -> None:
+    """Every ``required`` column present once; no other column when ``exclusive``."""
+    seen = set()
+    for name in table.header:
+        if not name:
+            raise CommandError(f"{table.where()}: a column has no name")
+        if name in seen:
+            raise CommandError(f"{table.where()}: column {name} appears twice")
+        seen.add(name)
+    missing = [name for name in required if name not in seen]
+    if missing:
+        raise CommandError(f"{table.where()}: missing column(s) {', '.join(missing)} "
+                           f"(the header has {', '.join(table.header)})")
+    extra = [name for name in table.header if name not in required]
+    if exclusive and extra:
+        raise CommandError(f"{table.where()}: unexpected column(s) {', '.join(extra)}; "
+                           f"incomplete-stream algorithms read exactly {', '.join(required)}")
+
+
+def object_stream(table: Table, weights: tuple[float, ...] | None, kind: str):
+    """``(ids, t, x)`` and the weights (all ones by default) of an ``id,t,<features>`` table."""
+    _check_header(table, OBJECT_KEY_COLUMNS, exclusive=False)
+    features = [name for name in table.header if name not in OBJECT_KEY_COLUMNS + IGNORED_COLUMNS]
+    if not features:
+        raise CommandError(f"{table.where()}: no feature columns; expected id, t and at least one feature")
+    if weights is not None and len(weights) != len(features):
+        raise CommandError(f"{table.where()}: {len(weights)} weight(s) given but the file has "
+                           f"{len(features)} feature column(s): {', '.join(features)}")
+    ids = numeric_column(table, "id", integer=True)
+    t = numeric_column(table, "t", integer=True)
+    if kind == "time":
+        _check_time_order(table, t)
+    x = np.empty((len(table), len(features)))
+    for position, name in enumerate(features):
+        x[:, position] = numeric_column(table, name, integer=False)
+    return (ids, t, x), weights or (1.0,) * len(features)
+
+
+def attribute_stream(table: Table, weights: tuple[float, ...] | None, kind: str):
+    """``(ids, stream, value, t)`` and the weights of an ``id,stream,value,t`` table.
+
+    Without weights there is one weight of 1 per stream, ``d = max(stream) + 1``.
+    """
+    _check_header(table, ATTRIBUTE_COLUMNS, exclusive=True)
+    ids = numeric_column(table, "id", integer=True)
+    stream = numeric_column(table, "stream", integer=True)
+    value = numeric_column(table, "value", integer=False)
+    t = numeric_column(table, "t", integer=True)
+    if kind == "time":
+        _check_time_order(table, t)
+    streams = len(weights) if weights is not None else int(stream.max()) + 1 if len(stream) else 1
+    outside = np.flatnonzero((stream < 0) | (stream >= streams))
+    if len(outside):
+        row = int(outside[0])
+        raise CommandError(f"{table.where(row)}: column stream: {int(stream[row])} is not a stream "
+                           f"number in 0..{streams - 1}")
+    outside = np.flatnonzero((value < 0.0) | (value > 1.0))
+    if len(outside):
+        row = int(outside[0])
+        raise CommandError(f"{table.where(row)}: column value: {float(value[row])!r} is not in [0, 1]")
+    return (ids, stream, value, t), weights or (1.0,) * streams
+
+
+def _check_time_order(table: Table, t: np.ndarray) -> None:
+    decreasing = np.flatnonzero(t[1:] < t[:-1])
+    if len(decreasing):
+        row = int(decreasing[0]) + 1
+        raise CommandError(f"{table.where(row)}: column t: {int(t[row])} comes after {int(t[row - 1])}; "
+                           "a time window needs non-decreasing t")
+
+
+# ---------------------------------------------------------------------------------- running
+
+def find_algorithm(name: str) -> AlgorithmInfo:
+    """The registry entry of ``name``; an unknown name lists the valid ones."""
+    infos = {info.name: info for info in available()}
+    if name not in infos:
+        raise CommandError(f"--algorithm: unknown algorithm {name!r}; valid: {', '.join(infos)}")
+    return infos[name]
+
+
+def check_params(info: AlgorithmInfo, params: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """``--param`` pairs as a dict, each name known and each value convertible."""
+    checked: dict[str, str] = {}
+    for key, value in params:
+        if key in checked:
+            raise CommandError(f"--param: {key} is given twice")
+        if key not in info.defaults:
+            valid = ", ".join(f"{name} (default {default})" for name, default in info.defaults.items())
+            raise CommandError(f"--param: unknown parameter {key!r} for {info.name}; valid: {valid or 'none'}")
+        try:
+            coerce_param(info.name, key, info.defaults[key], value)
+        except ValueError as exc:
+            raise CommandError(f"--param: {exc}") from None
+        checked[key] = value
+    return checked
+
+
+def make_query(args: argparse.Namespace, weights: Sequence[float]) -> Query:
+    """The query of the command line; an invalid field names the field and the value."""
+    try:
+        return Query(weights=tuple(weights), k=args.k, window=args.window, slide=args.slide, kind=args.kind)
+    except ValueError as exc:
+        raise CommandError(f"invalid query: {exc}") from None
+
+
+def answer_lines(algorithm: Algorithm, data: tuple) -> Iterator[str]:
+    """Run ``algorithm`` over ``data``: one JSON line per slide boundary passed."""
+    for batch in slides(data, algorithm.q):
+        algorithm.process(batch)
+        answer = algorithm.topk()
+        stats = algorithm.stats()
+        yield json.dumps({"slide": batch.index, "end": batch.end,
+                          "ids": answer.ids.tolist(), "scores": answer.scores.tolist(),
+                          "candidates": int(stats["candidates"]), "retained": int(stats["retained"]),
+                          "bytes": int(stats["bytes"])}) + "\n"
+
+
+def _new_file_mode() -> int:
+    """Permissions of a newly created file under the current umask (``mkstemp`` uses 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_atomically(path: str, lines: Iterator[str]) -> None:
+    """Write ``lines`` to a temporary file beside ``path``, then rename it to ``path``.
+
+    On any failure, Ctrl-C included, the temporary file is removed and an existing ``path``
+    is left as it was.
+    """
+    if os.path.isdir(path):
+        raise CommandError(f"{path}: cannot write: it is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write: {exc.strerror}") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.writelines(lines)
+        os.chmod(temporary, _new_file_mode())
+        os.replace(temporary, path)
+    except BaseException as exc:
+        os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise CommandError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        raise
+
+
+def run(args: argparse.Namespace) -> None:
+    """``python -m engine run``: check the arguments, read the input, write the answers."""
+    info = find_algorithm(args.algorithm)
+    query = make_query(args, args.weights or (1.0,))  # checked before reading; ones replaced below
+    params = check_params(info, args.param)
+    table = read_table(args.input)
+    read_stream = attribute_stream if info.stream == "incomplete" else object_stream
+    data, weights = read_stream(table, args.weights, query.kind)
+    try:
+        algorithm = create(info.name, query.with_weights(weights), **params)
+    except ValueError as exc:
+        raise CommandError(f"cannot create {info.name}: {exc}") from None
+    write_atomically(args.output, answer_lines(algorithm, data))
+
+
+def print_algorithms(out: TextIO) -> None:
+    """``python -m engine list``: one line per algorithm: name, family, summary, parameters."""
+    infos = available()
+    name_width = max(len(info.name) for info in infos)
+    family_width = max(len(info.family) for info in infos)
+    for info in infos:
+        params = ", ".join(f"{key}={value}" for key, value in info.defaults.items()) or "none"
+        out.write(f"{info.name:<{name_width}}  {info.family:<{family_width}}  {info.summary}"
+                  f"  [params: {params}]\n")
+
+
+# ------------------------------------------------------------------------------ arguments
+
+def _weights_argument(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+
+
+def _param_argument(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+RUN_EPILOG = """\
+input (a header row, columns matched by name):
+  single-stream algorithms      id,t,<features...>  (every column but id, t and seq is a feature, in order)
+  incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1])
+
+output: one JSON line per slide boundary passed:
+  {"slide": j, "end": T, "ids": [...], "scores": [...], "candidates": c, "retained": r, "bytes": b}
+
+Bad arguments or input: one "error:" line on stderr naming the file, line and problem, exit
+status 2, and the output file is left as it was.
+
+example:
+  python -m engine run --algorithm mintopk --k 10 --window 1000 --slide 10 \\
+      --weights=-1,0.5 --input trades.csv --output answers.jsonl
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m engine`` argument parser with its ``run`` and ``list`` commands."""
+    parser = argparse.ArgumentParser(
+        prog="python -m engine",
+        description="Top-k Watch, headless: continuous top-k queries over sliding windows.",
+        epilog="'python -m engine run --help' describes the input and output formats.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,list}")
+    run_parser = commands.add_parser(
+        "run", help="replay a CSV or Parquet stream through one algorithm, one JSON line per slide",
+        description="Replay a stream through one algorithm and write its answer after every slide.",
+        epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run_parser.add_argument("--algorithm", required=True, metavar="NAME",
+                            help="a registered algorithm (see 'python -m engine list')")
+    run_parser.add_argument("--param", action="append", default=[], type=_param_argument, metavar="KEY=VALUE",
+                            help="an algorithm parameter; repeat for several")
+    run_parser.add_argument("--k", required=True, type=int, help="answer size, >= 1")
+    run_parser.add_argument("--window", required=True, type=int, metavar="N",
+                            help="window length: objects (count) or time units (time)")
+    run_parser.add_argument("--slide", required=True, type=int, metavar="S", help="slide length; must divide N")
+    run_parser.add_argument("--kind", choices=KINDS, default="count", help="window kind (default: count)")
+    run_parser.add_argument("--weights", type=_weights_argument, metavar="W0,W1,...",
+                            help="one weight per feature or stream (default: all ones); "
+                                 "write negative ones as --weights=-1,0.5")
+    run_parser.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet stream")
+    run_parser.add_argument("--output", required=True, metavar="FILE.jsonl", help="where to write the answers")
+    commands.add_parser("list", help="list the registered algorithms with their families and parameters",
+                        description="List the registered algorithms: name, family, summary, parameters.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            print_algorithms(sys.stdout)
+        else:
+            run(args)
+    except CommandError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0

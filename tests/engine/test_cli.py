@@ -1,0 +1,358 @@
+"""The headless CLI, ``python -m engine`` (SPEC section 4): answers, registry listing, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import engine
+from engine import cli, registry
+from engine.base import Algorithm
+from engine.ranking import Answer
+
+ROOT = Path(__file__).resolve().parents[2]
+SINGLE = [info.name for info in engine.available() if info.stream == "single"]
+EXACT_SINGLE = [info.name for info in engine.available() if info.stream == "single" and info.exact]
+PREVIOUS_OUTPUT = "answers of an earlier run\n"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def run_args(name: str, query: engine.Query, source: Path, output: Path, *extra: str) -> list[str]:
+    return ["run", "--algorithm", name, "--k", str(query.k), "--window", str(query.window),
+            "--slide", str(query.slide), "--kind", query.kind,
+            "--weights=" + ",".join(repr(w) for w in query.weights),
+            "--input", str(source), "--output", str(output), *extra]
+
+
+def write_csv(path: Path, header: list[str], columns: list[np.ndarray]) -> Path:
+    rows = zip(*(column.tolist() for column in columns))
+    path.write_text(",".join(header) + "\n" + "".join(",".join(map(repr, row)) + "\n" for row in rows))
+    return path
+
+
+def object_stream(m: int, seed: int, times: str = "steady"):
+    """Ids, non-decreasing times and two features with ties, as an engine stream."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(m) if times == "steady" else np.cumsum(rng.choice([0, 0, 1, 9], m)) + 5
+    x = np.column_stack([rng.integers(0, 5, m) * 0.5, rng.normal(size=m)])
+    return np.arange(m) + 100, t.astype(np.int64), x
+
+
+def direct_lines(name: str, data, query: engine.Query, params: dict[str, Any] | None = None) -> list[dict]:
+    """What the CLI must print, computed through the engine API; exact single-stream
+    algorithms are checked against the oracle on the way."""
+    algorithm = engine.create(name, query, **(params or {}))
+    oracle = engine.create("oracle", query) if name in EXACT_SINGLE else None
+    lines = []
+    for batch in engine.slides(data, query):
+        algorithm.process(batch)
+        answer, stats = algorithm.topk(), algorithm.stats()
+        if oracle is not None:
+            oracle.process(batch)
+            np.testing.assert_allclose(answer.scores, oracle.topk().scores, rtol=1e-12, atol=0)
+        lines.append({"slide": batch.index, "end": batch.end, "ids": answer.ids.tolist(),
+                      "scores": answer.scores.tolist(), "candidates": stats["candidates"],
+                      "retained": stats["retained"], "bytes": stats["bytes"]})
+    return lines
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# ------------------------------------------------------------------------------- good input
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_count_window_output_equals_the_engine(tmp_path, name):
+    data = object_stream(203, seed=1)
+    source = write_csv(tmp_path / "data.csv", ["id", "t", "x_0", "x_1"], list(data[:2]) + list(data[2].T))
+    query = engine.Query(weights=[1.0, -0.5], k=4, window=30, slide=5, kind="count")
+    result = run_cli(*run_args(name, query, source, tmp_path / "out.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = read_lines(tmp_path / "out.jsonl")
+    assert len(lines) == 203 // 5
+    assert lines == direct_lines(name, data, query)
+
+
+def test_time_window_with_param_and_default_weights(tmp_path):
+    data = object_stream(300, seed=2, times="gaps")
+    source = write_csv(tmp_path / "data.csv", ["id", "t", "a", "b"], list(data[:2]) + list(data[2].T))
+    result = run_cli("run", "--algorithm", "mintopk", "--param", "prefilter=false", "--k", "3",
+                     "--window", "24", "--slide", "8", "--kind", "time",
+                     "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert result.returncode == 0, result.stderr
+    query = engine.Query(weights=[1.0, 1.0], k=3, window=24, slide=8, kind="time")
+    expected = direct_lines("mintopk", data, query, {"prefilter": False})
+    assert len(expected) == (data[1][-1] // 8 - data[1][0] // 8)
+    assert read_lines(tmp_path / "out.jsonl") == expected
+
+
+def test_columns_are_matched_by_name_and_features_keep_their_order(tmp_path):
+    ids, t, x = object_stream(60, seed=3)
+    source = write_csv(tmp_path / "data.csv", ["x_0", "t", "x_1", "id"], [x[:, 0], t, x[:, 1], ids])
+    query = engine.Query(weights=[2.0, -1.0], k=2, window=10, slide=10)
+    result = run_cli(*run_args("oracle", query, source, tmp_path / "out.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert read_lines(tmp_path / "out.jsonl") == direct_lines("oracle", (ids, t, x), query)
+
+
+def test_parquet_input_ignores_a_seq_column(tmp_path):
+    import pyarrow
+    import pyarrow.parquet
+
+    ids, t, x = object_stream(150, seed=4, times="gaps")
+    table = pyarrow.table({"id": ids, "seq": np.arange(150), "t": t, "x_0": x[:, 0], "x_1": x[:, 1]})
+    pyarrow.parquet.write_table(table, tmp_path / "data.parquet")
+    query = engine.Query(weights=[-1.0, 0.5], k=5, window=40, slide=10, kind="time")
+    result = run_cli(*run_args("mintopk", query, tmp_path / "data.parquet", tmp_path / "out.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert read_lines(tmp_path / "out.jsonl") == direct_lines("mintopk", (ids, t, x), query)
+
+
+def test_header_only_file_gives_an_empty_output(tmp_path):
+    source = tmp_path / "data.csv"
+    source.write_text("id,t,x_0\n")
+    result = run_cli("run", "--algorithm", "mintopk", "--k", "1", "--window", "4", "--slide", "2",
+                     "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.jsonl").read_text() == ""
+
+
+def test_list_prints_every_registered_algorithm():
+    result = run_cli("list")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(engine.available())
+    for info, line in zip(engine.available(), lines):
+        assert line.split()[0] == info.name
+        assert info.family in line and info.summary in line
+        for key, value in info.defaults.items():
+            assert f"{key}={value}" in line
+
+
+def test_help_describes_both_commands():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    assert "run" in result.stdout and "list" in result.stdout
+    result = run_cli("run", "--help")
+    assert result.returncode == 0
+    assert "id,t,<features...>" in result.stdout and "id,stream,value,t" in result.stdout
+
+
+# -------------------------------------------------------------------------------- bad input
+
+GOOD_CSV = "id,t,x_0\n1,1,0.5\n2,2,0.25\n3,3,1.5\n4,4,2.0\n"
+QUERY_ARGS = ["--k", "2", "--window", "4", "--slide", "2"]
+
+BAD_FILES = {
+    # case: (file name, content, extra arguments, fragments the message must contain)
+    "missing column": ("data.csv", "id,x_0\n1,0.5\n", [], ["line 1", "missing column(s) t"]),
+    "text in a number": ("data.csv", "id,t,x_0\n1,1,0.5\n2,2,0.25\n3,3,abc\n", [],
+                         ["line 4", "column x_0", "'abc' is not a number"]),
+    "empty value": ("data.csv", "id,t,x_0\n1,1,\n", [], ["line 2", "column x_0", "'' is not a number"]),
+    "NaN": ("data.csv", "id,t,x_0\n1,1,0.5\n2,2,nan\n", [], ["line 3", "column x_0", "'nan' is not a finite"]),
+    "inf": ("data.csv", "id,t,x_0\n1,1,0.5\n\n2,2,0.5\n3,3,-inf\n", [],
+            ["line 5", "column x_0", "'-inf' is not a finite"]),
+    "line numbers count every physical line": ("data.csv", 'id,t,x_0,note\n1,1,0.5,"two\nlines"\n2,2,abc,x\n', [],
+                                               ["line 4", "column x_0", "'abc' is not a number"]),
+    "fractional id": ("data.csv", "id,t,x_0\n1,1,0.5\n2.5,2,0.5\n", [], ["line 3", "column id", "not an integer"]),
+    "short row": ("data.csv", "id,t,x_0\n1,1,0.5\n2,2\n", [], ["line 3", "2 field(s)", "header has 3"]),
+    "decreasing t in a time window": ("data.csv", "id,t,x_0\n1,1,0.5\n2,5,0.5\n3,4,0.5\n", ["--kind", "time"],
+                                      ["line 4", "column t", "4 comes after 5", "non-decreasing"]),
+    "too many weights": ("data.csv", GOOD_CSV, ["--weights=1,2"], ["line 1", "2 weight(s)", "1 feature column"]),
+    "empty file": ("data.csv", "", [], ["line 1", "empty", "header"]),
+    "unsupported format": ("data.txt", GOOD_CSV, [], ["unsupported input format", ".txt"]),
+}
+
+
+def assert_failed_cleanly(result: subprocess.CompletedProcess, output: Path, fragments: list[str]) -> None:
+    """Exit 2, one ``error:`` line with every fragment, no traceback, the old output untouched."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert output.read_text() == PREVIOUS_OUTPUT
+    assert [path.name for path in output.parent.iterdir() if path.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_bad_input_file(tmp_path, case):
+    file_name, content, extra, fragments = BAD_FILES[case]
+    source = tmp_path / file_name
+    source.write_text(content)
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    result = run_cli("run", "--algorithm", "mintopk", *QUERY_ARGS, *extra,
+                     "--input", str(source), "--output", str(output))
+    assert_failed_cleanly(result, output, [str(source), *fragments])
+
+
+def test_unreadable_file(tmp_path):
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    source = tmp_path / "absent.csv"
+    result = run_cli("run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", str(source), "--output", str(output))
+    assert_failed_cleanly(result, output, [str(source), "cannot read", "No such file"])
+
+
+@pytest.mark.parametrize("values,fragments", [
+    ([0.5, float("nan"), 0.5], ["row 2", "column x_0", "nan is not a finite number"]),
+    ([0.5, 0.5, None], ["row 3", "column x_0", "missing value"]),
+])
+def test_bad_parquet(tmp_path, values, fragments):
+    import pyarrow
+    import pyarrow.parquet
+
+    source = tmp_path / "data.parquet"
+    pyarrow.parquet.write_table(pyarrow.table({"id": [1, 2, 3], "t": [1, 2, 3],
+                                               "x_0": pyarrow.array(values, pyarrow.float64())}), source)
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    result = run_cli("run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", str(source), "--output", str(output))
+    assert_failed_cleanly(result, output, [str(source), *fragments])
+
+
+BAD_ARGUMENTS = {
+    # case: (arguments replacing the good ones, fragments the message must contain)
+    "window not a multiple of slide": (["--algorithm", "mintopk", "--k", "2", "--window", "10", "--slide", "4"],
+                                       ["invalid query", "window must be a multiple of slide (4), got 10"]),
+    "k = 0": (["--algorithm", "mintopk", "--k", "0", "--window", "4", "--slide", "2"],
+              ["invalid query", "k must be an integer >= 1, got 0"]),
+    "non-finite weight": (["--algorithm", "mintopk", *QUERY_ARGS, "--weights=inf"], ["invalid query", "weights"]),
+    "unknown algorithm": (["--algorithm", "nope", *QUERY_ARGS], ["unknown algorithm 'nope'", "mintopk", "oracle"]),
+    "unknown param": (["--algorithm", "mintopk", "--param", "speed=3", *QUERY_ARGS],
+                      ["unknown parameter 'speed' for mintopk", "prefilter"]),
+    "bad param value": (["--algorithm", "mintopk", "--param", "prefilter=maybe", *QUERY_ARGS],
+                        ["prefilter", "'maybe'"]),
+}
+
+
+@pytest.mark.parametrize("case", BAD_ARGUMENTS)
+def test_bad_arguments_are_reported_before_reading_the_input(tmp_path, case):
+    arguments, fragments = BAD_ARGUMENTS[case]
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    source = tmp_path / "absent.csv"
+    result = run_cli("run", *arguments, "--input", str(source), "--output", str(output))
+    assert_failed_cleanly(result, output, fragments)
+    assert str(source) not in result.stderr
+
+
+def test_usage_errors_exit_2(tmp_path):
+    result = run_cli("run", "--algorithm", "mintopk", "--k", "two", "--window", "4", "--slide", "2",
+                     "--input", "x.csv", "--output", str(tmp_path / "out.jsonl"))
+    assert result.returncode == 2
+    assert "--k" in result.stderr and "Traceback" not in result.stderr
+    assert run_cli().returncode == 2
+
+
+# ----------------------------------------------- incomplete streams and interruption (in process)
+
+class LastSlide(Algorithm):
+    """A stand-in incomplete-stream algorithm: the top ``k`` tuples of the last slide.
+
+    Its ``retained`` is the query's number of streams, so a test can see the weights chosen.
+    """
+
+    name = "test-last-slide"
+    summary = "test double"
+    stream = "incomplete"
+
+    def _reset(self) -> None:
+        self._answer = Answer.empty()
+
+    def process(self, batch) -> None:
+        weights = np.asarray(self.q.weights)
+        self._answer = Answer.ranked(batch.ids, batch.value * weights[batch.stream], batch.seq, self.q.k)
+
+    def topk(self) -> Answer:
+        return self._answer
+
+    def stats(self) -> dict[str, Any]:
+        return {"candidates": len(self._answer), "retained": self.q.dimensions, "bytes": 0}
+
+    def _dump(self) -> dict[str, Any]:
+        return {}
+
+    def _load(self, data: dict[str, Any]) -> None:
+        """Nothing to load."""
+
+
+class InterruptedRun(LastSlide):
+    """Ctrl-C during the second slide."""
+
+    name = "test-interrupted"
+
+    def process(self, batch) -> None:
+        if batch.index == 1:
+            raise KeyboardInterrupt
+        super().process(batch)
+
+
+@pytest.fixture
+def incomplete_algorithms(monkeypatch):
+    for cls in (LastSlide, InterruptedRun):
+        monkeypatch.setitem(registry._REGISTRY, cls.name, cls)
+
+
+ATTRIBUTE_CSV = "t,value,stream,id\n0,0.5,0,1\n1,0.25,2,2\n2,1.0,1,1\n3,0.75,0,3\n"
+
+
+def test_incomplete_stream_reads_id_stream_value_t(tmp_path, capsys, incomplete_algorithms):
+    source = tmp_path / "tuples.csv"
+    source.write_text(ATTRIBUTE_CSV)
+    output = tmp_path / "out.jsonl"
+    status = cli.main(["run", "--algorithm", LastSlide.name, "--k", "1", "--window", "2", "--slide", "2",
+                       "--input", str(source), "--output", str(output)])
+    assert status == 0, capsys.readouterr().err
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=1, window=2, slide=2)
+    data = (np.array([1, 2, 1, 3]), np.array([0, 2, 1, 0]), np.array([0.5, 0.25, 1.0, 0.75]), np.arange(4))
+    assert read_lines(output) == direct_lines(LastSlide.name, data, query)
+    assert [line["retained"] for line in read_lines(output)] == [3, 3]
+
+
+@pytest.mark.parametrize("content,extra,fragments", [
+    (ATTRIBUTE_CSV.replace("t,value", "t,extra,value").replace("\n0,", "\n0,9,").replace("\n1,", "\n1,9,")
+     .replace("\n2,", "\n2,9,").replace("\n3,", "\n3,9,"), [], ["line 1", "unexpected column(s) extra"]),
+    (ATTRIBUTE_CSV, ["--weights=1,1"], ["line 3", "column stream", "2 is not a stream number in 0..1"]),
+    (ATTRIBUTE_CSV.replace("0.75", "1.5"), [], ["line 5", "column value", "1.5 is not in [0, 1]"]),
+    (ATTRIBUTE_CSV.replace("2,1.0,1", "2,1.0,-1"), [], ["line 4", "column stream", "-1 is not a stream"]),
+])
+def test_bad_incomplete_stream(tmp_path, capsys, incomplete_algorithms, content, extra, fragments):
+    source = tmp_path / "tuples.csv"
+    source.write_text(content)
+    output = tmp_path / "out.jsonl"
+    status = cli.main(["run", "--algorithm", LastSlide.name, "--k", "1", "--window", "2", "--slide", "2", *extra,
+                       "--input", str(source), "--output", str(output)])
+    message = capsys.readouterr().err
+    assert status == 2
+    assert message.startswith(f"error: {source} ")
+    for fragment in fragments:
+        assert fragment in message
+    assert not output.exists()
+
+
+def test_interrupted_run_leaves_the_old_output_and_no_temporary_file(tmp_path, capsys, incomplete_algorithms):
+    source = tmp_path / "tuples.csv"
+    source.write_text(ATTRIBUTE_CSV)
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    status = cli.main(["run", "--algorithm", InterruptedRun.name, "--k", "1", "--window", "2", "--slide", "1",
+                       "--input", str(source), "--output", str(output)])
+    assert status == cli.EXIT_INTERRUPTED
+    assert capsys.readouterr().err == "error: interrupted\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out.jsonl", "tuples.csv"]
+    assert output.read_text() == PREVIOUS_OUTPUT
