@@ -85,3 +85,21 @@ def absolute_error(exact: Answer, got: Answer) -> float:
     shared = min(len(exact), len(got))
     returned[:shared] = got.scores[:shared]
     return float(np.mean(np.abs(exact.scores - returned)))
+
+
+def disagreements(exact: Answer, got: Answer, rtol: float = 1e-12) -> np.ndarray:
+    """For every rank of ``got``: does its score differ from the exact score at that rank?
+
+    Scores equal within ``rtol`` relative agree (ids may differ only among equal scores);
+    ranks beyond the exact answer's length disagree.
+
+    >>> import numpy as np
+    >>> exact = Answer(np.array([1, 3]), np.array([3.0, 2.5]), np.array([1, 3]))
+    >>> got = Answer(np.array([1, 2, 4]), np.array([3.0, 2.0, 1.0]), np.array([1, 2, 4]))
+    >>> disagreements(exact, got).tolist()
+    [False, True, True]
+    """
+    shared = min(len(got), len(exact))
+    mine, want = got.scores[:shared], exact.scores[:shared]
+    differs = np.abs(mine - want) > rtol * np.maximum(np.abs(mine), np.abs(want))
+    return np.concatenate([differs, np.ones(len(got) - shared, dtype=bool)])

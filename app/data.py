@@ -1,0 +1,220 @@
+"""Data access for the dashboard: the DuckDB catalogue, Parquet traces and a built-in stream.
+
+Everything that can be missing (the database file, a table, a Parquet file) raises
+:class:`MissingData` with a message meant for the user, never a raw DuckDB error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DB = "var/topk.duckdb"
+SYNTHETIC = "synthetic: uniform"
+BENCHMARKS = ROOT / "benchmarks" / "results" / "latest.json"
+INGEST_HINT = "Run `make run` to ingest the sample traces and replay them."
+
+
+class MissingData(Exception):
+    """Something the page needs is not there yet; the message tells the user what to do."""
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """An object stream in arrival order, as the engine takes it.
+
+    Attributes
+    ----------
+    name
+        Dataset name (``SYNTHETIC`` for the built-in stream).
+    ids, t
+        int64 arrays: object ids and event times (non-decreasing).
+    x
+        ``(m, d)`` float64 feature matrix.
+    features
+        The ``d`` feature names.
+    t_unit
+        Unit of ``t`` (``"ordinal"``, ``"ms"``, ...).
+    """
+
+    name: str
+    ids: np.ndarray
+    t: np.ndarray
+    x: np.ndarray
+    features: tuple[str, ...]
+    t_unit: str
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids, t, x)``, the input of :func:`engine.slides`."""
+        return self.ids, self.t, self.x
+
+
+def db_path(argv: Sequence[str] | None = None) -> Path:
+    """The DuckDB file: ``--db PATH`` script argument, else ``$TOPK_DB``, else ``var/topk.duckdb``.
+
+    Parameters
+    ----------
+    argv
+        Script arguments (default ``sys.argv[1:]``; Streamlit passes those after ``--``).
+
+    Examples
+    --------
+    >>> db_path(["--db", "/tmp/x.duckdb"])
+    PosixPath('/tmp/x.duckdb')
+    """
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--db")
+    args, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    return Path(args.db or os.environ.get("TOPK_DB") or DEFAULT_DB)
+
+
+def query(db: Path, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+    """Run ``sql`` on the database ``db`` through a short-lived read-only connection.
+
+    The connection is not cached: DuckDB lets one process write a file only while no other
+    process holds it open, and the pipelines (a scheduled ``replay --resume``) must be able to
+    write while the dashboard is serving.
+
+    Raises
+    ------
+    MissingData
+        When the file does not exist, cannot be opened, or lacks a table the query reads.
+    """
+    if not db.is_file():
+        raise MissingData(f"No database at `{db}` yet. {INGEST_HINT}")
+    try:
+        # No replacement scans: a missing table must not resolve to a Python variable of that name.
+        with duckdb.connect(str(db), read_only=True, config={"python_enable_replacements": False}) as con:
+            return con.execute(sql, list(params)).df()
+    except duckdb.CatalogException as exc:
+        raise MissingData(f"The database `{db}` is not filled in yet ({exc.args[0].splitlines()[0]}). "
+                          f"{INGEST_HINT}") from None
+    except duckdb.IOException as exc:
+        raise MissingData(f"Cannot open the database `{db}` (a pipeline may be writing to it; "
+                          f"reload in a moment): {exc}") from None
+
+
+def datasets(db: Path) -> pd.DataFrame:
+    """The ``datasets`` table, one row per ingested trace, by name."""
+    return query(db, "SELECT * FROM datasets ORDER BY name")
+
+
+def synthetic_uniform(rows: int = 20_000, dimensions: int = 3, seed: int = 7) -> Trace:
+    """The built-in stream: features uniform in ``[0, 1)``, times with gaps and bursts.
+
+    ``t`` grows by 0, 1 or 2 per row, so count and time windows both make sense.
+
+    Examples
+    --------
+    >>> trace = synthetic_uniform(rows=5)
+    >>> trace.x.shape, trace.features
+    ((5, 3), ('x_0', 'x_1', 'x_2'))
+    """
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.integers(0, 3, rows), dtype=np.int64)
+    return Trace(SYNTHETIC, np.arange(rows, dtype=np.int64), t, rng.random((rows, dimensions)),
+                 tuple(f"x_{j}" for j in range(dimensions)), "ordinal")
+
+
+@st.cache_data(show_spinner="Loading the trace…", max_entries=4)
+def read_parquet(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """``(ids, t, x, features)`` of a dataset Parquet file (``id, seq, t, features...``)."""
+    with duckdb.connect() as con:
+        relation = con.sql("SELECT * FROM read_parquet(?) ORDER BY seq", params=[path])
+        features = tuple(relation.columns[3:])
+        columns = relation.fetchnumpy()
+    x = np.column_stack([np.asarray(columns[f], dtype=np.float64) for f in features])
+    return (np.asarray(columns["id"], dtype=np.int64), np.asarray(columns["t"], dtype=np.int64), x, features)
+
+
+def load_trace(db: Path, name: str) -> Trace:
+    """The trace ``name``: the built-in stream, or an ingested dataset's Parquet file."""
+    if name == SYNTHETIC:
+        return synthetic_uniform()
+    found = query(db, "SELECT parquet, t_unit FROM datasets WHERE name = ?", [name])
+    if found.empty:
+        raise MissingData(f"Dataset `{name}` is not in `{db}`. {INGEST_HINT}")
+    parquet, t_unit = found.iloc[0]
+    if not Path(parquet).is_file():
+        raise MissingData(f"The Parquet file `{parquet}` of dataset `{name}` is missing. {INGEST_HINT}")
+    ids, t, x, features = read_parquet(str(parquet))
+    return Trace(name, ids, t, x, features, str(t_unit))
+
+
+def runs(db: Path) -> pd.DataFrame:
+    """Pipeline runs, newest first, with the number of queries of each."""
+    return query(db, """
+        SELECT r.run_id, r.dataset, r.status, r.started_at, r.finished_at, r.shards, r.spark_master,
+               count(q.query_id) AS queries
+        FROM runs r LEFT JOIN queries q USING (run_id)
+        GROUP BY ALL ORDER BY r.started_at DESC NULLS LAST, r.run_id""")
+
+
+def run_queries(db: Path, run_id: str) -> pd.DataFrame:
+    """The queries of one run, with the algorithms that answered each."""
+    return query(db, """
+        SELECT q.query_id, q.weights, q.k, q."window", q.slide, q.kind,
+               (SELECT list(DISTINCT a.algorithm ORDER BY a.algorithm) FROM slide_metrics a
+                WHERE a.run_id = q.run_id AND a.query_id = q.query_id) AS algorithms
+        FROM queries q WHERE q.run_id = ? ORDER BY q.query_id""", [run_id])
+
+
+def slide_metrics(db: Path, run_id: str, query_id: int) -> pd.DataFrame:
+    """Per-slide metrics of every algorithm of one query of a run, by slide."""
+    return query(db, """
+        SELECT algorithm, slide, "end", candidates, retained, bytes, seconds, precision, error
+        FROM slide_metrics WHERE run_id = ? AND query_id = ? ORDER BY slide, algorithm""",
+                 [run_id, query_id])
+
+
+def answers_at(db: Path, run_id: str, query_id: int, slide: int) -> pd.DataFrame:
+    """Every algorithm's ranked answer at one slide of a run."""
+    return query(db, """
+        SELECT algorithm, rank, object_id, score FROM answers
+        WHERE run_id = ? AND query_id = ? AND slide = ? ORDER BY algorithm, rank""",
+                 [run_id, query_id, slide])
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the project root when it lies inside it, for messages."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def benchmark_results() -> pd.DataFrame:
+    """Rows of the latest benchmark report ``BENCHMARKS`` (a JSON list of row objects).
+
+    Raises
+    ------
+    MissingData
+        When the report is absent or is not a list of rows with the columns the page plots.
+    """
+    if not BENCHMARKS.is_file():
+        raise MissingData(f"No benchmark results at `{shown(BENCHMARKS)}` yet. Run `make bench` to produce them.")
+    try:
+        rows = json.loads(BENCHMARKS.read_text())
+        if not isinstance(rows, list):
+            raise ValueError(f"the top level is a {type(rows).__name__}")
+        frame = pd.DataFrame(rows)
+    except ValueError as exc:
+        raise MissingData(f"`{shown(BENCHMARKS)}` is not a JSON list of result rows ({exc}). "
+                          "Re-run `make bench`.") from None
+    missing = {"algorithm", "case", "objects_per_s", "avg_candidates"} - set(frame.columns)
+    if missing:
+        raise MissingData(f"`{shown(BENCHMARKS)}` lacks the column(s) {', '.join(sorted(missing))}. "
+                          "Re-run `make bench`.")
+    return frame

@@ -1,0 +1,163 @@
+"""Engines running in a dashboard session: one setup, stepped slide by slide through a trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any, Iterator
+
+import numpy as np
+import pandas as pd
+
+import engine
+from engine import metrics
+from app.data import Trace
+
+REFERENCE = "oracle"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything the engines depend on; a different setup means new engines.
+
+    Attributes
+    ----------
+    dataset
+        Name of the trace.
+    query
+        The continuous query.
+    algorithms
+        Registry names to show, in display order.
+    params
+        Algorithm name -> parameters passed to :func:`engine.create`.
+    """
+
+    dataset: str
+    query: engine.Query
+    algorithms: tuple[str, ...]
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class LiveRun:
+    """The selected algorithms plus the exact reference (the oracle) over one trace.
+
+    Parameters
+    ----------
+    trace
+        The stream to replay.
+    setup
+        Query and algorithms; :func:`engine.create` raises ``ValueError`` on a bad one.
+
+    Attributes
+    ----------
+    slide
+        Number of slides processed so far.
+    rows
+        Number of trace rows those slides held.
+    end
+        Boundary of the last processed slide (``None`` before the first).
+    answers
+        Algorithm -> its current :class:`engine.Answer`.
+    exact
+        The oracle's current answer.
+    history
+        One dict per (slide, algorithm): ``slide, end, algorithm, candidates, retained, bytes,
+        seconds, precision, error``.
+    """
+
+    def __init__(self, trace: Trace, setup: Setup) -> None:
+        self.trace = trace
+        self.setup = setup
+        q = setup.query
+        self.engines = {name: engine.create(name, q, **setup.params.get(name, {}))
+                        for name in dict.fromkeys((REFERENCE, *setup.algorithms))}
+        self._slides: Iterator[engine.Batch] = engine.slides(trace.arrays, q)
+        self._next = next(self._slides, None)
+        self.slide = 0
+        self.rows = 0
+        self.end: int | None = None
+        self.answers = {name: engine.Answer.empty() for name in setup.algorithms}
+        self.exact = engine.Answer.empty()
+        self.history: list[dict[str, Any]] = []
+
+    @property
+    def oracle(self) -> engine.Algorithm:
+        """The exact reference engine (also shown when ``"oracle"`` is selected)."""
+        return self.engines[REFERENCE]
+
+    @property
+    def done(self) -> bool:
+        """Whether the trace has no complete slide left."""
+        return self._next is None
+
+    def step(self, slides: int = 1) -> int:
+        """Process up to ``slides`` more slides; returns how many there were."""
+        count = 0
+        while count < slides and self._next is not None:
+            self._advance()
+            count += 1
+        return count
+
+    def replay(self, rows: int) -> int:
+        """Process every slide that ends within the first ``rows`` rows; returns the count.
+
+        Used after a query change to bring new engines to where the old ones were.
+        """
+        count = 0
+        while self._next is not None and self.rows + len(self._next) <= rows:
+            self._advance()
+            count += 1
+        return count
+
+    def _advance(self) -> None:
+        self._process(self._next)
+        self._next = next(self._slides, None)
+
+    def _process(self, batch: engine.Batch) -> None:
+        answers, seconds = {}, {}
+        for name, alg in self.engines.items():
+            start = perf_counter()
+            alg.process(batch)
+            answers[name] = alg.topk()
+            seconds[name] = perf_counter() - start
+        self.exact = answers[REFERENCE]
+        for name in self.setup.algorithms:
+            stats = self.engines[name].stats()
+            self.history.append({
+                "slide": self.slide, "end": batch.end, "algorithm": name,
+                "candidates": stats["candidates"], "retained": stats["retained"], "bytes": stats["bytes"],
+                "seconds": seconds[name], "precision": metrics.precision(self.exact, answers[name]),
+                "error": metrics.relative_error(self.exact, answers[name])})
+            self.answers[name] = answers[name]
+        self.slide += 1
+        self.rows += len(batch)
+        self.end = batch.end
+
+    def metrics_frame(self, last: int) -> pd.DataFrame:
+        """The history of the last ``last`` slides as a DataFrame (``ms`` = seconds * 1000)."""
+        rows = self.history[-last * len(self.setup.algorithms):] if self.history else []
+        frame = pd.DataFrame(rows, columns=["slide", "end", "algorithm", "candidates", "retained", "bytes",
+                                            "seconds", "precision", "error"])
+        return frame.assign(ms=frame["seconds"] * 1e3)
+
+    def window_frame(self, limit: int) -> pd.DataFrame:
+        """Objects of the current window (``seq, t, score``), thinned evenly to at most ``limit``."""
+        q = self.setup.query
+        if self.end is None:
+            return pd.DataFrame({"seq": [], "t": [], "score": []})
+        if q.kind == "count":
+            lo = max(0, self.end - q.window)
+        else:
+            lo = int(np.searchsorted(self.trace.t, self.end - q.window, side="left"))
+        rows = np.arange(lo, self.rows)
+        if len(rows) > limit:
+            rows = rows[np.linspace(0, len(rows) - 1, limit).astype(np.int64)]
+        return pd.DataFrame({"seq": rows, "t": self.trace.t[rows],
+                             "score": engine.score(self.trace.x[rows], q.weights)})
+
+    def answers_frame(self) -> pd.DataFrame:
+        """Every shown algorithm's current answer as rows ``algorithm, rank, seq, t, score``."""
+        parts = [pd.DataFrame({"algorithm": name, "rank": np.arange(1, len(ans) + 1), "seq": ans.seq,
+                               "t": self.trace.t[ans.seq], "score": ans.scores})
+                 for name, ans in self.answers.items()]
+        return pd.concat(parts, ignore_index=True)

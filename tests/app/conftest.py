@@ -1,0 +1,105 @@
+"""Fixtures for the dashboard tests: an AppTest of the entry file and a small filled database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import engine
+from app import data
+
+ENTRY = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
+RUN_ID = "run-1"
+RUN_QUERY = engine.Query(weights=[1.0, -0.5], k=5, window=200, slide=50, kind="count")
+
+
+def oracle_answers(arrays, query: engine.Query, slides: int | None = None) -> list[engine.Answer]:
+    """The oracle's answer after each slide (the first ``slides`` ones), computed with the engine."""
+    oracle = engine.create("oracle", query)
+    out = []
+    for batch in engine.slides(arrays, query):
+        if slides is not None and len(out) == slides:
+            break
+        oracle.process(batch)
+        out.append(oracle.topk())
+    return out
+
+
+@pytest.fixture
+def missing_db(tmp_path, monkeypatch) -> Path:
+    """``TOPK_DB`` pointing to a file that does not exist."""
+    path = tmp_path / "absent.duckdb"
+    monkeypatch.setenv("TOPK_DB", str(path))
+    return path
+
+
+@pytest.fixture
+def app(missing_db) -> AppTest:
+    """The dashboard entry file, not run yet, without a database."""
+    return AppTest.from_file(ENTRY, default_timeout=60)
+
+
+@pytest.fixture
+def trace() -> data.Trace:
+    """A small two-feature stream written as the dataset ``demo``."""
+    full = data.synthetic_uniform(rows=1000, dimensions=2, seed=3)
+    return data.Trace("demo", full.ids + 10_000, full.t, full.x, ("notional", "size"), "ms")
+
+
+@pytest.fixture
+def filled_db(tmp_path, monkeypatch, trace) -> Path:
+    """A database per ``docs/CONTRACTS.md``: dataset ``demo`` and run ``run-1`` of ``RUN_QUERY``.
+
+    The run has the oracle's answers and a ``pretopk`` whose second rank at slide 5 is
+    replaced by a wrong object (as an approximate algorithm would return).
+    """
+    db = tmp_path / "topk.duckdb"
+    parquet = tmp_path / "demo.parquet"
+    with duckdb.connect(str(db)) as con:
+        con.register("trace_rows", pd.DataFrame({"id": trace.ids, "seq": np.arange(len(trace)), "t": trace.t,
+                                                 "notional": trace.x[:, 0], "size": trace.x[:, 1]}))
+        con.execute(f"COPY trace_rows TO '{parquet}' (FORMAT parquet)")
+        con.execute("""CREATE TABLE datasets(name VARCHAR PRIMARY KEY, family VARCHAR, source_files JSON,
+            rows_read BIGINT, rows_rejected BIGINT, rejects JSON, features JSON, t_unit VARCHAR,
+            t_min BIGINT, t_max BIGINT, ingested_at TIMESTAMP, parquet VARCHAR)""")
+        con.execute("INSERT INTO datasets VALUES ('demo', 'synthetic', '[]', ?, 0, '{}', ?, 'ms', ?, ?, "
+                    "now(), ?)", [len(trace), json.dumps(list(trace.features)), int(trace.t[0]),
+                                  int(trace.t[-1]), str(parquet)])
+        con.execute("""CREATE TABLE runs(run_id VARCHAR PRIMARY KEY, dataset VARCHAR, config JSON,
+            spark_master VARCHAR, shards INTEGER, started_at TIMESTAMP, finished_at TIMESTAMP, status VARCHAR)""")
+        con.execute(f"INSERT INTO runs VALUES ('{RUN_ID}', 'demo', '{{}}', 'local[2]', 2, now(), now(), 'finished')")
+        con.execute("""CREATE TABLE queries(run_id VARCHAR, query_id INTEGER, weights JSON, k INTEGER,
+            "window" BIGINT, slide BIGINT, kind VARCHAR)""")
+        con.execute(f"INSERT INTO queries VALUES ('{RUN_ID}', 0, ?, ?, ?, ?, ?)",
+                    [json.dumps(list(RUN_QUERY.weights)), RUN_QUERY.k, RUN_QUERY.window, RUN_QUERY.slide,
+                     RUN_QUERY.kind])
+        con.execute("""CREATE TABLE answers(run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, slide BIGINT,
+            "end" BIGINT, rank INTEGER, object_id BIGINT, score DOUBLE)""")
+        con.execute("""CREATE TABLE slide_metrics(run_id VARCHAR, query_id INTEGER, algorithm VARCHAR,
+            slide BIGINT, "end" BIGINT, candidates BIGINT, retained BIGINT, bytes BIGINT, seconds DOUBLE,
+            "precision" DOUBLE, error DOUBLE)""")
+        for slide, answer in enumerate(oracle_answers(trace.arrays, RUN_QUERY)):
+            end = (slide + 1) * RUN_QUERY.slide
+            for algorithm in ("oracle", "pretopk"):
+                ids, scores = answer.ids.copy(), answer.scores.copy()
+                if algorithm == "pretopk" and slide == 5:
+                    ids[1], scores[1] = -1, -9.0
+                con.executemany(f"INSERT INTO answers VALUES ('{RUN_ID}', 0, ?, ?, ?, ?, ?, ?)",
+                                [[algorithm, slide, end, rank + 1, int(i), float(s)]
+                                 for rank, (i, s) in enumerate(zip(ids, scores))])
+                con.execute(f"INSERT INTO slide_metrics VALUES ('{RUN_ID}', 0, ?, ?, ?, ?, ?, ?, 0.001, ?, 0.0)",
+                            [algorithm, slide, end, len(answer), len(answer), 8 * len(answer),
+                             0.8 if algorithm == "pretopk" and slide == 5 else 1.0])
+    monkeypatch.setenv("TOPK_DB", str(db))
+    return db
+
+
+def table_ids(table) -> list[int]:
+    """Object ids shown by an AppTest ``st.table`` of an answer."""
+    return table.value["id"].astype(np.int64).tolist()
