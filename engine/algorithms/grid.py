@@ -1,0 +1,673 @@
+"""Structures shared by the competitors of the SAP paper: the grid index of TMA/SMA and the
+dominance-counter skyband of k-skyband/SMA.  Not an algorithm (nothing registered here).
+
+``Grid``
+    A regular grid over the feature space that holds the whole window (TMA, SMA).
+``DominanceSet``
+    Objects with dominance counters kept best first: the one-pass k-skyband (k-skyband, SMA).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from ..base import OBJECT_WORDS, WORD
+from ..query import Query
+from ..ranking import score, top_indices
+from ..window import WindowBuffer
+
+MAX_CELLS = 1 << 22
+"""Largest number of cells a grid may have (``cells_per_dim ** d``)."""
+
+AUTO_MAX_CELLS = 4096
+"""Cap on the number of cells of an automatically sized grid."""
+
+PER_CELL = 32
+"""Objects per cell an automatically sized grid aims at."""
+
+MARGIN = 0.1
+"""Fraction of the data's range added on each side of the grid when it is (re)built."""
+
+_EMPTY_I = np.empty(0, np.int64)
+_EMPTY_F = np.empty(0, np.float64)
+
+
+def floats_out(values) -> list:
+    """Floats as JSON data: finite values as numbers, ``inf``/``-inf``/``nan`` as strings.
+
+    >>> floats_out(np.array([1.5, np.inf]))
+    [1.5, 'inf']
+    """
+    return [v if math.isfinite(v) else repr(v) for v in np.asarray(values, np.float64).tolist()]
+
+
+def floats_in(values) -> np.ndarray:
+    """Inverse of :func:`floats_out`; anything else raises ``ValueError``.
+
+    >>> floats_in([1.5, "inf"]).tolist()
+    [1.5, inf]
+    """
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise ValueError(f"expected a number, got {v!r}")
+        if isinstance(v, str) and v not in ("inf", "-inf", "nan"):
+            raise ValueError(f"expected a number, got {v!r}")
+        out.append(float(v))
+    return np.asarray(out, np.float64)
+
+
+def ints_in(values, name: str) -> np.ndarray:
+    """A list of JSON integers as an int64 array (``ValueError`` on anything else)."""
+    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        raise ValueError(f"{name} must be a list of integers")
+    return np.asarray(values, np.int64)
+
+
+def dominance_counts(seq: np.ndarray) -> np.ndarray:
+    """For objects listed best first, how many objects listed before each one are newer.
+
+    Listed best first by ``(score, seq)``, object ``j`` before ``i`` ranks above ``i``; if it is
+    also newer (larger ``seq``) it dominates ``i``.  ``O(m^2)`` vectorised for ``m <= 256``,
+    ``O(m log m)`` above.
+
+    >>> dominance_counts(np.array([5, 9, 2, 7])).tolist()
+    [0, 0, 2, 1]
+    """
+    seq = np.asarray(seq, np.int64)
+    m = len(seq)
+    if m <= 256:
+        return np.tril(seq[None, :] > seq[:, None], -1).sum(axis=1).astype(np.int64)
+    seen = SortedList()
+    out = np.empty(m, np.int64)
+    for i, value in enumerate(seq.tolist()):
+        out[i] = len(seen) - seen.bisect_right(value)
+        seen.add(value)
+    return out
+
+
+class DominanceSet:
+    """Objects with dominance counters, sorted best first by ``(score, seq)``.
+
+    Every object carries the number of objects in the set that dominate it (rank above it and
+    are newer).  :meth:`add` takes an arrival that is newer than every member: it dominates
+    exactly the members scoring at most its score, which, best first, are a suffix of the
+    set; their counters rise by one and those reaching ``k`` leave.  The set therefore stays
+    the k-skyband of what was added (minus expired objects).
+
+    Storage: arrays of negated scores, an ``(m, 4)`` block of seq, expiry key, id and t, the
+    expiry keys again (contiguous, for the expiry scan) and the counters, with a live range
+    ``[head, tail)``.
+
+    Examples
+    --------
+    >>> band = DominanceSet(k=2)
+    >>> for seq, value in enumerate([3.0, 1.0, 2.0, 5.0]):
+    ...     band.add(value, seq, seq, 100 + seq, seq)
+    >>> band.scores().tolist(), band.counts().tolist(), band.dropped
+    ([5.0, 3.0, 2.0], [0, 1, 1], 1)
+    """
+
+    _COLUMNS = ("_neg", "_obj", "_key", "_cnt")
+
+    def __init__(self, k: int, capacity: int = 64) -> None:
+        self.k = k
+        self._neg = np.empty(capacity, np.float64)
+        self._obj = np.empty((capacity, 4), np.int64)
+        self._key = np.empty(capacity, np.int64)
+        self._cnt = np.empty(capacity, np.int64)
+        self._h = 0
+        self._t = 0
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return self._t - self._h
+
+    def _room(self, extra: int) -> None:
+        live = len(self)
+        if self._t + extra <= len(self._neg):
+            return
+        capacity = len(self._neg)
+        if live + extra > capacity // 2:
+            capacity = max(2 * (live + extra), capacity)
+        for name in self._COLUMNS:
+            old = getattr(self, name)
+            fresh = np.empty((capacity, *old.shape[1:]), old.dtype)
+            fresh[:live] = old[self._h:self._t]
+            setattr(self, name, fresh)
+        self._h, self._t = 0, live
+
+    def add(self, value: float, seq: int, key: int, oid: int, t: int) -> None:
+        """Insert an arrival newer than every member (``O(log m + m_d)``, ``m_d`` dominated)."""
+        self._room(1)
+        h, end = self._h, self._t
+        neg = self._neg
+        i = h + int(np.searchsorted(neg[h:end], -value, "left"))
+        if i < end:
+            cnt = self._cnt[i:end]
+            cnt += 1
+            if cnt.max() >= self.k:
+                keep = cnt < self.k
+                kept = int(np.count_nonzero(keep))
+                self.dropped += end - i - kept
+                for col in (neg, self._obj, self._key, self._cnt):
+                    col[i + 1:i + 1 + kept] = col[i:end][keep]
+                end = i + 1 + kept
+            else:
+                for col in (neg, self._obj, self._key, self._cnt):
+                    col[i + 1:end + 1] = col[i:end]
+                end += 1
+        else:
+            end += 1
+        neg[i] = -value
+        self._obj[i] = (seq, key, oid, t)
+        self._key[i] = key
+        self._cnt[i] = 0
+        self._t = end
+
+    def expire(self, start: int) -> int:
+        """Drop the members whose expiry key is below ``start``; returns how many.
+
+        One vectorised pass over the keys (``O(m)``), then the members are packed towards
+        whichever end of the live range is nearer to the expired ones, so the copy is
+        ``O(min(last expired, m - first expired))``.
+        """
+        h, end = self._h, self._t
+        keys = self._key[h:end]
+        dead = np.flatnonzero(keys < start)
+        gone = len(dead)
+        if gone == 0:
+            return 0
+        first, last = h + int(dead[0]), h + int(dead[-1])
+        if last + 1 - h <= end - first:
+            alive = keys[:last + 1 - h] >= start
+            kept = last + 1 - h - gone
+            for col in self._COLUMNS:
+                array = getattr(self, col)
+                array[last + 1 - kept:last + 1] = array[h:last + 1][alive]
+            self._h = last + 1 - kept
+        else:
+            alive = keys[first - h:] >= start
+            kept = end - first - gone
+            for col in self._COLUMNS:
+                array = getattr(self, col)
+                array[first:first + kept] = array[first:end][alive]
+            self._t = first + kept
+        return gone
+
+    def truncate(self, m: int) -> None:
+        """Keep only the best ``m`` members (``O(1)``)."""
+        self._t = min(self._t, self._h + m)
+
+    def load(self, scores, obj, counts) -> None:
+        """Replace the members by ``scores``, ``obj`` rows ``(seq, key, id, t)`` and ``counts``,
+        given best first (``O(m)``)."""
+        m = len(scores)
+        self._h = self._t = 0
+        self._room(m)
+        self._neg[:m] = -np.asarray(scores, np.float64)
+        self._obj[:m] = np.asarray(obj, np.int64).reshape(m, 4)
+        self._key[:m] = self._obj[:m, 1]
+        self._cnt[:m] = counts
+        self._t = m
+
+    def scores(self, m: int | None = None) -> np.ndarray:
+        """Scores of the best ``m`` (default all) members, best first (a copy)."""
+        end = self._t if m is None else min(self._t, self._h + m)
+        return -self._neg[self._h:end]
+
+    def members(self, m: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores, rows)`` of the best ``m`` members; rows are ``(seq, key, id, t)``."""
+        end = self._t if m is None else min(self._t, self._h + m)
+        return -self._neg[self._h:end], self._obj[self._h:end]
+
+    def counts(self) -> np.ndarray:
+        """Dominance counters, best first (a view)."""
+        return self._cnt[self._h:self._t]
+
+    def check(self, start: int | None = None) -> None:
+        """Assert order, counters and expiry (``O(m log m)``)."""
+        neg, obj, cnt = self._neg[self._h:self._t], self._obj[self._h:self._t], self._cnt[self._h:self._t]
+        seq = obj[:, 0]
+        assert len(np.unique(seq)) == len(seq), "duplicate objects in the skyband"
+        order = np.lexsort((-seq, neg))
+        assert np.array_equal(order, np.arange(len(seq))), "skyband not sorted best first"
+        assert np.all(cnt >= 0) and np.all(cnt < self.k), "counter outside 0..k-1"
+        assert np.array_equal(cnt, dominance_counts(seq)), "dominance counters are wrong"
+        if start is not None and len(seq):
+            assert obj[:, 1].min() >= start, "expired object in the skyband"
+        assert np.array_equal(obj[:, 1], self._key[self._h:self._t]), "expiry keys disagree"
+
+
+class Grid:
+    """A regular grid over the feature space holding every object of the window.
+
+    Each of the ``d`` dimensions is cut into ``c`` cells of equal side between edges fitted to
+    the data (its range plus a 10 % margin on each side).  Cell ``(i_0, ..., i_{d-1})`` has the
+    flat index ``sum_j i_j c^j``.  The window lives in one arrival-order buffer (id, seq, t,
+    features, score, cell, next); every cell is a linked list through ``next`` of its objects
+    in arrival order, with ``head``, ``tail`` and ``count``.  Objects expire in arrival order,
+    so expiry only advances cell heads.
+
+    **Bounds.**  ``bound[cell]`` is an upper bound of the score of everything in the cell: the
+    score of the cell's best corner under the query weights (upper edge where ``w_j >= 0``,
+    lower edge where ``w_j < 0``), raised to the score of any object that was put into the cell
+    although it lies outside the grid (values beyond the outer edges are clamped into the
+    border cells).  Cells are located with ``searchsorted`` on the same float edges the
+    corners use, and rounding is monotone, so a corner's score (computed by the shared
+    ``score`` function) bounds every object inside exactly.  When more than a quarter of the
+    window lies outside the grid, the grid is rebuilt around the window (``rebuilds``):
+    ``O(n log n)``, amortised ``O(log n)`` per arrival since a quarter of the window has
+    arrived since the last rebuild.
+
+    **Resolution.**  ``cells_per_dim = c`` if given; else ``c`` is the largest integer with
+    ``c^d <= min(4096, N / 32)``, where ``N`` is the window length for count windows and the
+    number of objects in the window (re-evaluated; the grid is rebuilt when the ideal number of
+    cells changes by 4x) for time windows.
+
+    **Memory model** (``bytes``): ``d + 6`` words per object (id, seq, t, features, score, cell,
+    next pointer), 6 words per cell (head, tail, count, bound, and the visiting order's cell
+    index and bound), ``d (c + 1)`` words of edges.
+
+    Examples
+    --------
+    >>> import engine
+    >>> q = engine.Query(weights=[1.0, -1.0], k=2, window=8, slide=4)
+    >>> grid = Grid(q, cells_per_dim=2)
+    >>> x = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [0.9, 0.2]])
+    >>> batch = next(iter(engine.slides((np.arange(4), np.arange(4), x), q)))
+    >>> pos = grid.insert(batch, engine.score(x, q.weights))
+    >>> grid.top(2)[1].tolist()
+    [1.0, 0.7]
+    """
+
+    def __init__(self, query: Query, cells_per_dim: int = 0) -> None:
+        d = query.dimensions
+        if cells_per_dim < 0:
+            raise ValueError(f"parameter cells_per_dim must be >= 0 (0: automatic), got {cells_per_dim}")
+        if cells_per_dim and cells_per_dim ** d > MAX_CELLS:
+            raise ValueError(f"parameter cells_per_dim={cells_per_dim} gives {cells_per_dim}^{d} cells; "
+                             f"at most {MAX_CELLS} cells are allowed")
+        self.q = query
+        self._d = d
+        self._w = np.asarray(query.weights, np.float64)
+        self._fixed = int(cells_per_dim)
+        self._key = "seq" if query.kind == "count" else "t"
+        self._buf = WindowBuffer({"ids": np.int64, "seq": np.int64, "t": np.int64, "x": (np.float64, (d,)),
+                                  "score": np.float64, "cell": np.int64, "next": np.int64})
+        self._first = 0
+        self._c = 0
+        self._edges: np.ndarray | None = None
+        self._head = self._tail = self._count = _EMPTY_I
+        self._bound = _EMPTY_F
+        self._order = _EMPTY_I
+        self._negb = _EMPTY_F
+        self._clamped = 0
+        self.counters = {"rebuilds": 0, "cells_visited": 0, "objects_scanned": 0}
+
+    # -- sizes ---------------------------------------------------------------------------
+    @property
+    def live(self) -> int:
+        """Objects in the window (``O(1)``)."""
+        return len(self._buf)
+
+    @property
+    def first_pos(self) -> int:
+        """Position of the oldest object held; positions only grow (``O(1)``)."""
+        return self._first
+
+    @property
+    def cells_per_dim(self) -> int:
+        return self._c
+
+    @property
+    def cells(self) -> int:
+        return self._c ** self._d if self._c else 0
+
+    def _auto_cells(self, population: int) -> int:
+        if self._fixed:
+            return self._fixed
+        target = max(1, min(AUTO_MAX_CELLS, population // PER_CELL))
+        c = max(1, int(round(target ** (1.0 / self._d))))
+        while c > 1 and c ** self._d > target:
+            c -= 1
+        while (c + 1) ** self._d <= target:
+            c += 1
+        return c
+
+    def _population(self) -> int:
+        return self.q.window if self.q.kind == "count" else self.live
+
+    def bytes(self) -> int:
+        """Memory model of the grid (``O(1)``)."""
+        cells = self.cells
+        return WORD * (self.live * (OBJECT_WORDS + self._d + 3) + 6 * cells + self._d * (self._c + 1 if self._c else 0))
+
+    # -- object access -------------------------------------------------------------------
+    def column(self, name: str, pos: np.ndarray) -> np.ndarray:
+        """Column ``name`` of the objects at positions ``pos`` (``O(len(pos))``)."""
+        return self._buf.view(name)[np.asarray(pos, np.int64) - self._first]
+
+    def bound_of(self, cells: np.ndarray) -> np.ndarray:
+        """Score bounds of ``cells`` (``O(len(cells))``)."""
+        return self._bound[cells]
+
+    def positions_of(self, seq) -> np.ndarray:
+        """Positions of the live objects with the given ``seq`` (``ValueError`` if absent)."""
+        seq = np.asarray(seq, np.int64)
+        held = self._buf.view("seq")
+        at = np.searchsorted(held, seq)
+        if len(seq) and (at.max() >= len(held) or not np.array_equal(held[at], seq)):
+            raise ValueError("the state refers to objects that are not in the window")
+        return at + self._first
+
+    # -- geometry ------------------------------------------------------------------------
+    def _make_edges(self, x: np.ndarray, c: int) -> np.ndarray:
+        edges = np.empty((self._d, c + 1), np.float64)
+        fractions = np.linspace(0.0, 1.0, c + 1)
+        for j in range(self._d):
+            lo, hi = float(x[:, j].min()), float(x[:, j].max())
+            margin = MARGIN * hi - MARGIN * lo
+            if not margin > 0:
+                margin = 0.5 * max(1.0, abs(lo))
+            a, b = lo - margin, hi + margin
+            a = a if math.isfinite(a) else lo
+            b = b if math.isfinite(b) else hi
+            row = a * (1.0 - fractions) + b * fractions
+            row[0], row[-1] = a, b
+            edges[j] = np.maximum.accumulate(row)
+        return edges
+
+    def _locate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cell of every row of ``x`` (clamped into the grid) and whether it lies outside."""
+        m = len(x)
+        c = self._c
+        cells = np.zeros(m, np.int64)
+        outside = np.zeros(m, bool)
+        mult = 1
+        for j in range(self._d):
+            edges, col = self._edges[j], x[:, j]
+            idx = np.searchsorted(edges, col, "right") - 1
+            np.clip(idx, 0, c - 1, out=idx)
+            outside |= (col < edges[0]) | (col > edges[-1])
+            cells += idx * mult
+            mult *= c
+        return cells, outside
+
+    def _outside(self, x: np.ndarray) -> np.ndarray:
+        edges = self._edges
+        return ((x < edges[:, 0]) | (x > edges[:, -1])).any(axis=1)
+
+    def geometric_bounds(self) -> np.ndarray:
+        """Score of every cell's best corner under the weights (``O(c^d d)``).
+
+        The upper edge is the best for a positive weight, the lower edge for a negative one;
+        a non-finite corner score becomes ``+inf`` (still an upper bound).
+        """
+        c, d = self._c, self._d
+        index = np.unravel_index(np.arange(c ** d), (c,) * d, order="F")
+        corners = np.empty((c ** d, d), np.float64)
+        for j in range(d):
+            corners[:, j] = self._edges[j][index[j] + 1] if self._w[j] >= 0 else self._edges[j][index[j]]
+        bounds = score(corners, self._w)
+        bounds[~np.isfinite(bounds)] = np.inf
+        return bounds
+
+    def _sort_cells(self) -> None:
+        self._order = np.argsort(-self._bound, kind="stable")
+        self._negb = -self._bound[self._order]
+
+    # -- linking -------------------------------------------------------------------------
+    @staticmethod
+    def _link(pos, cells, head, tail, count, nxt, first) -> None:
+        """Append objects (``pos`` increasing) to the end of their cells' lists."""
+        m = len(pos)
+        order = np.argsort(cells, kind="stable")
+        sc, sp = cells[order], pos[order]
+        breaks = np.flatnonzero(sc[1:] != sc[:-1]) + 1
+        starts = np.concatenate(([0], breaks))
+        ends = np.concatenate((breaks, [m])) - 1
+        following = np.empty(m, np.int64)
+        following[:-1] = sp[1:]
+        following[ends] = -1
+        nxt[sp - first] = following
+        group, gfirst, glast = sc[starts], sp[starts], sp[ends]
+        old_tail = tail[group]
+        joined = old_tail >= 0
+        nxt[old_tail[joined] - first] = gfirst[joined]
+        head[group[~joined]] = gfirst[~joined]
+        tail[group] = glast
+        count[group] += ends - starts + 1
+
+    def _rebuild(self) -> None:
+        """Fit the grid to the window and relink every object (``O(n log n + c^d)``)."""
+        if self._edges is not None:
+            self.counters["rebuilds"] += 1
+        x = self._buf.view("x")
+        self._c = self._auto_cells(self._population())
+        self._edges = self._make_edges(x, self._c)
+        self._relink()
+
+    def _relink(self) -> None:
+        cells_total = self._c ** self._d
+        x = self._buf.view("x")
+        cells, outside = self._locate(x)
+        self._buf.view("cell")[:] = cells
+        self._clamped = int(np.count_nonzero(outside))
+        self._head = np.full(cells_total, -1, np.int64)
+        self._tail = np.full(cells_total, -1, np.int64)
+        self._count = np.zeros(cells_total, np.int64)
+        pos = np.arange(self._first, self._first + self.live, dtype=np.int64)
+        if len(pos):
+            self._link(pos, cells, self._head, self._tail, self._count, self._buf.view("next"), self._first)
+        self._bound = self.geometric_bounds()
+        if self._clamped:
+            np.maximum.at(self._bound, cells[outside], self._buf.view("score")[outside])
+        self._sort_cells()
+
+    # -- updates -------------------------------------------------------------------------
+    def expire(self, start: int) -> int:
+        """Remove the objects whose key (seq or t) is below ``start``; returns how many.
+
+        ``O(e log e)`` for ``e`` expiring objects: the expired objects of each cell are the
+        front of its list, so its head moves to the successor of its last expired object.
+        """
+        keys = self._buf.view(self._key)
+        gone = int(np.searchsorted(keys, start, "left"))
+        if gone == 0:
+            return 0
+        cells = self._buf.view("cell")[:gone]
+        following = self._buf.view("next")[:gone]
+        if self._clamped:
+            self._clamped -= int(np.count_nonzero(self._outside(self._buf.view("x")[:gone])))
+        touched, last_rev, sizes = np.unique(cells[::-1], return_index=True, return_counts=True)
+        new_head = following[gone - 1 - last_rev]
+        self._head[touched] = new_head
+        self._tail[touched[new_head < 0]] = -1
+        self._count[touched] -= sizes
+        self._buf.expire_before(self._key, start)
+        self._first += gone
+        return gone
+
+    def insert(self, batch, scores: np.ndarray) -> np.ndarray:
+        """Add a slide's objects; returns their positions (``O(m log m)``).
+
+        Their cells are ``column("cell", pos)``, valid until the next :meth:`maintain`.
+        """
+        m = len(batch)
+        if m == 0:
+            return _EMPTY_I
+        pos = np.arange(self._first + self.live, self._first + self.live + m, dtype=np.int64)
+        if self._edges is None:
+            self._buf.append(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x, score=scores,
+                             cell=np.zeros(m, np.int64), next=np.full(m, -1, np.int64))
+            self._rebuild()
+            return pos
+        cells, outside = self._locate(batch.x)
+        self._buf.append(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x, score=scores, cell=cells,
+                         next=np.full(m, -1, np.int64))
+        self._link(pos, cells, self._head, self._tail, self._count, self._buf.view("next"), self._first)
+        if outside.any():
+            self._clamped += int(np.count_nonzero(outside))
+            hit = cells[outside]
+            before = self._bound[hit]
+            np.maximum.at(self._bound, hit, scores[outside])
+            if np.any(self._bound[hit] > before):
+                self._sort_cells()
+        return pos
+
+    def maintain(self) -> bool:
+        """Rebuild the grid if a quarter of the window lies outside it, or (automatic size, time
+        windows) if the ideal number of cells moved by 4x.  Returns whether it rebuilt."""
+        live = self.live
+        if live == 0 or self._edges is None:
+            return False
+        if 4 * self._clamped > live:
+            self._rebuild()
+            return True
+        if not self._fixed and self.q.kind == "time":
+            ideal = self._auto_cells(live) ** self._d
+            if ideal >= 4 * self.cells or 4 * ideal <= self.cells:
+                self._rebuild()
+                return True
+        return False
+
+    # -- top-k ---------------------------------------------------------------------------
+    def _walk(self, cells) -> list[int]:
+        nxt, first, head = self._buf.view("next"), self._first, self._head
+        out: list[int] = []
+        for cell in cells:
+            p = int(head[cell])
+            while p >= 0:
+                out.append(p)
+                p = int(nxt[p - first])
+        return out
+
+    def top(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions, scores and seq of the top ``min(k, n)`` objects, best first.
+
+        Visits cells in descending order of their bound: first the shortest prefix holding
+        ``k`` objects, then each further cell while its bound reaches the current k-th score
+        (a cell whose bound equals it may hold an equal, newer object).  ``O(c^d)`` vectorised
+        plus ``O(v + k log k)`` per visited cell for ``v`` objects visited.
+        """
+        live = self.live
+        if live == 0:
+            return _EMPTY_I, _EMPTY_F, _EMPTY_I
+        order, negb = self._order, self._negb
+        cnt = self._count[order]
+        cum = np.cumsum(cnt)
+        p = int(np.searchsorted(cum, min(k, live), "left"))
+        chosen = order[:p + 1][cnt[:p + 1] > 0]
+        visited = len(chosen)
+        pos = np.asarray(self._walk(chosen), np.int64)
+        scores, seq = self.column("score", pos), self.column("seq", pos)
+        top = top_indices(scores, seq, k)
+        if live > k:
+            kth = scores[top[-1]]
+            j = p + 1
+            while True:
+                reach = int(np.searchsorted(negb, -kth, "right"))
+                if j >= reach:
+                    break
+                nonempty = np.flatnonzero(cnt[j:reach])
+                if not len(nonempty):
+                    break
+                j += int(nonempty[0])
+                more = np.asarray(self._walk([order[j]]), np.int64)
+                visited += 1
+                pos = np.concatenate((pos, more))
+                scores = np.concatenate((scores, self.column("score", more)))
+                seq = np.concatenate((seq, self.column("seq", more)))
+                top = top_indices(scores, seq, k)
+                kth = scores[top[-1]]
+                j += 1
+        self.counters["cells_visited"] += visited
+        self.counters["objects_scanned"] += len(pos)
+        return pos[top], scores[top], seq[top]
+
+    def top_all(self, k: int) -> np.ndarray:
+        """Positions of the top ``k`` by brute force over the whole window (``O(n)``; checks)."""
+        top = top_indices(self._buf.view("score"), self._buf.view("seq"), k)
+        return top + self._first
+
+    # -- state ---------------------------------------------------------------------------
+    def dump(self) -> dict[str, Any]:
+        """The grid as plain JSON data (``O(n + c^d)``)."""
+        buf = self._buf
+        raised: list = []
+        if self._edges is not None:
+            geometric = self.geometric_bounds()
+            above = np.flatnonzero(self._bound > geometric)
+            raised = [above.tolist(), floats_out(self._bound[above])]
+        return {"cells_per_dim": self._c, "edges": None if self._edges is None else self._edges.tolist(),
+                "ids": buf.view("ids").tolist(), "seq": buf.view("seq").tolist(), "t": buf.view("t").tolist(),
+                "x": buf.view("x").tolist(), "raised": raised, "counters": dict(self.counters)}
+
+    def load(self, data: dict[str, Any]) -> None:
+        """Rebuild from :meth:`dump` data (``O(n log n + c^d)``); ``ValueError`` if inconsistent."""
+        d = self._d
+        ids, seq, t = ints_in(data["ids"], "ids"), ints_in(data["seq"], "seq"), ints_in(data["t"], "t")
+        x = np.asarray(data["x"], np.float64).reshape(-1, d)
+        if not len(ids) == len(seq) == len(t) == len(x):
+            raise ValueError("grid columns have different lengths")
+        if not np.isfinite(x).all():
+            raise ValueError("grid features must be finite")
+        self.counters.update({name: int(data["counters"][name]) for name in self.counters})
+        if data["edges"] is None:
+            if len(ids):
+                raise ValueError("a grid without edges cannot hold objects")
+            return
+        c = int(data["cells_per_dim"])
+        edges = np.asarray(data["edges"], np.float64)
+        if c < 1 or c ** d > MAX_CELLS or edges.shape != (d, c + 1) or not np.isfinite(edges).all() \
+                or np.any(np.diff(edges, axis=1) < 0):
+            raise ValueError("grid edges are invalid")
+        self._c, self._edges = c, edges
+        self._buf.append(ids=ids, seq=seq, t=t, x=x, score=score(x, self._w), cell=np.zeros(len(ids), np.int64),
+                         next=np.full(len(ids), -1, np.int64))
+        self._first = 0
+        self._relink()
+        if data["raised"]:
+            cells, values = ints_in(data["raised"][0], "raised cells"), floats_in(data["raised"][1])
+            if len(cells) != len(values) or (len(cells) and (cells.min() < 0 or cells.max() >= c ** d)):
+                raise ValueError("raised cell bounds are invalid")
+            self._bound[cells] = np.maximum(self._bound[cells], values)
+            self._sort_cells()
+
+    def check(self, end: int | None) -> None:
+        """Assert every invariant of the grid (``O(n log n + c^d)``)."""
+        buf = self._buf
+        seq, t = buf.view("seq"), buf.view("t")
+        assert np.all(np.diff(seq) > 0), "window seq must increase"
+        assert self.q.kind == "count" or np.all(np.diff(t) >= 0), "t must not decrease"
+        if end is not None and len(seq):
+            keys = buf.view(self._key)
+            assert keys[0] >= end - self.q.window and keys[-1] < end, "object outside the window"
+        if self._edges is None:
+            assert self.live == 0, "objects without a grid"
+            return
+        x = buf.view("x")
+        assert np.array_equal(buf.view("score"), score(x, self._w)), "cached scores are stale"
+        cells, outside = self._locate(x)
+        assert np.array_equal(cells, buf.view("cell")), "object in the wrong cell"
+        assert self._clamped == int(np.count_nonzero(outside)), "clamped count is wrong"
+        total = self.cells
+        head, tail = np.full(total, -1, np.int64), np.full(total, -1, np.int64)
+        count, nxt = np.zeros(total, np.int64), np.full(self.live, -1, np.int64)
+        if self.live:
+            self._link(np.arange(self._first, self._first + self.live), cells, head, tail, count, nxt, self._first)
+        assert np.array_equal(head, self._head) and np.array_equal(tail, self._tail), "cell heads/tails are wrong"
+        assert np.array_equal(count, self._count), "cell counts are wrong"
+        assert np.array_equal(nxt, buf.view("next")), "cell lists are broken"
+        assert np.all(self._bound >= self.geometric_bounds()), "bound below the cell's corner"
+        best = np.full(total, -np.inf)
+        np.maximum.at(best, cells, buf.view("score"))
+        assert np.all(self._bound >= best), "bound below an object of the cell"
+        assert np.array_equal(np.sort(self._order), np.arange(total)), "visiting order is not a permutation"
+        assert np.array_equal(self._negb, -self._bound[self._order]) and np.all(self._negb[1:] >= self._negb[:-1]), \
+            "visiting order is not by descending bound"

@@ -1,0 +1,174 @@
+"""SMA, the Skyband Monitoring Algorithm (Mouratidis, Bakiras, Papadias, SIGMOD 2006)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..base import WORD, Algorithm
+from ..ranking import Answer, score
+from ..registry import register
+from ..stream import Batch
+from .grid import DominanceSet, Grid, dominance_counts, floats_in, floats_out, ints_in
+
+_EMPTY_F = np.empty(0, np.float64)
+
+
+@register
+class SMA(Algorithm):
+    """Continuous top-k over a grid of the window plus a k-skyband that defers recomputation.
+
+    Besides the :class:`~engine.algorithms.grid.Grid` holding the window, SMA keeps ``S``, the
+    k-skyband (with dominance counters, best first) of the window's objects that rank at
+    least as high as ``theta``, the k-th object found by the last computation from the grid.
+    An arrival ranks above ``theta`` iff its score is at least ``theta``'s score (it is newer);
+    such arrivals enter ``S`` one by one, raising the counters of the members they dominate
+    and dropping those that reach ``k``.  Others are only stored in the grid.  While ``S``
+    holds ``k`` objects its top ``k`` is the answer (every object ranking below ``theta`` has
+    ``k`` better ones in ``S``); when expiry leaves fewer than ``k`` at the end of a slide, the
+    top-k is recomputed from the grid (a ``rescan``), ``S`` becomes that top-k with counters
+    and ``theta`` its k-th object.
+
+    **Start.**  The paper registers a query on a full window.  Here, while the first window
+    is still filling (nothing has expired yet), and whenever the window holds fewer than ``k``
+    objects, there is no ``theta``: ``S`` is the k-skyband of the whole window.  At the end of
+    the first slide whose window is complete and whenever ``theta`` is missing later, ``theta``
+    is taken as the k-th object of ``S`` and ``S`` cut to its top ``k`` (an ``anchor``: the same
+    state a computation from the grid would produce, as ``S`` holds the window's top-k, with
+    no grid access).
+
+    Parameters: ``cells_per_dim`` (0: automatic, see ``Grid``).
+
+    Complexity: ``process`` is ``O(s log s)`` vectorised for the grid, ``O(|S|)`` for the
+    skyband's expiry, ``O(log |S| + D)`` per qualifying arrival (``D`` members dominated),
+    and on a rescan ``O(c^d)`` vectorised plus ``O(v + k log k)`` per visited cell;
+    ``topk`` is ``O(k)``; ``stats`` ``O(1)``.
+
+    Memory (``bytes``): the grid's (``d + 6`` words per object, 6 per cell, the edges) plus two
+    words per skyband member (a pointer to its grid object and its dominance counter; the
+    score, seq, id and t cached beside them duplicate the grid's copy and are not charged) and
+    two for ``theta``.  ``candidates`` is ``|S|``; ``retained`` is the window.
+
+    Examples
+    --------
+    >>> import numpy as np, engine
+    >>> q = engine.Query(weights=[1.0], k=2, window=6, slide=2)
+    >>> alg = engine.create("sma", q)
+    >>> for batch in engine.slides((np.arange(8), np.arange(8), [9., 1., 5., 7., 2., 3., 4., 0.]), q):
+    ...     alg.process(batch)
+    >>> alg.topk().ids.tolist(), alg.stats()["rescans"]
+    ([3, 2], 1)
+    """
+
+    name = "sma"
+    summary = "SMA: grid index plus a k-skyband above the last k-th score; rescans when it runs short"
+    defaults = {"cells_per_dim": 0}
+
+    def _reset(self) -> None:
+        self._grid = Grid(self.q, self.params["cells_per_dim"])
+        self._band = DominanceSet(self.q.k)
+        self._theta: tuple[float, int] | None = None
+        self._origin: int | None = None
+        self._end: int | None = None
+        self._answer: Answer | None = Answer.empty()
+        self._counters = {"rescans": 0, "anchors": 0, "arrivals": 0, "qualified": 0}
+
+    def process(self, batch: Batch) -> None:
+        grid, band, k = self._grid, self._band, self.q.k
+        start = batch.window_start(self.q)
+        if self._origin is None:
+            self._origin = batch.end - self.q.slide
+        values = score(batch.x, self.q.weights) if len(batch) else _EMPTY_F
+        grid.expire(start)
+        band.expire(start)
+        grid.insert(batch, values)
+        grid.maintain()
+        self._counters["arrivals"] += len(batch)
+        if len(batch):
+            qualify = np.arange(len(batch)) if self._theta is None else np.flatnonzero(values >= self._theta[0])
+            if len(qualify):
+                self._counters["qualified"] += len(qualify)
+                keys = batch.keys(self.q)
+                for value, seq, key, oid, t in zip(values[qualify].tolist(), batch.seq[qualify].tolist(),
+                                                   keys[qualify].tolist(), batch.ids[qualify].tolist(),
+                                                   batch.t[qualify].tolist()):
+                    band.add(value, seq, key, oid, t)
+        if self._theta is not None:
+            if len(band) < k:
+                self._rescan()
+        elif len(band) >= k and start >= self._origin:
+            values, rows = band.members(k)
+            self._theta = (float(values[-1]), int(rows[-1, 0]))
+            band.truncate(k)
+            self._counters["anchors"] += 1
+        self._end = batch.end
+        self._answer = None
+
+    def _rescan(self) -> None:
+        grid, k = self._grid, self.q.k
+        self._counters["rescans"] += 1
+        pos, values, seq = grid.top(k)
+        key = seq if self.q.kind == "count" else grid.column("t", pos)
+        rows = np.column_stack((seq, key, grid.column("ids", pos), grid.column("t", pos)))
+        self._band.load(values, rows, dominance_counts(seq))
+        self._theta = (float(values[-1]), int(seq[-1])) if len(pos) == k else None
+
+    def topk(self) -> Answer:
+        if self._answer is None:
+            values, rows = self._band.members(self.q.k)
+            self._answer = Answer(rows[:, 2].copy(), values, rows[:, 0].copy())
+        return self._answer
+
+    def stats(self) -> dict[str, Any]:
+        grid = self._grid
+        return {"candidates": len(self._band), "retained": grid.live,
+                "bytes": grid.bytes() + WORD * (2 * len(self._band) + 2),
+                **self._counters, "dropped": self._band.dropped, **grid.counters, "cells": grid.cells}
+
+    def _dump(self) -> dict[str, Any]:
+        values, rows = self._band.members()
+        theta = None if self._theta is None else [floats_out([self._theta[0]])[0], self._theta[1]]
+        return {"end": self._end, "origin": self._origin, "grid": self._grid.dump(), "theta": theta, "skyband": rows[:, 0].tolist(),
+                "counts": self._band.counts().tolist(), "dropped": self._band.dropped,
+                "counters": dict(self._counters)}
+
+    def _load(self, data: dict[str, Any]) -> None:
+        grid = self._grid
+        grid.load(data["grid"])
+        seq, counts = ints_in(data["skyband"], "skyband"), ints_in(data["counts"], "counts")
+        if len(seq) != len(counts):
+            raise ValueError("skyband columns have different lengths")
+        order = np.argsort(seq)
+        pos = np.empty(len(seq), np.int64)
+        pos[order] = grid.positions_of(seq[order])
+        values, t = grid.column("score", pos), grid.column("t", pos)
+        key = seq if self.q.kind == "count" else t
+        self._band.load(values, np.column_stack((seq, key, grid.column("ids", pos), t)), counts)
+        self._band.dropped = int(data["dropped"])
+        theta = data["theta"]
+        self._theta = None if theta is None else (float(floats_in([theta[0]])[0]), int(ints_in([theta[1]], "theta")[0]))
+        self._end = data["end"] if data["end"] is None else int(data["end"])
+        self._origin = data["origin"] if data["origin"] is None else int(data["origin"])
+        self._counters.update({name: int(data["counters"][name]) for name in self._counters})
+        self._answer = None
+
+    def _check(self) -> None:
+        grid, band, k = self._grid, self._band, self.q.k
+        grid.check(self._end)
+        band.check(None if self._end is None else self._end - self.q.window)
+        everything = grid.top_all(grid.live)
+        values, seq = grid.column("score", everything), grid.column("seq", everything)
+        if self._theta is not None:
+            above = (values > self._theta[0]) | ((values == self._theta[0]) & (seq >= self._theta[1]))
+            values, seq = values[above], seq[above]
+        elif self._end is not None and self._end - self.q.window >= self._origin:
+            assert len(band) < k, "no theta although the window is complete and the skyband holds k objects"
+        expected = dominance_counts(seq) < k
+        band_values, rows = band.members()
+        assert np.array_equal(rows[:, 0], seq[expected]), "skyband differs from the k-skyband above theta"
+        assert np.array_equal(band_values, values[expected]), "skyband scores are stale"
+        if self._theta is not None:
+            assert len(band) >= k, "skyband below k objects after a slide"
+        top = grid.top_all(k)
+        assert np.array_equal(band.members(k)[1][:, 0], grid.column("seq", top)), "answer is not the top-k"
