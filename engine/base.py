@@ -5,6 +5,8 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar
 
+import numpy as np
+
 from .query import Query
 from .ranking import Answer
 from .stream import Batch
@@ -62,6 +64,10 @@ class Algorithm(abc.ABC):
     @abc.abstractmethod
     def topk(self) -> Answer:
         """The ranked answer for the window ending at the last processed slide."""
+
+    @abc.abstractmethod
+    def candidates(self) -> np.ndarray:
+        """``seq`` of every object in the candidate structures (int64, any order)."""
 
     @abc.abstractmethod
     def stats(self) -> dict[str, Any]:

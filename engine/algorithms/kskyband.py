@@ -73,6 +73,9 @@ class KSkyband(Algorithm):
             self._answer = Answer(rows[:, 2].copy(), scores, rows[:, 0].copy())
         return self._answer
 
+    def candidates(self) -> np.ndarray:
+        return self._band.members()[1][:, 0].copy()
+
     def stats(self) -> dict[str, Any]:
         size = len(self._band)
         return {"candidates": size, "retained": size, "bytes": WORD * size * (OBJECT_WORDS + 2),

@@ -45,7 +45,7 @@ class MinTopK(Algorithm):
     >>> for batch in engine.slides((np.arange(8), np.arange(8), [9., 1., 5., 7., 2., 3., 4., 0.]), q):
     ...     alg.process(batch)
     >>> alg.topk().ids.tolist(), alg.stats()["candidates"]
-    ([3, 2], 3)
+    ([3, 2], 5)
     """
 
     name = "mintopk"
@@ -69,8 +69,8 @@ class MinTopK(Algorithm):
         slide = batch.end // self.q.slide
         if self._current is None:
             self._current = slide
-        if slide < self._current:
-            raise ValueError(f"slide {slide} arrives after slide {self._current - 1}")
+        elif slide <= self._current:
+            raise ValueError(f"slide {slide} arrives after slide {self._current}")
         while self._current < slide:
             self._purge_current_window()
         counters = self._counters
@@ -87,7 +87,7 @@ class MinTopK(Algorithm):
                 arrivals = sorted(arrivals, reverse=True)
             for value, seq, oid, t in arrivals:
                 self._update_super_topk((value, seq), oid, t)
-        self._answer = self._purge_current_window()
+        self._answer = None
 
     def _update_super_topk(self, key: tuple, oid: int, t: int) -> None:
         k, size, tkc, lbp = self._k, self._windows, self._tkc, self._lbp
@@ -160,13 +160,9 @@ class MinTopK(Algorithm):
             record = record[BELOW]
         return members
 
-    def _purge_current_window(self) -> Answer:
-        """Output the current window's answer, then drop the window (``PurgeExpiredWindow``)."""
-        members = self._current_members()
-        answer = Answer(np.array([r[ID] for r in members], np.int64),
-                        np.array([r[KEY][0] for r in members], np.float64),
-                        np.array([r[KEY][1] for r in members], np.int64))
-        for record in members:
+    def _purge_current_window(self) -> None:
+        """Drop the answered window before the next slide arrives (``PurgeExpiredWindow``)."""
+        for record in self._current_members():
             record[START] += 1
             if record[START] > record[END]:
                 self._unlink(record)
@@ -174,10 +170,18 @@ class MinTopK(Algorithm):
         self._tkc[slot] = 0
         self._lbp[slot] = None
         self._current += 1
-        return answer
 
     def topk(self) -> Answer:
+        """The first ``tkc`` records of the list (Lemma 4.4): ``O(k)``, cached per slide."""
+        if self._answer is None:
+            members = self._current_members()
+            self._answer = Answer(np.array([r[ID] for r in members], np.int64),
+                                  np.array([r[KEY][0] for r in members], np.float64),
+                                  np.array([r[KEY][1] for r in members], np.int64))
         return self._answer
+
+    def candidates(self) -> np.ndarray:
+        return np.fromiter(self._records, np.int64, len(self._records))
 
     def stats(self) -> dict[str, Any]:
         size = len(self._index)
@@ -199,11 +203,9 @@ class MinTopK(Algorithm):
                 slot = window % self._windows
                 lowest = self._lbp[slot]
                 windows.append([self._tkc[slot], None if lowest is None else lowest[KEY][1]])
-        a = self._answer
         return {"current": self._current,
                 "objects": [[r[KEY][0], r[KEY][1], r[START], r[END], r[ID], r[T]] for r in self._ranked_records()],
-                "windows": windows, "answer": [a.ids.tolist(), a.scores.tolist(), a.seq.tolist()],
-                "counters": dict(self._counters)}
+                "windows": windows, "counters": dict(self._counters)}
 
     def _load(self, data: dict[str, Any]) -> None:
         self._current = data["current"]
@@ -217,8 +219,7 @@ class MinTopK(Algorithm):
                 slot = (self._current + offset) % self._windows
                 self._tkc[slot] = int(count)
                 self._lbp[slot] = None if lowest is None else self._records[lowest]
-        ids, scores, seq = data["answer"]
-        self._answer = Answer(np.asarray(ids, np.int64), np.asarray(scores, np.float64), np.asarray(seq, np.int64))
+        self._answer = None if self._current is not None else Answer.empty()
         self._counters.update({name: int(value) for name, value in data["counters"].items()})
 
     def _check(self) -> None:

@@ -68,6 +68,9 @@ class Oracle(Algorithm):
         top = top_indices(scores, seq, k)
         return Answer(self._window.view("ids")[top], scores[top], seq[top])
 
+    def candidates(self) -> np.ndarray:
+        return self._window.view("seq").copy()
+
     def stats(self) -> dict[str, Any]:
         n = len(self._window)
         return {"candidates": n, "retained": n,

@@ -52,8 +52,8 @@ class PreTopK(Algorithm):
         slide = batch.end // self.q.slide
         if self._current is None:
             self._current = slide
-        if slide < self._current:
-            raise ValueError(f"slide {slide} arrives after slide {self._current - 1}")
+        elif slide <= self._current:
+            raise ValueError(f"slide {slide} arrives after slide {self._current}")
         while self._current < slide:
             self._drop_current_window()
         if len(batch):
@@ -62,11 +62,7 @@ class PreTopK(Algorithm):
             ids, seqs, ts, scores = batch.ids.tolist(), batch.seq.tolist(), batch.t.tolist(), scores.tolist()
             for i in order:
                 self._offer((scores[i], seqs[i]), ids[i], ts[i])
-        current = self._sets[self._current % self._windows][::-1]
-        self._answer = Answer(np.array([self._objects[s][0] for _, s in current], np.int64),
-                              np.array([v for v, _ in current], np.float64),
-                              np.array([s for _, s in current], np.int64))
-        self._drop_current_window()
+        self._answer = None
 
     def _offer(self, key: tuple, oid: int, t: int) -> None:
         k = self.q.k
@@ -95,7 +91,16 @@ class PreTopK(Algorithm):
         self._current += 1
 
     def topk(self) -> Answer:
+        """The current window's set, best first: ``O(k)``, cached per slide."""
+        if self._answer is None:
+            current = self._sets[self._current % self._windows][::-1]
+            self._answer = Answer(np.array([self._objects[s][0] for _, s in current], np.int64),
+                                  np.array([v for v, _ in current], np.float64),
+                                  np.array([s for _, s in current], np.int64))
         return self._answer
+
+    def candidates(self) -> np.ndarray:
+        return np.fromiter(self._objects, np.int64, len(self._objects))
 
     def stats(self) -> dict[str, Any]:
         memberships = sum(len(members) for members in self._sets)
@@ -108,10 +113,8 @@ class PreTopK(Algorithm):
         if self._current is not None:
             sets = [[list(key) for key in self._sets[w % self._windows]]
                     for w in range(self._current, self._current + self._windows)]
-        a = self._answer
         return {"current": self._current, "sets": sets,
-                "objects": [[seq, oid, t] for seq, (oid, t) in self._objects.items()],
-                "answer": [a.ids.tolist(), a.scores.tolist(), a.seq.tolist()]}
+                "objects": [[seq, oid, t] for seq, (oid, t) in self._objects.items()]}
 
     def _load(self, data: dict[str, Any]) -> None:
         self._current = data["current"]
@@ -121,8 +124,7 @@ class PreTopK(Algorithm):
             for offset, members in enumerate(data["sets"]):
                 self._sets[(self._current + offset) % self._windows] = sorted((float(v), int(s)) for v, s in members)
         self._objects = {int(seq): (int(oid), int(t)) for seq, oid, t in data["objects"]}
-        ids, scores, seq = data["answer"]
-        self._answer = Answer(np.asarray(ids, np.int64), np.asarray(scores, np.float64), np.asarray(seq, np.int64))
+        self._answer = None if self._current is not None else Answer.empty()
 
     def _check(self) -> None:
         used = set()

@@ -120,6 +120,9 @@ class SMA(Algorithm):
             self._answer = Answer(rows[:, 2].copy(), values, rows[:, 0].copy())
         return self._answer
 
+    def candidates(self) -> np.ndarray:
+        return self._band.members()[1][:, 0].copy()
+
     def stats(self) -> dict[str, Any]:
         grid = self._grid
         return {"candidates": len(self._band), "retained": grid.live,

@@ -101,6 +101,9 @@ class TMA(Algorithm):
             self._answer = Answer(self._grid.column("ids", self._pos), self._scores.copy(), self._seq.copy())
         return self._answer
 
+    def candidates(self) -> np.ndarray:
+        return self._seq.copy()
+
     def stats(self) -> dict[str, Any]:
         grid = self._grid
         return {"candidates": len(self._pos), "retained": grid.live, "bytes": grid.bytes() + WORD * len(self._pos),

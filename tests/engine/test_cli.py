@@ -281,6 +281,9 @@ class LastSlide(Algorithm):
     def topk(self) -> Answer:
         return self._answer
 
+    def candidates(self) -> np.ndarray:
+        return self._answer.seq
+
     def stats(self) -> dict[str, Any]:
         return {"candidates": len(self._answer), "retained": self.q.dimensions, "bytes": 0}
 

@@ -93,3 +93,17 @@ def test_literal_traces(name, trace):
         alg.process(batch)
         got.append(alg.topk().ids.tolist())
     assert got == expected
+
+
+@pytest.mark.parametrize("name", EXACT + ["oracle"])
+def test_candidates_are_window_objects_that_include_the_answer_and_match_the_count(name):
+    rng = np.random.default_rng(2)
+    m = 300
+    q = engine.Query(weights=[1.0], k=4, window=30, slide=5)
+    alg = engine.create(name, q)
+    for batch in engine.slides((np.arange(m), np.arange(m), rng.random(m)), q):
+        alg.process(batch)
+        seqs = alg.candidates()
+        assert len(seqs) == len(set(seqs.tolist())) == alg.stats()["candidates"]
+        assert np.all((seqs >= batch.end - q.window) & (seqs < batch.end))
+        assert set(alg.topk().seq.tolist()) <= set(seqs.tolist())
