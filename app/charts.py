@@ -40,13 +40,16 @@ def over_time(frame: pd.DataFrame, field: str, title: str, *, at: int | None = N
     return alt.layer(chart, rule)
 
 
-def window_scores(window: pd.DataFrame, answers: pd.DataFrame, time_title: str) -> alt.LayerChart:
-    """Scores of the window's objects against time, each algorithm's answer marked on top.
+def window_scores(window: pd.DataFrame, candidates: pd.DataFrame, answers: pd.DataFrame,
+                  time_title: str) -> alt.LayerChart:
+    """Scores of the window's objects against time, each algorithm's candidates and answer marked.
 
     Parameters
     ----------
     window
         Objects of the window: columns ``t`` and ``score`` (grey points).
+    candidates
+        Candidate objects: columns ``algorithm``, ``t`` and ``score`` (small coloured points).
     answers
         Answer objects: columns ``algorithm``, ``rank``, ``t`` and ``score`` (coloured shapes).
     time_title
@@ -55,18 +58,21 @@ def window_scores(window: pd.DataFrame, answers: pd.DataFrame, time_title: str) 
     Examples
     --------
     >>> window = pd.DataFrame({"t": [0, 1, 2], "score": [0.1, 0.5, 0.3]})
+    >>> candidates = pd.DataFrame({"algorithm": ["mintopk"] * 2, "t": [1, 2], "score": [0.5, 0.3]})
     >>> answers = pd.DataFrame({"algorithm": ["oracle"], "rank": [1], "t": [1], "score": [0.5]})
-    >>> len(window_scores(window, answers, "t").layer)
-    2
+    >>> len(window_scores(window, candidates, answers, "t").layer)
+    3
     """
     x = alt.X("t:Q", title=time_title, scale=alt.Scale(zero=False))
     y = alt.Y("score:Q", title="score", scale=alt.Scale(zero=False))
     points = alt.Chart(window).mark_circle(size=12, color="lightgray", opacity=0.7).encode(x=x, y=y)
-    marks = alt.Chart(answers).mark_point(size=70, filled=False).encode(
+    kept = alt.Chart(candidates).mark_circle(size=28, opacity=0.55).encode(
+        x=x, y=y, color=ALGORITHM, tooltip=["algorithm:N", "t:Q", alt.Tooltip("score:Q", format=",.6~g")])
+    marks = alt.Chart(answers).mark_point(size=110, filled=False).encode(
         x=x, y=y, color=ALGORITHM, shape=alt.Shape("algorithm:N", title="algorithm"),
         tooltip=["algorithm:N", "rank:Q", "t:Q", alt.Tooltip("score:Q", format=",.6~g")],
     )
-    return alt.layer(points, marks, title="Window: score against time, answers marked")
+    return alt.layer(points, kept, marks, title="Window: scores against time · candidates (dots), answers (rings)")
 
 
 def benchmark_bars(frame: pd.DataFrame, field: str, title: str) -> alt.Chart:

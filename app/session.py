@@ -155,6 +155,24 @@ class LiveRun:
         return pd.DataFrame({"seq": rows, "t": self.trace.t[rows],
                              "score": engine.score(self.trace.x[rows], q.weights)})
 
+    def candidates_frame(self, limit: int) -> pd.DataFrame:
+        """Every shown algorithm's candidate objects as rows ``algorithm, seq, t, score``.
+
+        The oracle is left out (its candidates are the whole window); each algorithm's set is
+        thinned evenly to at most ``limit`` objects.
+        """
+        parts = []
+        for name in self.setup.algorithms:
+            if name == REFERENCE:
+                continue
+            seq = np.sort(self.engines[name].candidates())
+            if len(seq) > limit:
+                seq = seq[np.linspace(0, len(seq) - 1, limit).astype(np.int64)]
+            parts.append(pd.DataFrame({"algorithm": name, "seq": seq, "t": self.trace.t[seq],
+                                       "score": engine.score(self.trace.x[seq], self.setup.query.weights)}))
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+            {"algorithm": [], "seq": [], "t": [], "score": []})
+
     def answers_frame(self) -> pd.DataFrame:
         """Every shown algorithm's current answer as rows ``algorithm, rank, seq, t, score``."""
         parts = [pd.DataFrame({"algorithm": name, "rank": np.arange(1, len(ans) + 1), "seq": ans.seq,

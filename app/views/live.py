@@ -109,7 +109,8 @@ def render(run: LiveRun) -> None:
         column.altair_chart(charts.over_time(history, field, field.capitalize()))
     left, right = st.columns(2)
     left.altair_chart(charts.over_time(history, "ms", "Processing time per slide (ms)"))
-    right.altair_chart(charts.window_scores(run.window_frame(WINDOW_POINTS), run.answers_frame(),
+    right.altair_chart(charts.window_scores(run.window_frame(WINDOW_POINTS), run.candidates_frame(WINDOW_POINTS),
+                                            run.answers_frame(),
                                             f"t ({trace.t_unit})"))
 
 

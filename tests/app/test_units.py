@@ -49,12 +49,14 @@ def test_over_time_marks_a_slide_with_a_rule():
     assert spec["datasets"][rule["data"]["name"]] == [{"slide": 1}]
 
 
-def test_window_scores_layers_points_and_answers():
+def test_window_scores_layers_points_candidates_and_answers():
     window = pd.DataFrame({"t": [0, 1, 2, 3], "score": [0.1, 0.9, 0.4, 0.7]})
+    candidates = pd.DataFrame({"algorithm": ["mintopk"] * 3, "t": [1, 2, 3], "score": [0.9, 0.4, 0.7]})
     answers = pd.DataFrame({"algorithm": ["oracle", "mintopk"], "rank": [1, 1], "t": [1, 1], "score": [0.9, 0.9]})
-    spec = charts.window_scores(window, answers, "t (ms)").to_dict()
-    points, marks = spec["layer"]
+    spec = charts.window_scores(window, candidates, answers, "t (ms)").to_dict()
+    points, kept, marks = spec["layer"]
     assert points["mark"]["type"] == "circle" and marks["mark"]["type"] == "point"
+    assert len(spec["datasets"][kept["data"]["name"]]) == 3
     assert marks["encoding"]["shape"]["field"] == "algorithm"
     assert points["encoding"]["x"]["title"] == "t (ms)"
     assert len(spec["datasets"][marks["data"]["name"]]) == 2
@@ -134,6 +136,17 @@ def test_live_run_to_the_end_and_window_frame():
     marks = run.answers_frame()
     assert marks["seq"].tolist() == run.answers["oracle"].seq.tolist()
     np.testing.assert_array_equal(marks["t"], TRACE.t[marks["seq"]])
+    assert run.candidates_frame(limit=50).empty
+
+
+def test_candidates_frame_shows_each_algorithms_candidates_but_not_the_oracles():
+    q = engine.Query(weights=[1.0, 0.0], k=3, window=200, slide=100)
+    run = session.LiveRun(TRACE, session.Setup("t", q, ("oracle", "mintopk")))
+    run.step(4)
+    frame = run.candidates_frame(limit=1000)
+    assert set(frame["algorithm"]) == {"mintopk"}
+    assert sorted(frame["seq"].tolist()) == sorted(run.engines["mintopk"].candidates().tolist())
+    np.testing.assert_array_equal(frame["score"], TRACE.x[frame["seq"], 0])
 
 
 def test_live_run_rejects_unknown_parameters():
