@@ -1,0 +1,177 @@
+"""The replay config: which dataset, which queries, which algorithms, how many shards.
+
+A config is a JSON object::
+
+    {
+      "name": "demo",                 # optional: run name, default the file's stem
+      "dataset": "spy",               # a dataset recorded by pipelines.ingest
+      "shards": 1,                    # optional: C, rows go to shard seq % C
+      "snapshot_every": 100,          # optional: slides between snapshots (default: about
+                                      # SEGMENT_ROWS rows' worth of slides)
+      "queries": [{"weights": {"notional": 1.0}, "k": 10, "window": 10000, "slide": 500,
+                   "kind": "count"}],
+      "algorithms": [{"name": "oracle"}, {"name": "mintopk", "params": {"prefilter": true}}]
+    }
+
+``weights`` is a list (one per dataset feature) or a mapping feature -> weight (missing
+features weigh 0). An algorithm entry may carry a ``label`` (its name in the results; by
+default the name, plus the parameters when there are any). The exact answer every metric is
+measured against comes from ``oracle``, which is added when the config does not list it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import engine
+from engine import Query
+
+from .errors import InputError
+
+REFERENCE = "oracle"
+SEGMENT_ROWS = 50_000
+"""Rows per segment when ``snapshot_every`` is not given (each segment is one Spark job)."""
+CONFIG_KEYS = {"name", "dataset", "shards", "snapshot_every", "queries", "algorithms"}
+QUERY_KEYS = {"weights", "k", "window", "slide", "kind"}
+ALGORITHM_KEYS = {"name", "params", "label"}
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One algorithm of a run: ``label`` names it in DuckDB, ``name`` and ``params`` create it."""
+
+    label: str
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "name": self.name, "params": dict(self.params)}
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """A validated config, with weights resolved against the dataset's features."""
+
+    name: str
+    dataset: str
+    queries: tuple[Query, ...]
+    algorithms: tuple[AlgorithmSpec, ...]
+    shards: int = 1
+    snapshot_every: int | None = None
+    """Slides per segment (snapshot, Spark job and transaction); ``None``: about :data:`SEGMENT_ROWS` rows."""
+
+    @property
+    def reference(self) -> str:
+        """Label of the algorithm whose answers are exact (the oracle)."""
+        return next(spec.label for spec in self.algorithms if spec.name == REFERENCE)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, as stored in ``runs.config``."""
+        return {"name": self.name, "dataset": self.dataset, "shards": self.shards,
+                "snapshot_every": self.snapshot_every, "reference": self.reference,
+                "queries": [query.to_dict() for query in self.queries],
+                "algorithms": [spec.to_dict() for spec in self.algorithms]}
+
+    def same_work(self, stored: dict[str, Any]) -> bool:
+        """Whether a stored run config replays the same queries and algorithms the same way."""
+        mine = self.to_dict()
+        return all(stored.get(key) == mine[key] for key in ("dataset", "shards", "queries", "algorithms"))
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The raw JSON object of a config file, with ``name`` defaulting to the file's stem."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot read the config ({error})") from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: the config must be a JSON object")
+    data.setdefault("name", Path(path).stem)
+    if not isinstance(data.get("dataset"), str):
+        raise InputError(f"{path}: 'dataset' must name a dataset")
+    return data
+
+
+def parse_config(data: dict[str, Any], features: Sequence[str]) -> ReplayConfig:
+    """Validate a raw config against the dataset's ``features``; problems raise :class:`InputError`."""
+    _check_keys(data, CONFIG_KEYS, "config")
+    shards = _positive_int(data, "shards", 1)
+    snapshot_every = _positive_int(data, "snapshot_every", None)
+    queries = data.get("queries")
+    if not isinstance(queries, list) or not queries:
+        raise InputError("config: 'queries' must be a non-empty list")
+    parsed_queries = tuple(_parse_query(i, query, features) for i, query in enumerate(queries))
+    algorithms = data.get("algorithms")
+    if not isinstance(algorithms, list) or not algorithms:
+        raise InputError("config: 'algorithms' must be a non-empty list")
+    specs = [_parse_algorithm(i, entry, parsed_queries) for i, entry in enumerate(algorithms)]
+    if not any(spec.name == REFERENCE for spec in specs):
+        specs.append(AlgorithmSpec(label=REFERENCE, name=REFERENCE))
+    labels = [spec.label for spec in specs]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise InputError(f"config: algorithm labels must be unique, repeated: {', '.join(repeated)}")
+    return ReplayConfig(name=str(data["name"]), dataset=data["dataset"], queries=parsed_queries,
+                        algorithms=tuple(specs), shards=shards, snapshot_every=snapshot_every)
+
+
+def _parse_query(index: int, query: Any, features: Sequence[str]) -> Query:
+    if not isinstance(query, dict):
+        raise InputError(f"config: query {index} must be an object")
+    _check_keys(query, QUERY_KEYS, f"query {index}")
+    weights = query.get("weights")
+    if isinstance(weights, dict):
+        unknown = sorted(set(weights) - set(features))
+        if unknown:
+            raise InputError(f"config: query {index}: unknown feature(s) {', '.join(unknown)}; "
+                             f"the dataset has {', '.join(features)}")
+        weights = [weights.get(feature, 0.0) for feature in features]
+    elif isinstance(weights, list) and len(weights) != len(features):
+        raise InputError(f"config: query {index}: {len(weights)} weight(s) for {len(features)} "
+                         f"feature(s) ({', '.join(features)})")
+    try:
+        return Query(weights=weights, k=query.get("k"), window=query.get("window"),
+                     slide=query.get("slide"), kind=query.get("kind", "count"))
+    except ValueError as error:
+        raise InputError(f"config: query {index}: {error}") from None
+
+
+def _parse_algorithm(index: int, entry: Any, queries: Sequence[Query]) -> AlgorithmSpec:
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise InputError(f"config: algorithm {index} must be an object with a 'name'")
+    _check_keys(entry, ALGORITHM_KEYS, f"algorithm {index}")
+    name, params = entry["name"], entry.get("params") or {}
+    if not isinstance(params, dict):
+        raise InputError(f"config: algorithm {index} ({name}): 'params' must be an object")
+    try:
+        for query in queries:
+            engine.create(name, query, **params)
+    except ValueError as error:
+        raise InputError(f"config: algorithm {index} ({name}): {error}") from None
+    info = next(info for info in engine.available() if info.name == name)
+    if info.stream != "single":
+        raise InputError(f"config: algorithm {index} ({name}) reads {info.stream} streams; "
+                         "replay feeds object streams")
+    label = entry.get("label") or (name if not params else
+                                   f"{name}({','.join(f'{key}={params[key]}' for key in sorted(params))})")
+    return AlgorithmSpec(label=str(label), name=name, params=dict(params))
+
+
+def _positive_int(data: dict, key: str, default: int | None) -> int | None:
+    value = data.get(key, default)
+    if value is not default and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InputError(f"config: {key} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _check_keys(data: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise InputError(f"config: {where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(allowed))}")

@@ -1,0 +1,74 @@
+"""The one SparkSession builder every pipeline job uses."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_PACKAGES = ("engine", "pipelines")
+LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+
+
+def start_spark(app_name: str, master: str | None = None) -> SparkSession:
+    """Start (or join) a SparkSession set up for the pipelines.
+
+    Parameters
+    ----------
+    app_name
+        Name shown in the Spark UI and logs.
+    master
+        Spark master URL; default the ``SPARK_MASTER`` environment variable, else ``local[*]``.
+
+    Returns
+    -------
+    SparkSession
+        A session with UTC session time, few shuffle partitions, error-only logging (and no
+        web UI on local masters), Python workers running this interpreter, and the ``engine``
+        and ``pipelines`` packages shipped to the executors (so any master works, not only
+        local ones).
+    """
+    master = master or os.environ.get("SPARK_MASTER") or "local[*]"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    spark = (
+        SparkSession.builder.appName(app_name)
+        .master(master)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.enabled", str(not master.startswith("local")).lower())
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={LOG_CONFIG.as_uri()}")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    _ship_packages(spark)
+    return spark
+
+
+_shipped_to: set[str] = set()
+"""Spark application ids that already have the packages (Spark refuses a second file of one name)."""
+
+
+def _ship_packages(spark: SparkSession) -> None:
+    """Zip ``engine`` and ``pipelines`` once per application and add them to the executors' path."""
+    context = spark.sparkContext
+    if context.applicationId in _shipped_to:
+        return
+    staging = tempfile.mkdtemp(prefix="topk-pyfiles-")
+    atexit.register(shutil.rmtree, staging, ignore_errors=True)
+    archive = Path(staging) / "topk_packages.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for package in SHIPPED_PACKAGES:
+            for source in sorted((PROJECT_ROOT / package).rglob("*.py")):
+                bundle.write(source, source.relative_to(PROJECT_ROOT).as_posix())
+    context.addPyFile(str(archive))
+    _shipped_to.add(context.applicationId)

@@ -1,0 +1,197 @@
+"""The ``stock`` trace family: AlgoSeek trade ticks (``<symbol>_<yyyymmdd>_trade.zip``).
+
+Each zip holds one headerless CSV: ``time_ms`` (milliseconds since New York midnight),
+``price`` (deci-cents), ``size`` (shares), ``exchange``, ``sale_condition``, ``suspicious``.
+The dataset rows are ``id, seq, t, notional, price, size`` (docs/CONTRACTS.md).
+
+Identical lines are *not* rejected as duplicates: several equal prints in the same
+millisecond are distinct real trades (47,880 of the 250,601 lines of SPY on 2013-10-07
+repeat an earlier line).
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+from typing import Sequence
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from .cleaned import Cleaned
+from .errors import InputError
+
+FEATURES = ("notional", "price", "size")
+T_UNIT = "ms"
+MARKET_TIME_ZONE = "America/New_York"
+FILE_NAME = re.compile(r"^(?P<symbol>[A-Za-z]+)_(?P<date>\d{8})_trade\.zip$")
+FIELDS = 6
+PRICE_SCALE = 10_000.0
+MS_PER_DAY = 86_400_000
+LINES_PER_DAY = 10_000_000
+"""Room for the line number in an id: ``id = yyyymmdd * LINES_PER_DAY + line``."""
+
+REASONS = (
+    "wrong_field_count",
+    "non_numeric",
+    "time_out_of_range",
+    "non_positive_price",
+    "non_positive_size",
+    "suspicious",
+    "before_dataset_end",
+)
+"""Why a raw row is rejected, in the order the checks apply (a row gets the first that fits)."""
+
+
+def parse_file_name(path: Path) -> tuple[str, str]:
+    """``(SYMBOL, yyyymmdd)`` of a trade file; a name that does not fit raises :class:`InputError`.
+
+    Examples
+    --------
+    >>> parse_file_name(Path("data/spy_20131007_trade.zip"))
+    ('SPY', '20131007')
+    """
+    match = FILE_NAME.match(path.name)
+    if match is None:
+        raise InputError(f"{path}: not a trade file name (expected <symbol>_<yyyymmdd>_trade.zip)")
+    return match["symbol"].upper(), match["date"]
+
+
+def default_name(paths: Sequence[Path]) -> str:
+    """The dataset name when none is given: the lower-case symbol (``spy``)."""
+    return parse_file_name(paths[0])[0].lower()
+
+
+def extract(paths: Sequence[Path]) -> pa.Table:
+    """Read trade zips into raw lines, one row per CSV line, nothing parsed yet.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``source_index`` (position of the file in ``paths``), ``source_file`` (its name),
+        ``date`` (``yyyymmdd`` from the file name), ``line`` (1-based line number) and
+        ``raw`` (the line's text).
+
+    Raises
+    ------
+    InputError
+        A missing or unreadable file, a zip without exactly one member, a name without symbol
+        and date, inputs mixing symbols or repeating a date, or a file too long for the ids.
+    """
+    parts, symbols, dates = [], set(), set()
+    for index, path in enumerate(paths):
+        symbol, date = parse_file_name(path)
+        if date in dates:
+            raise InputError(f"{path}: a second file for {date}; give one file per trading day")
+        symbols.add(symbol)
+        dates.add(date)
+        lines = _read_lines(path)
+        if len(lines) >= LINES_PER_DAY:
+            raise InputError(f"{path}: {len(lines):,} lines; at most {LINES_PER_DAY - 1:,} fit in an id")
+        parts.append(pa.table({
+            "source_index": pa.array([index] * len(lines), pa.int32()),
+            "source_file": pa.array([path.name] * len(lines), pa.string()),
+            "date": pa.array([date] * len(lines), pa.string()),
+            "line": pa.array(range(1, len(lines) + 1), pa.int64()),
+            "raw": pa.array(lines, pa.string()),
+        }))
+    if len(symbols) > 1:
+        raise InputError(f"inputs mix symbols {', '.join(sorted(symbols))}; a dataset holds one symbol")
+    return pa.concat_tables(parts)
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [m for m in archive.infolist() if not m.is_dir()]
+            if len(members) != 1:
+                raise InputError(f"{path}: expected one CSV inside the zip, found {len(members)} files")
+            data = archive.read(members[0])
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise InputError(f"{path}: cannot read the zip ({error})") from None
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None) -> Cleaned:
+    """Validate, clean and order raw trade lines (no I/O).
+
+    Parameters
+    ----------
+    raw
+        Rows as :func:`extract` returns them.
+    seq_start
+        ``seq`` of the first accepted row (the row count of the dataset being appended to).
+    t_after
+        When appending: the dataset's last ``t``; earlier rows are rejected
+        (``before_dataset_end``) so that ``t`` never decreases along ``seq``.
+
+    Returns
+    -------
+    Cleaned
+        ``rows``: ``id`` (``yyyymmdd * 10^7 + line``: unique, and names the source line),
+        ``seq`` (``seq_start ..`` in order of ``t``, then file, then line), ``t`` (UTC epoch
+        milliseconds), ``notional`` (dollars), ``price`` (dollars), ``size`` (shares);
+        ``rejected``: every other row with the first reason of :data:`REASONS` that applies.
+    """
+    fields = F.split("raw", ",", -1)
+
+    def number(position: int) -> Column:
+        return F.try_element_at(fields, F.lit(position + 1)).try_cast("double")
+
+    time_ms, price, size, suspicious = number(0), number(1), number(2), number(5)
+    parsed = raw.select(
+        "source_index", "source_file", "line", "raw",
+        F.size(fields).alias("field_count"),
+        F.col("date").cast("long").alias("date"),
+        time_ms.alias("time_ms"), price.alias("price"), size.alias("size"), suspicious.alias("suspicious"),
+    )
+    t = _epoch_ms(F.col("date"), F.col("time_ms"))
+
+    def finite(name: str) -> Column:
+        value = F.col(name)
+        return value.isNotNull() & ~F.isnan(value) & (F.abs(value) != float("inf"))
+
+    checks = [
+        ("wrong_field_count", F.col("field_count") != FIELDS),
+        ("non_numeric", ~(finite("time_ms") & finite("price") & finite("size") & finite("suspicious"))),
+        ("time_out_of_range", (F.col("time_ms") < 0) | (F.col("time_ms") >= MS_PER_DAY)),
+        ("non_positive_price", F.col("price") <= 0),
+        ("non_positive_size", F.col("size") <= 0),
+        ("suspicious", F.col("suspicious") != 0),
+        ("before_dataset_end", F.lit(False) if t_after is None else t < F.lit(t_after)),
+    ]
+    reason = F.lit(None).cast("string")
+    for name, failed in reversed(checks):
+        reason = F.when(failed, F.lit(name)).otherwise(reason)
+    judged = parsed.withColumn("reason", reason)
+
+    accepted = judged.where(F.col("reason").isNull()).withColumn("t", t)
+    arrival = Window.orderBy("t", "source_index", "line")
+    rows = accepted.select(
+        (F.col("date") * LINES_PER_DAY + F.col("line")).alias("id"),
+        (F.row_number().over(arrival) - 1 + F.lit(seq_start).cast("long")).alias("seq"),
+        "t",
+        (F.col("price") / PRICE_SCALE * F.col("size")).alias("notional"),
+        (F.col("price") / PRICE_SCALE).alias("price"),
+        F.col("size").alias("size"),
+    )
+    rejected = judged.where(F.col("reason").isNotNull()).select("source_file", "line", "reason", "raw")
+    return Cleaned(rows=rows, rejected=rejected)
+
+
+def _epoch_ms(date: Column, time_ms: Column) -> Column:
+    """UTC epoch milliseconds of New York wall-clock ``time_ms`` on ``date`` (``yyyymmdd``).
+
+    Independent of the session time zone: the wall-clock time is built as if it were UTC
+    and then shifted from New York time to UTC (daylight saving included).
+    """
+    day = F.unix_date(F.to_date(date.cast("string"), "yyyyMMdd")).cast("long")
+    wall_clock_ms = day * MS_PER_DAY + F.floor(time_ms).cast("long")
+    return F.unix_millis(F.to_utc_timestamp(F.timestamp_millis(wall_clock_ms), MARKET_TIME_ZONE))

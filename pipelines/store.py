@@ -1,0 +1,148 @@
+"""The DuckDB store: connection, the shared schema (docs/CONTRACTS.md) and write helpers.
+
+Every table of the contract is created here, with the contract's column names and types.
+Additions to the contract (allowed: new columns and tables only):
+
+- table ``rejected_rows``: every row ingest rejected, with its source file, line and reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import duckdb
+import pyarrow as pa
+
+DEFAULT_DB = Path("var/topk.duckdb")
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS datasets (
+        name VARCHAR PRIMARY KEY, family VARCHAR, source_files JSON, rows_read BIGINT,
+        rows_rejected BIGINT, rejects JSON, features JSON, t_unit VARCHAR, t_min BIGINT,
+        t_max BIGINT, ingested_at TIMESTAMP, parquet VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id VARCHAR PRIMARY KEY, dataset VARCHAR, config JSON, spark_master VARCHAR,
+        shards INTEGER, started_at TIMESTAMP, finished_at TIMESTAMP, status VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS queries (
+        run_id VARCHAR, query_id INTEGER, weights JSON, k INTEGER, "window" BIGINT,
+        slide BIGINT, kind VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS answers (
+        run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, slide BIGINT, "end" BIGINT,
+        rank INTEGER, object_id BIGINT, score DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS slide_metrics (
+        run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, slide BIGINT, "end" BIGINT,
+        candidates BIGINT, retained BIGINT, bytes BIGINT, seconds DOUBLE, precision DOUBLE,
+        error DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS snapshots (
+        run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, shard INTEGER, slide BIGINT,
+        last_seq BIGINT, format_version INTEGER, state JSON, checksum VARCHAR,
+        created_at TIMESTAMP)""",
+    """CREATE TABLE IF NOT EXISTS rejected_rows (
+        dataset VARCHAR, source_file VARCHAR, line BIGINT, reason VARCHAR, raw VARCHAR)""",
+)
+
+LOCK_RETRY_SECONDS = 0.5
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or written (locked by another process, not DuckDB, ...)."""
+
+
+def connect(path: str | Path = DEFAULT_DB, *, wait_seconds: float = 30.0) -> duckdb.DuckDBPyConnection:
+    """Open the database file read-write, creating its directory and the schema.
+
+    Another process holding the file (DuckDB allows one writer) is waited for up to
+    ``wait_seconds``; after that, or for a file that is not a DuckDB database,
+    :class:`StoreError` names the file and the problem.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            con = duckdb.connect(str(path))
+            break
+        except duckdb.IOException as error:
+            if "lock" not in str(error).lower() or time.monotonic() >= deadline:
+                raise StoreError(f"cannot open {path}: {error}") from None
+            time.sleep(LOCK_RETRY_SECONDS)
+        except duckdb.Error as error:
+            raise StoreError(f"cannot open {path}: {error}") from None
+    ensure_schema(con)
+    return con
+
+
+@contextlib.contextmanager
+def connection(path: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
+    """:func:`connect`, closed on exit (so other processes can open the file in between)."""
+    con = connect(path)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every table of the contract that does not exist yet (idempotent)."""
+    for statement in SCHEMA:
+        con.execute(statement)
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One transaction: committed when the block ends, rolled back if it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[str, Any]) -> None:
+    """Insert rows given as equal-length columns (lists or numpy arrays) by column name.
+
+    JSON columns take Python values (serialised here) or JSON text.
+    """
+    if not columns or not len(next(iter(columns.values()))):
+        return
+    data = pa.table({name: _as_arrow(values) for name, values in columns.items()})
+    names = ", ".join(f'"{name}"' for name in columns)
+    con.register("_incoming", data)
+    try:
+        con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _incoming")
+    finally:
+        con.unregister("_incoming")
+
+
+def insert_row(con: duckdb.DuckDBPyConnection, table: str, row: Mapping[str, Any], *, replace: bool = False) -> None:
+    """Insert one row given as a mapping; ``replace`` overwrites the row with the same key."""
+    names = ", ".join(f'"{name}"' for name in row)
+    marks = ", ".join("?" for _ in row)
+    verb = "INSERT OR REPLACE" if replace else "INSERT"
+    con.execute(f"{verb} INTO {table} ({names}) VALUES ({marks})", [_as_sql(value) for value in row.values()])
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON text for a JSON column (no NaN: it is not JSON)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def _as_sql(value: Any) -> Any:
+    return to_json(value) if isinstance(value, (dict, list, tuple)) else value
+
+
+def _as_arrow(values: Any) -> pa.Array:
+    if isinstance(values, list) and values and isinstance(values[0], (dict, list, tuple)):
+        return pa.array([to_json(value) for value in values], pa.string())
+    return pa.array(values)
+
+
+def from_json(value: Any) -> Any:
+    """A JSON column's value as Python data (DuckDB returns JSON as text)."""
+    return json.loads(value) if isinstance(value, str) else value

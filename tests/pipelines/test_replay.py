@@ -1,0 +1,229 @@
+"""Replay on a real local Spark into a real DuckDB file, checked against the engine run directly."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import duckdb
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import engine
+from pipelines import ingest, replay
+from pipelines.errors import InputError
+from tests.pipelines.conftest import trade_lines, write_trade_zip
+
+QUERIES = [
+    {"weights": {"notional": 1.0}, "k": 4, "window": 60, "slide": 20, "kind": "count"},
+    {"weights": {"price": 1.0, "size": -0.001}, "k": 3, "window": 1_800_000, "slide": 600_000, "kind": "time"},
+]
+ALGORITHMS = [{"name": "oracle"}, {"name": "mintopk"}]
+DAY1_ROWS, DAY2_ROWS = 1_203, 900
+MAX_GAP_MS = 20_000
+SNAPSHOT_EVERY = 25
+ANSWER_COLUMNS = 'query_id, algorithm, slide, "end", rank, object_id, score'
+METRIC_COLUMNS = 'query_id, algorithm, slide, "end", candidates, retained, bytes, precision, error'
+quiet = dict(log=lambda _: None)
+
+
+def write_config(directory, name, dataset, **extra):
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps({"name": name, "dataset": dataset, "queries": QUERIES, "algorithms": ALGORITHMS,
+                                **extra}))
+    return path
+
+
+def rows_of(db, table, columns, run_id):
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(f"SELECT {columns} FROM {table} WHERE run_id = ? ORDER BY {columns}", [run_id]).fetchall()
+
+
+def table_counts(db):
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {table: con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("runs", "queries", "answers", "slide_metrics", "snapshots")}
+
+
+@pytest.fixture(scope="module")
+def trades(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("trades")
+    return (write_trade_zip(directory, "SPY", "20131007", trade_lines(DAY1_ROWS, seed=7, max_gap_ms=MAX_GAP_MS)),
+            write_trade_zip(directory, "SPY", "20131008", trade_lines(DAY2_ROWS, seed=8, max_gap_ms=MAX_GAP_MS)))
+
+
+@pytest.fixture(scope="module")
+def store_dir(spark, trades, tmp_path_factory):
+    """A DuckDB file holding dataset ``full`` (both days) and a run of every query over it."""
+    directory = tmp_path_factory.mktemp("store")
+    ingest.ingest(spark, "stock", trades, db=directory / "topk.duckdb", out=directory, name="full", **quiet)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def full_run(spark, store_dir):
+    config = write_config(store_dir, "direct", "full", snapshot_every=SNAPSHOT_EVERY)
+    return replay.replay(spark, config, db=store_dir / "topk.duckdb", **quiet).run_id
+
+
+def engine_run(parquet, query_spec):
+    """Answers and stats of the oracle run over the dataset directly, slide by slide."""
+    table = pq.read_table(parquet)
+    features = ["notional", "price", "size"]
+    weights = [query_spec["weights"].get(name, 0.0) for name in features]
+    query = engine.Query(weights=weights, **{key: query_spec[key] for key in ("k", "window", "slide", "kind")})
+    x = np.column_stack([table.column(name).to_numpy() for name in features])
+    oracle = engine.create("oracle", query)
+    answers, stats = [], []
+    for batch in engine.slides((table.column("id").to_numpy(), table.column("t").to_numpy(), x), query):
+        oracle.process(batch)
+        answer = oracle.topk()
+        answers += [(batch.index, batch.end, rank + 1, int(i), float(s))
+                    for rank, (i, s) in enumerate(zip(answer.ids, answer.scores))]
+        stats.append((batch.index, batch.end, *(oracle.stats()[key] for key in ("candidates", "retained", "bytes"))))
+    return answers, stats
+
+
+def test_replay_writes_what_the_engine_answers(store_dir, full_run):
+    db = store_dir / "topk.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT dataset, shards, status, finished_at IS NOT NULL FROM runs WHERE run_id = ?",
+                           [full_run]).fetchone() == ("full", 1, "finished", True)
+        assert con.execute('SELECT query_id, weights, k, "window", slide, kind FROM queries WHERE run_id = ? '
+                           "ORDER BY query_id", [full_run]).fetchall() == [
+            (0, "[1.0,0.0,0.0]", 4, 60, 20, "count"), (1, "[0.0,1.0,-0.001]", 3, 1_800_000, 600_000, "time")]
+    for query_id, spec in enumerate(QUERIES):
+        answers, stats = engine_run(store_dir / "full.parquet", spec)
+        assert len(stats) > 20
+        for algorithm in ("oracle", "mintopk"):
+            stored = [row[2:] for row in rows_of(db, "answers", ANSWER_COLUMNS, full_run)
+                      if row[:2] == (query_id, algorithm)]
+            assert stored == answers, (query_id, algorithm)
+        metrics = [row for row in rows_of(db, "slide_metrics", METRIC_COLUMNS, full_run) if row[0] == query_id]
+        assert [row[2:7] for row in metrics if row[1] == "oracle"] == stats
+        assert {row[7:] for row in metrics} == {(1.0, 0.0)}
+        assert {row[1] for row in metrics} == {"oracle", "mintopk"}
+
+
+def test_replay_snapshots_restore_to_the_last_answer(store_dir, full_run):
+    db = store_dir / "topk.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        snapshots = con.execute("SELECT query_id, algorithm, shard, slide, last_seq, format_version, state, checksum "
+                                "FROM snapshots WHERE run_id = ? ORDER BY slide", [full_run]).fetchall()
+        last_slides = dict(con.execute("SELECT query_id, max(slide) FROM slide_metrics WHERE run_id = ? "
+                                       "GROUP BY query_id", [full_run]).fetchall())
+    for query_id, spec in enumerate(QUERIES):
+        answers, _ = engine_run(store_dir / "full.parquet", spec)
+        last_slide = last_slides[query_id]
+        for algorithm in ("oracle", "mintopk"):
+            mine = [s for s in snapshots if s[:3] == (query_id, algorithm, 0)]
+            assert len(mine) == math.ceil((last_slide + 1) / SNAPSHOT_EVERY)
+            *_, slide, last_seq, version, state, checksum = mine[-1]
+            restored = engine.restore(json.loads(state))
+            assert (slide, version, checksum) == (last_slide, engine.FORMAT_VERSION, json.loads(state)["checksum"])
+            assert restored.topk().ids.tolist() == [a[3] for a in answers if a[0] == last_slide]
+            if spec["kind"] == "count":
+                assert last_seq == (last_slide + 1) * spec["slide"] - 1
+
+
+def test_sharded_replay_equals_unsharded(spark, store_dir, full_run):
+    db = store_dir / "topk.duckdb"
+    sharded = replay.replay(spark, write_config(store_dir, "sharded", "full", shards=2), db=db, **quiet).run_id
+    assert rows_of(db, "answers", ANSWER_COLUMNS, sharded) == rows_of(db, "answers", ANSWER_COLUMNS, full_run)
+    metrics = rows_of(db, "slide_metrics", METRIC_COLUMNS, sharded)
+    assert {row[7:] for row in metrics} == {(1.0, 0.0)}
+    oracle_sizes = {row[:4]: row[4] for row in rows_of(db, "slide_metrics", METRIC_COLUMNS, full_run)
+                    if row[1] == "oracle"}
+    assert {row[:4]: row[4] for row in metrics if row[1] == "oracle"} == oracle_sizes
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT DISTINCT shard FROM snapshots WHERE run_id = ? ORDER BY shard",
+                           [sharded]).fetchall() == [(0,), (1,)]
+
+
+def test_resume_after_appended_day_equals_uninterrupted_run(spark, trades, store_dir, full_run, tmp_path):
+    db = store_dir / "topk.duckdb"
+    ingest.ingest(spark, "stock", [trades[0]], db=db, out=tmp_path, name="growing", **quiet)
+    config = write_config(tmp_path, "growing", "growing", snapshot_every=SNAPSHOT_EVERY)
+    first = replay.replay(spark, config, db=db, resume=True, **quiet)
+    assert not first.resumed and first.slides_written > 0
+    ingest.ingest(spark, "stock", [trades[1]], db=db, out=tmp_path, name="growing", append=True, **quiet)
+    second = replay.replay(spark, config, db=db, resume=True, **quiet)
+    assert second.resumed and second.run_id == first.run_id and second.slides_written > 0
+
+    assert rows_of(db, "answers", ANSWER_COLUMNS, first.run_id) == rows_of(db, "answers", ANSWER_COLUMNS, full_run)
+    assert rows_of(db, "slide_metrics", METRIC_COLUMNS, first.run_id) == rows_of(
+        db, "slide_metrics", METRIC_COLUMNS, full_run)
+
+    before = table_counts(db), rows_of(db, "runs", "status, finished_at", first.run_id)
+    third = replay.replay(spark, config, db=db, resume=True, **quiet)
+    assert third.slides_written == 0
+    assert (table_counts(db), rows_of(db, "runs", "status, finished_at", first.run_id)) == before
+
+
+def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir, full_run, monkeypatch):
+    db = store_dir / "topk.duckdb"
+    config = write_config(store_dir, "killed", "full", snapshot_every=SNAPSHOT_EVERY)
+    original, calls = replay.write_segment, []
+
+    def dies_in_the_second_segment(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(replay, "write_segment", dies_in_the_second_segment)
+    with pytest.raises(RuntimeError, match="killed"):
+        replay.replay(spark, config, db=db, **quiet)
+    monkeypatch.setattr(replay, "write_segment", original)
+    with duckdb.connect(str(db), read_only=True) as con:
+        run_id, status = con.execute("SELECT run_id, status FROM runs WHERE run_id LIKE 'killed-%'").fetchone()
+        assert status == "failed"
+        assert con.execute("SELECT DISTINCT slide FROM slide_metrics WHERE run_id = ? ORDER BY slide",
+                           [run_id]).fetchall() == [(slide,) for slide in range(SNAPSHOT_EVERY)]
+
+    resumed = replay.replay(spark, config, db=db, resume=True, **quiet)
+    assert resumed.run_id == run_id
+    assert rows_of(db, "answers", ANSWER_COLUMNS, run_id) == rows_of(db, "answers", ANSWER_COLUMNS, full_run)
+    assert rows_of(db, "runs", "status", run_id) == [("finished",)]
+
+
+def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
+    config = write_config(tmp_path, "direct", "full", snapshot_every=SNAPSHOT_EVERY)
+    data = json.loads(config.read_text())
+    data["queries"][0]["k"] = 5
+    config.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="other queries"):
+        replay.prepare(config, db=store_dir / "topk.duckdb", resume=True)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"dataset": "nope"}, "no dataset 'nope'"),
+    ({"algorithms": [{"name": "nope"}]}, "unknown algorithm"),
+    ({"algorithms": [{"name": "mintopk", "params": {"depth": 3}}]}, "unknown parameter"),
+    ({"queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}, "1 weight(s) for 3 feature(s)"),
+    ({"queries": [{"weights": {"volume": 1.0}, "k": 1, "window": 4, "slide": 2}]}, "unknown feature(s) volume"),
+    ({"queries": [{"weights": {"price": 1.0}, "k": 1, "window": 5, "slide": 2}]}, "window must be a multiple"),
+    ({"shards": 0}, "shards must be an integer >= 1"),
+])
+def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, tmp_path, capsys, change, message):
+    config = tmp_path / "bad.json"
+    config.write_text(json.dumps({"dataset": "full", "queries": QUERIES, "algorithms": ALGORITHMS, **change}))
+    assert replay.main(["--config", str(config), "--db", str(store_dir / "topk.duckdb")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+def test_resume_refuses_a_corrupt_snapshot(spark, store_dir, tmp_path):
+    db = store_dir / "topk.duckdb"
+    config = write_config(tmp_path, "corrupt", "full")
+    run_id = replay.replay(spark, config, db=db, **quiet).run_id
+    with duckdb.connect(str(db)) as con:
+        slide, state = con.execute("SELECT slide, state FROM snapshots WHERE run_id = ? AND query_id = 0 "
+                                   "AND algorithm = 'mintopk' ORDER BY slide DESC LIMIT 1", [run_id]).fetchone()
+        state = json.loads(state)
+        state["data"]["current"] += 1
+        con.execute("UPDATE snapshots SET state = ? WHERE run_id = ? AND query_id = 0 AND algorithm = 'mintopk' "
+                    "AND slide = ?", [json.dumps(state), run_id, slide])
+    with pytest.raises(InputError, match="mintopk, shard 0 cannot be restored: state is corrupt"):
+        replay.prepare(config, db=db, resume=True)
