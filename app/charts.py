@@ -8,7 +8,8 @@ import pandas as pd
 ALGORITHM = alt.Color("algorithm:N", title="algorithm", scale=alt.Scale(scheme="tableau10"))
 
 
-def over_time(frame: pd.DataFrame, field: str, title: str, *, at: int | None = None) -> alt.Chart | alt.LayerChart:
+def over_time(frame: pd.DataFrame, field: str, title: str, *, at: int | None = None,
+              log: bool = False) -> alt.Chart | alt.LayerChart:
     """A line per algorithm of ``field`` against ``slide``.
 
     Parameters
@@ -21,6 +22,9 @@ def over_time(frame: pd.DataFrame, field: str, title: str, *, at: int | None = N
         Chart and y-axis title.
     at
         Slide to mark with a vertical rule (the Runs page's scrubber), or ``None``.
+    log
+        A symmetric-log y scale, for sizes that differ by orders of magnitude between
+        algorithms (the oracle's whole window against MinTopK's few candidates).
 
     Examples
     --------
@@ -30,7 +34,7 @@ def over_time(frame: pd.DataFrame, field: str, title: str, *, at: int | None = N
     """
     chart = alt.Chart(frame, title=title).mark_line().encode(
         x=alt.X("slide:Q", title="slide"),
-        y=alt.Y(f"{field}:Q", title=title),
+        y=alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="symlog") if log else alt.Undefined),
         color=ALGORITHM,
         tooltip=["algorithm:N", "slide:Q", alt.Tooltip(f"{field}:Q", format=",.4~g")],
     )

@@ -106,7 +106,7 @@ def render(run: LiveRun) -> None:
     left.altair_chart(charts.over_time(history, "precision", "Precision"))
     right.altair_chart(charts.over_time(history, "error", "Relative score error"))
     for column, field in zip(st.columns(3), ("candidates", "retained", "bytes")):
-        column.altair_chart(charts.over_time(history, field, field.capitalize()))
+        column.altair_chart(charts.over_time(history, field, f"{field.capitalize()} (log scale)", log=True))
     left, right = st.columns(2)
     left.altair_chart(charts.over_time(history, "ms", "Processing time per slide (ms)"))
     right.altair_chart(charts.window_scores(run.window_frame(WINDOW_POINTS), run.candidates_frame(WINDOW_POINTS),
@@ -116,11 +116,12 @@ def render(run: LiveRun) -> None:
 
 st.title("Live")
 db = data.db_path()
-names = [data.SYNTHETIC]
+names = []
 try:
     names += data.datasets(db)["name"].tolist()
 except data.MissingData as missing:
     st.info(f"{missing} Meanwhile the built-in synthetic stream is available.")
+names.append(data.SYNTHETIC)
 
 run: LiveRun | None = st.session_state.get("live_run")
 st.session_state.setdefault("playing", False)

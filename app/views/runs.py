@@ -76,5 +76,5 @@ left, right = st.columns(2)
 left.altair_chart(charts.over_time(shown, "precision", "Precision", at=slide))
 right.altair_chart(charts.over_time(shown, "error", "Error", at=slide))
 for column, field in zip(st.columns(3), ("candidates", "retained", "bytes")):
-    column.altair_chart(charts.over_time(shown, field, field.capitalize(), at=slide))
+    column.altair_chart(charts.over_time(shown, field, f"{field.capitalize()} (log scale)", at=slide, log=True))
 st.altair_chart(charts.over_time(shown, "ms", "Processing time per slide (ms)", at=slide))

@@ -51,7 +51,7 @@ def test_runs_scrub_to_a_slide_and_mark_disagreements(app, filled_db, trace):
     assert table_ids(oracle) == exact[5].ids.tolist()
     assert set(oracle.value["exact"]) == {"✓"}
     assert pretopk.value["exact"].tolist() == ["✓", f"✗ {exact[5].ids[1]}"] + ["✓"] * (RUN_QUERY.k - 2)
-    assert chart_titles(app) == ["Precision", "Error", "Candidates", "Retained", "Bytes",
+    assert chart_titles(app) == ["Precision", "Error", "Candidates (log scale)", "Retained (log scale)", "Bytes (log scale)",
                                  "Processing time per slide (ms)"]
     rule = json.loads(app.get("vega_lite_chart")[0].proto.spec)["layer"][1]
     assert rule["mark"]["type"] == "rule"
