@@ -31,8 +31,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from . import stock, store
 from .cleaned import Cleaned
-from .errors import InputError
-from .spark import PROJECT_ROOT, start_spark
+from .errors import InputError, exit_status
+from .spark import PROJECT_ROOT, spark_session
 
 DEFAULT_OUT = Path("var/datasets")
 SAMPLE_DATA = PROJECT_ROOT / "sample_data"
@@ -263,21 +263,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
+
+    def job() -> int:
         extracted = extract(args.family, args.input, db=args.db, out=args.out, name=args.name, append=args.append)
-        spark = start_spark("topk-ingest", args.master)
-        try:
+        with spark_session("topk-ingest", args.master) as spark:
             summary = transform_and_load(spark, extracted)
-        finally:
-            spark.stop()
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except store.StoreError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(format_summary(summary))
-    return 0
+        print(format_summary(summary))
+        return 0
+
+    return exit_status(job)
 
 
 if __name__ == "__main__":

@@ -38,10 +38,10 @@ from engine import Answer, Query
 from engine import metrics
 
 from . import store
-from .errors import InputError
+from .errors import InputError, exit_status
 from .replay_config import SEGMENT_ROWS, ReplayConfig, parse_config, read_config
 from .replay_tasks import SegmentResult, SegmentTask, run_segment
-from .spark import start_spark
+from .spark import spark_session
 
 
 @dataclass(frozen=True)
@@ -496,25 +496,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     began = time.perf_counter()
-    try:
+
+    def job() -> int:
         prepared = prepare(args.config, db=args.db, resume=args.resume, run_id=args.run_id)
         if prepared.up_to_date:
             print(prepared.up_to_date_message())
             return 0
-        spark = start_spark("topk-replay", args.master)
-        try:
+        with spark_session("topk-replay", args.master) as spark:
             summary = execute(spark, prepared)
-        finally:
-            spark.stop()
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except store.StoreError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(format_summary(summary))
-    print(f"[replay] done in {time.perf_counter() - began:.1f} s")
-    return 0
+        print(format_summary(summary))
+        print(f"[replay] done in {time.perf_counter() - began:.1f} s")
+        return 0
+
+    return exit_status(job)
 
 
 if __name__ == "__main__":

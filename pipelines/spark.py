@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Iterator
 
 from pyspark.sql import SparkSession
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_PACKAGES = ("engine", "pipelines")
 LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+
+
+@contextlib.contextmanager
+def spark_session(app_name: str, master: str | None = None) -> Iterator[SparkSession]:
+    """A :func:`start_spark` session that is stopped when the block ends."""
+    spark = start_spark(app_name, master)
+    try:
+        yield spark
+    finally:
+        spark.stop()
 
 
 def start_spark(app_name: str, master: str | None = None) -> SparkSession:

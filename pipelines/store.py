@@ -17,6 +17,8 @@ from typing import Any, Iterator, Mapping
 import duckdb
 import pyarrow as pa
 
+from .errors import StoreError
+
 DEFAULT_DB = Path("var/topk.duckdb")
 
 SCHEMA = (
@@ -46,10 +48,6 @@ SCHEMA = (
 )
 
 LOCK_RETRY_SECONDS = 0.5
-
-
-class StoreError(RuntimeError):
-    """The database cannot be opened or written (locked by another process, not DuckDB, ...)."""
 
 
 def connect(path: str | Path = DEFAULT_DB, *, wait_seconds: float = 30.0) -> duckdb.DuckDBPyConnection:
