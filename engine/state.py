@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
+
+import numpy as np
 
 from .query import Query
 
@@ -63,3 +66,35 @@ def restore(state: Any, query: Query | None = None):
     except (AssertionError, KeyError, IndexError, TypeError, ValueError) as error:
         raise StateError(f"state of {cls.name} is corrupt: {type(error).__name__}: {error}") from None
     return algorithm
+
+
+def floats_out(values) -> list:
+    """Floats as JSON data: finite values as numbers, ``inf``/``-inf``/``nan`` as strings.
+
+    >>> floats_out(np.array([1.5, np.inf]))
+    [1.5, 'inf']
+    """
+    return [v if math.isfinite(v) else repr(v) for v in np.asarray(values, np.float64).tolist()]
+
+
+def floats_in(values) -> np.ndarray:
+    """Inverse of :func:`floats_out`; anything else raises ``ValueError``.
+
+    >>> floats_in([1.5, "inf"]).tolist()
+    [1.5, inf]
+    """
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise ValueError(f"expected a number, got {v!r}")
+        if isinstance(v, str) and v not in ("inf", "-inf", "nan"):
+            raise ValueError(f"expected a number, got {v!r}")
+        out.append(float(v))
+    return np.asarray(out, np.float64)
+
+
+def ints_in(values, name: str) -> np.ndarray:
+    """A list of JSON integers as an int64 array (``ValueError`` on anything else)."""
+    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        raise ValueError(f"{name} must be a list of integers")
+    return np.asarray(values, np.int64)

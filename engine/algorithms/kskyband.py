@@ -10,7 +10,8 @@ from ..base import OBJECT_WORDS, WORD, Algorithm
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from .grid import DominanceSet, floats_in, floats_out, ints_in
+from ..skyband import DominanceSet
+from ..state import floats_in, floats_out, ints_in
 
 
 @register

@@ -10,7 +10,9 @@ from ..base import WORD, Algorithm
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from .grid import DominanceSet, Grid, dominance_counts, floats_in, floats_out, ints_in
+from ..grid import Grid
+from ..skyband import DominanceSet, dominance_counts
+from ..state import floats_in, floats_out, ints_in
 
 _EMPTY_F = np.empty(0, np.float64)
 
@@ -19,7 +21,7 @@ _EMPTY_F = np.empty(0, np.float64)
 class SMA(Algorithm):
     """Continuous top-k over a grid of the window plus a k-skyband that defers recomputation.
 
-    Besides the :class:`~engine.algorithms.grid.Grid` holding the window, SMA keeps ``S``, the
+    Besides the :class:`~engine.grid.Grid` holding the window, SMA keeps ``S``, the
     k-skyband (with dominance counters, best first) of the window's objects that rank at
     least as high as ``theta``, the k-th object found by the last computation from the grid.
     An arrival ranks above ``theta`` iff its score is at least ``theta``'s score (it is newer);

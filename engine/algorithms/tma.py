@@ -10,7 +10,8 @@ from ..base import WORD, Algorithm
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
-from .grid import Grid, ints_in
+from ..grid import Grid
+from ..state import ints_in
 
 _EMPTY_I = np.empty(0, np.int64)
 _EMPTY_F = np.empty(0, np.float64)
@@ -20,7 +21,7 @@ _EMPTY_F = np.empty(0, np.float64)
 class TMA(Algorithm):
     """Continuous top-k over a grid holding the whole window, recomputed when a result expires.
 
-    The window lives in a :class:`~engine.algorithms.grid.Grid`.  The result ``R`` (the top
+    The window lives in a :class:`~engine.grid.Grid`.  The result ``R`` (the top
     ``min(k, n)`` objects) is computed by visiting cells in descending order of their score
     bound until the next cell cannot beat the k-th score; the cells whose bound reaches the
     k-th score are the query's *influence region*.  Per slide: expired objects leave the grid;

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import engine
-from engine.algorithms.grid import DominanceSet, Grid, dominance_counts
+from engine.grid import Grid
+from engine.skyband import DominanceSet, dominance_counts
 from tests.streams import assert_same_answer, check_against_oracle
 
 COMPETITORS = ["kskyband", "tma", "sma"]
