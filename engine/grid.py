@@ -82,7 +82,7 @@ class Grid:
         self._d = d
         self._w = np.asarray(query.weights, np.float64)
         self._fixed = int(cells_per_dim)
-        self._key = "seq" if query.kind == "count" else "t"
+        self._key = query.expiry_key
         self._buf = WindowBuffer({"ids": np.int64, "seq": np.int64, "t": np.int64, "x": (np.float64, (d,)),
                                   "score": np.float64, "cell": np.int64, "next": np.int64})
         self._first = 0

@@ -77,6 +77,11 @@ class Query:
         return len(self.weights)
 
     @property
+    def expiry_key(self) -> str:
+        """What decides expiry: ``"seq"`` for count windows, ``"t"`` for time windows."""
+        return "seq" if self.kind == "count" else "t"
+
+    @property
     def windows_per_object(self) -> int:
         """``C_nw = n / s``: how many windows every object takes part in."""
         return self.window // self.slide

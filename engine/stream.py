@@ -47,7 +47,7 @@ class Batch:
 
     def keys(self, query: Query) -> np.ndarray:
         """The values that decide expiry: ``seq`` for count windows, ``t`` for time windows."""
-        return self.seq if query.kind == "count" else self.t
+        return getattr(self, query.expiry_key)
 
 
 def as_object_stream(ids, t, x, dimensions: int | None = None):

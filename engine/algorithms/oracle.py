@@ -47,7 +47,7 @@ class Oracle(Algorithm):
     def process(self, batch: Batch) -> None:
         self._window.append(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x,
                             score=score(batch.x, self.q.weights))
-        self._window.expire_before("seq" if self.q.kind == "count" else "t", batch.window_start(self.q))
+        self._window.expire_before(self.q.expiry_key, batch.window_start(self.q))
         self._end = batch.end
         self._answer = None
 
@@ -93,5 +93,5 @@ class Oracle(Algorithm):
         assert np.all(np.diff(seq) > 0), "window seq must increase"
         assert np.all(np.diff(self._window.view("t")) >= 0) or self.q.kind == "count", "t must not decrease"
         if self._end is not None and len(seq):
-            keys = seq if self.q.kind == "count" else self._window.view("t")
+            keys = self._window.view(self.q.expiry_key)
             assert keys[0] >= self._end - self.q.window and keys[-1] < self._end, "object outside the window"

@@ -111,7 +111,7 @@ class SMA(Algorithm):
         grid, k = self._grid, self.q.k
         self._counters["rescans"] += 1
         pos, values, seq = grid.top(k)
-        key = seq if self.q.kind == "count" else grid.column("t", pos)
+        key = grid.column(self.q.expiry_key, pos)
         rows = np.column_stack((seq, key, grid.column("ids", pos), grid.column("t", pos)))
         self._band.load(values, rows, dominance_counts(seq))
         self._theta = (float(values[-1]), int(seq[-1])) if len(pos) == k else None
@@ -148,7 +148,7 @@ class SMA(Algorithm):
         pos = np.empty(len(seq), np.int64)
         pos[order] = grid.positions_of(seq[order])
         values, t = grid.column("score", pos), grid.column("t", pos)
-        key = seq if self.q.kind == "count" else t
+        key = grid.column(self.q.expiry_key, pos)
         self._band.load(values, np.column_stack((seq, key, grid.column("ids", pos), t)), counts)
         self._band.dropped = int(data["dropped"])
         theta = data["theta"]
