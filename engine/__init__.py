@@ -14,7 +14,8 @@ from .query import Query
 from . import metrics
 from .ranking import Answer, score, top_indices
 from .registry import AlgorithmInfo, available, create
-from .state import FORMAT_VERSION, StateError, restore
+from .jsondata import FORMAT_VERSION, StateError
+from .state import restore
 from .stream import Batch, slides
 from . import algorithms  # noqa: F401  (registers every algorithm)
 

@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .jsondata import pack
+from .memory import deep_size
 from .query import Query
 from .ranking import Answer
 from .stream import Batch
@@ -22,8 +24,10 @@ class Algorithm(abc.ABC):
     """A continuous top-k algorithm over the slides of one query.
 
     Settings (the query and the parameters) are fixed in the constructor; the working state
-    lives in ``_private`` attributes.  ``to_state`` / ``_load`` convert that state to and from
-    plain JSON data, kept apart from the working structures.
+    lives in ``_private`` attributes.  ``dump_state`` / ``load_state`` convert that state to and
+    from plain JSON data, kept apart from the working structures; ``check`` asserts every
+    invariant (``engine.restore`` calls it after ``load_state``, tests after every slide).
+    Subclasses implement ``_stats``; the public ``stats`` adds ``measured_bytes``.
 
     Subclasses set ``name``, ``summary``, ``exact``, ``stream`` (``"single"`` or
     ``"incomplete"``) and ``defaults`` (parameter name -> default value).
@@ -70,25 +74,33 @@ class Algorithm(abc.ABC):
         """``seq`` of every object in the candidate structures (int64, any order)."""
 
     @abc.abstractmethod
+    def _stats(self) -> dict[str, Any]:
+        """``candidates``, ``retained``, ``bytes`` (the cost model) and algorithm counters."""
+
     def stats(self) -> dict[str, Any]:
-        """``candidates``, ``retained``, ``bytes`` and algorithm counters (snake_case)."""
+        """``candidates``, ``retained``, ``bytes`` (modelled), ``measured_bytes`` and counters."""
+        out = self._stats()
+        out["measured_bytes"] = self.measured_bytes()
+        return out
+
+    def measured_bytes(self) -> int:
+        """The real size of the working structures (``O(size)``; settings excluded)."""
+        return deep_size(self.__dict__, exclude=(self.q, self.params))
 
     @abc.abstractmethod
-    def _dump(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         """The working state as plain JSON data."""
 
     @abc.abstractmethod
-    def _load(self, data: dict[str, Any]) -> None:
-        """Rebuild the working structures from :meth:`_dump` data (after ``_reset``)."""
+    def load_state(self, data: dict[str, Any]) -> None:
+        """Rebuild the working structures from :meth:`dump_state` data (after ``_reset``)."""
 
-    def _check(self) -> None:
-        """Assert every invariant of the working structures (``O(size)``; for tests)."""
+    def check(self) -> None:
+        """Assert every invariant of the working structures (``O(size)``; for tests and restore)."""
 
     def to_state(self) -> dict[str, Any]:
         """A JSON-serialisable snapshot; :func:`engine.restore` continues from it exactly."""
-        from .state import pack
-
-        return pack(self.name, self.q, self.params, self._dump())
+        return pack(self.name, self.q.to_dict(), self.params, self.dump_state())
 
     def __repr__(self) -> str:
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())

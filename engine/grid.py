@@ -10,7 +10,7 @@ import numpy as np
 from .base import OBJECT_WORDS, WORD
 from .query import Query
 from .ranking import score, top_indices
-from .state import floats_in, floats_out, ints_in
+from .jsondata import floats_in, floats_out, ints_in
 from .window import WindowBuffer
 
 MAX_CELLS = 1 << 22

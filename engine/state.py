@@ -1,32 +1,14 @@
-"""Plain-data state: format version, checksum and validation on restore.  Never pickle."""
+"""Restoring an algorithm from its plain-data state, with validation.  Never pickle."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 from typing import Any
 
-import numpy as np
-
+from .jsondata import FORMAT_VERSION, StateError, checksum
 from .query import Query
+from .registry import algorithm_class
 
-FORMAT_VERSION = 1
-
-
-class StateError(ValueError):
-    """A state that cannot be restored: wrong version, wrong query or corrupt data."""
-
-
-def checksum(data: Any) -> str:
-    """SHA-256 of the canonical JSON form of ``data``."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def pack(name: str, query: Query, params: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    return {"format_version": FORMAT_VERSION, "algorithm": name, "query": query.to_dict(),
-            "params": dict(params), "data": data, "checksum": checksum(data)}
+__all__ = ["FORMAT_VERSION", "StateError", "restore"]
 
 
 def restore(state: Any, query: Query | None = None):
@@ -36,8 +18,6 @@ def restore(state: Any, query: Query | None = None):
     given), the checksum and every invariant of the rebuilt structures; anything wrong raises
     :class:`StateError` with the reason.
     """
-    from .registry import algorithm_class
-
     if not isinstance(state, dict):
         raise StateError(f"state must be a JSON object, got {type(state).__name__}")
     version = state.get("format_version")
@@ -61,40 +41,8 @@ def restore(state: Any, query: Query | None = None):
         raise StateError("state is corrupt: its checksum does not match its data")
     try:
         algorithm = cls(stored_query, **state["params"])
-        algorithm._load(state["data"])
-        algorithm._check()
+        algorithm.load_state(state["data"])
+        algorithm.check()
     except (AssertionError, KeyError, IndexError, TypeError, ValueError) as error:
         raise StateError(f"state of {cls.name} is corrupt: {type(error).__name__}: {error}") from None
     return algorithm
-
-
-def floats_out(values) -> list:
-    """Floats as JSON data: finite values as numbers, ``inf``/``-inf``/``nan`` as strings.
-
-    >>> floats_out(np.array([1.5, np.inf]))
-    [1.5, 'inf']
-    """
-    return [v if math.isfinite(v) else repr(v) for v in np.asarray(values, np.float64).tolist()]
-
-
-def floats_in(values) -> np.ndarray:
-    """Inverse of :func:`floats_out`; anything else raises ``ValueError``.
-
-    >>> floats_in([1.5, "inf"]).tolist()
-    [1.5, inf]
-    """
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-            raise ValueError(f"expected a number, got {v!r}")
-        if isinstance(v, str) and v not in ("inf", "-inf", "nan"):
-            raise ValueError(f"expected a number, got {v!r}")
-        out.append(float(v))
-    return np.asarray(out, np.float64)
-
-
-def ints_in(values, name: str) -> np.ndarray:
-    """A list of JSON integers as an int64 array (``ValueError`` on anything else)."""
-    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
-        raise ValueError(f"{name} must be a list of integers")
-    return np.asarray(values, np.int64)

@@ -61,6 +61,6 @@ def check_against_oracle(name: str, data, query: engine.Query, params=None, chec
         oracle.process(batch)
         assert_same_answer(oracle.topk(), algorithm.topk(), f"{name} slide {batch.index} end {batch.end} {query}")
         if count % check_every == 0:
-            algorithm._check()
+            algorithm.check()
         count += 1
     return count

@@ -11,7 +11,7 @@ from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..skyband import DominanceSet
-from ..state import floats_in, floats_out, ints_in
+from ..jsondata import floats_in, floats_out, ints_in
 
 
 @register
@@ -77,18 +77,18 @@ class KSkyband(Algorithm):
     def candidates(self) -> np.ndarray:
         return self._band.members()[1][:, 0].copy()
 
-    def stats(self) -> dict[str, Any]:
+    def _stats(self) -> dict[str, Any]:
         size = len(self._band)
         return {"candidates": size, "retained": size, "bytes": WORD * size * (OBJECT_WORDS + 2),
                 "dropped": self._band.dropped, **self._counters}
 
-    def _dump(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         scores, rows = self._band.members()
         return {"end": self._end, "scores": floats_out(scores), "seq": rows[:, 0].tolist(),
                 "ids": rows[:, 2].tolist(), "t": rows[:, 3].tolist(), "counts": self._band.counts().tolist(),
                 "dropped": self._band.dropped, "counters": dict(self._counters)}
 
-    def _load(self, data: dict[str, Any]) -> None:
+    def load_state(self, data: dict[str, Any]) -> None:
         scores = floats_in(data["scores"])
         seq, ids, t = ints_in(data["seq"], "seq"), ints_in(data["ids"], "ids"), ints_in(data["t"], "t")
         counts = ints_in(data["counts"], "counts")
@@ -101,7 +101,7 @@ class KSkyband(Algorithm):
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None
 
-    def _check(self) -> None:
+    def check(self) -> None:
         start = None if self._end is None else self._end - self.q.window
         self._band.check(start)
         if self._end is not None and len(self._band):

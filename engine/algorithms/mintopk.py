@@ -183,7 +183,7 @@ class MinTopK(Algorithm):
     def candidates(self) -> np.ndarray:
         return np.fromiter(self._records, np.int64, len(self._records))
 
-    def stats(self) -> dict[str, Any]:
+    def _stats(self) -> dict[str, Any]:
         size = len(self._index)
         return {"candidates": size, "retained": size, "bytes": WORD * (7 * size + 2 * self._windows),
                 "windows": self._windows, **self._counters}
@@ -196,7 +196,7 @@ class MinTopK(Algorithm):
             record = record[BELOW]
         return records
 
-    def _dump(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         windows = []
         if self._current is not None:
             for window in range(self._current, self._current + self._windows):
@@ -207,7 +207,7 @@ class MinTopK(Algorithm):
                 "objects": [[r[KEY][0], r[KEY][1], r[START], r[END], r[ID], r[T]] for r in self._ranked_records()],
                 "windows": windows, "counters": dict(self._counters)}
 
-    def _load(self, data: dict[str, Any]) -> None:
+    def load_state(self, data: dict[str, Any]) -> None:
         self._current = data["current"]
         for value, seq, start, end, oid, t in reversed(data["objects"]):
             record = self._position((float(value), int(seq)), int(oid), int(t), int(end))
@@ -222,7 +222,7 @@ class MinTopK(Algorithm):
         self._answer = None if self._current is not None else Answer.empty()
         self._counters.update({name: int(value) for name, value in data["counters"].items()})
 
-    def _check(self) -> None:
+    def check(self) -> None:
         ranked = self._ranked_records()
         assert [r[KEY] for r in ranked][::-1] == list(self._index), "links disagree with the index"
         assert len(self._records) == len(ranked), "record table disagrees with the list"

@@ -71,24 +71,24 @@ class Oracle(Algorithm):
     def candidates(self) -> np.ndarray:
         return self._window.view("seq").copy()
 
-    def stats(self) -> dict[str, Any]:
+    def _stats(self) -> dict[str, Any]:
         n = len(self._window)
         return {"candidates": n, "retained": n,
                 "bytes": WORD * n * (OBJECT_WORDS + self.q.dimensions + 1)}
 
-    def _dump(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         w = self._window
         return {"end": self._end, "ids": w.view("ids").tolist(), "seq": w.view("seq").tolist(),
                 "t": w.view("t").tolist(), "x": w.view("x").tolist()}
 
-    def _load(self, data: dict[str, Any]) -> None:
+    def load_state(self, data: dict[str, Any]) -> None:
         x = np.asarray(data["x"], np.float64).reshape(-1, self.q.dimensions)
         self._window.append(ids=data["ids"], seq=data["seq"], t=data["t"], x=x,
                             score=score(x, self.q.weights))
         self._end = data["end"]
         self._answer = None
 
-    def _check(self) -> None:
+    def check(self) -> None:
         seq = self._window.view("seq")
         assert np.all(np.diff(seq) > 0), "window seq must increase"
         assert np.all(np.diff(self._window.view("t")) >= 0) or self.q.kind == "count", "t must not decrease"

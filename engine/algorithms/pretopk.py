@@ -102,13 +102,13 @@ class PreTopK(Algorithm):
     def candidates(self) -> np.ndarray:
         return np.fromiter(self._objects, np.int64, len(self._objects))
 
-    def stats(self) -> dict[str, Any]:
+    def _stats(self) -> dict[str, Any]:
         memberships = sum(len(members) for members in self._sets)
         distinct = len(self._objects)
         return {"candidates": distinct, "retained": distinct, "bytes": WORD * (4 * distinct + memberships),
                 "memberships": memberships, "windows": self._windows}
 
-    def _dump(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         sets = []
         if self._current is not None:
             sets = [[list(key) for key in self._sets[w % self._windows]]
@@ -116,7 +116,7 @@ class PreTopK(Algorithm):
         return {"current": self._current, "sets": sets,
                 "objects": [[seq, oid, t] for seq, (oid, t) in self._objects.items()]}
 
-    def _load(self, data: dict[str, Any]) -> None:
+    def load_state(self, data: dict[str, Any]) -> None:
         self._current = data["current"]
         if self._current is not None:
             if len(data["sets"]) != self._windows:
@@ -126,7 +126,7 @@ class PreTopK(Algorithm):
         self._objects = {int(seq): (int(oid), int(t)) for seq, oid, t in data["objects"]}
         self._answer = None if self._current is not None else Answer.empty()
 
-    def _check(self) -> None:
+    def check(self) -> None:
         used = set()
         for members in self._sets:
             assert len(members) <= self.q.k, "window set larger than k"

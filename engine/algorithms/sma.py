@@ -12,7 +12,7 @@ from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
 from ..skyband import DominanceSet, dominance_counts
-from ..state import floats_in, floats_out, ints_in
+from ..jsondata import floats_in, floats_out, ints_in
 
 _EMPTY_F = np.empty(0, np.float64)
 
@@ -125,20 +125,20 @@ class SMA(Algorithm):
     def candidates(self) -> np.ndarray:
         return self._band.members()[1][:, 0].copy()
 
-    def stats(self) -> dict[str, Any]:
+    def _stats(self) -> dict[str, Any]:
         grid = self._grid
         return {"candidates": len(self._band), "retained": grid.live,
                 "bytes": grid.bytes() + WORD * (2 * len(self._band) + 2),
                 **self._counters, "dropped": self._band.dropped, **grid.counters, "cells": grid.cells}
 
-    def _dump(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         values, rows = self._band.members()
         theta = None if self._theta is None else [floats_out([self._theta[0]])[0], self._theta[1]]
         return {"end": self._end, "origin": self._origin, "grid": self._grid.dump(), "theta": theta, "skyband": rows[:, 0].tolist(),
                 "counts": self._band.counts().tolist(), "dropped": self._band.dropped,
                 "counters": dict(self._counters)}
 
-    def _load(self, data: dict[str, Any]) -> None:
+    def load_state(self, data: dict[str, Any]) -> None:
         grid = self._grid
         grid.load(data["grid"])
         seq, counts = ints_in(data["skyband"], "skyband"), ints_in(data["counts"], "counts")
@@ -158,7 +158,7 @@ class SMA(Algorithm):
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None
 
-    def _check(self) -> None:
+    def check(self) -> None:
         grid, band, k = self._grid, self._band, self.q.k
         grid.check(self._end)
         band.check(None if self._end is None else self._end - self.q.window)

@@ -11,7 +11,7 @@ from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
-from ..state import ints_in
+from ..jsondata import ints_in
 
 _EMPTY_I = np.empty(0, np.int64)
 _EMPTY_F = np.empty(0, np.float64)
@@ -105,16 +105,16 @@ class TMA(Algorithm):
     def candidates(self) -> np.ndarray:
         return self._seq.copy()
 
-    def stats(self) -> dict[str, Any]:
+    def _stats(self) -> dict[str, Any]:
         grid = self._grid
         return {"candidates": len(self._pos), "retained": grid.live, "bytes": grid.bytes() + WORD * len(self._pos),
                 **self._counters, **grid.counters, "cells": grid.cells}
 
-    def _dump(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         return {"end": self._end, "grid": self._grid.dump(), "result": self._seq.tolist(),
                 "counters": dict(self._counters)}
 
-    def _load(self, data: dict[str, Any]) -> None:
+    def load_state(self, data: dict[str, Any]) -> None:
         grid = self._grid
         grid.load(data["grid"])
         self._pos = grid.positions_of(ints_in(data["result"], "result"))
@@ -123,7 +123,7 @@ class TMA(Algorithm):
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None
 
-    def _check(self) -> None:
+    def check(self) -> None:
         grid = self._grid
         grid.check(self._end)
         expected = grid.top_all(self.q.k)

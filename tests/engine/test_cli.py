@@ -284,13 +284,13 @@ class LastSlide(Algorithm):
     def candidates(self) -> np.ndarray:
         return self._answer.seq
 
-    def stats(self) -> dict[str, Any]:
+    def _stats(self) -> dict[str, Any]:
         return {"candidates": len(self._answer), "retained": self.q.dimensions, "bytes": 0}
 
-    def _dump(self) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         return {}
 
-    def _load(self, data: dict[str, Any]) -> None:
+    def load_state(self, data: dict[str, Any]) -> None:
         """Nothing to load."""
 
 

@@ -12,7 +12,7 @@ def feed(alg, scores, q):
     sizes = []
     for batch in engine.slides((np.arange(len(scores)), np.arange(len(scores)), scores), q):
         alg.process(batch)
-        alg._check()
+        alg.check()
         sizes.append(alg.stats()["candidates"])
     return sizes
 

@@ -38,12 +38,12 @@ def test_snapshot_restore_continues_exactly(name, kind, cut):
     run(first, batches[:cut])
     text = json.dumps(first.to_state(), allow_nan=False)
     resumed = engine.restore(json.loads(text), query=q)
-    assert resumed.stats() == first.stats()
+    assert resumed._stats() == first._stats()  # measured_bytes depends on buffer capacity
     rest = run(resumed, batches[cut:])
     for index, (expected, got) in enumerate(zip(uninterrupted[cut:], rest)):
         assert np.array_equal(expected.ids, got.ids), f"{name}: slide {cut + index} differs after restore"
         assert_same_answer(expected, got, f"{name} slide {cut + index}")
-    resumed._check()
+    resumed.check()
 
 
 def sample_state(name="mintopk"):
@@ -88,7 +88,7 @@ def test_restore_rejects_inconsistent_data_even_with_a_matching_checksum(name):
     data = broken["data"]
     key = next(k for k, v in data.items() if isinstance(v, list) and v)
     data[key] = data[key][:-1] if len(data[key]) > 1 else [["not", "a", "record"]]
-    broken["checksum"] = engine.state.checksum(data)
+    broken["checksum"] = engine.jsondata.checksum(data)
     with pytest.raises(engine.StateError):
         engine.restore(broken)
 
