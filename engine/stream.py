@@ -84,7 +84,7 @@ def as_attribute_stream(ids, stream, value, t, dimensions: int | None = None):
         raise ValueError(f"row {int(np.argmax(bad))}: stream must be in 0..{d - 1}, got {int(stream[bad][0])}")
     bad = ~(np.isfinite(value) & (value >= 0.0) & (value <= 1.0))
     if bad.any():
-        raise ValueError(f"row {int(np.argmax(bad))}: value must be in [0, 1], got {value[bad][0]!r}")
+        raise ValueError(f"row {int(np.argmax(bad))}: value must be in [0, 1], got {float(value[bad][0])!r}")
     return ids, stream, value, t
 
 

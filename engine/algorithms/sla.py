@@ -50,7 +50,7 @@ class SLA(AttributeAlgorithm):
     ``k`` objects while others are valid, TA recomputes the top ``k_max``: sorted access down
     the lists of the positive-weight streams, stopping once the ``k_max``-th score exceeds the
     threshold ``Σ w_i · (last value seen in list i)``; objects that only zero-weight streams
-    reported (score 0) follow newest first from the FIFO.
+    reported (score 0) compete, newest first, from the FIFO.
 
     ``retained`` counts tuples (the paper's measure), ``candidates`` valid objects.
     ``bytes``: ``TUPLE_WORDS`` per tuple, ``OBJECT_WORDS + d`` per object, ``ENTRY_WORDS``
@@ -180,13 +180,14 @@ class SLA(AttributeAlgorithm):
                     self._keep(best, (obj.score, obj.seq, oid), need)
             if len(best) == need and best[0][0] > combine(depth, weights):
                 break
-        if len(best) < need:
+        if len(best) < need or best[0][0] <= 0.0:
+            # the lists are exhausted: every object not seen scores 0, newest tuple first
             for _, seq, oid, _, _ in reversed(self._fifo):
                 if oid not in seen and self._objects[oid].seq == seq:
                     seen.add(oid)
-                    self._keep(best, (self._objects[oid].score, seq, oid), need)
-                    if len(best) == need:
+                    if len(best) == need and (0.0, seq, oid) < best[0]:
                         break
+                    self._keep(best, (self._objects[oid].score, seq, oid), need)
         self._view = SortedList(best)
 
     @staticmethod
