@@ -281,7 +281,7 @@ class EAA(AttributeAlgorithm):
                          for i in record.instances]
             records.append([oid, record.seq, record.counts, instances])
         return {"end": self._end, "next_uid": self._next_uid, "records": records,
-                "counters": dict(self._counters)}
+                "instances": len(self._timeline), "counters": dict(self._counters)}
 
     def load_state(self, data: dict[str, Any]) -> None:
         d = self.q.dimensions
@@ -300,6 +300,8 @@ class EAA(AttributeAlgorithm):
                 instance.dc = len(instance.dominators)
                 record.instances.append(instance)
                 instances.append(instance)
+        if len(instances) != data["instances"]:
+            raise ValueError(f"state lists {len(instances)} instances, expected {data['instances']}")
         for instance in sorted(instances, key=lambda i: i.uid):
             self._timeline[instance.uid] = instance
         self._csorted.update((i.current, i.uid) for i in instances)
