@@ -335,3 +335,21 @@ def test_eaa_rejects_more_occurrences_than_promised():
 def test_bad_parameters(name, params, message):
     with pytest.raises(ValueError, match=message):
         engine.create(name, engine.Query(weights=[1.0], k=3, window=4, slide=2), **params)
+
+
+@pytest.mark.parametrize("name", INCOMPLETE)
+def test_measured_bytes_is_within_a_quarter_of_tracemalloc(name):
+    import tracemalloc
+
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=600, slide=60)
+    batches = list(engine.slides(correlated_streams(2000, streams=3, seed=1, memory=30), query))
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        algorithm = engine.create(name, query)
+        for batch in batches:
+            algorithm.process(batch)
+        live = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert 0.75 * live <= algorithm.measured_bytes() <= 1.25 * live
