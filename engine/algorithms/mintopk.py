@@ -24,9 +24,9 @@ LAYOUT = Layout("super-top-k list", {
 """A record: id, seq, t, score, its two window marks, two list links and its slots in the key
 index and the seq table (10 words); a window: its counter and lower-bound pointer."""
 
-RECORD_BYTES = python_bytes([None] * 7, (0.5, 10 ** 6)) + PY_FLOAT + 5 * PY_INT
-"""Measured once: a record's list of 7, its key tuple, the score and five ints (seq, id, t,
-start and end window; window numbers beyond 256 are separate objects)."""
+RECORD_BYTES = python_bytes([None] * 7, (0.5, 10 ** 6)) + PY_FLOAT + 3 * PY_INT
+"""Measured once: a record's list of 7, its key tuple, the score and three ints (seq, id, t);
+its two window marks are two more ints once window numbers pass 256 (smaller ints are shared)."""
 
 
 @register
@@ -205,8 +205,10 @@ class MinTopK(Algorithm):
 
     def footprints(self) -> list[Footprint]:
         size = len(self._records)
-        measured = size * RECORD_BYTES + sys.getsizeof(self._records) + self._index.measured_bytes() \
-            + sys.getsizeof(self._tkc) + sys.getsizeof(self._lbp)
+        newest = -1 if self._current is None else self._current + self._windows - 1
+        beyond_cache = min(1.0, max(0, newest - 256) / self._windows)
+        measured = int(size * (RECORD_BYTES + 2 * PY_INT * beyond_cache)) + sys.getsizeof(self._records) \
+            + self._index.measured_bytes() + sys.getsizeof(self._tkc) + sys.getsizeof(self._lbp)
         owners = (self._records, self._index, self._tkc, self._lbp, self._top)
         return [Footprint(LAYOUT, {"record": size, "window": self._windows}, measured, 0, owners)]
 
