@@ -67,11 +67,14 @@ class MinTopK(Algorithm):
     name = "mintopk"
     summary = "MinTopK: one super-top-k list with window marks (EDBT 2011), per-slide prefilter"
     defaults = {"prefilter": True}
+    index_type = SortedKeys
+    """The ordered key index: ``insert(key)`` returning the next larger key, ``remove``, ``len``,
+    ascending ``iter`` and ``measured_bytes`` (``make bench`` swaps in ``SortedList`` here)."""
 
     def _reset(self) -> None:
         self._windows = self.q.windows_per_object
         self._k = self.q.k
-        self._index = SortedKeys()
+        self._index = self.index_type()
         self._records: dict[int, list] = {}
         self._top: list | None = None
         self._tkc = [0] * self._windows
