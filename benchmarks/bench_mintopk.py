@@ -7,9 +7,12 @@ Three sections (column ``section``), all on uniformly random scores (d = 1):
   super-top-k list's average size against k and against the expected ``k * H(n/s)``; both
   memory figures (modelled ``bytes`` and ``measured_bytes``, in bytes) and the tracemalloc peak.
 * ``pretopk-k``: PreTopK's cost per offered object (``prefilter=False``: every object is offered
-  to all ``C_nw`` windows) at fixed ``C_nw = 100`` for k in {1, 10, 100, 1000}; with heaps and
-  reference counts it is ``O(C_nw log k)``, so ``us_per_object`` may grow at most
-  logarithmically in k (issue 12).  MinTopK on the same runs for comparison.
+  to all ``C_nw`` windows) at fixed ``C_nw = 100``, for k in {1, 10, 100, 1000} at ``s = 100``
+  and for k in {1, 10, 100} at ``s = 10 k``.  With heaps and reference counts an object costs
+  ``C_nw`` comparisons plus ``O(log k)`` per window it enters (``entries_per_object``, about
+  ``(k / s)(1 + ln(C_nw s / k))`` on i.i.d. scores: ``expected_entries``): at a fixed ``k / s``
+  ``us_per_object`` may grow at most logarithmically in k (issue 12); at fixed ``s`` the
+  entries grow with ``k / s`` as well.  MinTopK on the same runs for comparison.
 * ``index``: MinTopK with its fused block index (``engine.sortedkeys.SortedKeys``) against the
   same algorithm over ``sortedcontainers.SortedList`` (``add`` then a search for the key
   above): ``vs_sortedkeys`` is the SortedList variant's objects/s over SortedKeys' (issue 12
@@ -31,7 +34,8 @@ CASES = [(100_000, 1_000, 10), (10_000, 10, 10), (100_000, 100, 10), (100_000, 1
 ALGORITHMS = ["oracle", "mintopk", "pretopk"]
 PRETOPK_KS = (1, 10, 100, 1000)
 
-COLUMNS = ["section", "case", "algorithm", "objects_per_s", "vs_oracle", "us_per_object", "vs_sortedkeys",
+COLUMNS = ["section", "case", "algorithm", "objects_per_s", "vs_oracle", "us_per_object", "entries_per_object",
+           "expected_entries", "vs_sortedkeys",
            "avg_candidates_per_k", "expected_mtk_per_k", "max_candidates", "bytes", "measured_bytes", "peak_bytes"]
 
 
@@ -78,8 +82,13 @@ def timed(alg, batches, warmup: int) -> tuple[float, int, list[int]]:
     for batch in batches[:warmup]:
         alg.process(batch)
         alg.topk()
+    return timed_after(alg, batches[warmup:])
+
+
+def timed_after(alg, batches) -> tuple[float, int, list[int]]:
+    """CPU seconds and objects of ``batches``, candidates after each."""
     elapsed, objects, sizes = 0.0, 0, []
-    for batch in batches[warmup:]:
+    for batch in batches:
         start = time.process_time()
         alg.process(batch)
         alg.topk()
@@ -90,21 +99,38 @@ def timed(alg, batches, warmup: int) -> tuple[float, int, list[int]]:
 
 
 def pretopk_against_k(quick: bool) -> list[dict]:
-    n, s = 10_000, 100
+    """PreTopK and MinTopK with every object offered, ``C_nw = 100``: ``k`` at fixed ``s = 100``
+    (the windows entered per object grow with ``k / s``), and ``k`` with ``s = 10 k`` (a fixed
+    ``k / s``: only the heap depth grows)."""
+    c_nw = 100
+    cases = [(100, k) for k in PRETOPK_KS] + [(10 * k, k) for k in PRETOPK_KS[:3]]
     rows = []
-    for k in PRETOPK_KS[:3] if quick else PRETOPK_KS:
+    for s, k in [c for c in cases if c[1] <= 10] if quick else cases:
+        n = c_nw * s
         q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
-        batches = list(engine.slides(uniform_stream(n + s * (20 if quick else 100), seed=3), q))
+        timed_slides = max(10, min(100, 20_000 // s)) if quick else max(20, min(100, 200_000 // s))
+        batches = list(engine.slides(uniform_stream(n + s * timed_slides, seed=3), q))
+        expected = k / s * (1 + np.log(c_nw * s / k))
         for name in ("pretopk", "mintopk"):
             alg = engine.create(name, q, prefilter=False)
-            elapsed, objects, sizes = timed(alg, batches, n // s)
+            before = {"offered": 0, "entries": 0}
+            for batch in batches[:c_nw]:
+                alg.process(batch)
+                alg.topk()
+            if name == "pretopk":
+                before = {key: alg.stats()[key] for key in before}
+            elapsed, objects, sizes = timed_after(alg, batches[c_nw:])
             stats = alg.stats()
-            rows.append({"bench": "mintopk", "section": "pretopk-k", "case": f"uniform n={n} s={s} k={k} prefilter=False",
-                         "algorithm": name, "n": n, "s": s, "k": k, "c_nw": n // s, "distribution": "uniform",
-                         "objects_per_s": objects / elapsed, "us_per_object": 1e6 * elapsed / objects,
-                         "avg_candidates": float(np.mean(sizes)), "avg_candidates_per_k": float(np.mean(sizes)) / k,
-                         "max_candidates": int(max(sizes)), "bytes": stats["bytes"],
-                         "measured_bytes": stats["measured_bytes"]})
+            row = {"bench": "mintopk", "section": "pretopk-k", "case": f"uniform n={n} s={s} k={k} prefilter=False",
+                   "algorithm": name, "n": n, "s": s, "k": k, "c_nw": c_nw, "distribution": "uniform",
+                   "objects_per_s": objects / elapsed, "us_per_object": 1e6 * elapsed / objects,
+                   "avg_candidates": float(np.mean(sizes)), "avg_candidates_per_k": float(np.mean(sizes)) / k,
+                   "max_candidates": int(max(sizes)), "bytes": stats["bytes"], "measured_bytes": stats["measured_bytes"]}
+            if name == "pretopk":
+                offered = stats["offered"] - before["offered"]
+                row.update(entries_per_object=(stats["entries"] - before["entries"]) / offered,
+                           expected_entries=expected)
+            rows.append(row)
     return rows
 
 

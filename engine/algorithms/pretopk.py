@@ -40,7 +40,9 @@ class PreTopK(Algorithm):
     Complexity: ``O(C_nw log k)`` per offered object (a comparison with each window's lowest
     key, a heap replacement where it enters, an ``O(1)`` reference count update per eviction);
     ``O(k)`` per slide to drop the answered window; ``topk`` ``O(k log k)``, cached per slide;
-    ``stats`` ``O(C_nw)``.  It is the paper's baseline: unlike MinTopK it keeps one copy of a
+    ``stats`` ``O(C_nw)``.  Counters: ``offered`` objects and their ``entries`` (windows
+    entered; on i.i.d. scores about ``(k / s) (1 + ln(C_nw s / k))`` per object for ``k <= n``,
+    so the heap work per object grows with ``k / s``).  It is the paper's baseline: unlike MinTopK it keeps one copy of a
     key per window and visits every window.
 
     Memory (layout ``LAYOUT``): 6 words per distinct object (id, seq, t, score, reference
@@ -67,6 +69,7 @@ class PreTopK(Algorithm):
         self._objects: dict[int, list] = {}
         self._current: int | None = None
         self._answer = Answer.empty()
+        self._counters = {"offered": 0, "entries": 0}
 
     def process(self, batch: Batch) -> None:
         slide = batch.end // self.q.slide
@@ -80,12 +83,15 @@ class PreTopK(Algorithm):
             scores = score(batch.x, self.q.weights)
             order = top_indices(scores, batch.seq, self.q.k) if self.params["prefilter"] else range(len(batch))
             ids, seqs, ts, scores = batch.ids.tolist(), batch.seq.tolist(), batch.t.tolist(), scores.tolist()
+            entries = 0
             for i in order:
-                self._offer((scores[i], seqs[i]), ids[i], ts[i])
+                entries += self._offer((scores[i], seqs[i]), ids[i], ts[i])
+            self._counters["offered"] += len(order)
+            self._counters["entries"] += entries
         self._answer = None
 
-    def _offer(self, key: tuple, oid: int, t: int) -> None:
-        """Offer one object to every window: ``O(C_nw log k)``."""
+    def _offer(self, key: tuple, oid: int, t: int) -> int:
+        """Offer one object to every window: ``O(C_nw log k)``; returns the windows it entered."""
         k, objects = self.q.k, self._objects
         references = 0
         for members in self._sets:
@@ -102,6 +108,7 @@ class PreTopK(Algorithm):
             references += 1
         if references:
             objects[key[1]] = [oid, t, references]
+        return references
 
     def _drop_current_window(self) -> None:
         """Release the answered window's set (``O(k)``) and reuse its slot for the newest."""
@@ -130,7 +137,8 @@ class PreTopK(Algorithm):
     def _stats(self) -> dict[str, Any]:
         distinct = len(self._objects)
         return {"candidates": distinct, "retained": distinct,
-                "memberships": sum(len(members) for members in self._sets), "windows": self._windows}
+                "memberships": sum(len(members) for members in self._sets), "windows": self._windows,
+                **self._counters}
 
     def footprints(self) -> list[Footprint]:
         """``O(C_nw)``: one ``getsizeof`` per window set."""
@@ -146,7 +154,7 @@ class PreTopK(Algorithm):
         if self._current is not None:
             sets = [[list(key) for key in sorted(self._sets[w % self._windows])]
                     for w in range(self._current, self._current + self._windows)]
-        return {"current": self._current, "sets": sets,
+        return {"current": self._current, "sets": sets, "counters": dict(self._counters),
                 "objects": [[seq, oid, t] for seq, (oid, t, _) in self._objects.items()]}
 
     def load_state(self, data: dict[str, Any]) -> None:
@@ -163,6 +171,7 @@ class PreTopK(Algorithm):
                     references[seq] = references.get(seq, 0) + 1
         self._objects = {int(seq): [int(oid), int(t), references.get(int(seq), 0)] for seq, oid, t in data["objects"]}
         self._answer = None if self._current is not None else Answer.empty()
+        self._counters.update({name: int(data.get("counters", {}).get(name, 0)) for name in self._counters})
 
     def check(self) -> None:
         references: dict[int, int] = {}
