@@ -1,0 +1,3 @@
+"""The SAP family: ``sap-equal``, ``sap-dynamic`` and ``sap`` (enhanced dynamic partitions)."""
+
+from . import equal  # noqa: F401
