@@ -14,7 +14,7 @@ def equal_partition_slides(n: int, s: int, k: int) -> int:
     MinTopK-like case), at most the whole window.
 
     >>> m_star = math.ceil(math.sqrt(100_000 / 100)); m_star, equal_partition_slides(100_000, 10, 100)
-    (32, 312)
+    (32, 313)
     >>> equal_partition_slides(100_000, 1_000, 10), equal_partition_slides(40, 10, 2)
     (10, 1)
     """

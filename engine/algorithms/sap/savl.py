@@ -91,8 +91,8 @@ class MeaningfulSet:
     >>> m.absorb([[(1.0, 9, 0, 9), (5.0, 3, 0, 3)], [(4.0, 5, 0, 5)]])
     >>> m.pop_best()[0], m.best()[0], len(m)
     (5.0, 4.0, 2)
-    >>> m.expire(6); len(m), m.best()[0]
-    (1, 1.0)
+    >>> m.expire(6), len(m), m.best()[0]
+    (1, 1, 1.0)
     """
 
     def __init__(self, expiry_index: int) -> None:
