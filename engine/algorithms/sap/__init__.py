@@ -2,3 +2,4 @@
 
 from . import equal  # noqa: F401
 from . import dynamic  # noqa: F401,E402
+from . import enhanced  # noqa: F401,E402
