@@ -121,21 +121,28 @@ class CandidateSet:
             self._set(tuple(column[keep] for column in self.columns))
         return gone
 
-    def dominators(self, entry: tuple, part: int) -> int:
-        """Candidates of partitions other than ``part`` (all newer) ranking above ``entry``."""
-        value, seq = entry[0], entry[1]
-        above = (self.score > value) | ((self.score == value) & (self.seq > seq))
-        return int(np.count_nonzero(above & (self.part != part)))
+    def dominators(self, entries: list[tuple], part: int) -> np.ndarray:
+        """For objects of partition ``part`` (older than every other member), how many
+        candidates of other partitions rank above each: those scoring at least as much
+        (``O(|C| + e log |C|)``)."""
+        later = self.score[self.part != part]
+        values = np.array([entry[0] for entry in entries], np.float64)
+        return np.searchsorted(-later, -values, side="right")
 
-    def insert(self, entries: list[tuple], counts: list[int], part: int) -> None:
-        """Insert promoted objects of partition ``part`` (from ``M_0``) with their counters
-        (``O(|C| log |C|)`` per call)."""
-        new = (np.array([e[0] for e in entries], np.float64), np.array([e[1] for e in entries], np.int64),
-               np.array([e[2] for e in entries], np.int64), np.array([e[3] for e in entries], np.int64),
-               np.array(counts, np.int64), np.full(len(entries), part, np.int64))
-        merged = tuple(np.concatenate((old, add)) for old, add in zip(self.columns, new))
-        order = np.lexsort((-merged[1], -merged[0]))
-        self._set(tuple(column[order] for column in merged))
+    def insert(self, entries: list[tuple], counts, part: int) -> None:
+        """Insert promoted objects of partition ``part``, given best first, with their counters
+        (``O(|C|)`` vectorised plus ``O(log |C|)`` per entry)."""
+        score, seq = self.score, self.seq
+        negated = -score
+        positions = []
+        for value, s, _, _ in entries:
+            lo = int(np.searchsorted(negated, -value, side="left"))
+            hi = int(np.searchsorted(negated, -value, side="right"))
+            positions.append(lo + int(np.count_nonzero(seq[lo:hi] > s)) if hi > lo else lo)
+        new = ([e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries], [e[3] for e in entries],
+               list(counts), [part] * len(entries))
+        self._set(tuple(np.insert(column, positions, np.asarray(add, column.dtype))
+                        for column, add in zip(self.columns, new)))
 
     def top(self, k: int) -> Top:
         return (self.score[:k], self.seq[:k], self.ids[:k], self.t[:k])

@@ -292,24 +292,23 @@ class SAPBase(Algorithm):
         """Algorithm 1 line 6 with Section 5.1: expired members of ``P_0^k`` are replaced by
         the best entries of ``M_0`` (``O(log k)`` each)."""
         M = self._M
-        promoted, counts = [], []
-        while M and front.in_c + len(promoted) < self._k:
-            self._promote_best(front, promoted, counts)
-        self._insert_promoted(front, promoted, counts)
+        wanted = self._k - front.in_c
+        if not M or wanted <= 0:
+            return
+        self._promote(front, [M.pop_best() for _ in range(min(wanted, len(M)))])
 
-    def _promote_best(self, front: Partition, promoted: list, counts: list) -> None:
-        """Move the best entry of ``M_0`` towards ``C`` with its dominance counter; if ``k``
-        newer candidates dominate it they dominate every entry left: ``M_0`` is emptied."""
-        entry = self._M.pop_best()
-        count = self._C.dominators(entry, front.serial)
-        if count >= self._k:
+    def _promote(self, front: Partition, promoted: list[tuple]) -> None:
+        """Move entries popped from ``M_0`` (best first) into ``C`` with their dominance
+        counters.  Counters only grow down the list: from the first entry that ``k`` newer
+        candidates dominate, they dominate every entry left, and ``M_0`` is emptied."""
+        if not promoted:
+            return
+        counts = self._C.dominators(promoted, front.serial)
+        dead = int(np.searchsorted(counts, self._k, side="left"))
+        if dead < len(promoted):
+            promoted, counts = promoted[:dead], counts[:dead]
             self._M.clear()
             self._counters["savl_dropped"] += 1
-        else:
-            promoted.append(entry)
-            counts.append(count)
-
-    def _insert_promoted(self, front: Partition, promoted: list, counts: list) -> None:
         if promoted:
             self._C.insert(promoted, counts, front.serial)
             front.in_c += len(promoted)

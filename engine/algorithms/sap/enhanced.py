@@ -170,6 +170,8 @@ class SAP(SAPDynamic):
         front = self._parts[0]
         if front.state != "active":
             return
+        if not front.raw:
+            return
         gone = e - self._W
         expired_units = sum(1 for unit in front.units if unit.last <= gone)
         for v, unit in enumerate(front.units):
@@ -196,10 +198,10 @@ class SAP(SAPDynamic):
             return
         self._M.absorb(builder.stacks)
         lowest = self._C.lowest_of(front.serial)
-        promoted, counts = [], []
+        promoted = []
         while self._M and lowest is not None and self._M_best_key() > lowest:
-            self._promote_best(front, promoted, counts)
-        self._insert_promoted(front, promoted, counts)
+            promoted.append(self._M.pop_best())
+        self._promote(front, promoted)
         self._refill(front)
 
     def _M_best_key(self) -> tuple:
