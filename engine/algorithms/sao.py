@@ -22,10 +22,11 @@ FILTER_CHUNK = 4096
 
 
 def layer_quotas(memory: int, layers: int, allocation: str, rank_weights: str = "1") -> list[int]:
-    """Integer quotas ``N_j`` (summing to ``memory``, each at least 1) of the allocation strategy.
+    """Integer quotas ``N_j`` (summing to ``memory``) of the allocation strategy.
 
     Error-minimising: ``N_j ∝ sqrt(C_j)``, ``C_j = Σ_{i=j..L} u_i p_ij`` with ``p_ij = 1/i``
-    (paper, Appendix); uniform: ``N_j = M / L``.  Rounded by largest remainders.  ``O(L^2)``.
+    (paper, Appendix); uniform: ``N_j = M / L``.  Rounded by largest remainders; quotas never
+    increase inwards, so a zero quota (``M`` below about ``L``) can only be an inner one.  ``O(L^2)``.
 
     >>> layer_quotas(1000, 4, "dynamic-errmin")
     [385, 278, 204, 133]
@@ -39,9 +40,7 @@ def layer_quotas(memory: int, layers: int, allocation: str, rank_weights: str = 
         p = 1.0 / np.arange(1, layers + 1)
         shares = np.sqrt(np.array([np.sum(u[j:] * p[j:]) for j in range(layers)]))
     real = memory * shares / shares.sum()
-    quotas = np.maximum(np.floor(real).astype(np.int64), 1)
-    while quotas.sum() > memory:
-        quotas[int(np.argmax(quotas))] -= 1
+    quotas = np.floor(real).astype(np.int64)
     order = np.argsort(-(real - np.floor(real)), kind="stable")
     for j in order[: memory - int(quotas.sum())]:
         quotas[j] += 1
@@ -142,7 +141,7 @@ class SAO(Algorithm):
     Memory (``bytes``): per object its id, seq, t, ``d`` features, its layer label and two
     expiry-list links (``d + 6`` words); per layer ``d + 1`` words per hull facet.
 
-    Parameters: ``memory`` (``M >= layers``), ``layers`` (``L``), ``allocation`` (one of
+    Parameters: ``memory`` (``M >= 1``), ``layers`` (``L``), ``allocation`` (one of
     ``dynamic-errmin``, ``dynamic-uniform``, ``static-errmin``, ``static-uniform``) and
     ``rank_weights`` (``"1"`` or ``"1/i"``: the ``u_i`` of the error-minimising quotas).
 
@@ -167,8 +166,8 @@ class SAO(Algorithm):
         p = self.params
         if p["layers"] < 1:
             raise ValueError(f"parameter layers of sao must be >= 1, got {p['layers']}")
-        if p["memory"] < p["layers"]:
-            raise ValueError(f"parameter memory of sao must be >= layers ({p['layers']}), got {p['memory']}")
+        if p["memory"] < 1:
+            raise ValueError(f"parameter memory of sao must be >= 1, got {p['memory']}")
         if p["allocation"] not in ALLOCATIONS:
             raise ValueError(f"parameter allocation of sao must be one of {', '.join(ALLOCATIONS)}, got {p['allocation']!r}")
         if p["rank_weights"] not in RANK_WEIGHTS:
@@ -288,12 +287,12 @@ class SAO(Algorithm):
             if self._static:
                 over = [j for j, (size, quota) in enumerate(zip(sizes, self._quotas)) if size > quota]
             elif sum(sizes) > self._memory:
-                over = [j for j, (size, quota) in enumerate(zip(sizes, self._quotas)) if size >= quota]
+                over = [j for j, (size, quota) in enumerate(zip(sizes, self._quotas)) if size >= quota and size]
             else:
                 return
             if not over:
                 return
-            j = max(over, key=lambda j: (sizes[j] / self._quotas[j], j))
+            j = max(over, key=lambda j: (sizes[j] / self._quotas[j] if self._quotas[j] else math.inf, j))
             layer = self._layers[j]
             distances = neighbour_distances(layer.rows.x, layer.hull)
             keys = self._keys(layer.rows)
