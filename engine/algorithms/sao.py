@@ -317,26 +317,26 @@ class SAO(Algorithm):
         """Rebuild layers from ``j`` inwards (the insertion and the deletion cascades of 3.6).
 
         Layer ``j`` becomes the hull vertices of its objects, ``incoming`` and (when ``pull``)
-        the next layer's objects; objects already inside its hull skip Qhull.  Whatever is not
-        a vertex goes one layer inwards (or stays there, for pulled objects).  Stops when
-        nothing moves; objects pushed past ``l_L`` leave the index.  At most two Qhull runs
-        per layer reached.
+        the next layer's objects; objects offered to an unchanged layer that lie inside its
+        hull skip Qhull.  Whatever is not a vertex goes one layer inwards (or stays there, for
+        pulled objects).  Stops when nothing moves; objects pushed past ``l_L`` leave the
+        index.  At most one Qhull run per layer reached.
         """
         layers = self._layers
         empty = _Rows.empty(self._d)
         while j < len(layers):
             layer = layers[j]
-            if layer.hull is None:
-                layer.rows, layer.hull, demoted = _settled(layer.rows)
-                incoming = _Rows.join([incoming, demoted])
             below = layers[j + 1].rows if pull and j + 1 < len(layers) else empty
             offered = _Rows.join([incoming, below])
-            outside = ~layer.hull.contains(offered.x) if len(layer.rows) else np.ones(len(offered), bool)
-            if outside.any():
-                layer.rows, layer.hull, rest = _settled(_Rows.join([layer.rows, offered.take(outside)]))
-                rest = _Rows.join([rest, offered.take(~outside)])
+            if layer.hull is None:
+                layer.rows, layer.hull, rest = _settled(_Rows.join([layer.rows, offered]))
             else:
-                rest = offered
+                outside = ~layer.hull.contains(offered.x)
+                if outside.any():
+                    layer.rows, layer.hull, rest = _settled(_Rows.join([layer.rows, offered.take(outside)]))
+                    rest = _Rows.join([rest, offered.take(~outside)])
+                else:
+                    rest = offered
             from_below = np.isin(rest.seq, below.seq) if len(below) else np.zeros(len(rest), bool)
             pull = int(np.count_nonzero(from_below)) < len(below)
             if pull:
