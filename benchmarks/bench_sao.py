@@ -73,30 +73,30 @@ def case(data_name: str, window: int, memory: int, layers: int = 4, k: int = 10,
     return out
 
 
+ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
+
+
+def cases(quick: bool) -> list[dict]:
+    """The configurations of one run: the headline at W = 10^6 (full) and the sweeps."""
+    if quick:
+        base = {"data_name": "gaussian", "window": 20_000, "memory": 300, "steady": 10_000}
+        return ([{**base, "ks": (6, 10, 14)}]
+                + [{**base, "allocation": a} for a in ALLOCATIONS[1:]]
+                + [{**base, "drift": 1.0}, {**base, "data_name": "skewed", "p": 0.5}])
+    headline = {"data_name": "gaussian", "window": 1_000_000, "memory": 500, "steady": 200_000}
+    base = {"data_name": "gaussian", "window": 100_000, "memory": 300, "steady": 50_000}
+    return ([{**headline, "ks": (6, 10, 14)}, {**headline, "drift": 1.0}]
+            + [{**base, "memory": m, "allocation": a} for m in (150, 300, 500) for a in ALLOCATIONS]
+            + [{**base, "layers": layers} for layers in (1, 2, 3, 5, 7)]
+            + [{**base, "ks": (6, 14)}, {**base, "drift": 1.0}]
+            + [{**base, "data_name": "skewed", "p": p} for p in (0.2, 0.5, 0.9)]
+            + [{**base, "d": d} for d in (2, 4)])
+
+
 def run(quick: bool = False) -> list[dict]:
     rows = []
-    if quick:
-        window, steady, base_memory, memories = 20_000, 10_000, 100, (40, 100)
-        rows += case("gaussian", window, base_memory, steady=steady)
-        for allocation in ("dynamic-uniform", "static-errmin", "static-uniform"):
-            rows += case("gaussian", window, base_memory, allocation=allocation, steady=steady)
-        rows += case("gaussian", window, base_memory, drift=1.0, steady=steady)
-        rows += case("skewed", window, base_memory, p=0.5, steady=steady)
-        rows += case("gaussian", window, memories[0], steady=steady)
-        return rows
-    headline_window = 1_000_000
-    rows += case("gaussian", headline_window, 500, steady=200_000, ks=(6, 10, 14))
-    window, steady = 200_000, 100_000
-    for memory in (100, 200, 350, 500):
-        for allocation in ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform"):
-            rows += case("gaussian", window, memory, allocation=allocation, steady=steady)
-    for layers in (1, 2, 3, 5, 7):
-        rows += case("gaussian", window, 200, layers=layers, steady=steady)
-    for d in (2, 4):
-        rows += case("gaussian", window, 200, d=d, steady=steady)
-    rows += case("gaussian", window, 200, drift=1.0, steady=steady)
-    for p in (0.2, 0.5, 0.9):
-        rows += case("skewed", window, 200, p=p, steady=steady)
+    for config in cases(quick):
+        rows += case(**config)
     return rows
 
 

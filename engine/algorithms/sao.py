@@ -190,12 +190,11 @@ class SAO(Algorithm):
     def process(self, batch: Batch) -> None:
         """One slide: filtered arrivals in numpy batches, the others in the paper's three steps."""
         rows = _Rows(batch.seq, batch.ids, batch.t, batch.x)
-        keys = batch.keys(self.q)
         if self.q.kind == "count":
             bounds = batch.seq + 1 - self.q.window
         else:
             bounds = np.full(len(batch), batch.window_start(self.q), np.int64)
-        start = 0 if self._created else self._collect(rows, keys, bounds)
+        start = 0 if self._created else self._collect(rows, bounds)
         if self._created:
             self._maintain(rows, bounds, start)
             self._expire(batch.window_start(self.q))
@@ -208,19 +207,22 @@ class SAO(Algorithm):
     def _keys(self, rows: _Rows) -> np.ndarray:
         return rows.seq if self.q.kind == "count" else rows.t
 
-    def _collect(self, rows: _Rows, keys: np.ndarray, bounds: np.ndarray) -> int:
-        """Buffer arrivals until ``M`` are alive; then create the index.  Returns the next arrival."""
+    def _collect(self, rows: _Rows, bounds: np.ndarray) -> int:
+        """Buffer arrivals until ``M`` are alive; then create the index.  Returns the next arrival.
+
+        The live count at every arrival comes from one ``searchsorted`` (``O((B + m) log)``).
+        """
         held = len(self._buffer)
         pool = _Rows.join([self._buffer, rows])
         dead = np.searchsorted(self._keys(pool), bounds, side="left")
         alive = held + np.arange(1, len(rows) + 1) - dead
         full = np.flatnonzero(alive >= self._memory)
         if not len(full):
-            self._buffer = pool
+            self._buffer = pool.take(np.arange(len(pool)))  # a copy: batches are views of the stream
             return len(rows)
         i = int(full[0])
         self._buffer = _Rows.empty(self._d)
-        self._create(pool.take(slice(int(dead[i]), held + i + 1)))
+        self._create(pool.take(np.arange(int(dead[i]), held + i + 1)))
         return i + 1
 
     def _create(self, rows: _Rows) -> None:
@@ -233,6 +235,11 @@ class SAO(Algorithm):
         self._enforce_quotas()
 
     def _maintain(self, rows: _Rows, bounds: np.ndarray, start: int) -> None:
+        """Arrivals ``start..`` of a slide: blocks up to the next expiry are tested against
+        ``l_L`` at once; the first arrival outside it goes through the three steps.
+
+        ``O(f d)`` numpy work per filtered arrival (a ball test first, then the facets).
+        """
         m = len(rows)
         p = start
         counters = self._counters
@@ -257,7 +264,7 @@ class SAO(Algorithm):
                 continue
             arrival = p + int(outside[0])
             counters["filtered"] += arrival - p
-            self._insert(rows.take(slice(arrival, arrival + 1)))
+            self._insert(rows.take([arrival]))
             self._expire(int(bounds[arrival]))
             self._enforce_quotas()
             p = arrival + 1
