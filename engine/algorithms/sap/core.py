@@ -531,7 +531,7 @@ class SAPBase(Algorithm):
         parts = [self._C.seq, self._open_top[1]]
         if self._filling is not None:
             parts.append(self._filling.top[1])
-        parts.append(np.fromiter(self._M._where, np.int64, len(self._M)))
+        parts.append(self._M.seqs())
         return np.concatenate(parts).astype(np.int64)
 
     def _open_size(self) -> int:
