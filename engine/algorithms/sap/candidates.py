@@ -184,6 +184,7 @@ class CandidateSet:
         assert np.array_equal(order, np.arange(len(self))), "C is not sorted best first"
         assert len(np.unique(self.seq)) == len(self), "duplicate candidates"
         assert np.all((self.count >= 0) & (self.count < self.k)), "a dominance counter is outside 0..k-1"
-        for i in range(len(self)):
-            newer_above = np.count_nonzero((self.part[:i] > self.part[i]))
-            assert self.count[i] >= newer_above, "a counter misses a candidate of a later partition"
+        for part in np.unique(self.part).tolist():
+            later_before = np.cumsum(self.part > part) - (self.part > part)
+            rows = self.part == part
+            assert np.all(self.count[rows] >= later_before[rows]), "a counter misses a candidate of a later partition"
