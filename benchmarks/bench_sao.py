@@ -82,7 +82,7 @@ def cases(quick: bool) -> list[dict]:
         base = {"data_name": "gaussian", "window": 20_000, "memory": 300, "steady": 10_000}
         return ([{**base, "ks": (6, 10, 14)}]
                 + [{**base, "allocation": a} for a in ALLOCATIONS[1:]]
-                + [{**base, "drift": 1.0}, {**base, "data_name": "skewed", "p": 0.5}])
+                + [{**base, "drift": 1.0}, {**base, "data_name": "skewed", "p": 0.9}])
     headline = {"data_name": "gaussian", "window": 1_000_000, "memory": 500, "steady": 200_000}
     base = {"data_name": "gaussian", "window": 100_000, "memory": 300, "steady": 50_000}
     return ([{**headline, "ks": (6, 10, 14)}, {**headline, "drift": 1.0}]
