@@ -134,3 +134,26 @@ def test_the_dominance_skyband_costs_the_same_in_kskyband_and_sma():
             for name in ("kskyband", "sma")}
     for part in band.values():
         assert part.modelled == 8 * 5 * part.counts["member"]
+
+
+@pytest.mark.parametrize("name", DECLARING)
+def test_stats_do_not_visit_the_records(name, monkeypatch):
+    """``stats()`` runs every slide: with footprints it must not walk the structures' records.
+
+    On a decreasing stream every algorithm holds thousands of objects (the window, or MinTopK's
+    ``C_nw * k`` worst case); ``stats()`` may call ``sys.getsizeof`` only ``O(C_nw)`` times.
+    """
+    import sys
+
+    if name in INCOMPLETE:
+        pytest.skip("attribute streams have no decreasing object stream")
+    q = engine.Query(weights=[1.0], k=10, window=10_000, slide=100)
+    m = 12_000
+    alg = run(name, q, list(engine.slides((np.arange(m), np.arange(m), -np.arange(m, dtype=np.float64)), q)))
+    held = max(alg.stats()["retained"], alg.stats()["candidates"])
+    assert held >= 1_000
+    calls = []
+    real = sys.getsizeof
+    monkeypatch.setattr(sys, "getsizeof", lambda *args: calls.append(1) or real(*args))
+    alg.stats()
+    assert len(calls) <= 100 + 2 * q.windows_per_object, f"{name}: {len(calls)} objects measured for {held} held"
