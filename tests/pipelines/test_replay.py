@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import duckdb
 import numpy as np
@@ -11,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import engine
-from pipelines import ingest, replay
+from pipelines import ingest, replay, replay_load
 from pipelines.errors import InputError
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
@@ -118,7 +117,9 @@ def test_replay_snapshots_restore_to_the_last_answer(store_dir, full_run):
         last_slide = last_slides[query_id]
         for algorithm in ("oracle", "mintopk"):
             mine = [s for s in snapshots if s[:3] == (query_id, algorithm, 0)]
-            assert len(mine) == math.ceil((last_slide + 1) / SNAPSHOT_EVERY)
+            segment_ends = sorted({min(end, last_slide) for end in range(SNAPSHOT_EVERY - 1, last_slide + SNAPSHOT_EVERY,
+                                                                          SNAPSHOT_EVERY)})
+            assert [s[3] for s in mine] == segment_ends[-2:]  # retention: the last two complete snapshots
             *_, slide, last_seq, version, state, checksum = mine[-1]
             restored = engine.restore(json.loads(state))
             assert (slide, version, checksum) == (last_slide, engine.FORMAT_VERSION, json.loads(state)["checksum"])
@@ -164,23 +165,26 @@ def test_resume_after_appended_day_equals_uninterrupted_run(spark, trades, store
 def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir, full_run, monkeypatch):
     db = store_dir / "topk.duckdb"
     config = write_config(store_dir, "killed", "full", snapshot_every=SNAPSHOT_EVERY)
-    original, calls = replay.write_segment, []
+    original_markers, original_load = replay_load.QueryLoad.markers, replay_load.load
 
-    def dies_in_the_second_segment(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
+    def one_segment_at_a_time(self):
+        return original_markers(self)[:1]
+
+    def dies_loading_the_second_segment_of_query_0(con, run_id, progress, markers, **kwargs):
+        if progress.query_id == 0 and progress.next_slide >= SNAPSHOT_EVERY:
             raise RuntimeError("killed")
-        return original(*args, **kwargs)
+        return original_load(con, run_id, progress, markers, **kwargs)
 
-    monkeypatch.setattr(replay, "write_segment", dies_in_the_second_segment)
+    monkeypatch.setattr(replay_load.QueryLoad, "markers", one_segment_at_a_time)
+    monkeypatch.setattr(replay_load, "load", dies_loading_the_second_segment_of_query_0)
     with pytest.raises(RuntimeError, match="killed"):
         replay.replay(spark, config, db=db, **quiet)
-    monkeypatch.setattr(replay, "write_segment", original)
+    monkeypatch.undo()
     with duckdb.connect(str(db), read_only=True) as con:
         run_id, status = con.execute("SELECT run_id, status FROM runs WHERE run_id LIKE 'killed-%'").fetchone()
         assert status == "failed"
-        assert con.execute("SELECT DISTINCT slide FROM slide_metrics WHERE run_id = ? ORDER BY slide",
-                           [run_id]).fetchall() == [(slide,) for slide in range(SNAPSHOT_EVERY)]
+        assert con.execute("SELECT DISTINCT slide FROM slide_metrics WHERE run_id = ? AND query_id = 0 "
+                           "ORDER BY slide", [run_id]).fetchall() == [(slide,) for slide in range(SNAPSHOT_EVERY)]
 
     resumed = replay.replay(spark, config, db=db, resume=True, **quiet)
     assert resumed.run_id == run_id
@@ -205,13 +209,22 @@ def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
     ({"queries": [{"weights": {"volume": 1.0}, "k": 1, "window": 4, "slide": 2}]}, "unknown feature(s) volume"),
     ({"queries": [{"weights": {"price": 1.0}, "k": 1, "window": 5, "slide": 2}]}, "window must be a multiple"),
     ({"shards": 0}, "shards must be an integer >= 1"),
+    ({"keep_snapshots": 0}, "keep_snapshots must be an integer >= 1"),
+    ({"queries": [{"weights": {"price": 1.0}, "k": 11, "window": 10, "slide": 5}]},
+     "k (11) is larger than the count window (10)"),
+    ({"queries": [{"weights": {"price": 0.0}, "k": 1, "window": 10, "slide": 5}]}, "every weight is 0"),
+    ({"queries": [{"weights": [0, 0, 0], "k": 1, "window": 10, "slide": 5, "kind": "time"}]}, "every weight is 0"),
 ])
-def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, tmp_path, capsys, change, message):
+def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, full_run, tmp_path, capsys, change, message):
+    """Refused before Spark starts, leaving the database exactly as it was."""
+    db = store_dir / "topk.duckdb"
     config = tmp_path / "bad.json"
     config.write_text(json.dumps({"dataset": "full", "queries": QUERIES, "algorithms": ALGORITHMS, **change}))
-    assert replay.main(["--config", str(config), "--db", str(store_dir / "topk.duckdb")]) == 2
+    before = table_counts(db)
+    assert replay.main(["--config", str(config), "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+    assert table_counts(db) == before
 
 
 def test_resume_refuses_a_corrupt_snapshot(spark, store_dir, tmp_path):
