@@ -238,7 +238,7 @@ def id_shard(ids: np.ndarray, shards: int) -> np.ndarray:
     """The shard of every object id (Fibonacci hashing, then ``% shards``).
 
     >>> id_shard(np.array([0, 1, 2, 3]), 3).tolist()
-    [0, 2, 1, 0]
+    [0, 0, 2, 0]
     """
     mixed = (np.asarray(ids, np.int64).astype(np.uint64) * HASH_MULTIPLIER) >> np.uint64(32)
     return (mixed % np.uint64(shards)).astype(np.int64)
