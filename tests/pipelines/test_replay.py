@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import engine
-from pipelines import ingest, replay, replay_load
+from pipelines import ingest, replay, replay_load, store
 from pipelines.errors import InputError
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
@@ -240,3 +243,82 @@ def test_resume_refuses_a_corrupt_snapshot(spark, store_dir, tmp_path):
                     "AND slide = ?", [json.dumps(state), run_id, slide])
     with pytest.raises(InputError, match="mintopk, shard 0 cannot be restored: state is corrupt"):
         replay.prepare(config, db=db, resume=True)
+
+
+# --- attribute streams (incomplete-stream algorithms), sharded by object id -----------------------
+
+STREAMS = ["images", "english", "french"]
+ATTRIBUTE_QUERIES = [
+    {"weights": {"images": 1.0, "english": 0.5, "french": 0.25}, "k": 5, "window": 300, "slide": 50, "kind": "count"},
+    {"weights": [0.2, 1.0, 1.0], "k": 4, "window": 240, "slide": 60, "kind": "time"},
+]
+
+
+def write_attribute_dataset(db, directory, name, rows=2_400, seed=3):
+    """An attribute-stream dataset (docs/CONTRACTS.md) in two date partitions, and its datasets row."""
+    rng = np.random.default_rng(seed)
+    seq = np.arange(rows)
+    ids = rng.integers(0, rows // 6, rows) * 1_000 + 17
+    table = {"id": ids, "seq": seq, "t": np.cumsum(rng.integers(0, 3, rows)),
+             "stream": rng.integers(0, len(STREAMS), rows), "value": np.round(rng.random(rows), 2)}
+    half = rows // 2
+    for part, rows_of_part in (("date=1", slice(0, half)), ("date=2", slice(half, rows))):
+        (directory / name / part).mkdir(parents=True)
+        pq.write_table(pa.table({key: values[rows_of_part] for key, values in table.items()}),
+                       directory / name / part / "part-0.parquet")
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": name, "family": "test-attribute", "features": STREAMS,
+                                           "parquet": str(directory / name), "t_unit": "s"})
+    return table
+
+
+@pytest.fixture(scope="module")
+def attribute_plugin(spark):
+    """The test double's module, importable on the driver and on every executor."""
+    path = Path(__file__).with_name("incomplete_double.py")
+    sys.path.insert(0, str(path.parent))
+    spark.sparkContext.addPyFile(str(path))
+    import incomplete_double  # noqa: F401
+
+    names = {info.name for info in engine.available() if info.stream == "incomplete"}
+    yield [{"name": name} for name in sorted(names & {"oracle-incomplete", "sla", "eaa", "approx"})]
+    sys.path.remove(str(path.parent))
+
+
+def test_attribute_stream_replay_sharded_by_object_equals_unsharded(spark, store_dir, attribute_plugin, tmp_path):
+    db = store_dir / "topk.duckdb"
+    table = write_attribute_dataset(db, tmp_path, "attributes")
+    runs = {}
+    for shards in (1, 3):
+        config = tmp_path / f"attributes{shards}.json"
+        config.write_text(json.dumps({"name": f"attributes{shards}", "dataset": "attributes", "shards": shards,
+                                      "snapshot_every": 7, "plugins": ["incomplete_double"],
+                                      "queries": ATTRIBUTE_QUERIES, "algorithms": attribute_plugin}))
+        runs[shards] = replay.replay(spark, config, db=db, **quiet).run_id
+    assert rows_of(db, "answers", ANSWER_COLUMNS, runs[3]) == rows_of(db, "answers", ANSWER_COLUMNS, runs[1])
+    metrics = rows_of(db, "slide_metrics", METRIC_COLUMNS, runs[3])
+    assert {row[1] for row in metrics} == {spec["name"] for spec in attribute_plugin}
+    exact = [row for row in metrics if row[1] in ("oracle-incomplete", "sla", "eaa")]
+    assert {row[7:] for row in exact} == {(1.0, 0.0)}
+
+    # the unsharded oracle equals the engine run directly over the merged stream
+    q = engine.Query(weights=[1.0, 0.5, 0.25], k=5, window=300, slide=50)
+    oracle = engine.create("oracle-incomplete", q)
+    expected = []
+    for batch in engine.slides((table["id"], table["stream"], table["value"], table["t"]), q):
+        oracle.process(batch)
+        answer = oracle.topk()
+        expected += [(batch.index, rank + 1, int(i), float(s)) for rank, (i, s) in enumerate(zip(answer.ids, answer.scores))]
+    stored = [(slide, rank, object_id, score) for query_id, algorithm, slide, _, rank, object_id, score
+              in rows_of(db, "answers", ANSWER_COLUMNS, runs[1]) if (query_id, algorithm) == (0, "oracle-incomplete")]
+    assert stored == expected and len(expected) > 100
+
+
+def test_attribute_datasets_refuse_object_stream_algorithms(store_dir, attribute_plugin, tmp_path):
+    db = store_dir / "topk.duckdb"
+    write_attribute_dataset(db, tmp_path, "attributes-refused")
+    config = tmp_path / "refused.json"
+    config.write_text(json.dumps({"dataset": "attributes-refused", "plugins": ["incomplete_double"],
+                                  "queries": ATTRIBUTE_QUERIES, "algorithms": [{"name": "mintopk"}]}))
+    with pytest.raises(InputError, match="reads single streams, but the dataset holds attribute streams"):
+        replay.prepare(config, db=db)
