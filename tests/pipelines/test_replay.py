@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -322,3 +325,70 @@ def test_attribute_datasets_refuse_object_stream_algorithms(store_dir, attribute
                                   "queries": ATTRIBUTE_QUERIES, "algorithms": [{"name": "mintopk"}]}))
     with pytest.raises(InputError, match="reads single streams, but the dataset holds attribute streams"):
         replay.prepare(config, db=db)
+
+
+# --- the command in its own process: signals and a real cluster master ---------------------------
+
+def replay_command(*args):
+    return [sys.executable, "-m", "pipelines.replay", *map(str, args)]
+
+
+def test_sigterm_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark, store_dir, tmp_path):
+    db = store_dir / "topk.duckdb"
+    rows = 60_000
+    rng = np.random.default_rng(11)
+    pq.write_table(pa.table({"id": np.arange(rows) + 5, "seq": np.arange(rows), "t": np.arange(rows),
+                             "price": np.round(rng.random(rows), 3)}), tmp_path / "long.parquet")
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "long", "family": "test", "features": ["price"],
+                                           "parquet": str(tmp_path / "long.parquet")})
+    query = {"weights": [1.0], "k": 3, "window": 200, "slide": 2, "kind": "count"}
+    config = tmp_path / "long.json"
+    config.write_text(json.dumps({"name": "long", "dataset": "long", "snapshot_every": 500, "queries": [query],
+                                  "algorithms": [{"name": "oracle"}, {"name": "mintopk"}]}))
+    staging = replay.staging_directory(db, "long-run")
+    process = subprocess.Popen(replay_command("--config", config, "--db", db, "--run-id", "long-run", "--master",
+                                              "local[2]"), cwd=Path(__file__).parents[2], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not any(staging.rglob("done-*.json")) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, (out, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    assert err.strip().splitlines()[-1] == ("[replay] stopped by SIGTERM: run long-run marked interrupted; "
+                                            "continue it with --resume")
+    assert rows_of(db, "runs", "status", "long-run") == [("interrupted",)]
+    with duckdb.connect(str(db), read_only=True) as con:
+        snapshot_slide, loaded = con.execute("SELECT (SELECT max(slide) FROM snapshots WHERE run_id = 'long-run'), "
+                                             "(SELECT max(slide) FROM answers WHERE run_id = 'long-run')").fetchone()
+    assert snapshot_slide == loaded  # answers and snapshots are written together
+
+    resumed = replay.replay(spark, config, db=db, resume=True, run_id="long-run", **quiet)
+    assert resumed.resumed and rows_of(db, "runs", "status", "long-run") == [("finished",)]
+    table = pq.read_table(tmp_path / "long.parquet")
+    q = engine.Query(**query)
+    oracle, expected = engine.create("oracle", q), []
+    for batch in engine.slides((table.column("id").to_numpy(), table.column("t").to_numpy(),
+                                table.column("price").to_numpy()), q):
+        oracle.process(batch)
+        expected += [(batch.index, rank + 1, int(i)) for rank, i in enumerate(oracle.topk().ids)]
+    for algorithm in ("oracle", "mintopk"):
+        stored = [(slide, rank, object_id) for _, label, slide, _, rank, object_id, _
+                  in rows_of(db, "answers", ANSWER_COLUMNS, "long-run") if label == algorithm]
+        assert stored == expected, algorithm
+
+
+def test_replay_on_a_local_cluster_gives_the_same_answers(store_dir, full_run, tmp_path):
+    """``local-cluster[2,1,1024]``: two executor JVMs, as a standalone cluster runs them."""
+    db = store_dir / "topk.duckdb"
+    config = write_config(tmp_path, "cluster", "full", shards=2, snapshot_every=SNAPSHOT_EVERY)
+    done = subprocess.run(replay_command("--config", config, "--db", db, "--run-id", "cluster-run", "--master",
+                                         "local-cluster[2,1,1024]"), cwd=Path(__file__).parents[2],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT spark_master, status FROM runs WHERE run_id = 'cluster-run'").fetchone() == (
+            "local-cluster[2,1,1024]", "finished")
+    assert rows_of(db, "answers", ANSWER_COLUMNS, "cluster-run") == rows_of(db, "answers", ANSWER_COLUMNS, full_run)
