@@ -564,6 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(plan.up_to_date_message())
             return 0
         with spark_session("topk-replay", args.master) as spark, interruptible():
+            print(f"[replay] Spark {spark.sparkContext.master} started in {time.perf_counter() - began:.1f} s")
             summary = execute(spark, plan)
         print(format_summary(summary))
         print(f"[replay] done in {time.perf_counter() - began:.1f} s")
