@@ -284,7 +284,9 @@ def attribute_plugin(spark):
     import incomplete_double  # noqa: F401
 
     names = {info.name for info in engine.available() if info.stream == "incomplete"}
-    yield [{"name": name} for name in sorted(names & {"oracle-incomplete", "sla", "eaa", "approx"})]
+    params = {"eaa": {"occurrences": 30}}  # objects repeat within a stream and window here
+    yield [{"name": name, "params": params.get(name, {})}
+           for name in sorted(names & {"oracle-incomplete", "sla", "eaa", "approx"})]
     sys.path.remove(str(path.parent))
 
 
@@ -298,10 +300,12 @@ def test_attribute_stream_replay_sharded_by_object_equals_unsharded(spark, store
                                       "snapshot_every": 7, "plugins": ["incomplete_double"],
                                       "queries": ATTRIBUTE_QUERIES, "algorithms": attribute_plugin}))
         runs[shards] = replay.replay(spark, config, db=db, **quiet).run_id
-    assert rows_of(db, "answers", ANSWER_COLUMNS, runs[3]) == rows_of(db, "answers", ANSWER_COLUMNS, runs[1])
+    exact_answers = {shards: [row for row in rows_of(db, "answers", ANSWER_COLUMNS, run) if row[1] != "approx"]
+                     for shards, run in runs.items()}
+    assert exact_answers[3] == exact_answers[1]  # approx estimates from per-shard sketches: not compared
     metrics = rows_of(db, "slide_metrics", METRIC_COLUMNS, runs[3])
-    assert {row[1] for row in metrics} == {spec["name"] for spec in attribute_plugin}
-    exact = [row for row in metrics if row[1] in ("oracle-incomplete", "sla", "eaa")]
+    assert len({row[1] for row in metrics}) == len(attribute_plugin)
+    exact = [row for row in metrics if row[1].split("(")[0] in ("oracle-incomplete", "sla", "eaa")]
     assert {row[7:] for row in exact} == {(1.0, 0.0)}
 
     # the unsharded oracle equals the engine run directly over the merged stream
