@@ -165,9 +165,9 @@ def replay_process(name: str, dataset: tuple[str, Path], queries: list[dict], al
             "slides": slides, "rows": pq.ParquetFile(dataset[1]).metadata.num_rows}
 
 
-def engine_alone(dataset: tuple[str, Path], queries: list[dict], algorithms: list[str], measure_every: int = 10) -> float:
+def engine_alone(dataset: tuple[str, Path], queries: list[dict], algorithms: list[str]) -> float:
     """Seconds to run every (query, algorithm) one after the other in this process, as a task does:
-    process, topk and the stats per slide, measured bytes every ``measure_every`` slides."""
+    process, topk and stats (modelled and measured bytes) per slide."""
     table = pq.read_table(dataset[1])
     ids, t = table.column("id").to_numpy(), table.column("t").to_numpy()
     x = np.column_stack([table.column(f).to_numpy() for f in FEATURES])
@@ -180,9 +180,7 @@ def engine_alone(dataset: tuple[str, Path], queries: list[dict], algorithms: lis
             for batch in engine.slides((ids, t, x), query):
                 algorithm.process(batch)
                 algorithm.topk()
-                algorithm._stats()
-                if batch.index % measure_every == 0:
-                    algorithm.measured_bytes()
+                algorithm.stats()
     return time.perf_counter() - began
 
 

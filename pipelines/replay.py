@@ -376,7 +376,7 @@ def replay_tasks(plan: ReplayPlan) -> list[ReplayTask]:
                     params=spec.params, query=p.query.to_dict(), shard=shard, shards=config.shards,
                     shard_by="id" if dataset.attribute else "seq", source=dataset.parquet, columns=columns,
                     attribute=dataset.attribute, first_slide=p.next_slide, first_row=first_row, start=start,
-                    slides=p.remaining, segment=p.segment_slides, measure_every=config.measure_every,
+                    slides=p.remaining, segment=p.segment_slides,
                     plugins=config.plugins, staging=str(plan.staging), state=p.states[(spec.label, shard)]))
     return sorted(tasks, key=lambda task: -task.query["window"] if task.query["kind"] == "count" else 0)
 

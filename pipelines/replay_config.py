@@ -10,7 +10,6 @@ A config is a JSON object::
       "snapshot_every": 100,          # optional: slides per segment (loaded into DuckDB and
                                       # snapshotted together; default about SEGMENT_ROWS rows)
       "keep_snapshots": 2,            # optional: complete snapshots kept per task (default 2)
-      "measure_every": 10,            # optional: measured_bytes every this many slides (1: all)
       "plugins": ["my_algorithms"],   # optional: modules that register more algorithms
                                       # (importable on the driver and every executor)
       "queries": [{"weights": {"notional": 1.0}, "k": 10, "window": 10000, "slide": 500,
@@ -45,8 +44,7 @@ REFERENCES = {"single": "oracle", "incomplete": "oracle-incomplete"}
 SEGMENT_ROWS = 250_000
 """Rows per segment when ``snapshot_every`` is not given."""
 KEEP_SNAPSHOTS = 2
-MEASURE_EVERY = 10
-CONFIG_KEYS = {"name", "dataset", "shards", "snapshot_every", "keep_snapshots", "measure_every", "plugins",
+CONFIG_KEYS = {"name", "dataset", "shards", "snapshot_every", "keep_snapshots", "plugins",
                "queries", "algorithms"}
 QUERY_KEYS = {"weights", "k", "window", "slide", "kind"}
 ALGORITHM_KEYS = {"name", "params", "label"}
@@ -76,7 +74,6 @@ class ReplayConfig:
     snapshot_every: int | None = None
     """Slides per segment (snapshot and DuckDB transaction); ``None``: about :data:`SEGMENT_ROWS` rows."""
     keep_snapshots: int = KEEP_SNAPSHOTS
-    measure_every: int = MEASURE_EVERY
     plugins: tuple[str, ...] = ()
     stream: str = "single"
     """The dataset's stream model: ``single`` (object stream) or ``incomplete`` (attribute streams)."""
@@ -90,7 +87,7 @@ class ReplayConfig:
         """Plain data, as stored in ``runs.config``."""
         return {"name": self.name, "dataset": self.dataset, "shards": self.shards,
                 "snapshot_every": self.snapshot_every, "keep_snapshots": self.keep_snapshots,
-                "measure_every": self.measure_every, "plugins": list(self.plugins), "stream": self.stream,
+                "plugins": list(self.plugins), "stream": self.stream,
                 "reference": self.reference,
                 "queries": [query.to_dict() for query in self.queries],
                 "algorithms": [spec.to_dict() for spec in self.algorithms]}
@@ -126,7 +123,6 @@ def parse_config(data: dict[str, Any], features: Sequence[str], stream: str = "s
     shards = _positive_int(data, "shards", 1)
     snapshot_every = _positive_int(data, "snapshot_every", None)
     keep_snapshots = _positive_int(data, "keep_snapshots", KEEP_SNAPSHOTS)
-    measure_every = _positive_int(data, "measure_every", MEASURE_EVERY)
     plugins = data.get("plugins", [])
     if not isinstance(plugins, list) or not all(isinstance(name, str) for name in plugins):
         raise InputError("config: 'plugins' must be a list of module names")
@@ -154,7 +150,7 @@ def parse_config(data: dict[str, Any], features: Sequence[str], stream: str = "s
         raise InputError(f"config: algorithm labels must be unique, repeated: {', '.join(repeated)}")
     return ReplayConfig(name=str(data["name"]), dataset=data["dataset"], queries=parsed_queries,
                         algorithms=tuple(specs), shards=shards, snapshot_every=snapshot_every,
-                        keep_snapshots=keep_snapshots, measure_every=measure_every, plugins=tuple(plugins),
+                        keep_snapshots=keep_snapshots, plugins=tuple(plugins),
                         stream=stream)
 
 

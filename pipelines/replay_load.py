@@ -144,7 +144,7 @@ def load(con, run_id: str, progress: QueryLoad, markers: list[dict], *, referenc
         WITH shards AS (
             SELECT algorithm, slide, any_value("end") AS "end", sum(candidates) AS candidates,
                    sum(retained) AS retained, sum(bytes) AS bytes,
-                   CASE WHEN count(measured_bytes) = count(*) THEN sum(measured_bytes) END AS measured_bytes,
+                   sum(measured_bytes) AS measured_bytes,
                    max(seconds) AS seconds
             FROM read_parquet(?) GROUP BY algorithm, slide),
         both_answers AS (

@@ -81,7 +81,6 @@ class ReplayTask:
     start: int
     slides: int
     segment: int
-    measure_every: int
     staging: str
     plugins: tuple[str, ...] = ()
     state: str | None = field(default=None, repr=False)
@@ -305,7 +304,7 @@ class SegmentWriter:
             constant(task.query_id, n, pa.int32()), constant(task.label, n, pa.string()),
             constant(task.shard, n, pa.int32()), pa.array(self.slides, pa.int64()), pa.array(self.ends, pa.int64()),
             pa.array(candidates, pa.int64()), pa.array(retained, pa.int64()), pa.array(size, pa.int64()),
-            pa.array([m if m >= 0 else None for m in measured], pa.int64()), pa.array(seconds, pa.float64())],
+            pa.array(measured, pa.int64()), pa.array(seconds, pa.float64())],
             schema=STATS_SCHEMA)
         write_atomically(self.directory / part_name("answers", first, "parquet"),
                          lambda path: pq.write_table(answers, path))
@@ -342,9 +341,8 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
         algorithm.process(batch)
         answer = algorithm.topk()
         seconds = time.perf_counter() - began
-        measured = algorithm.measured_bytes() if slide % task.measure_every == 0 else -1
-        # _stats(): the counters without stats()'s deep walk, which runs every measure_every slides only
-        writer.add(slide, batch.end, answer, algorithm._stats(), measured, seconds)
+        stats = algorithm.stats()
+        writer.add(slide, batch.end, answer, stats, stats["measured_bytes"], seconds)
         done += 1
         if (slide + 1) % task.segment == 0 or done == task.slides:
             yield writer.flush(algorithm.to_state())

@@ -45,6 +45,10 @@ def rows_of(db, table, columns, run_id):
         return con.execute(f"SELECT {columns} FROM {table} WHERE run_id = ? ORDER BY {columns}", [run_id]).fetchall()
 
 
+def metrics_rows(db, run_id):
+    return rows_of(db, "slide_metrics", METRIC_COLUMNS, run_id)
+
+
 def table_counts(db):
     with duckdb.connect(str(db), read_only=True) as con:
         return {table: con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -109,6 +113,9 @@ def test_replay_writes_what_the_engine_answers(store_dir, full_run):
         assert [row[2:7] for row in metrics if row[1] == "oracle"] == stats
         assert {row[7:] for row in metrics} == {(1.0, 0.0)}
         assert {row[1] for row in metrics} == {"oracle", "mintopk"}
+    with duckdb.connect(str(db), read_only=True) as con:  # measured beside modelled bytes, every slide
+        assert con.execute("SELECT count(*), count(measured_bytes), min(measured_bytes) > 0 FROM slide_metrics "
+                           "WHERE run_id = ?", [full_run]).fetchone()[1:] == (len(metrics_rows(db, full_run)), True)
 
 
 def test_replay_snapshots_restore_to_the_last_answer(store_dir, full_run):
