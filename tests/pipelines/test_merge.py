@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import doctest
 import json
+import subprocess
+import sys
 
 import duckdb
 import numpy as np
@@ -16,6 +18,7 @@ import pytest
 import engine
 from engine import Answer
 from pipelines import replay, replay_load, replay_tasks, stock, store
+from pipelines.errors import StoreError
 from pipelines.replay_tasks import ReplayTask, SegmentWriter
 
 
@@ -140,3 +143,27 @@ def test_snapshot_retention_keeps_the_last_complete_snapshots(tmp_path):
 def test_docstring_examples(module):
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert tried and not failures
+
+
+def test_a_long_lived_reader_gets_a_one_line_message_naming_it(tmp_path):
+    db = tmp_path / "held.duckdb"
+    store.connect(db).close()
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); "
+                               "print('ready', flush=True); time.sleep(60)", str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreError) as refused:
+            store.connect(db, wait_seconds=0.5)
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(refused.value)
+    assert "\n" not in message and f"process {holder.pid}" in message and "long-lived reader" in message
+
+
+def test_two_database_files_never_share_a_lock_or_staging(tmp_path):
+    a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    assert replay.lock_path(a, "run") != replay.lock_path(b, "run")
+    assert replay.staging_directory(a, "run") != replay.staging_directory(b, "run")
+    with replay.exclusive_run(a, "run"), replay.exclusive_run(b, "run"):
+        pass
