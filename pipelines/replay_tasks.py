@@ -346,7 +346,7 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
         done += 1
         if (slide + 1) % task.segment == 0 or done == task.slides:
             yield writer.flush(algorithm.to_state())
-        if time.monotonic() - last_progress >= PROGRESS_SECONDS:
+        if time.monotonic() - last_progress >= PROGRESS_SECONDS or done == task.slides:
             write_atomically(progress_file, lambda path: path.write_text(json.dumps({"slides": done})))
             last_progress = time.monotonic()
     if done != task.slides:
