@@ -36,10 +36,10 @@ import engine
 from engine import Query
 
 from . import replay_load, store
-from .errors import InputError, StoreError, exit_status
+from .errors import InputError, exit_status
 from .replay_config import SEGMENT_ROWS, ReplayConfig, parse_config, read_config
 from .replay_load import QueryLoad
-from .replay_tasks import ReplayTask, dataset_files, is_attribute_dataset, read_rows, run_partition
+from .replay_tasks import ReplayTask, is_attribute_dataset, read_rows, run_partition
 from .spark import spark_session
 
 POLL_SECONDS = 0.5
