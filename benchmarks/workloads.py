@@ -1,0 +1,180 @@
+"""The streams the harness replays: the papers' synthetic sets and the real traces.
+
+Object streams return ``(ids, t, x)``; attribute streams ``(ids, stream, value, t)``.  Real
+traces are read straight from their raw files with small loaders (no Spark): the benchmark
+measures the engine, not the ingest.  Every loader caches its result for the process.
+
+| name | what | score |
+|---|---|---|
+| ``time-u`` | SAP paper TIME-U: uniform in [0, 1) | ``x`` |
+| ``time-r`` | SAP paper TIME-R: ``sin(pi t / P)`` + uniform noise, on the decreasing flank | ``x`` |
+| ``stock`` | SPY (+ BAC) trades, Oct 2013, in time order | notional = price x size (dollars) |
+| ``taxi`` | NYC yellow taxi 2019 samples, by pickup time | speed (miles per hour) |
+| ``drifting-gaussian``, ``skewed-uniform`` | SAO paper sets (d = 3) | ``w . x``, random weights |
+| ``correlated`` | incomplete-streams paper 6.1.1 generator | weighted sum over streams |
+| ``worldcup`` | 1998 World Cup log, day 6 sample: clients x site sections | weighted sum over streams |
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import pathlib
+import tarfile
+import zipfile
+
+import numpy as np
+import pandas as pd
+
+from engine import generators
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHARED = pathlib.Path(os.environ.get("TOPK_SHARED_DATA", "/work/shared/data"))
+CACHE = ROOT / "var" / "bench-cache"
+
+
+def stock_files(quick: bool) -> list[pathlib.Path]:
+    """The sample SPY day (quick) or every SPY and BAC day of the shared data (full)."""
+    shared = sorted(SHARED.glob("stock/*_trade.zip"))
+    if quick or not shared:
+        return sorted((ROOT / "sample_data").glob("spy_*_trade.zip"))[:1]
+    return shared
+
+
+@functools.cache
+def stock(quick: bool = False):
+    """Trades in time order; one feature, the notional (price in dollars x size in shares).
+
+    Suspicious trades (flag 1) are left out, as the ingest does.  ``t`` is milliseconds from
+    the first day's midnight (days follow each other), ``ids`` unique across files.
+    """
+    frames = []
+    for path in stock_files(quick):
+        with zipfile.ZipFile(path) as archive:
+            raw = archive.read(archive.namelist()[0])
+        frame = pd.read_csv(io.BytesIO(raw), header=None, usecols=[0, 1, 2, 5],
+                            names=["time_ms", "price", "size", "suspicious"])
+        frame = frame[frame["suspicious"] == 0]
+        day = pd.Timestamp(path.name.split("_")[1]).value // 1_000_000
+        frame = frame.assign(t=day + frame["time_ms"].astype(np.int64),
+                             notional=frame["price"] / 10_000.0 * frame["size"])
+        frames.append(frame[["t", "notional"]])
+    data = pd.concat(frames).sort_values("t", kind="stable")
+    t = data["t"].to_numpy(np.int64)
+    return np.arange(len(t), dtype=np.int64), t - t[0], data[["notional"]].to_numpy(np.float64)
+
+
+@functools.cache
+def taxi():
+    """Trips of the twelve 2019 sample months by pickup time; one feature, the speed in mph.
+
+    Trips with non-positive duration, zero distance or an implausible speed (> 100 mph) are
+    left out.  ``t`` is seconds since the first pickup.
+    """
+    files = sorted(SHARED.glob("taxi/yellow_tripdata_sample_2019-*.csv.gz"))
+    frame = pd.concat(pd.read_csv(f, usecols=["pickup_datetime", "dropoff_datetime", "trip_distance"],
+                                  parse_dates=["pickup_datetime", "dropoff_datetime"]) for f in files)
+    hours = (frame["dropoff_datetime"] - frame["pickup_datetime"]).dt.total_seconds() / 3600.0
+    frame = frame.assign(speed=frame["trip_distance"] / hours.where(hours > 0))
+    frame = frame[(hours > 0) & (frame["trip_distance"] > 0) & (frame["speed"] <= 100)]
+    frame = frame.sort_values("pickup_datetime", kind="stable")
+    t = frame["pickup_datetime"].astype("int64").to_numpy() // 1_000_000_000
+    return np.arange(len(t), dtype=np.int64), t - t[0], frame[["speed"]].to_numpy(np.float64)
+
+
+def time_r(m: int, window: int, seed: int = 0):
+    """TIME-R scaled to this machine: period ``P = 10 n``, stream starting at ``t = P / 2``.
+
+    The paper's ``sin(pi t / 10^6)`` runs over a stream much longer than the window; here the
+    window covers a tenth of the period and the measured slides lie on the decreasing flank,
+    where the paper's MinTopK and k-skyband keep the most candidates (Table 6).
+    """
+    period = 10 * window
+    offset = period // 2
+    ids, t, x = generators.time_r(offset + m, period=period, seed=seed)
+    return ids[offset:] - offset, t[offset:] - offset, x[offset:]
+
+
+def object_stream(name: str, m: int, window: int, quick: bool, d: int = 1, **options):
+    """``m`` rows (or the whole trace, if shorter) of object stream ``name``."""
+    if name == "time-u":
+        return generators.time_u(m, d=d)
+    if name == "time-r":
+        return time_r(m, window)
+    if name == "stock":
+        ids, t, x = stock(quick)
+        return ids[:m], t[:m], x[:m]
+    if name == "taxi":
+        ids, t, x = taxi()
+        return ids[:m], t[:m], x[:m]
+    if name == "drifting-gaussian":
+        return generators.drifting_gaussian(m, d=d, window=window, **options)
+    if name == "skewed-uniform":
+        return generators.skewed_uniform(m, d=d, **options)
+    raise ValueError(f"unknown object workload {name!r}")
+
+
+def trace_length(name: str, quick: bool) -> int | None:
+    """Rows in a real trace (``None`` for generated streams, which are as long as asked)."""
+    if name == "stock":
+        return len(stock(quick)[0])
+    if name == "taxi":
+        return len(taxi()[0])
+    return None
+
+
+# --------------------------------------------------------------------------- attribute streams
+
+def correlated(m: int, streams: int, reuse: float, memory: int, seed: int = 0):
+    """The incomplete-streams paper's generator, cached on disk (it is a Python loop)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"correlated-m{m}-d{streams}-xi{reuse}-c{memory}-s{seed}.npz"
+    if path.exists():
+        with np.load(path) as saved:
+            return saved["ids"], saved["stream"], saved["value"], saved["t"]
+    ids, stream, value, t = generators.correlated_streams(m, streams=streams, seed=seed, reuse=reuse,
+                                                          memory=memory)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, ids=ids, stream=stream, value=value, t=t)
+    tmp.replace(path)
+    return ids, stream, value, t
+
+
+WORLDCUP_CHUNK_MS = 5_000      # the paper's delta t
+
+
+@functools.cache
+def worldcup_table():
+    """Per (client, site section, 5 s chunk): bytes served; sorted by chunk end.
+
+    Local loader used until ``pipelines.worldcup`` is available: site section = first URL
+    segment (the sample has no server field), one tuple per client, section and chunk, value
+    = bytes of the chunk / the largest such total (so in [0, 1]), ``t`` = chunk end in ms.
+    """
+    path = SHARED / "worldcup" / "wc_day6_1_sample.tar.bz2"
+    with tarfile.open(path) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith(".csv"))
+        raw = archive.extractfile(member).read()
+    frame = pd.read_csv(io.BytesIO(raw), header=None, names=["client", "date", "time", "url", "status", "size"],
+                        na_values=["-"], dtype={"url": str}, encoding="latin-1", on_bad_lines="skip")
+    frame = frame.dropna(subset=["size"])
+    frame = frame[frame["size"] > 0]
+    when = pd.to_datetime(frame["date"] + " " + frame["time"], format="%d/%b/%Y %H:%M:%S")
+    ms = (when - when.min()).dt.total_seconds().astype(np.int64) * 1000
+    section = frame["url"].str.extract(r"^/+([^/?]+)/", expand=False).fillna("root")
+    grouped = (pd.DataFrame({"client": frame["client"].to_numpy(), "section": section.to_numpy(),
+                             "chunk": (ms // WORLDCUP_CHUNK_MS).to_numpy(), "bytes": frame["size"].to_numpy()})
+               .groupby(["chunk", "client", "section"], as_index=False)["bytes"].sum())
+    return grouped
+
+
+def worldcup(streams: int):
+    """Attribute stream over the ``streams`` busiest site sections (by tuples)."""
+    grouped = worldcup_table()
+    sections = grouped["section"].value_counts().index[:streams].tolist()
+    part = grouped[grouped["section"].isin(sections)].sort_values(["chunk", "client", "section"], kind="stable")
+    stream = part["section"].map({s: i for i, s in enumerate(sections)}).to_numpy(np.int64)
+    value = (part["bytes"] / part["bytes"].max()).to_numpy(np.float64)
+    t = ((part["chunk"] + 1) * WORLDCUP_CHUNK_MS).to_numpy(np.int64)
+    return part["client"].to_numpy(np.int64), stream, value, t, sections
