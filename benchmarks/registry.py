@@ -88,7 +88,7 @@ def sap_cases(quick: bool) -> list[Case]:
     cases = []
     if quick:
         for workload in ("time-u", "time-r"):
-            n, k, s = 10_000, 10, 100
+            n, k, s = 10_000, 10, 1_000        # C_nw = 10 keeps PreTopK's fill short
             cases.append(Case("sap", "default", workload, n, k, s))
             cases += [Case("sap", "k", workload, n, kk, s) for kk in (10, 100)]
             cases += [Case("sap", "s", workload, n, k, ss) for ss in (100, 1_000)]
@@ -118,7 +118,7 @@ def sao_cases(quick: bool) -> list[Case]:
     def case(sweep, workload="drifting-gaussian", n=None, k=10, d=3, memory=None, layers=4,
              allocation=None, options=(("drift", 0.0),)):
         n = n or (20_000 if quick else 100_000)
-        memory = memory or n // 2_000           # M/W = 0.05%, the paper's headline point
+        memory = memory or max(50, n // 2_000)  # M/W = 0.05%, the paper's headline point (M >= 50)
         params = (("memory", memory), ("layers", layers))
         if allocation:
             params += (("allocation", allocation),)
