@@ -89,6 +89,12 @@ def _describe(runs, reference=None, exact_answers=None) -> dict:
 
 def run_case(case: Case, quick: bool, log=print) -> list[dict]:
     """Every algorithm of the case's stream model, with both baselines; one row each."""
+    registered = {info.name: info for info in engine.available()}
+    oracle_name = "oracle" if case.stream == "single" else "oracle-incomplete"
+    others = [info.name for info in algorithms(case.stream, case.family) if info.name != oracle_name]
+    if oracle_name not in registered or (case.family == "sao" and not others):
+        log(f"  skip {case.label}: no {oracle_name if oracle_name not in registered else 'index'} registered")
+        return []
     cfg = settings(quick)
     query = case.query()
     data, trace_rows = stream_for(case, quick, timed_rows(case))
@@ -96,12 +102,6 @@ def run_case(case: Case, quick: bool, log=print) -> list[dict]:
     warmup = case.n // case.s
     if len(batches) <= warmup:
         log(f"  skip {case.label}: the stream holds only {len(batches)} slides")
-        return []
-    registered = {info.name: info for info in engine.available()}
-    oracle_name = "oracle" if case.stream == "single" else "oracle-incomplete"
-    others = [info.name for info in algorithms(case.stream, case.family) if info.name != oracle_name]
-    if oracle_name not in registered or (case.family == "sao" and not others):
-        log(f"  skip {case.label}: no {oracle_name if oracle_name not in registered else 'index'} registered")
         return []
     names = [oracle_name] + ([SQL] if case.family != "sao" else []) + others
     rows, found, reference = [], {}, None

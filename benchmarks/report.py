@@ -304,6 +304,120 @@ def shape_md(frame: pd.DataFrame, paper: dict, workload: str) -> str:
     return "\n".join(lines)
 
 
+
+def harmonic(c: int) -> float:
+    return float(np.sum(1.0 / np.arange(1, int(c) + 1)))
+
+
+def sap_variants_md(part: pd.DataFrame, workload: str, paper: dict) -> str:
+    """Our SAP variants' time relative to ``sap`` beside the paper's Table 3 (seconds ratios)."""
+    variants = ("sap-dynamic", "sap-equal")
+    rows = ok(part[part["algorithm"].isin(("sap",) + variants)])
+    if rows.empty or "sap" not in set(rows["algorithm"]):
+        return ""
+    table3 = paper["papers"]["sap"]["table3_seconds_variants"].get(PAPER_NAMES.get(workload, ""), {})
+    lines = ["| case | " + " | ".join(f"{v} time / sap time, ours" for v in variants)
+             + " | paper (Table 3, same k or s/n column) |", "|---|---|---|---|"]
+    for case, group in rows.groupby("case", sort=False):
+        speed = group.set_index("algorithm")["objects_per_s"]
+        ours = [fmt(speed["sap"] / speed[v], 2) if v in speed else "" for v in variants]
+        first = group.iloc[0]
+        published = []
+        for column, key in (("k", first["k"]), ("s_pct_of_n", round(100 * first["s"] / first["n"], 4))):
+            values = table3.get("sap", {}).get(column)
+            cols = paper["papers"]["sap"]["table3_seconds_variants"]["columns"][column]
+            if values and key in cols:
+                i = cols.index(key)
+                published.append(f"{column}={fmt(key)}: " + ", ".join(
+                    f"{v} {fmt(table3[v][column][i] / values[i], 2)}" for v in variants))
+        lines.append(f"| {case} | " + " | ".join(ours) + " | " + "; ".join(published) + " |")
+    return "\n".join(lines)
+
+
+def mintopk_model_md(part: pd.DataFrame, paper: dict) -> str:
+    """MinTopK's list size against k·H(C_nw), ours and the paper's (TIME-U, Table 6)."""
+    lines = ["| source | k | C_nw | MinTopK candidates | k·H(C_nw) | measured / model |", "|---|---|---|---|---|---|"]
+    table6 = paper["papers"]["sap"]["table6_candidates"]
+    columns, published = table6["columns"], table6["TIME-U"]["mintopk"]
+    for k, value in zip(columns["k"], published["k"]):              # paper default s = 0.1% n
+        lines.append(f"| paper Table 6, TIME-U | {k} | 1000 | {fmt(value)} | {fmt(k * harmonic(1000))} | "
+                     f"{fmt(value / (k * harmonic(1000)), 2)} |")
+    for pct, value in zip(columns["s_pct_of_n"], published["s_pct_of_n"]):   # paper default k = 100
+        cnw = round(100 / pct)
+        lines.append(f"| paper Table 6, TIME-U | 100 | {cnw} | {fmt(value)} | {fmt(100 * harmonic(cnw))} | "
+                     f"{fmt(value / (100 * harmonic(cnw)), 2)} |")
+    ours = ok(part[part["algorithm"] == "mintopk"])
+    for _, row in ours.iterrows():
+        model = row["k"] * harmonic(row["cnw"])
+        lines.append(f"| ours, {row['case']} | {row['k']} | {row['cnw']} | {fmt(row['avg_candidates'])} | "
+                     f"{fmt(model)} | {fmt(row['avg_candidates'] / model, 2)} |")
+    return "\n".join(lines)
+
+
+def single_differences(data: pd.DataFrame, paper: dict) -> str:
+    """What differs from the SAP and MinTopK papers, stated from the measurements."""
+    out = ["### What differs from the papers, and why\n"]
+    data = ok(data)
+    mt = data[(data["algorithm"] == "mintopk") & (data["workload"] == "time-u")]
+    table6 = paper["papers"]["sap"]["table6_candidates"]
+    cols, tu = table6["columns"], table6["TIME-U"]["mintopk"]
+    model = [k * harmonic(1000) for k in cols["k"]] + [100 * harmonic(round(100 / p)) for p in cols["s_pct_of_n"]]
+    published = np.array(tu["k"] + tu["s_pct_of_n"], float) / np.array(model)
+    if len(mt):
+        ratio = mt["avg_candidates"] / [k * harmonic(c) for k, c in zip(mt["k"], mt["cnw"])]
+        out.append(f"- **Absolute candidate counts.** On i.i.d. scores MinTopK keeps k·H(C_nw) objects: our TIME-U "
+                   f"runs measure {fmt(ratio.min(), 2)}-{fmt(ratio.max(), 2)} of that model, the paper's own TIME-U "
+                   f"column {fmt(published.min(), 2)}-{fmt(published.max(), 2)} of it (table above). Our counts differ from Table 6 because our C_nw = n/s "
+                   f"({', '.join(sorted({fmt(c) for c in data['cnw']}))}) differs from the paper's (1000 at its "
+                   "default s = 0.1% n), not because the algorithm keeps a different set.")
+    for workload in ("time-u", "time-r", "stock", "taxi"):
+        part = data[data["workload"] == workload]
+        pivot = part.pivot_table(index="case", columns="algorithm", values="avg_candidates", aggfunc="first")
+        name = PAPER_NAMES[workload]
+        sizes = table6.get(name)
+        if {"kskyband", "mintopk"} <= set(pivot.columns) and sizes:
+            ours = (pivot["kskyband"] / pivot["mintopk"]).dropna()
+            theirs = np.array(sizes["kskyband"]["k"] + sizes["kskyband"]["s_pct_of_n"], float) / np.array(
+                sizes["mintopk"]["k"] + sizes["mintopk"]["s_pct_of_n"], float)
+            out.append(f"- **{name}: k-skyband / MinTopK candidates** ours {fmt(ours.min(), 2)}-{fmt(ours.max(), 2)} "
+                       f"(median {fmt(ours.median(), 2)}), paper {fmt(theirs.min(), 2)}-{fmt(theirs.max(), 2)} "
+                       f"(median {fmt(float(np.median(theirs)), 2)}).")
+    u = data[(data["workload"] == "time-u") & (data["algorithm"] == "mintopk")].set_index(["n", "k", "s"])["avg_candidates"]
+    r = data[(data["workload"] == "time-r") & (data["algorithm"] == "mintopk")].set_index(["n", "k", "s"])["avg_candidates"]
+    shared = u.index.intersection(r.index)
+    if len(shared):
+        ratio = (r[shared] / u[shared])
+        tr = table6["TIME-R"]["mintopk"]
+        theirs = np.array(tr["k"] + tr["s_pct_of_n"], float) / np.array(tu["k"] + tu["s_pct_of_n"], float)
+        out.append(f"- **TIME-R against TIME-U.** The paper's MinTopK keeps {fmt(theirs.min(), 2)}-{fmt(theirs.max(), 2)}x "
+                   "more on TIME-R than on TIME-U "
+                   f"(Table 6) and its k-skyband 17,258 at every s: its windows lie on long monotone stretches of "
+                   f"`sin(pi t / 10^6)`. Ours keep {fmt(ratio.min(), 2)}-{fmt(ratio.max(), 2)}x: we scale the "
+                   "period to 10 n and keep the paper's unit noise, which breaks monotonicity inside a window, "
+                   "so the decreasing trend inflates the candidate sets less than in the paper.")
+    pivot = data.pivot_table(index="case", columns="algorithm", values="objects_per_s", aggfunc="first")
+    if {"sap", "mintopk"} <= set(pivot.columns):
+        ratio = (pivot["sap"] / pivot["mintopk"]).dropna()
+        out.append(f"- **SAP against MinTopK (Fig. 9).** The paper: SAP takes 17% of MinTopK's time (5.9x "
+                   f"throughput) on its real sets, about 70% under high-speed streams (Table 5). Ours: SAP's "
+                   f"objects/s is {fmt(ratio.min(), 2)}-{fmt(ratio.max(), 2)}x MinTopK's (median "
+                   f"{fmt(ratio.median(), 2)}) over {len(ratio)} cases.")
+    else:
+        out.append("- **SAP against MinTopK (Fig. 9, Tables 3, 5-9).** `sap` is not registered at this commit, so "
+                   "the SAP columns are empty; they fill in with no change to the harness once it lands.")
+    mem = data[data["algorithm"].isin(["mintopk", "kskyband", "pretopk"])].dropna(subset=["bytes", "measured_bytes"])
+    if len(mem):
+        ratio = mem.groupby("algorithm").apply(lambda g: float((g["measured_bytes"] / g["bytes"]).median()),
+                                               include_groups=False)
+        out.append("- **Memory.** The paper's KB (Table 8) are C++ structure sizes, close to our cost model "
+                   "`bytes`; the measured size of our Python structures is " + ", ".join(
+                       f"{a} {fmt(v, 2)}x" for a, v in ratio.items()) + " the model (median over cases).")
+    out.append("- **Time.** The papers time C++ over whole data sets (seconds); we time a Python engine per "
+               "object after a warm-up window (CPU seconds, median of several runs). Only ratios measured in "
+               "the same process are compared with the papers' ratios.")
+    return "\n".join(out) + "\n"
+
+
 def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
     out = ["## Single stream: MinTopK (paper 002) and SAP (paper 001) against their competitors\n",
            "Every registered single-stream algorithm on the same slides, with the two baselines a user "
@@ -381,15 +495,13 @@ def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
         if shape:
             out.append("\n**Shape against the paper** (candidate ratios per case):\n\n" + shape)
         if workload == "time-u":
-            expected = part[part["algorithm"] == "mintopk"][["case", "k", "cnw", "avg_candidates"]].copy()
-            if len(expected):
-                expected["k_H_cnw"] = [k * sum(1 / i for i in range(1, int(c) + 1))
-                                       for k, c in zip(expected["k"], expected["cnw"])]
-                expected["ratio"] = expected["avg_candidates"] / expected["k_H_cnw"]
-                out.append("\n**MinTopK list size against k·H(C_nw)** (ALGORITHMS.md section 1, i.i.d. scores):\n\n"
-                           + md_table(expected, ["case", "avg_candidates", "k_H_cnw", "ratio"],
-                                      ["case", "MinTopK candidates", "k·H(C_nw)", "measured/expected"]))
+            out.append("\n**MinTopK list size against k·H(C_nw)** (ALGORITHMS.md section 1, i.i.d. scores), the "
+                       "paper's TIME-U column and ours:\n\n" + mintopk_model_md(part, paper))
+        variants = sap_variants_md(part, workload, paper)
+        if variants:
+            out.append("\n**SAP partition variants** (paper Table 3: enhanced dynamic fastest):\n\n" + variants)
         out.append("")
+    out.append(single_differences(data, paper))
     errors = data[data["status"] != "ok"]
     if len(errors):
         out.append("**Runs that did not complete:**\n\n" + md_table(errors, ["case", "algorithm", "status"]) + "\n")
@@ -397,6 +509,38 @@ def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
 
 
 # --------------------------------------------------------------------------- SAO
+
+
+def trend(rows: pd.DataFrame, x: str, y: str) -> str:
+    """``rises``, ``falls``, ``flat`` (within 5%) or ``mixed`` for ``y`` along sorted ``x``."""
+    values = rows.dropna(subset=[x, y]).sort_values(x)[y].to_numpy(float)
+    if len(values) < 2:
+        return "n/a"
+    steps = np.diff(values)
+    scale = max(float(np.max(np.abs(values))), 1e-12)
+    if np.all(np.abs(steps) <= 0.05 * scale):
+        return "flat"
+    if np.all(steps >= -0.05 * scale):
+        return "rises"
+    if np.all(steps <= 0.05 * scale):
+        return "falls"
+    return "mixed"
+
+
+def shape_checks(checks: list[tuple[str, pd.DataFrame, str, str, str]]) -> str:
+    """Rows ``(what, rows, x, y, the paper's trend)`` as a table: ours against the paper's direction."""
+    lines = ["| what | paper | ours | values (ours, by x) |", "|---|---|---|---|"]
+    for what, rows, x, y, expected in checks:
+        if rows.empty or x not in rows or y not in rows:
+            continue
+        ours = trend(rows, x, y)
+        if ours == "n/a":
+            continue
+        values = ", ".join(f"{fmt(a)}: {fmt(b)}" for a, b in rows.sort_values(x)[[x, y]].itertuples(index=False))
+        mark = "same" if ours == expected else "differs"
+        lines.append(f"| {what} | {expected} | {ours} ({mark}) | {values} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
 
 SAO_SWEEPS = (("memory", "m_over_w_pct", "M/W %"), ("layers", "param_layers", "L"), ("k", "k", "K"),
               ("d", "d", "d"), ("allocation", "param_allocation", "allocation"), ("drift", "opt_drift", "D"),
@@ -433,6 +577,36 @@ def sao_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
                              var_name="algorithm", value_name="error")
             out.append(plots.save(line_chart(long, column, "error", f"SAO error vs {label}", log_x=sweep == "memory",
                                              log_y=False, x_title=label), f"sao-error-{sweep}", f"error vs {label}"))
+    index = ok(data[data["algorithm"] != "oracle"])
+    checks = [(f"{a}: {m} vs {label}", sweep_rows(index[index["algorithm"] == a], sweep), column, m, expected)
+              for a in index["algorithm"].drop_duplicates()
+              for sweep, column, label, m, expected in (
+                  ("memory", "m_over_w_pct", "M/W", "avg_error", "falls"),
+                  ("memory", "m_over_w_pct", "M/W", "filtering_ratio", "rises"),
+                  ("layers", "param_layers", "L", "avg_error", "falls"),
+                  ("layers", "param_layers", "L", "objects_per_s", "falls"),
+                  ("k", "k", "K", "avg_error", "rises"),
+                  ("d", "d", "d", "avg_error", "rises"),
+                  ("d", "d", "d", "objects_per_s", "falls"),
+                  ("drift", "opt_drift", "D", "max_error", "rises"),
+                  ("drift", "opt_drift", "D", "objects_per_s", "falls"))]
+    table = shape_checks(checks)
+    out.append("\n### What differs from the paper, and why\n")
+    if table:
+        out.append("Direction of every trend the paper reports, ours beside it:\n\n" + table + "\n")
+    target = index[index["n"] == index["n"].max()]
+    if len(target):
+        row = target.iloc[0]
+        out.append(f"- At our largest window (W = {fmt(row['n'])}, M = {fmt(row.get('param_memory'))}): filtering "
+                   f"{fmt(row.get('filtering_ratio'))} (paper 0.998), avg error {fmt(row.get('avg_error'))} (paper "
+                   f"0.005), max error {fmt(row.get('max_error'))} (paper 0.03), {fmt(row.get('objects_per_s'))} "
+                   f"tuples/s (paper over 100k), median query {fmt(row.get('query_ms_median'))} ms (paper under 0.02).")
+    out.append("- **Data.** The paper's real set (UC data mining competition 2005) is not available here; every sweep "
+               "runs on the drifting Gaussian (D = 0), on which the paper repeated its M/W experiment (Figs. 11-13) "
+               "with the same conclusions, and the skew and drift sweeps on the paper's own synthetic sets.")
+    out.append("- **Scale.** W = 100,000 instead of 10^6 keeps a sweep within minutes in Python; M/W is kept, so "
+               "the index holds 10x fewer tuples than the paper's at the same ratio. The full run adds the paper's "
+               "own point W = 10^6, M = 500 (the issue's target).")
     head = sao["headline"]
     out.append(f"\nPaper headline at M/W = {head['M_over_W_pct']}%: filtering {head['filtering_ratio']}, avg error "
                f"{head['avg_error']}, max error {head['max_error']}, over {fmt(head['tuples_per_s_at_least'])} tuples/s, "
@@ -495,6 +669,32 @@ def incomplete_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
                     out.append(plots.save(line_chart(part, column, "precision", f"precision vs {label}", log_x=False,
                                                      log_y=False, x_title=label),
                                           f"incomplete-precision-{sweep}", f"precision vs {label}"))
+        synthetic, cup = ok(data[data["workload"] == "correlated"]), ok(data[data["workload"] == "worldcup"])
+        def of(frame, algorithm, **fixed):
+            rows = frame[frame["algorithm"] == algorithm]
+            for key, value in fixed.items():
+                rows = rows[rows[key] == value] if key in rows else rows.iloc[0:0]
+            return rows
+        checks = [("approx precision vs k", of(synthetic, "approx", n=1000, d=3, opt_xi=0.5), "k", "precision", "rises"),
+                  ("EAA retained vs k", of(synthetic, "eaa", n=1000, d=3, opt_xi=0.5), "k", "avg_retained", "rises"),
+                  ("approx retained vs k", of(synthetic, "approx", n=1000, d=3, opt_xi=0.5), "k", "avg_retained", "rises"),
+                  ("EAA retained vs streams", of(synthetic, "eaa", n=1000, k=10, opt_xi=0.5), "d", "avg_retained", "rises"),
+                  ("approx retained vs streams", of(synthetic, "approx", n=1000, k=10, opt_xi=0.5), "d", "avg_retained", "rises"),
+                  ("EAA retained vs ξ (2 streams)", of(synthetic, "eaa", n=1000, d=2), "opt_xi", "avg_retained", "falls"),
+                  ("approx precision vs ξ (2 streams)", of(synthetic, "approx", n=1000, d=2), "opt_xi", "precision", "rises"),
+                  ("EAA retained vs W", of(synthetic, "eaa", k=10, d=3, opt_xi=0.5), "n", "avg_retained", "rises"),
+                  ("approx precision vs W", of(synthetic, "approx", k=10, d=3, opt_xi=0.5), "n", "precision", "flat"),
+                  ("World Cup EAA retained vs W", of(cup, "eaa", d=2, k=20), "n", "avg_retained", "rises"),
+                  ("World Cup approx retained vs W", of(cup, "approx", d=2, k=20), "n", "avg_retained", "flat")]
+        table = shape_checks(checks)
+        out.append("\n### What differs from the paper, and why\n")
+        if table:
+            out.append("Direction of every trend the paper reports, ours beside it:\n\n" + table + "\n")
+        out.append("- **Slides.** The paper answers after every tuple; we answer every W/100 tuples, so retained "
+                   "sizes and precision are averages over fewer, coarser answers.")
+        out.append("- **World Cup streams.** The paper's streams are the site's servers; the shipped sample has no "
+                   "server field, so our streams are the busiest site sections. Values are bytes per 5 s chunk "
+                   "normalised by the largest chunk, a heavy-tailed distribution unlike the synthetic uniform one.")
         rest = data[~data["sweep"].fillna("").str.contains("xi")]
         out.append("\n**Every incomplete-stream case:**\n\n" + md_table(rest, columns))
     return "\n".join(out) + "\n"

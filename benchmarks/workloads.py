@@ -146,13 +146,16 @@ WORLDCUP_CHUNK_MS = 5_000      # the paper's delta t
 
 @functools.cache
 def worldcup_table():
-    """Per (client, site section, 5 s chunk): bytes served; sorted by chunk end.
+    """Per (client, site section, 5 s chunk): bytes served; sorted by chunk end (cached on disk).
 
     Local loader used until ``pipelines.worldcup`` is available: site section = first URL
     segment (the sample has no server field), one tuple per client, section and chunk, value
     = bytes of the chunk / the largest such total (so in [0, 1]), ``t`` = chunk end in ms.
     """
     path = SHARED / "worldcup" / "wc_day6_1_sample.tar.bz2"
+    cached = CACHE / f"worldcup-chunks-{WORLDCUP_CHUNK_MS}.parquet"
+    if cached.exists() and cached.stat().st_mtime >= path.stat().st_mtime:
+        return pd.read_parquet(cached)
     with tarfile.open(path) as archive:
         member = next(m for m in archive.getmembers() if m.name.endswith(".csv"))
         raw = archive.extractfile(member).read()
@@ -166,6 +169,10 @@ def worldcup_table():
     grouped = (pd.DataFrame({"client": frame["client"].to_numpy(), "section": section.to_numpy(),
                              "chunk": (ms // WORLDCUP_CHUNK_MS).to_numpy(), "bytes": frame["size"].to_numpy()})
                .groupby(["chunk", "client", "section"], as_index=False)["bytes"].sum())
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(".tmp")
+    grouped.to_parquet(tmp)
+    tmp.replace(cached)
     return grouped
 
 
