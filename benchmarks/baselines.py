@@ -56,11 +56,10 @@ class DuckDBWindow:
         self._sql = (f"SELECT id, seq, {score} AS score FROM stream WHERE {key} >= $lo AND {key} < $hi "
                      f"ORDER BY score DESC, seq DESC LIMIT {query.k}")
         self._end: int | None = None
-        self._rows = 0
+        self._total = len(ids)
 
     def process(self, batch) -> None:
         self._end = batch.end
-        self._rows += len(batch)
 
     def topk(self) -> engine.Answer:
         lo = self._end - self.q.window
@@ -70,8 +69,14 @@ class DuckDBWindow:
 
     def stats(self) -> dict:
         # The table holds the whole stream; the window is what the query reads.
-        window = min(self._rows, self.q.window) if self.q.kind == "count" else None
-        return {"candidates": window, "retained": self._rows, "bytes": None, "measured_bytes": None}
+        return {"candidates": self._window_rows(), "retained": self._total, "bytes": None, "measured_bytes": None}
+
+    def _window_rows(self) -> int:
+        if self._end is None:
+            return 0
+        key = self.q.expiry_key
+        return int(self._con.execute(f"SELECT count(*) FROM stream WHERE {key} >= $lo AND {key} < $hi",
+                                     {"lo": self._end - self.q.window, "hi": self._end}).fetchone()[0])
 
     _stats = stats
 
@@ -99,4 +104,4 @@ class DuckDBAttributeWindow(DuckDBWindow):
                      f"FROM stream WHERE {key} >= $lo AND {key} < $hi GROUP BY id "
                      f"ORDER BY score DESC, seq DESC LIMIT {query.k}")
         self._end = None
-        self._rows = 0
+        self._total = len(ids)

@@ -166,8 +166,8 @@ def measure_runs(factory: Callable[[], object], batches: list, warmup: int, *, r
             spent += time.process_time() - start
             answers.append(answer)
             light = _light_stats(alg)
-            candidates.append(int(light.get("candidates", 0)))
-            retained.append(int(light.get("retained", 0)))
+            candidates.append(light.get("candidates") or 0)
+            retained.append(light.get("retained") or 0)
             slides += 1
             if slides >= min_slides and spent >= budget / 3:   # tracing slows Python ~3x
                 break

@@ -49,7 +49,7 @@ def stream_for(case: Case, quick: bool, budget_rows: int):
         return (ids, stream, value, np.arange(len(ids), dtype=np.int64)), len(ids)
     m = case.n + budget_rows
     data = workloads.object_stream(case.workload, m, case.n, quick, d=case.d, **dict(case.options))
-    return data, workloads.trace_length(case.workload, quick)
+    return data, workloads.trace_length(case.workload, quick, **dict(case.options))
 
 
 def timed_rows(case: Case) -> int:

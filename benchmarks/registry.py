@@ -106,7 +106,8 @@ def sap_cases(quick: bool) -> list[Case]:
     cases.append(Case("sap", "default", "taxi", 10_000, 10, 100))
     cases += [Case("sap", "k", "taxi", 10_000, kk, 100) for kk in (10, 100)]
     cases += [Case("sap", "s", "taxi", 10_000, 10, ss) for ss in (10, 100, 1_000)]
-    cases.append(Case("sap", "time-window", "stock", 60_000, 10, 1_000, kind="time"))
+    cases.append(Case("sap", "time-window", "stock", 60_000, 10, 1_000, kind="time",
+                      options=(("regular_hours", True),)))      # one minute, slides of one second
     return _unique(cases)
 
 
@@ -116,17 +117,15 @@ SAO_DEFAULT = (("memory", 50), ("layers", 4))
 def sao_cases(quick: bool) -> list[Case]:
     """Error, filtering and throughput vs M/W, L, K, d and allocation (SAO paper Figs. 8-24)."""
     def case(sweep, workload="drifting-gaussian", n=None, k=10, d=3, memory=None, layers=4,
-             allocation=None, options=(("drift", 0.0),)):
+             allocation="dynamic-errmin", options=(("drift", 0.0),)):
         n = n or (20_000 if quick else 100_000)
         memory = memory or max(50, n // 2_000)  # M/W = 0.05%, the paper's headline point (M >= 50)
-        params = (("memory", memory), ("layers", layers))
-        if allocation:
-            params += (("allocation", allocation),)
+        params = (("memory", memory), ("layers", layers), ("allocation", allocation))
         return Case("sao", sweep, workload, n, k, n // 100, d=d, options=options, params=params)
 
     if quick:
-        return [case("default"), case("allocation", allocation="static-uniform"),
-                case("drift", options=(("drift", 1.0),))]
+        return _unique([case("default"), case("allocation"), case("allocation", allocation="static-uniform"),
+                        case("drift"), case("drift", options=(("drift", 1.0),))])
     n = 100_000
     cases = [case("default"), case("target", n=1_000_000, memory=500)]   # issue 7's target point
     cases += [case("memory", memory=round(n * f)) for f in (0.0005, 0.001, 0.0025, 0.005)]
@@ -150,7 +149,8 @@ def incomplete_cases(quick: bool) -> list[Case]:
         return Case("incomplete", sweep, "worldcup", n, k, max(1, n // 100), d=streams)
 
     if quick:
-        return [synthetic("default"), synthetic("k", k=100), synthetic("xi", xi=0.9), worldcup("default")]
+        return _unique([synthetic("default"), synthetic("k"), synthetic("k", k=100), synthetic("xi"),
+                        synthetic("xi", xi=0.9), worldcup("default")])
     cases = [synthetic("default")]
     cases += [synthetic("streams", streams=d) for d in (2, 3, 4, 6)]
     cases += [synthetic("k", k=kk) for kk in (10, 20, 50, 100)]

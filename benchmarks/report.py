@@ -127,12 +127,16 @@ def ok(frame: pd.DataFrame) -> pd.DataFrame:
 def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> dict:
     """Measured value, verdict and the data-driven reason for one target of the issues."""
     out = {"issue": target["issue"], "target": target["text"], "measured": "", "verdict": "not measured", "why": ""}
-    rows = grid
-    for key, value in target["where"].items():
-        if key not in rows:
-            rows = rows.iloc[0:0]
+    alternatives = target["where"] if isinstance(target["where"], list) else [target["where"]]
+    for where in alternatives:            # the first place that holds the case: the grid, then a module
+        rows = grid
+        for key, value in where.items():
+            if key not in rows:
+                rows = rows.iloc[0:0]
+                break
+            rows = sweep_rows(rows, value) if key == "sweep" else rows[rows[key] == value]
+        if len(rows):
             break
-        rows = sweep_rows(rows, value) if key == "sweep" else rows[rows[key] == value]
     wanted = [target["algorithm"]] if "algorithm" in target else target.get("order", [])
     missing = [name for name in wanted + ([target["relative_to"]] if "relative_to" in target else [])
                if name not in registered]
@@ -199,6 +203,12 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
         for key in ("avg_candidates", "vs_oracle", "precision"):
             if key in row and not pd.isna(row[key]) and key != metric:
                 context.append(f"{key} {fmt(row[key])}")
+        if metric in ("vs_oracle", "objects_per_s"):
+            oracle = ok(rows[rows["algorithm"] == "oracle"])
+            context.append(f"{target['algorithm']} {fmt(row.get('objects_per_s'))} objects/s"
+                           + (f", oracle {fmt(oracle['objects_per_s'].iloc[0])}" if len(oracle) else ""))
+            if "load_1m" in row and not pd.isna(row["load_1m"]):
+                context.append(f"load average {fmt(row['load_1m'])} on {fmt(row.get('cores'))} cores during the run")
     out["why"] = "; ".join(context)
     return out
 
@@ -577,6 +587,12 @@ def sao_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
                              var_name="algorithm", value_name="error")
             out.append(plots.save(line_chart(long, column, "error", f"SAO error vs {label}", log_x=sweep == "memory",
                                              log_y=False, x_title=label), f"sao-error-{sweep}", f"error vs {label}"))
+            out.append(plots.save(line_chart(part, column, "filtering_ratio", f"filtering ratio vs {label}",
+                                             log_x=sweep == "memory", log_y=False, x_title=label),
+                                  f"sao-filtering-{sweep}", f"filtering vs {label}"))
+            out.append(plots.save(line_chart(part, column, "objects_per_s", f"throughput vs {label}",
+                                             log_x=sweep == "memory", x_title=label, y_title="tuples/s"),
+                                  f"sao-throughput-{sweep}", f"throughput vs {label}"))
     index = ok(data[data["algorithm"] != "oracle"])
     checks = [(f"{a}: {m} vs {label}", sweep_rows(index[index["algorithm"] == a], sweep), column, m, expected)
               for a in index["algorithm"].drop_duplicates()
@@ -657,11 +673,12 @@ def incomplete_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
     if len(data):
         columns = ["case", "algorithm", "avg_retained", "precision", "abs_error", "objects_per_s", "vs_oracle",
                    "vs_sql", "measured_bytes", "status"]
-        for sweep, column, label in (("xi", "opt_xi", "ξ"), ("n", "n", "W")):
+        for sweep, column, label in (("xi", "opt_xi", "ξ"), ("n", "n", "W"), ("k", "k", "k"), ("streams", "d", "streams")):
             rows = sweep_rows(data[data["workload"] == "correlated"], sweep)
             if len(rows) and column in rows:
-                out.append(f"\n**Synthetic, {label} sweep** (paper Fig. 5):\n\n" + md_table(rows.sort_values(column),
-                                                                                       columns))
+                if sweep in ("xi", "n"):
+                    out.append(f"\n**Synthetic, {label} sweep** (paper Fig. 5):\n\n"
+                               + md_table(rows.sort_values(column), columns))
                 part = ok(rows)
                 if part[column].nunique() > 1:
                     out.append(plots.save(line_chart(part, column, "avg_retained", f"retained vs {label}", log_x=False,
@@ -745,7 +762,7 @@ def header(frames: dict[str, pd.DataFrame]) -> str:
         "",
         "| run | when (UTC) | commit | machine | Python | load average (1 min) at start / end | total |",
         "|---|---|---|---|---|---|---|",
-        f"| {first.get('run_id')} | {first.get('when')} | `{str(first.get('commit'))[:12]}` | "
+        f"| {first.get('run_id')} | {first.get('when')} | `{str(first.get('commit'))[:12]}{'+dirty' if str(first.get('commit')).endswith('+dirty') else ''}` | "
         f"{first.get('cores')} x {first.get('cpu_model')} | {first.get('python')} | "
         f"{fmt(first.get('load_1m'))} / {fmt(first.get('load_1m_end'))} on {first.get('cores')} cores | "
         f"{fmt(first.get('total_seconds'))} s |",
@@ -807,8 +824,9 @@ def main(argv=None) -> pathlib.Path:
     grid_frames = [f for name, f in frames.items() if name.startswith("grid-")]
     grid = pd.concat(grid_frames, ignore_index=True) if grid_frames else pd.DataFrame(
         columns=["family", "workload", "algorithm", "status", "quick", "sweep"])
+    everything = pd.concat(frames.values(), ignore_index=True)
     plots = Plots(args.out.parent / PLOTS.name, args.out.parent)
-    parts = [header(frames), targets_section(paper, grid), single_section(grid, paper, plots),
+    parts = [header(frames), targets_section(paper, everything), single_section(grid, paper, plots),
              sao_section(grid, paper, plots), incomplete_section(grid, paper, plots), modules_section(frames), METHODS,
              f"*Report written {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.*\n"]
     args.out.parent.mkdir(parents=True, exist_ok=True)

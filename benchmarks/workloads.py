@@ -42,12 +42,16 @@ def stock_files(quick: bool) -> list[pathlib.Path]:
     return shared
 
 
+REGULAR_HOURS_MS = (9 * 3_600_000 + 30 * 60_000, 16 * 3_600_000)
+
+
 @functools.cache
-def stock(quick: bool = False):
+def stock(quick: bool = False, regular_hours: bool = False):
     """Trades in time order; one feature, the notional (price in dollars x size in shares).
 
     Suspicious trades (flag 1) are left out, as the ingest does.  ``t`` is milliseconds from
     the first day's midnight (days follow each other), ``ids`` unique across files.
+    ``regular_hours`` keeps 9:30-16:00 only (dense time windows; pre-market is sparse).
     """
     frames = []
     for path in stock_files(quick):
@@ -56,6 +60,8 @@ def stock(quick: bool = False):
         frame = pd.read_csv(io.BytesIO(raw), header=None, usecols=[0, 1, 2, 5],
                             names=["time_ms", "price", "size", "suspicious"])
         frame = frame[frame["suspicious"] == 0]
+        if regular_hours:
+            frame = frame[frame["time_ms"].between(*REGULAR_HOURS_MS, inclusive="left")]
         day = pd.Timestamp(path.name.split("_")[1]).value // 1_000_000
         frame = frame.assign(t=day + frame["time_ms"].astype(np.int64),
                              notional=frame["price"] / 10_000.0 * frame["size"])
@@ -103,7 +109,7 @@ def object_stream(name: str, m: int, window: int, quick: bool, d: int = 1, **opt
     if name == "time-r":
         return time_r(m, window)
     if name == "stock":
-        ids, t, x = stock(quick)
+        ids, t, x = stock(quick, **options)
         return ids[:m], t[:m], x[:m]
     if name == "taxi":
         ids, t, x = taxi()
@@ -115,10 +121,10 @@ def object_stream(name: str, m: int, window: int, quick: bool, d: int = 1, **opt
     raise ValueError(f"unknown object workload {name!r}")
 
 
-def trace_length(name: str, quick: bool) -> int | None:
+def trace_length(name: str, quick: bool, **options) -> int | None:
     """Rows in a real trace (``None`` for generated streams, which are as long as asked)."""
     if name == "stock":
-        return len(stock(quick)[0])
+        return len(stock(quick, **options)[0])
     if name == "taxi":
         return len(taxi()[0])
     return None
