@@ -137,13 +137,16 @@ def _light_stats(alg) -> dict:
 
 
 def measure_runs(factory: Callable[[], object], batches: list, warmup: int, *, repeats: int,
-                 budget: float, min_slides: int = 5, fill_limit: float = 120.0) -> Runs:
-    """Warm-up run (traced) then ``repeats`` timed runs of fresh instances from ``factory``.
+                 budget: float, min_slides: int = 5, fill_limit: float = 120.0,
+                 refill_budget: float = 60.0) -> Runs:
+    """Warm-up run (traced) then up to ``repeats`` timed runs of fresh instances from ``factory``.
 
     ``batches[:warmup]`` fill the first window untimed in every run; then slides are timed
     (``process`` + ``topk``, CPU seconds) until ``budget`` seconds (at least ``min_slides``
     slides); the timed runs process exactly as many slides as the warm-up run did.  A
-    warm-up run whose fill takes more than ``fill_limit`` CPU seconds raises :class:`TooSlow`.
+    warm-up run whose fill takes more than ``fill_limit`` CPU seconds raises :class:`TooSlow`;
+    an algorithm whose fills would take more than ``refill_budget`` seconds in all gets fewer
+    timed runs (at least one; ``Runs.objects_per_s`` has one figure per run).
     """
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
@@ -179,6 +182,8 @@ def measure_runs(factory: Callable[[], object], batches: list, warmup: int, *, r
     timed = batches[warmup:warmup + slides]
     objects = sum(len(b) for b in timed)
     rates = []
+    untraced_fill = fill / 2                 # tracemalloc roughly doubles the cost of Python code
+    repeats = max(1, min(repeats, int(refill_budget / max(untraced_fill, 1e-9))))
     for _ in range(repeats):
         alg = factory()
         for batch in batches[:warmup]:

@@ -784,8 +784,10 @@ METHODS = """## Method
   under `tracemalloc` (fills one window, then times slides up to the CPU budget; records the
   candidates and retained objects after every timed slide, every answer, `stats()` at the end and
   the peak traced memory), then R timed runs of fresh instances over the same slides (quick: 3 runs,
-  0.15 s budget; full: 5 runs, 1 s). Reported: the median objects/s and the spread (max − min) /
-  median of the timed runs.
+  0.15 s budget; full: 5 runs, 1 s; fewer runs, column `runs`, for an algorithm whose window fills
+  would exceed 5 s / 60 s of CPU; a traced fill over 10 s / 90 s skips the algorithm for that case,
+  with the reason in `status`). Reported: the median objects/s and the spread (max − min) / median
+  of the timed runs.
 - **Baselines.** `oracle`: the engine's brute force (numpy window buffer, `argpartition` per
   slide). `duckdb-sql`: the stream in an in-memory DuckDB table (loaded before timing, the load
   time is in `load_seconds`), one query per slide, `WHERE seq (or t) in the window ORDER BY score
