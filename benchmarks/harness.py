@@ -45,12 +45,27 @@ def stream_for(case: Case, quick: bool, budget_rows: int):
         m = case.n + budget_rows
         if case.workload == "correlated":
             options = dict(case.options)
-            return workloads.correlated(m, streams=case.d, reuse=options["xi"], memory=case.n), None
+            return workloads.correlated(m, streams=case.d, reuse=options["xi"], memory=options["memory"]), None
         ids, stream, value, t, sections = workloads.worldcup(case.d)
         return (ids, stream, value, np.arange(len(ids), dtype=np.int64)), len(ids)
     m = case.n + budget_rows
     data = workloads.object_stream(case.workload, m, case.n, quick, d=case.d, **dict(case.options))
     return data, workloads.trace_length(case.workload, quick, **dict(case.options))
+
+
+def max_occurrences(data, query) -> int:
+    """Most times one (object, stream) pair occurs within one window of an attribute stream.
+
+    EAA's ``occurrences`` parameter (paper Section 5) must bound it; the harness measures it on
+    the stream and passes it to every algorithm that takes the parameter.  Count windows
+    (rows); ``O(m log m)``.
+    """
+    ids, stream, _, _ = data
+    pairs = np.unique(np.stack([ids, stream], axis=1), axis=0, return_inverse=True)[1].ravel()
+    position = np.arange(len(ids), dtype=np.int64)
+    keys = np.sort(pairs.astype(np.int64) * (len(ids) + query.window + 1) + position)
+    inside = np.searchsorted(keys, keys + query.window, side="left") - np.arange(len(keys))
+    return int(inside.max()) if len(keys) else 1
 
 
 def timed_rows(case: Case) -> int:
@@ -105,6 +120,7 @@ def run_case(case: Case, quick: bool, log=print) -> list[dict]:
         log(f"  skip {case.label}: the stream holds only {len(batches)} slides")
         return []
     names = [oracle_name] + ([SQL] if case.family != "sao" else []) + others
+    measured = {"occurrences": max_occurrences(data, query)} if case.stream == "incomplete" else {}
     rows, found, reference = [], {}, None
     for name in names:
         row = _row(case, name, quick)
@@ -118,7 +134,7 @@ def run_case(case: Case, quick: bool, log=print) -> list[dict]:
                 row["exact"] = True
             else:
                 info = registered[name]
-                params = params_for(info, case)
+                params = {**{k: v for k, v in measured.items() if k in info.defaults}, **params_for(info, case)}
                 factory = lambda name=name, params=params: engine.create(name, query, **params)  # noqa: E731
                 row["exact"] = info.exact
                 row.update({f"param_{k}": v for k, v in params.items()})
