@@ -449,7 +449,7 @@ def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
         if part["workload"].nunique() and part[column].nunique() > 1:
             out.append(plots.save(line_chart(part, column, "objects_per_s", title, facet="workload",
                                              y_title="objects/s (median)"), f"single-throughput-{sweep}", title))
-    for sweep, column in (("k", "k"), ("s", "s")):
+    for sweep, column in (("k", "k"), ("s", "s"), ("n", "n"), ("cnw", "cnw")):
         part = ok(sweep_rows(data, sweep))
         if part[column].nunique() > 1:
             out.append(plots.save(line_chart(part, column, "avg_candidates", f"candidates vs {column}",
