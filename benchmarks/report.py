@@ -359,7 +359,7 @@ def mintopk_model_md(part: pd.DataFrame, paper: dict) -> str:
     ours = ok(part[part["algorithm"] == "mintopk"])
     for _, row in ours.iterrows():
         model = row["k"] * harmonic(row["cnw"])
-        lines.append(f"| ours, {row['case']} | {row['k']} | {row['cnw']} | {fmt(row['avg_candidates'])} | "
+        lines.append(f"| ours, {row['case']} | {int(row['k'])} | {int(row['cnw'])} | {fmt(row['avg_candidates'])} | "
                      f"{fmt(model)} | {fmt(row['avg_candidates'] / model, 2)} |")
     return "\n".join(lines)
 
@@ -741,7 +741,9 @@ def modules_section(frames: dict[str, pd.DataFrame]) -> str:
                 doc = (importlib.import_module(f"benchmarks.{module}").__doc__ or "").strip().split("\n\n")[0]
             except Exception:
                 doc = ""
-        out.append(f"### {bench} (`{module}`)\n\n{doc}\n\n" + md_table(frame, columns) + "\n")
+        took = (f" ({len(frame)} rows in {fmt(frame['module_seconds'].iloc[0])} s wall)"
+                if "module_seconds" in frame else "")
+        out.append(f"### {bench} (`{module}`){took}\n\n{doc}\n\n" + md_table(frame, columns) + "\n")
     return "\n".join(out)
 
 

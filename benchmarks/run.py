@@ -87,11 +87,13 @@ def run_modules(names: list[str], quick: bool) -> list[dict]:
         except Exception as error:  # one broken module must not lose the others' results
             traceback.print_exc()
             found = [{"bench": name.removeprefix("bench_"), "status": f"error: {type(error).__name__}: {error}"}]
+        seconds = round(time.perf_counter() - started, 1)
         for row in found:
             row["module"] = name
+            row["module_seconds"] = seconds
             row.setdefault("bench", name.removeprefix("bench_"))
             row.setdefault("status", "ok")
-        print(f"   {len(found)} rows in {time.perf_counter() - started:.1f} s", flush=True)
+        print(f"   {len(found)} rows in {seconds} s", flush=True)
         rows += found
     return rows
 
