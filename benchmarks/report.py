@@ -127,6 +127,16 @@ def ok(frame: pd.DataFrame) -> pd.DataFrame:
 def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> dict:
     """Measured value, verdict and the data-driven reason for one target of the issues."""
     out = {"issue": target["issue"], "target": target["text"], "measured": "", "verdict": "not measured", "why": ""}
+    if "module" in target and "metric" not in target:     # the module owns the figure and its table
+        rows = grid[grid["module"] == target["module"]] if "module" in grid else grid.iloc[0:0]
+        if rows.empty:
+            out["why"] = f"`{target['module']}.py` is not in this run"
+        else:
+            failed = rows[rows["status"] != "ok"] if "status" in rows else rows.iloc[0:0]
+            out["verdict"] = "see module table" if failed.empty else "module failed"
+            out["why"] = (f"{len(rows)} rows in the `{target['module']}` table below" if failed.empty
+                          else str(failed["status"].iloc[0]))
+        return out
     alternatives = target["where"] if isinstance(target["where"], list) else [target["where"]]
     for where in alternatives:            # the first place that holds the case: the grid, then a module
         rows = grid
@@ -216,6 +226,7 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
 def targets_section(paper: dict, grid: pd.DataFrame) -> str:
     registered = {info.name for info in engine.available()}
     rows = pd.DataFrame([{"id": t["id"], **evaluate_target(t, grid, registered)} for t in paper["targets"]])
+    rows = rows.sort_values("issue", kind="stable")
     counts = rows["verdict"].value_counts().to_dict()
     summary = ", ".join(f"{v} {k}" for k, v in counts.items())
     return ("## Targets of the issues\n\n"
