@@ -785,6 +785,12 @@ def header(frames: dict[str, pd.DataFrame]) -> str:
         "shared the machine during the run (it did while this project was being built by several "
         "agents at once), so treat absolute objects/s as noisy and the ratios measured in the same "
         "process as the evidence.",
+        "",
+        "Contents: [targets of the issues](#targets-of-the-issues) · "
+        "[single stream: MinTopK and SAP](#single-stream-mintopk-paper-002-and-sap-paper-001-against-their-competitors) · "
+        "[SAO index](#sao-index-paper-000-error-filtering-and-throughput-vs-mw-l-k-d) · "
+        "[incomplete streams](#incomplete-streams-paper-003-retained-size-and-precision-vs-w-k-streams-ξ) · "
+        "[algorithm-specific experiments](#algorithm-specific-experiments-benchmarksbench_py) · [method](#method)",
         ""])
 
 
