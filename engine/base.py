@@ -81,7 +81,8 @@ class Algorithm(abc.ABC):
 
     @abc.abstractmethod
     def _stats(self) -> dict[str, Any]:
-        """``candidates``, ``retained``, ``bytes`` (the cost model) and algorithm counters."""
+        """``candidates``, ``retained``, algorithm counters and, unless :meth:`footprints` is
+        declared, ``bytes`` (the cost model)."""
 
     def footprints(self) -> list[Footprint] | None:
         """The footprint of every structure held, or ``None`` (not declared: deep walk)."""
@@ -96,16 +97,16 @@ class Algorithm(abc.ABC):
         parts = self.footprints()
         if parts is not None:
             out["bytes"] = sum(part.modelled for part in parts)
-        out["measured_bytes"] = self.measured_bytes(parts)
+        out["measured_bytes"] = self.measured_bytes()
         return out
 
-    def measured_bytes(self, parts: list[Footprint] | None = None) -> int:
+    def measured_bytes(self) -> int:
         """The real size of the working structures (settings excluded).
 
         With footprints: their measured sizes plus a deep walk of the other attributes, which
         never enters the structures (``O(k)``); without: a deep walk of everything.
         """
-        parts = self.footprints() if parts is None else parts
+        parts = self.footprints()
         if parts is None:
             return deep_size(self.__dict__, exclude=(self.q, self.params))
         owners = tuple(owner for part in parts for owner in part.owners)

@@ -40,8 +40,9 @@ class Layout:
 
     ``records`` maps a record kind (``"object"``, ``"cell"``, ``"window"``, ...) to its fields,
     each a number of words or ``"d"`` (one word per feature).  Declaring a layout registers it
-    in :data:`LAYOUTS` under ``name``; names are unique, so each structure declares its layout
-    once, as a class or module constant, and every algorithm using the structure reuses it.
+    in :data:`LAYOUTS` under ``name``; a second, different layout with that name is an error, so
+    each structure declares its layout once, as a module constant, and every algorithm using
+    the structure reuses it.
 
     Examples
     --------
@@ -56,16 +57,15 @@ class Layout:
 
     name: str
     records: Mapping[str, Mapping[str, int | str]]
-    note: str = ""
 
     def __post_init__(self) -> None:
         for kind, fields in self.records.items():
             for name, words in fields.items():
                 if words != "d" and not (isinstance(words, int) and words >= 0):
                     raise ValueError(f"layout {self.name!r}: field {kind}.{name} must be a word count or 'd'")
-        if self.name in LAYOUTS:
+        if self.name in LAYOUTS and LAYOUTS[self.name] != self:
             raise ValueError(f"layout {self.name!r} is declared twice")
-        LAYOUTS[self.name] = self
+        LAYOUTS[self.name] = self  # the same declaration again: a re-imported module
 
     def words(self, kind: str, d: int = 0) -> int:
         """Words of one record of ``kind`` for ``d`` features (``O(fields)``)."""
@@ -78,15 +78,6 @@ class Layout:
         if missing or extra:
             raise ValueError(f"layout {self.name!r} counts {sorted(self.records)}, got {sorted(counts)}")
         return WORD * sum(self.words(kind, d) * int(n) for kind, n in counts.items())
-
-    def describe(self, d: int | None = None) -> str:
-        """``kind: field + field (words)`` for each kind, e.g. for docstrings and reports."""
-        parts = []
-        for kind, fields in self.records.items():
-            names = " + ".join(name if words in (1, "d") else f"{words} {name}" for name, words in fields.items())
-            total = self.words(kind, d) if d is not None else "+".join(str(w) for w in fields.values())
-            parts.append(f"{kind}: {names} ({total} words)")
-        return "; ".join(parts)
 
 
 @dataclass(frozen=True)

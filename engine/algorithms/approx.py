@@ -113,6 +113,19 @@ class Approx(EAA):
     def _check_bound(self, instance: Instance, record: Record) -> None:
         """Estimated bounds carry no invariant beyond ``current <= best``."""
 
+    def check(self) -> None:
+        super().check()
+        stamps = self._sketches.stamps
+        assert stamps.shape == (self.q.dimensions, self.params["bitmaps"], self._sketches.bits), "sketch shape"
+        if self._end is not None:
+            assert self._start == self._end - self.q.window, "sketch window start"
+            assert stamps.max() < self._end, "a sketch bit set in the future"
+        ends = [end for end, _ in self._slide_counts]
+        assert all(a < b for a, b in zip(ends, ends[1:])), "slide counters out of order"
+        assert all(end - self.q.slide >= self._start for end in ends), "slide counter outside the window"
+        assert all(len(counts) == self.q.dimensions and min(counts) >= 0 for _, counts in self._slide_counts)
+        assert all(r >= 1 for r in self._repeats), "estimated repeats below 1"
+
     def _stats(self) -> dict[str, Any]:
         out = super()._stats()
         sketch_words = self._sketches.stamps.size + self.q.dimensions * len(self._slide_counts)

@@ -353,3 +353,35 @@ def test_measured_bytes_is_within_a_quarter_of_tracemalloc(name):
     finally:
         tracemalloc.stop()
     assert 0.75 * live <= algorithm.measured_bytes() <= 1.25 * live
+
+
+def shard(batch: engine.Batch, mask: np.ndarray) -> engine.Batch:
+    """The tuples of ``batch`` selected by ``mask``, keeping their global seq and the boundary."""
+    return engine.Batch(ids=batch.ids[mask], seq=batch.seq[mask], t=batch.t[mask], x=batch.x[mask],
+                        end=batch.end, index=batch.index, stream=batch.stream[mask], value=batch.value[mask])
+
+
+@pytest.mark.parametrize("name", EXACT + ["oracle-incomplete"])
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("shards", [1, 3])
+def test_sharding_by_object_id_merges_exactly(name, kind, shards):
+    """Every shard sees its objects' tuples with their global seq; the top k of the shards'
+    answers by (score, seq) is the answer of the whole stream."""
+    ids, stream, value, t = correlated_streams(1200, streams=3, seed=8, reuse=0.6, memory=25)
+    if kind == "time":
+        t = time_stamps("bursts", len(ids), np.random.default_rng(8))
+    query = engine.Query(weights=[1.0, 2.0, 0.5], k=6, window=90, slide=15, kind=kind)
+    oracle = engine.create("oracle-incomplete", query)
+    parts = [engine.create(name, query) for _ in range(shards)]
+    for batch in engine.slides((ids, stream, np.round(value * 4) / 4, t), query):
+        oracle.process(batch)
+        answers = []
+        for number, part in enumerate(parts):
+            part.process(shard(batch, batch.ids % shards == number))
+            part.check()
+            answers.append(part.topk())
+        merged = engine.Answer.ranked(np.concatenate([a.ids for a in answers]),
+                                      np.concatenate([a.scores for a in answers]),
+                                      np.concatenate([a.seq for a in answers]), query.k)
+        assert merged.ids.tolist() == oracle.topk().ids.tolist()
+        assert merged.scores.tolist() == oracle.topk().scores.tolist()

@@ -99,6 +99,8 @@ def test_modelled_bytes_come_only_from_declared_layouts(name):
     assert algorithm.stats()["bytes"] == sum(part.modelled for part in parts)
     for part in parts:
         assert LAYOUTS[part.layout.name] is part.layout, f"{part.layout.name} is not the declared layout"
+    unaccounted = algorithm.measured_bytes() - sum(part.measured for part in parts)
+    assert 0 <= unaccounted <= 16_384 + 100 * q.k, f"{name}: {unaccounted} B outside its footprints"
 
 
 def test_each_structure_has_one_layout_wherever_it_is_used():
