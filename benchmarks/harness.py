@@ -46,8 +46,8 @@ def stream_for(case: Case, quick: bool, budget_rows: int):
         if case.workload == "correlated":
             options = dict(case.options)
             return workloads.correlated(m, streams=case.d, reuse=options["xi"], memory=options["memory"]), None
-        ids, stream, value, t, sections = workloads.worldcup(case.d)
-        return (ids, stream, value, np.arange(len(ids), dtype=np.int64)), len(ids)
+        ids, stream, value, t, _ = workloads.worldcup(case.d)
+        return (ids, stream, value, t), len(ids)
     m = case.n + budget_rows
     data = workloads.object_stream(case.workload, m, case.n, quick, d=case.d, **dict(case.options))
     return data, workloads.trace_length(case.workload, quick, **dict(case.options))

@@ -12,7 +12,7 @@ measures the engine, not the ingest.  Every loader caches its result for the pro
 | ``taxi`` | NYC yellow taxi 2019 samples, by pickup time | speed (miles per hour) |
 | ``drifting-gaussian``, ``skewed-uniform`` | SAO paper sets (d = 3) | ``w . x``, random weights |
 | ``correlated`` | incomplete-streams paper 6.1.1 generator | weighted sum over streams |
-| ``worldcup`` | 1998 World Cup log, day 6 sample: clients x site sections | weighted sum over streams |
+| ``worldcup`` | 1998 World Cup log, day 6 sample: clients x site sections (the ingest's mapping) | weighted sum over streams |
 """
 
 from __future__ import annotations
@@ -151,34 +151,48 @@ def correlated(m: int, streams: int, reuse: float, memory: int, seed: int = 0):
     return ids, stream, value, t
 
 
-WORLDCUP_CHUNK_MS = 5_000      # the paper's delta t
+try:   # the ingest's mapping (pipelines/worldcup.py), so that the benchmark replays the same streams
+    from pipelines.worldcup import DEFAULT_DELTA_T_MS as WORLDCUP_CHUNK_MS
+    from pipelines.worldcup import DEFAULT_SECTIONS as WORLDCUP_SECTIONS
+    from pipelines.worldcup import OTHER_SECTION as WORLDCUP_OTHER
+except ImportError:
+    WORLDCUP_CHUNK_MS, WORLDCUP_SECTIONS, WORLDCUP_OTHER = 5_000, ("images", "english", "french"), "other"
 
 
 @functools.cache
 def worldcup_table():
-    """Per (client, site section, 5 s chunk): bytes served; sorted by chunk end (cached on disk).
+    """Bytes per (5 s chunk, site section, client), cached on disk.
 
-    Local loader used until ``pipelines.worldcup`` is available: site section = first URL
-    segment (the sample has no server field), one tuple per client, section and chunk, value
-    = bytes of the chunk / the largest such total (so in [0, 1]), ``t`` = chunk end in ms.
+    The ingest's mapping (``pipelines/worldcup.py``, incomplete-streams paper 6.1.1 with site
+    sections for the servers the sample lacks) read without Spark: a line is
+    ``client,date,time,url...,status,size`` (a URL may hold commas), ``-`` sizes count 0
+    bytes, the section is the first URL path segment (sections outside the ingest's list go to
+    ``other``), ``chunk`` = milliseconds since the epoch // ``delta t``.
     """
     path = SHARED / "worldcup" / "wc_day6_1_sample.tar.bz2"
-    cached = CACHE / f"worldcup-chunks-{WORLDCUP_CHUNK_MS}.parquet"
+    cached = CACHE / f"worldcup-chunks-{WORLDCUP_CHUNK_MS}-{'-'.join(WORLDCUP_SECTIONS)}.parquet"
     if cached.exists() and cached.stat().st_mtime >= path.stat().st_mtime:
         return pd.read_parquet(cached)
     with tarfile.open(path) as archive:
         member = next(m for m in archive.getmembers() if m.name.endswith(".csv"))
-        raw = archive.extractfile(member).read()
-    frame = pd.read_csv(io.BytesIO(raw), header=None, names=["client", "date", "time", "url", "status", "size"],
-                        na_values=["-"], dtype={"url": str}, encoding="latin-1", on_bad_lines="skip")
-    frame = frame.dropna(subset=["size"])
-    frame = frame[frame["size"] > 0]
-    when = pd.to_datetime(frame["date"] + " " + frame["time"], format="%d/%b/%Y %H:%M:%S")
-    ms = (when - when.min()).dt.total_seconds().astype(np.int64) * 1000
-    section = frame["url"].str.extract(r"^/+([^/?]+)/", expand=False).fillna("root")
-    grouped = (pd.DataFrame({"client": frame["client"].to_numpy(), "section": section.to_numpy(),
-                             "chunk": (ms // WORLDCUP_CHUNK_MS).to_numpy(), "bytes": frame["size"].to_numpy()})
-               .groupby(["chunk", "client", "section"], as_index=False)["bytes"].sum())
+        lines = archive.extractfile(member).read().decode("latin-1").splitlines()
+    clients, stamps, urls, sizes = [], [], [], []
+    for line in lines:
+        fields = line.split(",")
+        if len(fields) < 6 or not fields[0].isdigit() or not (fields[-1] == "-" or fields[-1].isdigit()):
+            continue
+        clients.append(int(fields[0]))
+        stamps.append(f"{fields[1]} {fields[2]}")
+        urls.append(",".join(fields[3:-2]))
+        sizes.append(0 if fields[-1] == "-" else int(fields[-1]))
+    when = pd.to_datetime(pd.Series(stamps), format="%d/%b/%Y %H:%M:%S", errors="coerce", utc=True)
+    keep = when.notna().to_numpy()
+    epoch_ms = when[keep].astype("int64").to_numpy() // 1_000_000
+    section = pd.Series(urls)[keep].str.extract(r"^/*([^/?]*)", expand=False)
+    section = section.where(section.isin(WORLDCUP_SECTIONS), WORLDCUP_OTHER)
+    grouped = (pd.DataFrame({"chunk": epoch_ms // WORLDCUP_CHUNK_MS, "section": section.to_numpy(),
+                             "client": np.asarray(clients)[keep], "bytes": np.asarray(sizes)[keep]})
+               .groupby(["chunk", "section", "client"], as_index=False)["bytes"].sum())
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(".tmp")
     grouped.to_parquet(tmp)
@@ -187,11 +201,19 @@ def worldcup_table():
 
 
 def worldcup(streams: int):
-    """Attribute stream over the ``streams`` busiest site sections (by tuples)."""
+    """Attribute stream over the first ``streams`` of the ingest's streams (sections, then ``other``).
+
+    Values: chunk bytes / the largest chunk's bytes (in [0, 1]); ``t`` = chunk start (epoch
+    ms); rows ordered by ``t``, stream, client, as the ingest assigns ``seq``.
+    """
     grouped = worldcup_table()
-    sections = grouped["section"].value_counts().index[:streams].tolist()
-    part = grouped[grouped["section"].isin(sections)].sort_values(["chunk", "client", "section"], kind="stable")
-    stream = part["section"].map({s: i for i, s in enumerate(sections)}).to_numpy(np.int64)
-    value = (part["bytes"] / part["bytes"].max()).to_numpy(np.float64)
-    t = ((part["chunk"] + 1) * WORLDCUP_CHUNK_MS).to_numpy(np.int64)
-    return part["client"].to_numpy(np.int64), stream, value, t, sections
+    names = list(WORLDCUP_SECTIONS) + [WORLDCUP_OTHER]
+    if not 1 <= streams <= len(names):
+        raise ValueError(f"the World Cup sample has {len(names)} streams ({', '.join(names)}), asked for {streams}")
+    number = {name: i for i, name in enumerate(names)}
+    scale = grouped["bytes"].max()
+    part = grouped.assign(stream=grouped["section"].map(number))
+    part = part[part["stream"] < streams].sort_values(["chunk", "stream", "client"], kind="stable")
+    return (part["client"].to_numpy(np.int64), part["stream"].to_numpy(np.int64),
+            (part["bytes"] / scale).to_numpy(np.float64), (part["chunk"] * WORLDCUP_CHUNK_MS).to_numpy(np.int64),
+            names[:streams])
