@@ -40,17 +40,17 @@ def settings(quick: bool) -> dict:
 
 
 def stream_for(case: Case, quick: bool, budget_rows: int):
-    """The case's stream: one window to fill plus ``budget_rows`` rows to time."""
-    if case.stream == "incomplete":
-        m = case.n + budget_rows
-        if case.workload == "correlated":
-            options = dict(case.options)
-            return workloads.correlated(m, streams=case.d, reuse=options["xi"], memory=options["memory"]), None
+    """The case's stream (one window to fill plus ``budget_rows`` rows to time; a real trace is cut
+    to that length, the World Cup sample is replayed whole) and the trace's length (``None``
+    for generated streams)."""
+    m, options = case.n + budget_rows, dict(case.options)
+    if case.workload == "correlated":
+        return workloads.correlated(m, streams=case.d, reuse=options["xi"], memory=options["memory"]), None
+    if case.workload == "worldcup":
         ids, stream, value, t, _ = workloads.worldcup(case.d)
         return (ids, stream, value, t), len(ids)
-    m = case.n + budget_rows
-    data = workloads.object_stream(case.workload, m, case.n, quick, d=case.d, **dict(case.options))
-    return data, workloads.trace_length(case.workload, quick, **dict(case.options))
+    data = workloads.object_stream(case.workload, m, case.n, quick, d=case.d, **options)
+    return data, workloads.trace_length(case.workload, quick, **options)
 
 
 def max_occurrences(data, query) -> int:
@@ -82,7 +82,7 @@ def _row(case: Case, name: str, quick: bool) -> dict:
             **{f"opt_{k}": v for k, v in case.options}, **{f"param_{k}": v for k, v in case.params}}
 
 
-def _describe(runs, reference=None, exact_answers=None) -> dict:
+def _describe(runs, exact_answers=None) -> dict:
     out = {"objects_per_s": runs.median, "objects_per_s_min": min(runs.objects_per_s),
            "objects_per_s_max": max(runs.objects_per_s), "spread_pct": runs.spread_pct,
            "runs": len(runs.objects_per_s), "timed_slides": runs.timed_slides,
