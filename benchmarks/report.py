@@ -154,7 +154,7 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
         out["why"] = f"{', '.join(missing)} not registered at this commit"
         return out
     if rows.empty:
-        out["why"] = "case not in this run (full grid only)" if grid["quick"].any() else "case not in the results"
+        out["why"] = "case only in the full run (`make bench`)" if grid["quick"].any() else "case not in the results"
         return out
     metric = target["metric"]
     if "order" in target:
@@ -181,7 +181,7 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
             out["why"] = "no successful run"
             return out
         if mine[target["lowest_by"]].nunique() < 4:
-            out["why"] = f"only {mine[target['lowest_by']].nunique()} of the 4 strategies in this run (full grid only)"
+            out["why"] = f"only {mine[target['lowest_by']].nunique()} of the 4 strategies in this run (all four in the full run)"
             return out
         best = mine.loc[mine[metric].idxmin()]
         out["measured"] = ", ".join(f"{r[target['lowest_by']]}: {fmt(r[metric])}" for _, r in mine.iterrows())
