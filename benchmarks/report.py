@@ -837,7 +837,8 @@ METHODS = """## Method
   `engine.generators`; the World Cup sample is read by a local loader.
 - **Storage.** Every row (grid and `bench_*.py` modules) carries `run_id`, `when`, `cores`,
   `cpu_model`, `python`, `commit`, `load_1m`, and is appended to the DuckDB table `bench_results`
-  (`var/bench.duckdb`; a file of its own so a benchmark never contends for the pipelines' lock on
+  (main fields as columns, `when`, `case`, `commit` named `run_at`, `case_name`, `git_commit`; the
+  whole row in `row_json`; file `var/bench.duckdb`; a file of its own so a benchmark never contends for the pipelines' lock on
   `var/topk.duckdb`; `python -m benchmarks.run --db var/topk.duckdb` puts it there) and written as
   `benchmarks/results/<bench>.csv` (latest run) plus `latest.json` for the dashboard.
 """

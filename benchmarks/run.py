@@ -39,15 +39,18 @@ DEFAULT_DB = HERE.parent / "var" / "bench.duckdb"
 FAMILIES = {"sap": registry.sap_cases, "sao": registry.sao_cases, "incomplete": registry.incomplete_cases}
 FAMILY_COLUMNS = {"sap": harness.COLUMNS, "sao": harness.SAO_COLUMNS, "incomplete": harness.INCOMPLETE_COLUMNS}
 
-# Columns of bench_results; every other field of a row is kept in the JSON column ``row``.
-STORED = {"run_id": "VARCHAR", "when": "TIMESTAMPTZ", "quick": "BOOLEAN", "module": "VARCHAR", "bench": "VARCHAR",
-          "family": "VARCHAR", "sweep": "VARCHAR", "case": "VARCHAR", "workload": "VARCHAR",
+# Columns of bench_results; every field of a row is also kept in the JSON column ``row_json``.
+# Row keys that are SQL keywords get plain column names: when -> run_at, case -> case_name,
+# commit -> git_commit.
+RENAMED = {"when": "run_at", "case": "case_name", "commit": "git_commit"}
+STORED = {"run_id": "VARCHAR", "run_at": "TIMESTAMPTZ", "quick": "BOOLEAN", "module": "VARCHAR", "bench": "VARCHAR",
+          "family": "VARCHAR", "sweep": "VARCHAR", "case_name": "VARCHAR", "workload": "VARCHAR",
           "algorithm": "VARCHAR", "n": "BIGINT", "k": "BIGINT", "s": "BIGINT", "d": "BIGINT", "kind": "VARCHAR",
           "objects_per_s": "DOUBLE", "spread_pct": "DOUBLE", "vs_oracle": "DOUBLE", "vs_sql": "DOUBLE",
           "avg_candidates": "DOUBLE", "avg_retained": "DOUBLE", "bytes": "BIGINT", "measured_bytes": "BIGINT",
           "peak_tracemalloc_bytes": "BIGINT", "precision": "DOUBLE", "status": "VARCHAR",
           "cores": "INTEGER", "cpu_model": "VARCHAR", "python": "VARCHAR", "machine": "VARCHAR",
-          "commit": "VARCHAR", "load_1m": "DOUBLE", "load_5m": "DOUBLE", "row": "JSON"}
+          "git_commit": "VARCHAR", "load_1m": "DOUBLE", "load_5m": "DOUBLE", "row_json": "JSON"}
 
 
 def discover() -> list[str]:
@@ -115,8 +118,9 @@ def store(rows: list[dict], db: pathlib.Path) -> None:
     """Append ``rows`` to ``bench_results`` in ``db`` (one transaction)."""
     db.parent.mkdir(parents=True, exist_ok=True)
     columns = list(STORED)
-    frame = pd.DataFrame([{c: (json.dumps(row) if c == "row" else row.get(c)) for c in columns} for row in rows],
-                         columns=columns)
+    source = {column: key for key, column in RENAMED.items()}
+    frame = pd.DataFrame([{c: (json.dumps(row) if c == "row_json" else row.get(source.get(c, c))) for c in columns}
+                          for row in rows], columns=columns)
     for column, kind in STORED.items():
         if kind in ("DOUBLE",):
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
