@@ -98,7 +98,7 @@ def line_chart(frame: pd.DataFrame, x: str, y: str, title: str, *, facet: str | 
     chart = alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X(f"{x}:Q", scale=scale_x, title=x_title or x),
         y=alt.Y(f"{y}:Q", scale=scale_y, title=y_title or y),
-        color=alt.Color("algorithm:N"),
+        color=alt.Color("algorithm:N", scale=alt.Scale(scheme="category20")),
         strokeDash=alt.StrokeDash("algorithm:N"),
     ).properties(width=220, height=170)
     if facet:
@@ -465,7 +465,16 @@ def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
     for sweep, column in (("k", "k"), ("s", "s"), ("n", "n"), ("cnw", "cnw")):
         part = ok(sweep_rows(data, sweep))
         if part[column].nunique() > 1:
-            out.append(plots.save(line_chart(part, column, "avg_candidates", f"candidates vs {column}",
+            shown = part[part["algorithm"] != "duckdb-sql"]
+            if sweep == "k":                       # the paper's Table 6 columns, dotted, beside ours
+                table6 = paper["papers"]["sap"]["table6_candidates"]
+                extra = [{"workload": w, "k": k, "avg_candidates": table6[PAPER_NAMES[w]][a]["k"][i],
+                          "algorithm": f"paper: {a}"}
+                         for w in shown["workload"].unique() if PAPER_NAMES.get(w) in table6
+                         for a in ("sap", "mintopk", "kskyband") for i, k in enumerate(table6["columns"]["k"])]
+                shown = pd.concat([shown, pd.DataFrame(extra)], ignore_index=True)
+            out.append(plots.save(line_chart(shown, column, "avg_candidates", f"candidates vs {column}"
+                                             + (" (paper: Table 6 at its n, s = 0.1% n)" if sweep == "k" else ""),
                                              facet="workload", y_title="average candidates"),
                                   f"single-candidates-{sweep}", f"candidates vs {column}"))
             out.append(plots.save(line_chart(part, column, "measured_bytes", f"measured memory vs {column}",
@@ -647,6 +656,19 @@ def sao_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
 
 # --------------------------------------------------------------------------- incomplete streams
 
+SQL_BASELINE = "duckdb-sql"
+
+
+def with_paper(part: pd.DataFrame, column: str, metric: str, inc: dict, published, series: dict) -> pd.DataFrame:
+    """``part`` plus the paper's points as extra series ``paper: <algorithm>`` (same axes)."""
+    if not published:
+        return part
+    table = inc[published[0]]
+    extra = [{column: x, metric: table[key][i], "algorithm": f"paper: {name}"}
+             for name, key in series.items() for i, x in enumerate(table[published[1]])]
+    return pd.concat([part, pd.DataFrame(extra)], ignore_index=True)
+
+
 def incomplete_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
     inc = paper["papers"]["incomplete"]
     out = ["## Incomplete streams (paper 003): retained size and precision vs W, k, streams, ξ\n",
@@ -696,12 +718,17 @@ def incomplete_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
                 if sweep in ("xi", "n"):
                     out.append(f"\n**Synthetic, {label} sweep** (paper Fig. 5):\n\n"
                                + md_table(rows.sort_values(column), columns))
-                part = ok(rows)
+                part = ok(rows[rows["algorithm"] != SQL_BASELINE])   # SQL keeps the whole table
                 if part[column].nunique() > 1:
-                    out.append(plots.save(line_chart(part, column, "avg_retained", f"retained vs {label}", log_x=False,
-                                                     x_title=label), f"incomplete-retained-{sweep}", f"retained vs {label}"))
-                    out.append(plots.save(line_chart(part, column, "precision", f"precision vs {label}", log_x=False,
-                                                     log_y=False, x_title=label),
+                    published = {"k": ("table2_k", "k"), "streams": ("table1_streams", "streams")}.get(sweep)
+                    retained = with_paper(part, column, "avg_retained", inc, published,
+                                          {"eaa": "eaa", "approx": "approx"})
+                    precision = with_paper(part, column, "precision", inc, published, {"approx": "precision"})
+                    out.append(plots.save(line_chart(retained, column, "avg_retained", f"retained vs {label}",
+                                                     log_x=False, x_title=label),
+                                          f"incomplete-retained-{sweep}", f"retained vs {label}"))
+                    out.append(plots.save(line_chart(precision, column, "precision", f"precision vs {label}",
+                                                     log_x=False, log_y=False, x_title=label),
                                           f"incomplete-precision-{sweep}", f"precision vs {label}"))
         synthetic, cup = ok(data[data["workload"] == "correlated"]), ok(data[data["workload"] == "worldcup"])
         def of(frame, algorithm, **fixed):
