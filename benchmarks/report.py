@@ -501,6 +501,12 @@ def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
                     extra = paper_candidates_md(ok(rows), workload, paper, column)
                     if extra:
                         out.append("\n" + extra)
+        known = {"default", "k", "s", "n", "cnw"}
+        other = part[part["sweep"].fillna("").str.split(",").apply(lambda names: not set(names) & known)]
+        for case, rows in other.groupby("case", sort=False):
+            out.append(f"\n**{case}** ({rows['kind'].iloc[0]} window; sweep `{rows['sweep'].iloc[0]}`):\n\n"
+                       + md_table(rows, ["algorithm", "objects_per_s", "vs_oracle", "vs_sql", "avg_candidates",
+                                         "avg_retained", "measured_bytes", "precision", "status"]))
         if len(default):
             out.append(f"\n**Default point** ({default['case'].iloc[0]}): median objects/s, ratios to the "
                        "oracle and to SQL, spread of the timed runs, precision against the oracle at every "
