@@ -877,6 +877,14 @@ METHODS = """## Method
 """
 
 
+GRID_COLUMNS = ["family", "sweep", "case", "workload", "algorithm", "status", "quick", "n", "k", "s", "d", "cnw",
+                "kind", "objects_per_s", "spread_pct", "runs", "vs_oracle", "vs_sql", "avg_candidates",
+                "avg_retained", "bytes", "measured_bytes", "peak_tracemalloc_bytes", "precision", "abs_error",
+                "agrees_with_oracle", "data_rows", "n_frac_of_data", "filtering_ratio", "avg_error", "max_error",
+                "avg_range_error", "query_ms_median", "retained", "param_memory", "param_layers",
+                "param_allocation", "param_occurrences", "opt_xi", "opt_drift", "opt_p"]
+
+
 def main(argv=None) -> pathlib.Path:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=pathlib.Path, default=RESULTS)
@@ -889,6 +897,9 @@ def main(argv=None) -> pathlib.Path:
     grid_frames = [f for name, f in frames.items() if name.startswith("grid-")]
     grid = pd.concat(grid_frames, ignore_index=True) if grid_frames else pd.DataFrame(
         columns=["family", "workload", "algorithm", "status", "quick", "sweep"])
+    for column in GRID_COLUMNS:            # columns a run may lack (no real trace, no index, ...)
+        if column not in grid:
+            grid[column] = np.nan
     everything = pd.concat(frames.values(), ignore_index=True)
     plots = Plots(args.out.parent / PLOTS.name, args.out.parent)
     parts = [header(frames), targets_section(paper, everything), single_section(grid, paper, plots),
