@@ -66,7 +66,13 @@ def run_grid(families: list[str], quick: bool) -> list[dict]:
         found = []
         for number, case in enumerate(cases, 1):
             started = time.perf_counter()
-            part = harness.run_case(case, quick)
+            try:
+                part = harness.run_case(case, quick)
+            except Exception as error:  # a broken case must not lose the others' results
+                traceback.print_exc()
+                part = [{"bench": f"grid-{case.family}", "family": case.family, "sweep": case.sweep,
+                         "case": case.label, "workload": case.workload, "algorithm": "(case)",
+                         "status": f"error: {type(error).__name__}: {error}"}]
             print(f"  [{number}/{len(cases)}] {case.label}: {len(part)} rows in "
                   f"{time.perf_counter() - started:.1f} s", flush=True)
             found += part
