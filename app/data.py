@@ -46,6 +46,8 @@ class Trace:
         The ``d`` feature names.
     t_unit
         Unit of ``t`` (``"ordinal"``, ``"ms"``, ...).
+    family
+        The dataset family (``"stock"``, ...; ``"synthetic"`` for the built-in stream).
     """
 
     name: str
@@ -54,6 +56,7 @@ class Trace:
     x: np.ndarray
     features: tuple[str, ...]
     t_unit: str
+    family: str = "synthetic"
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -146,14 +149,14 @@ def load_trace(db: Path, name: str) -> Trace:
     """The trace ``name``: the built-in stream, or an ingested dataset's Parquet file."""
     if name == SYNTHETIC:
         return synthetic_uniform()
-    found = query(db, "SELECT parquet, t_unit FROM datasets WHERE name = ?", [name])
+    found = query(db, "SELECT parquet, t_unit, family FROM datasets WHERE name = ?", [name])
     if found.empty:
         raise MissingData(f"Dataset `{name}` is not in `{db}`. {INGEST_HINT}")
-    parquet, t_unit = found.iloc[0]
+    parquet, t_unit, family = found.iloc[0]
     if not Path(parquet).is_file():
         raise MissingData(f"The Parquet file `{parquet}` of dataset `{name}` is missing. {INGEST_HINT}")
     ids, t, x, features = read_parquet(str(parquet))
-    return Trace(name, ids, t, x, features, str(t_unit))
+    return Trace(name, ids, t, x, features, str(t_unit), str(family))
 
 
 def runs(db: Path) -> pd.DataFrame:
@@ -182,6 +185,36 @@ def slide_metrics(db: Path, run_id: str, query_id: int) -> pd.DataFrame:
                  [run_id, query_id])
 
 
+def dataset_info(db: Path, name: str) -> dict[str, Any]:
+    """``features`` (list), ``family`` and ``t_unit`` of an ingested dataset (defaults when unknown)."""
+    try:
+        found = query(db, "SELECT features, family, t_unit FROM datasets WHERE name = ?", [name])
+    except MissingData:
+        found = pd.DataFrame()
+    if found.empty:
+        return {"features": [], "family": "", "t_unit": "ordinal"}
+    row = found.iloc[0]
+    features = json.loads(row.features) if isinstance(row.features, str) else list(row.features or [])
+    return {"features": features, "family": str(row.family), "t_unit": str(row.t_unit)}
+
+
+def snapshots(db: Path, run_id: str, query_id: int) -> pd.DataFrame:
+    """The snapshots of one query of a run: slide, algorithm, shard, size, checksum, time."""
+    return query(db, """
+        SELECT slide, algorithm, shard, last_seq, strlen(CAST(state AS VARCHAR)) AS bytes,
+               checksum, created_at
+        FROM snapshots WHERE run_id = ? AND query_id = ? ORDER BY slide, algorithm, shard""",
+                 [run_id, query_id])
+
+
+def answers_csv(db: Path, run_id: str, query_id: int) -> str:
+    """Every stored answer of one query of a run as CSV text (for download)."""
+    return query(db, """
+        SELECT algorithm, slide, "end", rank, object_id, score FROM answers
+        WHERE run_id = ? AND query_id = ? ORDER BY slide, algorithm, rank""",
+                 [run_id, query_id]).to_csv(index=False)
+
+
 def answers_at(db: Path, run_id: str, query_id: int, slide: int) -> pd.DataFrame:
     """Every algorithm's ranked answer at one slide of a run."""
     return query(db, """
@@ -195,26 +228,53 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def benchmark_results() -> pd.DataFrame:
-    """Rows of the latest benchmark report ``BENCHMARKS`` (a JSON list of row objects).
+def benchmark_results(path: Path | None = None) -> pd.DataFrame:
+    """Rows of the latest benchmark report (default ``BENCHMARKS``), in a common shape.
+
+    Two layouts are read: a JSON list of row objects (``bench``, ``case``, ``algorithm``, ...)
+    or an object ``{"when", "machine", "commit", ..., "results": [rows]}`` whose top-level
+    fields apply to every row. Rows may name their family ``workload`` instead of ``bench``.
+    The result always has ``family``, ``case``, ``algorithm``, ``when``, ``machine`` and
+    ``commit`` columns (missing ones are empty).
 
     Raises
     ------
     MissingData
-        When the report is absent or is not a list of rows with the columns the page plots.
+        When the report is absent or holds no rows with the columns the page plots.
     """
-    if not BENCHMARKS.is_file():
-        raise MissingData(f"No benchmark results at `{shown(BENCHMARKS)}` yet. Run `make bench` to produce them.")
+    path = path or BENCHMARKS
+    if not path.is_file():
+        raise MissingData(f"No benchmark results at `{shown(path)}` yet. Run `make bench` to produce them.")
     try:
-        rows = json.loads(BENCHMARKS.read_text())
-        if not isinstance(rows, list):
-            raise ValueError(f"the top level is a {type(rows).__name__}")
-        frame = pd.DataFrame(rows)
+        loaded = json.loads(path.read_text())
+        common: dict[str, Any] = {}
+        if isinstance(loaded, dict):
+            rows = next((loaded[key] for key in ("results", "rows") if isinstance(loaded.get(key), list)), None)
+            if rows is None:
+                raise ValueError("an object without a list of results")
+            common = {key: value for key, value in loaded.items()
+                      if not isinstance(value, (list, dict)) and key not in ("results", "rows")}
+        elif isinstance(loaded, list):
+            rows = loaded
+        else:
+            raise ValueError(f"the top level is a {type(loaded).__name__}")
+        if not all(isinstance(row, dict) for row in rows):
+            raise ValueError("a result is not an object")
+        frame = pd.DataFrame([{**common, **row} for row in rows])
     except ValueError as exc:
-        raise MissingData(f"`{shown(BENCHMARKS)}` is not a JSON list of result rows ({exc}). "
+        raise MissingData(f"`{shown(path)}` is not a list of benchmark results ({exc}). "
                           "Re-run `make bench`.") from None
-    missing = {"algorithm", "case", "objects_per_s", "avg_candidates"} - set(frame.columns)
+    if "family" not in frame.columns:
+        frame["family"] = frame["workload"] if "workload" in frame.columns else (
+            frame["bench"] if "bench" in frame.columns else "benchmark")
+    if "case" not in frame.columns:
+        params = [c for c in ("distribution", "n", "s", "k") if c in frame.columns]
+        frame["case"] = frame[params].astype(str).agg(" ".join, axis=1) if params else frame["family"]
+    for column in ("when", "machine", "commit"):
+        if column not in frame.columns:
+            frame[column] = None
+    missing = {"algorithm", "objects_per_s"} - set(frame.columns)
     if missing:
-        raise MissingData(f"`{shown(BENCHMARKS)}` lacks the column(s) {', '.join(sorted(missing))}. "
+        raise MissingData(f"`{shown(path)}` lacks the column(s) {', '.join(sorted(missing))}. "
                           "Re-run `make bench`.")
     return frame

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -51,7 +51,8 @@ class LiveRun:
     Attributes
     ----------
     slide
-        Number of slides processed so far.
+        Number of slides processed so far; the last one is slide ``slide - 1`` (slides are
+        numbered from 0 at the start of the trace, as in the pipeline's ``slide`` column).
     rows
         Number of trace rows those slides held.
     end
@@ -62,7 +63,7 @@ class LiveRun:
         The oracle's current answer.
     history
         One dict per (slide, algorithm): ``slide, end, algorithm, candidates, retained, bytes,
-        seconds, precision, error``.
+        seconds, precision, error, measured_bytes`` (``slide`` numbered as above).
     """
 
     def __init__(self, trace: Trace, setup: Setup) -> None:
@@ -109,6 +110,39 @@ class LiveRun:
             count += 1
         return count
 
+    def replay_steps(self, rows: int, chunk: int = 20) -> Iterator[float]:
+        """:meth:`replay` in chunks of ``chunk`` slides, yielding the fraction of ``rows`` done.
+
+        Lets the page draw a progress bar and stop (cancel) between chunks.
+        """
+        while self._next is not None and self.rows + len(self._next) <= rows:
+            for _ in range(chunk):
+                if self._next is None or self.rows + len(self._next) > rows:
+                    break
+                self._advance()
+            yield self.rows / max(1, rows)
+
+    def play(self, slides: int, budget: float, clock: Callable[[], float] = perf_counter) -> int:
+        """Process up to ``slides`` slides but stop once ``budget`` seconds have passed.
+
+        Playback calls this once per tick so that a tick never outlasts its time and a pause
+        takes effect at the next tick. Returns the number of slides processed (at least one
+        when any is left).
+        """
+        start = clock()
+        count = 0
+        while count < slides and self._next is not None:
+            self._advance()
+            count += 1
+            if clock() - start >= budget:
+                break
+        return count
+
+    @property
+    def current(self) -> int | None:
+        """Number of the last processed slide (``None`` before the first)."""
+        return self.slide - 1 if self.slide else None
+
     def _advance(self) -> None:
         self._process(self._next)
         self._next = next(self._slides, None)
@@ -126,7 +160,7 @@ class LiveRun:
             self.history.append({
                 "slide": self.slide, "end": batch.end, "algorithm": name,
                 "candidates": stats["candidates"], "retained": stats["retained"], "bytes": stats["bytes"],
-                "seconds": seconds[name], "precision": metrics.precision(self.exact, answers[name]),
+                "measured_bytes": stats.get("measured_bytes", float("nan")), "seconds": seconds[name], "precision": metrics.precision(self.exact, answers[name]),
                 "error": metrics.relative_error(self.exact, answers[name])})
             self.answers[name] = answers[name]
         self.slide += 1
@@ -137,19 +171,25 @@ class LiveRun:
         """The history of the last ``last`` slides as a DataFrame (``ms`` = seconds * 1000)."""
         rows = self.history[-last * len(self.setup.algorithms):] if self.history else []
         frame = pd.DataFrame(rows, columns=["slide", "end", "algorithm", "candidates", "retained", "bytes",
-                                            "seconds", "precision", "error"])
+                                            "measured_bytes", "seconds", "precision", "error"])
         return frame.assign(ms=frame["seconds"] * 1e3)
+
+    def window_rows(self) -> tuple[int, int]:
+        """Row range ``[lo, hi)`` of the current window (empty before the first slide)."""
+        q = self.setup.query
+        if self.end is None:
+            return 0, 0
+        if q.kind == "count":
+            return max(0, self.end - q.window), self.rows
+        return int(np.searchsorted(self.trace.t, self.end - q.window, side="left")), self.rows
 
     def window_frame(self, limit: int) -> pd.DataFrame:
         """Objects of the current window (``seq, t, score``), thinned evenly to at most ``limit``."""
         q = self.setup.query
         if self.end is None:
             return pd.DataFrame({"seq": [], "t": [], "score": []})
-        if q.kind == "count":
-            lo = max(0, self.end - q.window)
-        else:
-            lo = int(np.searchsorted(self.trace.t, self.end - q.window, side="left"))
-        rows = np.arange(lo, self.rows)
+        lo, hi = self.window_rows()
+        rows = np.arange(lo, hi)
         if len(rows) > limit:
             rows = rows[np.linspace(0, len(rows) - 1, limit).astype(np.int64)]
         return pd.DataFrame({"seq": rows, "t": self.trace.t[rows],
@@ -172,6 +212,25 @@ class LiveRun:
                                        "score": engine.score(self.trace.x[seq], self.setup.query.weights)}))
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
             {"algorithm": [], "seq": [], "t": [], "score": []})
+
+    def layers_frame(self, name: str, features: tuple[int, int], limit: int) -> pd.DataFrame | None:
+        """Objects of ``name``'s layers (``layer, seq, a, b``: two chosen feature columns).
+
+        ``None`` when the algorithm keeps no layers (it has no ``layers()`` method returning one
+        ``seq`` array per layer, best layer first). Each layer is thinned to ``limit`` objects.
+        """
+        layers = getattr(self.engines[name], "layers", None)
+        if not callable(layers):
+            return None
+        parts = []
+        for number, seq in enumerate(layers()):
+            seq = np.sort(np.asarray(seq, dtype=np.int64))
+            if len(seq) > limit:
+                seq = seq[np.linspace(0, len(seq) - 1, limit).astype(np.int64)]
+            parts.append(pd.DataFrame({"layer": number + 1, "seq": seq, "a": self.trace.x[seq, features[0]],
+                                       "b": self.trace.x[seq, features[1]]}))
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+            {"layer": [], "seq": [], "a": [], "b": []})
 
     def answers_frame(self) -> pd.DataFrame:
         """Every shown algorithm's current answer as rows ``algorithm, rank, seq, t, score``."""
