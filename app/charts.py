@@ -26,7 +26,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "retained": ("Retained objects", "objects the algorithm stores in any structure (candidates and "
                                      "bookkeeping)"),
     "memory": ("Memory", "modelled = SPEC cost model (8 bytes per value, id, seq, t, pointer); "
-                         "measured = real size of the algorithm's structures in Python"),
+                         "measured = real size of the algorithm's structures in Python (on Live: once per refresh)"),
     "ms": ("Time per slide (ms)", "wall-clock milliseconds to process one slide and produce its answer"),
 }
 
@@ -169,18 +169,19 @@ def time_encoding(timed: bool, tz: str | None) -> alt.X:
 
 def window_panels(window: pd.DataFrame, candidates: pd.DataFrame, answers: pd.DataFrame,
                   algorithms: Sequence[str], *, timed: bool = False, tz: str | None = None,
-                  columns: int = 3, width: int = 280) -> alt.ConcatChart:
+                  columns: int = 3, width: int = 280) -> alt.FacetChart:
     """Small multiples of the window's scores against time, one panel per algorithm.
 
     Each panel draws every window object in grey, the algorithm's candidates as coloured dots
-    and its answer as black rings, so six or more algorithms stay distinguishable.
+    and its answer as black rings, so six or more algorithms stay distinguishable. One faceted
+    chart over one long table (``role`` = window / candidate / answer), so the spec stays small.
 
     Parameters
     ----------
     window
-        Objects of the window: ``t`` (and ``when`` if ``timed``), ``score``.
+        Objects of the window: ``t`` (and ``when``, ``time`` if ``timed``), ``score``.
     candidates, answers
-        Rows ``algorithm, t, (when), score`` (answers also ``rank``).
+        Rows ``algorithm, t, (when, time), score`` (answers also ``rank``).
     algorithms
         One panel each, in this order.
 
@@ -189,33 +190,36 @@ def window_panels(window: pd.DataFrame, candidates: pd.DataFrame, answers: pd.Da
     >>> window = pd.DataFrame({"t": [0, 1, 2], "score": [0.1, 0.5, 0.3]})
     >>> candidates = pd.DataFrame({"algorithm": ["mintopk"] * 2, "t": [1, 2], "score": [0.5, 0.3]})
     >>> answers = pd.DataFrame({"algorithm": ["mintopk"], "rank": [1], "t": [1], "score": [0.5]})
-    >>> len(window_panels(window, candidates, answers, ["mintopk"]).concat)
-    1
+    >>> sorted(set(window_panels(window, candidates, answers, ["mintopk"]).data["role"]))
+    ['answer', 'candidate', 'window']
     """
-    x = time_encoding(timed, tz)
+    keep = ["algorithm", "role", "rank", "t", "score"] + (["when", "time"] if timed else [])
+    parts = [window.assign(algorithm=name, role="window") for name in algorithms]
+    parts.append(candidates[candidates["algorithm"].isin(algorithms)].assign(role="candidate"))
+    parts.append(answers[answers["algorithm"].isin(algorithms)].assign(role="answer"))
+    frame = pd.concat([p.reindex(columns=keep) for p in parts], ignore_index=True)
     scores = window["score"] if len(window) else pd.Series([1.0])
     log = bool((scores > 0).all() and scores.max() / scores.min() > 100)
+    x = time_encoding(timed, tz)
     y = alt.Y("score:Q", title="score (log scale)" if log else "score",
-              scale=alt.Scale(type="log") if log else alt.Scale(zero=False), axis=alt.Axis(format="~s"))
-    palette = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-               "#9c755f", "#bab0ac"]
+              scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
+              axis=alt.Axis(format="~s", values=log_ticks(scores)) if log else alt.Axis(format="~s"))
     time_tip = alt.Tooltip("time:N", title="time") if timed else alt.Tooltip("t:Q")
-    panels = []
-    for i, name in enumerate(algorithms):
-        color = palette[i % len(palette)]
-        points = alt.Chart(window).mark_circle(size=10, color="#c8c8c8", opacity=0.6).encode(x=x, y=y)
-        kept = alt.Chart(candidates[candidates["algorithm"] == name]).mark_circle(size=26, color=color,
-                                                                                 opacity=0.75).encode(
-            x=x, y=y, tooltip=["algorithm:N", time_tip, alt.Tooltip("score:Q", format=",.6~g")])
-        marks = alt.Chart(answers[answers["algorithm"] == name]).mark_point(
-            size=90, filled=False, color="black", strokeWidth=1.5).encode(
-            x=x, y=y, tooltip=["algorithm:N", "rank:Q", time_tip, alt.Tooltip("score:Q", format=",.6~g")])
-        panels.append(alt.layer(points, kept, marks, title=alt.TitleParams(name, color=color),
-                                width=width, height=200))
-    return alt.concat(*panels, columns=columns, title=alt.TitleParams(
-        "The window: every object's score against its time",
-        subtitle="grey: objects in the window · coloured dots: the algorithm's candidates · "
-                 "black rings: its answer", anchor="start")).configure_axis(labelOverlap=True)
+    tips = ["algorithm:N", "rank:Q", time_tip, alt.Tooltip("score:Q", format=",.6~g")]
+    base = alt.Chart(width=width, height=200).encode(x=x, y=y)
+    points = base.transform_filter(alt.datum.role == "window").mark_circle(size=10, color="#c8c8c8", opacity=0.6)
+    kept = base.transform_filter(alt.datum.role == "candidate").mark_circle(size=26, opacity=0.8).encode(
+        color=alt.Color("algorithm:N", scale=alt.Scale(scheme="tableau10", domain=list(algorithms)), legend=None),
+        tooltip=tips[:1] + tips[2:])
+    marks = base.transform_filter(alt.datum.role == "answer").mark_point(
+        size=90, filled=False, color="black", strokeWidth=1.5).encode(tooltip=tips)
+    return alt.layer(points, kept, marks, data=frame).facet(
+        facet=alt.Facet("algorithm:N", title=None, sort=list(algorithms),
+                        header=alt.Header(labelFontSize=14, labelFontWeight="bold", labelAnchor="start")),
+        columns=columns,
+        title=alt.TitleParams("The window: every object's score against its time",
+                              subtitle="grey: objects in the window · coloured dots: the algorithm's candidates · "
+                                       "black rings: its answer", anchor="start"))
 
 
 def layers_projection(frame: pd.DataFrame, direction: tuple[float, float], a_title: str,

@@ -105,6 +105,23 @@ def query_of(values: Mapping[str, Any], profile: Profile) -> engine.Query:
     return engine.Query(weights=weights, k=int(values["k"]), window=window, slide=slide, kind=values["kind"])
 
 
+def setup_values(query: engine.Query, algorithms: Sequence[str], params: Mapping[str, Mapping[str, Any]],
+                 features: Sequence[str], t_unit: str) -> dict[str, Any]:
+    """Widget values that show a setup again (Cancel of a rebuild puts the sidebar back with these).
+
+    Examples
+    --------
+    >>> q = engine.Query(weights=[1.0, 0.0], k=5, window=1_800_000, slide=60_000, kind="time")
+    >>> setup_values(q, ["oracle"], {"mintopk": {"prefilter": False}}, ["a", "b"], "ms")["slide"]
+    '1 min'
+    """
+    values: dict[str, Any] = {"kind": query.kind, "k": query.k, "window": typed(query.window, query.kind, t_unit),
+                              "slide": typed(query.slide, query.kind, t_unit), "algorithms": list(algorithms)}
+    values.update({weight_key(f): w for f, w in zip(features, query.weights)})
+    values.update({param_key(name, key): value for name, chosen in params.items() for key, value in chosen.items()})
+    return values
+
+
 def to_url(dataset: str, algorithms: Sequence[str], query: engine.Query, params: Mapping[str, Mapping[str, Any]],
            t_unit: str, at: int | None, speed: int | None = None) -> dict[str, str]:
     """URL query parameters of a view.

@@ -97,6 +97,7 @@ class LiveRun:
         while count < slides and self._next is not None:
             self._advance()
             count += 1
+        self._measure_last()
         return count
 
     def replay(self, rows: int) -> int:
@@ -108,6 +109,7 @@ class LiveRun:
         while self._next is not None and self.rows + len(self._next) <= rows:
             self._advance()
             count += 1
+        self._measure_last()
         return count
 
     def replay_steps(self, rows: int, chunk: int = 20) -> Iterator[float]:
@@ -120,6 +122,7 @@ class LiveRun:
                 if self._next is None or self.rows + len(self._next) > rows:
                     break
                 self._advance()
+            self._measure_last()
             yield self.rows / max(1, rows)
 
     def play(self, slides: int, budget: float, clock: Callable[[], float] = perf_counter) -> int:
@@ -136,12 +139,26 @@ class LiveRun:
             count += 1
             if clock() - start >= budget:
                 break
+        self._measure_last()
         return count
 
     @property
     def current(self) -> int | None:
         """Number of the last processed slide (``None`` before the first)."""
         return self.slide - 1 if self.slide else None
+
+    def _measure_last(self) -> None:
+        """Fill ``measured_bytes`` of the last slide's history rows.
+
+        The real size is a deep walk of the structures (``O(size)``, about a fifth of a slide's
+        cost), so it is taken once per call of ``step``/``play``/``replay`` (once per refresh),
+        not for every slide; the other slides' rows keep ``NaN``.
+        """
+        if not self.history or self.slide == 0:
+            return
+        for row in self.history[-len(self.setup.algorithms):]:
+            if row["slide"] == self.slide - 1:
+                row["measured_bytes"] = self.engines[row["algorithm"]].measured_bytes()
 
     def _advance(self) -> None:
         self._process(self._next)
@@ -156,11 +173,12 @@ class LiveRun:
             seconds[name] = perf_counter() - start
         self.exact = answers[REFERENCE]
         for name in self.setup.algorithms:
-            stats = self.engines[name].stats()
+            stats = self.engines[name]._stats()  # stats() without the costly measured size (see _measure_last)
             self.history.append({
                 "slide": self.slide, "end": batch.end, "algorithm": name,
                 "candidates": stats["candidates"], "retained": stats["retained"], "bytes": stats["bytes"],
-                "measured_bytes": stats.get("measured_bytes", float("nan")), "seconds": seconds[name], "precision": metrics.precision(self.exact, answers[name]),
+                "measured_bytes": float("nan"), "seconds": seconds[name],
+                "precision": metrics.precision(self.exact, answers[name]),
                 "error": metrics.relative_error(self.exact, answers[name])})
             self.answers[name] = answers[name]
         self.slide += 1

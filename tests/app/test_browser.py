@@ -121,11 +121,11 @@ def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
 
             # Play, then Pause: the slide stops moving within one tick (1 s, 20 slides at the default speed).
             page.get_by_role("button", name="Play").click()
-            expect(page.get_by_role("button", name="Pause")).to_be_visible(timeout=10_000)
+            expect(page.get_by_role("button", name="Pause")).to_be_visible(timeout=20_000)
             page.wait_for_function("() => /Slide (2[3-9]|[3-9][0-9]|[0-9]{3,}) ·/.test(document.body.innerText)",
-                                   timeout=20_000)
+                                   timeout=40_000)
             page.get_by_role("button", name="Pause").click()
-            expect(page.get_by_role("button", name="Play")).to_be_visible(timeout=5_000)
+            expect(page.get_by_role("button", name="Play")).to_be_visible(timeout=20_000)
             paused_at = shown_slide(page)
             page.wait_for_timeout(2_500)
             assert shown_slide(page) - paused_at <= 20

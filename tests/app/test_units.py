@@ -78,20 +78,21 @@ def test_window_panels_one_per_algorithm():
                                "score": [0.9, 0.4, 0.7, 0.9]})
     answers = pd.DataFrame({"algorithm": ["oracle", "mintopk", "sma"], "rank": [1, 1, 1], "t": [1, 1, 1],
                             "score": [0.9, 0.9, 0.9]})
-    spec = charts.window_panels(window, candidates, answers, ["mintopk", "sma"]).to_dict()
-    first, second = spec["concat"]
-    assert [first["title"]["text"], second["title"]["text"]] == ["mintopk", "sma"]
-    points, kept, marks = first["layer"]
+    chart = charts.window_panels(window, candidates, answers, ["mintopk", "sma"])
+    spec = chart.to_dict()
+    assert spec["facet"]["field"] == "algorithm" and spec["facet"]["sort"] == ["mintopk", "sma"]
+    points, kept, marks = spec["spec"]["layer"]
     assert points["mark"]["type"] == "circle" and marks["mark"]["type"] == "point"
-    assert len(spec["datasets"][kept["data"]["name"]]) == 3
-    assert len(spec["datasets"][second["layer"][1]["data"]["name"]]) == 1
+    counts = chart.data.groupby(["algorithm", "role"]).size().to_dict()
+    assert counts == {("mintopk", "window"): 4, ("mintopk", "candidate"): 3, ("mintopk", "answer"): 1,
+                      ("sma", "window"): 4, ("sma", "candidate"): 1, ("sma", "answer"): 1}
 
 
 def test_window_panels_on_a_clock_use_local_date_times():
     window = pd.DataFrame({"t": [0], "when": [1000], "time": ["00:00:01.000"], "score": [1.0]})
     empty = pd.DataFrame({"algorithm": [], "rank": [], "t": [], "when": [], "time": [], "score": []})
     spec = charts.window_panels(window, empty, empty, ["a"], timed=True, tz="America/New_York").to_dict()
-    x = spec["concat"][0]["layer"][0]["encoding"]["x"]
+    x = spec["spec"]["layer"][0]["encoding"]["x"]
     assert x["field"] == "when" and x["type"] == "temporal" and x["scale"]["type"] == "utc"
     assert x["title"] == "time (America/New_York)"
 
@@ -293,3 +294,12 @@ def test_url_parameters_round_trip():
     assert live_state.query_of(values, prof) == q
     assert values["param_tma_cells_per_dim"] == 4
     assert live_state.from_url({"k": "-3", "w": "1", "kind": "sideways", "p.tma.bogus": "1"}, prof) == {}
+
+
+def test_cancel_puts_back_the_values_of_the_setup_shown():
+    prof = presets.profile("spy", "stock", ("notional", "price", "size"), "ms")
+    q = engine.Query(weights=[0.0, 1.0, -0.5], k=3, window=600_000, slide=30_000, kind="time")
+    values = live_state.setup_values(q, ["oracle", "sma"], {"sma": {"cells_per_dim": 2}}, prof.features, "ms")
+    assert live_state.query_of(values, prof) == q
+    assert values["window"] == "10 min" and values["slide"] == "30 s" and values["algorithms"] == ["oracle", "sma"]
+    assert values["param_sma_cells_per_dim"] == 2
