@@ -1,0 +1,180 @@
+"""The candidate set ``C`` of the SAP paper (Section 3.1) and ranked top-k arrays.
+
+A *top* is a tuple of four aligned arrays ``(score, seq, id, t)`` sorted best first by the
+total order ``(score, seq)``; it holds a slide's, a unit's or a partition's best ``k``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ranking import top_indices
+
+Top = tuple  # (score float64, seq int64, id int64, t int64), best first
+
+
+def empty_top() -> Top:
+    return (np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+
+
+def best_of(top: Top, k: int) -> Top:
+    """The best ``k`` of an unordered top, ranked (``O(m + k log k)``)."""
+    chosen = top_indices(top[0], top[1], k)
+    return tuple(column[chosen] for column in top)
+
+
+def merge_tops(a: Top, b: Top, k: int) -> Top:
+    """The best ``k`` of two tops, ranked (``O(|a| + |b| + k log k)``).
+
+    >>> a = (np.array([5.0, 1.0]), np.array([0, 1]), np.array([0, 1]), np.array([0, 1]))
+    >>> b = (np.array([3.0]), np.array([2]), np.array([2]), np.array([2]))
+    >>> merge_tops(a, b, 2)[0].tolist()
+    [5.0, 3.0]
+    """
+    if not len(b[0]):
+        return a if len(a[0]) <= k else tuple(column[:k] for column in a)
+    if not len(a[0]):
+        return b if len(b[0]) <= k else tuple(column[:k] for column in b)
+    if len(a[0]) >= k and (b[0][0], b[1][0]) < (a[0][k - 1], a[1][k - 1]):
+        return a if len(a[0]) == k else tuple(column[:k] for column in a)
+    return best_of(tuple(np.concatenate((x, y)) for x, y in zip(a, b)), k)
+
+
+def count_above(scores: np.ndarray, seqs: np.ndarray, key: tuple) -> int:
+    """How many of the objects rank above ``key = (score, seq)`` (vectorised, ``O(m)``)."""
+    value, seq = key
+    return int(np.count_nonzero((scores > value) | ((scores == value) & (seqs > seq))))
+
+
+class CandidateSet:
+    """``C``: the candidates of the finished partitions, best first, with dominance counters.
+
+    Columns: score, seq, id, t, the counter ``D(o, C)`` (how many candidates of later
+    partitions rank above ``o``) and the partition serial.  :meth:`refine` is the paper's
+    one-pass merge (``O(|C| + k)`` plus a sort of the merged arrays): every arrival of the
+    finished partition is newer than every member, so it dominates exactly the members scoring
+    at most its score; members reaching ``k`` leave.
+
+    Examples
+    --------
+    >>> c = CandidateSet(k=2, expiry_index=1)
+    >>> c.refine((np.array([3.0, 1.0]), np.array([1, 0]), np.array([1, 0]), np.array([1, 0])), 0)
+    []
+    >>> c.refine((np.array([4.0, 2.0]), np.array([3, 2]), np.array([3, 2]), np.array([3, 2])), 1)
+    [0]
+    >>> c.score.tolist(), c.count.tolist()
+    ([4.0, 3.0, 2.0], [0, 1, 0])
+    """
+
+    def __init__(self, k: int, expiry_index: int) -> None:
+        self.k = k
+        self._expiry = expiry_index
+        self.score = np.empty(0, np.float64)
+        self.seq = np.empty(0, np.int64)
+        self.ids = np.empty(0, np.int64)
+        self.t = np.empty(0, np.int64)
+        self.count = np.empty(0, np.int64)
+        self.part = np.empty(0, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+    @property
+    def columns(self) -> tuple:
+        return (self.score, self.seq, self.ids, self.t, self.count, self.part)
+
+    def _set(self, columns) -> None:
+        self.score, self.seq, self.ids, self.t, self.count, self.part = columns
+
+    def keys(self) -> np.ndarray:
+        """Expiry keys (seq or t) of the members."""
+        return self.seq if self._expiry == 1 else self.t
+
+    def refine(self, top: Top, part: int) -> list[int]:
+        """Merge a finished partition's ``P^k`` (newer than every member); return the
+        partition serials of the members dropped (one per member)."""
+        new_score = top[0]
+        dropped: list[int] = []
+        if len(self.score) and len(new_score):
+            # new_score is best first: above[i] = how many new scores are >= member i's score
+            above = np.searchsorted(-new_score, -self.score, side="right")
+            self.count = self.count + above
+            dead = self.count >= self.k
+            if dead.any():
+                dropped = self.part[dead].tolist()
+                keep = ~dead
+                self._set(tuple(column[keep] for column in self.columns))
+        merged = (np.concatenate((self.score, new_score)), np.concatenate((self.seq, top[1])),
+                  np.concatenate((self.ids, top[2])), np.concatenate((self.t, top[3])),
+                  np.concatenate((self.count, np.zeros(len(new_score), np.int64))),
+                  np.concatenate((self.part, np.full(len(new_score), part, np.int64))))
+        order = np.lexsort((-merged[1], -merged[0]))
+        self._set(tuple(column[order] for column in merged))
+        return dropped
+
+    def expire(self, bound: int) -> int:
+        """Drop members whose expiry key is below ``bound`` (``O(|C|)``); returns how many."""
+        dead = self.keys() < bound
+        gone = int(np.count_nonzero(dead))
+        if gone:
+            keep = ~dead
+            self._set(tuple(column[keep] for column in self.columns))
+        return gone
+
+    def dominators(self, entries: list[tuple], part: int) -> np.ndarray:
+        """For objects of partition ``part`` (older than every other member), how many
+        candidates of other partitions rank above each: those scoring at least as much
+        (``O(|C| + e log |C|)``)."""
+        later = self.score[self.part != part]
+        values = np.array([entry[0] for entry in entries], np.float64)
+        return np.searchsorted(-later, -values, side="right")
+
+    def insert(self, entries: list[tuple], counts, part: int) -> None:
+        """Insert promoted objects of partition ``part``, given best first, with their counters
+        (``O(|C|)`` vectorised plus ``O(log |C|)`` per entry)."""
+        score, seq = self.score, self.seq
+        negated = -score
+        positions = []
+        for value, s, _, _ in entries:
+            lo = int(np.searchsorted(negated, -value, side="left"))
+            hi = int(np.searchsorted(negated, -value, side="right"))
+            positions.append(lo + int(np.count_nonzero(seq[lo:hi] > s)) if hi > lo else lo)
+        new = ([e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries], [e[3] for e in entries],
+               list(counts), [part] * len(entries))
+        self._set(tuple(np.insert(column, positions, np.asarray(add, column.dtype))
+                        for column, add in zip(self.columns, new)))
+
+    def top(self, k: int) -> Top:
+        return (self.score[:k], self.seq[:k], self.ids[:k], self.t[:k])
+
+    def later_top(self, part: int, k: int) -> Top:
+        """The best ``k`` members of partitions after ``part``."""
+        rows = np.flatnonzero(self.part > part)[:k]
+        return (self.score[rows], self.seq[rows], self.ids[rows], self.t[rows])
+
+    def lowest_of(self, part: int) -> tuple | None:
+        """Key of the lowest member of partition ``part``, or ``None``."""
+        rows = np.flatnonzero(self.part == part)
+        if not len(rows):
+            return None
+        last = rows[-1]
+        return (float(self.score[last]), int(self.seq[last]))
+
+    def load(self, rows: list) -> None:
+        if any(len(row) != 6 for row in rows):
+            raise ValueError("a candidate row must be [score, seq, id, t, count, partition]")
+        self.score = np.array([float(r[0]) for r in rows], np.float64)
+        self._set((self.score, *(np.array([int(r[i]) for r in rows], np.int64) for i in range(1, 6))))
+
+    def rows(self) -> list:
+        return [[float(a), int(b), int(c), int(d), int(e), int(f)]
+                for a, b, c, d, e, f in zip(*(column.tolist() for column in self.columns))]
+
+    def check(self) -> None:
+        order = np.lexsort((-self.seq, -self.score))
+        assert np.array_equal(order, np.arange(len(self))), "C is not sorted best first"
+        assert len(np.unique(self.seq)) == len(self), "duplicate candidates"
+        assert np.all((self.count >= 0) & (self.count < self.k)), "a dominance counter is outside 0..k-1"
+        for i in range(len(self)):
+            newer_above = np.count_nonzero((self.part[:i] > self.part[i]))
+            assert self.count[i] >= newer_above, "a counter misses a candidate of a later partition"

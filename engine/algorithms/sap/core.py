@@ -1,0 +1,659 @@
+"""The SAP framework (Zhu, Wang, Yang, Zheng, Wang, TKDE 2017), shared by its three variants.
+
+The window is cut into partitions of whole slides.  Finished partitions contribute their top
+``k`` to the candidate set ``C`` (Refine merge with dominance counters); the open partition
+``P_m`` keeps its own top ``k``; the front partition ``P_0`` may need its meaningful objects
+``M_0`` (an S-AVL) when its group dominance number ``P_0.rho < k`` (Lemma 1).  Variants differ
+only in how they cut partitions (:meth:`SAPBase._unit_done`) and how they build an S-AVL
+(:meth:`SAPBase._form`).  See ``docs/algorithms/sap.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from ...base import WORD, Algorithm
+from ...jsondata import floats_in, floats_out
+from ...ranking import Answer, score, top_indices
+from ...stream import Batch
+from .candidates import CandidateSet, Top, count_above, empty_top, merge_tops
+from .savl import MeaningfulSet, StackBuilder
+
+LAYOUT = {
+    "raw": 4,             # a retained object of a slide's top k (Appendix C): id, seq, t, score
+    "candidate": 6,       # a member of C: id, seq, t, score, dominance counter, partition
+    "open_top": 4,        # a member of P_m^k or of the filling unit's top k
+    "partition_top": 4,   # a member of P_i^k kept while P_i's raw slides are kept
+    "meaningful": 5,      # an S-AVL entry: id, seq, t, score, link to the entry below
+    "stack": 2,           # a stack: its tree node over the top and its length
+    "partition": 9,       # first slide, slides, objects, rho, in_c, k-th key (2), state, cursor
+    "unit": 7,            # first slide, slides, objects, kind, tau_min, theta key (2)
+    "unit_top": 4,        # a member of a unit's top k (L_i) while its partition's raw is kept
+}
+"""Words (8 bytes) per element of every structure: the SPEC 3 cost model, one layout each."""
+
+FORMING_STATES = ("forming", "ready")
+
+
+def _f(value: float):
+    return value if math.isfinite(value) else repr(float(value))
+
+
+def _key_out(key):
+    return None if key is None else [_f(key[0]), int(key[1])]
+
+
+def _key_in(data):
+    if data is None:
+        return None
+    return (float(floats_in([data[0]])[0]), int(data[1]))
+
+
+def _top_out(top: Top | None):
+    if top is None:
+        return None
+    return [floats_out(top[0]), top[1].tolist(), top[2].tolist(), top[3].tolist()]
+
+
+def _top_in(data) -> Top | None:
+    if data is None:
+        return None
+    if len(data) != 4 or len({len(column) for column in data}) != 1:
+        raise ValueError("a top must be four columns of equal length")
+    return (floats_in(data[0]), *(np.asarray(column, np.int64).reshape(-1) for column in data[1:]))
+
+
+def _entry_in(data) -> tuple:
+    if len(data) != 4:
+        raise ValueError("an S-AVL entry must be [score, seq, id, t]")
+    return (float(floats_in([data[0]])[0]), int(data[1]), int(data[2]), int(data[3]))
+
+
+def _entry_out(entry: tuple) -> list:
+    return [_f(entry[0]), entry[1], entry[2], entry[3]]
+
+
+class Unit:
+    """Consecutive slides: a partition of ``sap-equal`` or a unit of the dynamic variants.
+
+    ``top`` is its best ``k`` (kept while the raw slides are kept); the TBUI fields are the
+    unit's entry ``L_i[j]`` (``kind`` ``"k"`` or ``"non"``, ``tau_min`` the lowest score of
+    ``U^tau``), ``theta`` the global-pruning key UBSA used for it, ``pending`` whether its
+    second UBSA phase is still to come, ``frozen`` whether TBUI may no longer relabel it.
+    """
+
+    __slots__ = ("first", "slides", "objects", "top", "kind", "tau_min", "theta", "pending", "frozen")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.slides = 0
+        self.objects = 0
+        self.top: Top = empty_top()
+        self.kind: str | None = None
+        self.tau_min = math.inf
+        self.theta: tuple | None = None
+        self.pending = False
+        self.frozen = False
+
+    @property
+    def last(self) -> int:
+        return self.first + self.slides - 1
+
+    def to_json(self) -> dict:
+        return {"first": self.first, "slides": self.slides, "objects": self.objects, "top": _top_out(self.top),
+                "kind": self.kind, "tau_min": _f(self.tau_min), "theta": _key_out(self.theta),
+                "pending": self.pending, "frozen": self.frozen}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Unit":
+        unit = cls(int(data["first"]))
+        unit.slides, unit.objects = int(data["slides"]), int(data["objects"])
+        unit.top = _top_in(data["top"])
+        unit.kind = data["kind"]
+        unit.tau_min = float(floats_in([data["tau_min"]])[0])
+        unit.theta = _key_in(data["theta"])
+        unit.pending, unit.frozen = bool(data["pending"]), bool(data["frozen"])
+        return unit
+
+
+class Partition:
+    """A finished partition ``P_i``: its ``P_i^k``, group dominance number and S-AVL state.
+
+    ``state``: ``pending`` (M not decided), ``none`` (fewer than ``k`` objects: ``M`` is empty),
+    ``avoided`` (``rho >= k``: the delay policy skipped the S-AVL), ``forming`` (amortized
+    build under way, ``cursor`` work items left), ``ready`` (built, waiting to be the front),
+    ``active`` (its S-AVL is ``M_0``), ``dropped`` (``rho`` reached ``k`` after it was built).
+    """
+
+    __slots__ = ("serial", "first", "slides", "objects", "kth", "top", "top_seqs", "rho", "in_c", "raw",
+                 "state", "capacity", "running", "cursor", "builder", "units")
+
+    def __init__(self, serial: int, units: list[Unit], top: Top, k: int) -> None:
+        self.serial = serial
+        self.first = units[0].first
+        self.slides = sum(u.slides for u in units)
+        self.objects = sum(u.objects for u in units)
+        self.top = top
+        self.top_seqs = set(top[1].tolist())
+        self.kth = (float(top[0][k - 1]), int(top[1][k - 1])) if len(top[0]) >= k else None
+        self.rho = 0
+        self.in_c = len(top[0])
+        self.raw = True
+        self.state = "pending" if self.kth is not None else "none"
+        self.capacity = 0
+        self.running: Top | None = None
+        self.cursor = 0
+        self.builder: StackBuilder | None = None
+        self.units = units
+
+    @property
+    def last(self) -> int:
+        return self.first + self.slides - 1
+
+    def to_json(self) -> dict:
+        builder = None if self.builder is None else {
+            "stacks": [[_entry_out(e) for e in stack] for stack in self.builder.stacks],
+            "pruned": self.builder.pruned}
+        return {"serial": self.serial, "kth": _key_out(self.kth), "top": _top_out(self.top), "rho": self.rho,
+                "in_c": self.in_c, "raw": self.raw, "state": self.state, "capacity": self.capacity,
+                "running": _top_out(self.running), "cursor": self.cursor, "builder": builder,
+                "units": [u.to_json() for u in self.units]}
+
+    @classmethod
+    def from_json(cls, data: dict, k: int) -> "Partition":
+        units = [Unit.from_json(u) for u in data["units"]]
+        if not units:
+            raise ValueError("a partition needs at least one unit")
+        top = _top_in(data["top"])
+        part = cls(int(data["serial"]), units, top if top is not None else empty_top(), k)
+        part.top = top
+        part.top_seqs = set() if top is None else set(top[1].tolist())
+        part.kth = _key_in(data["kth"])
+        part.rho, part.in_c, part.raw = int(data["rho"]), int(data["in_c"]), bool(data["raw"])
+        part.state, part.capacity = str(data["state"]), int(data["capacity"])
+        part.running, part.cursor = _top_in(data["running"]), int(data["cursor"])
+        if data["builder"] is not None:
+            stacks = [[_entry_in(e) for e in stack] for stack in data["builder"]["stacks"]]
+            part.builder = StackBuilder.restore(part.capacity, stacks, int(data["builder"]["pruned"]))
+        return part
+
+
+class SAPBase(Algorithm):
+    """The SAP framework (Algorithm 1 per slide); subclasses choose the partitioning.
+
+    Per slide (``process``), in this order:
+
+    1. **Expiry** (Algorithm 1 lines 1-6): the oldest slide leaves ``P_0``; its candidates leave
+       ``C`` (one vectorised pass, ``O(|C|)``) and its S-AVL entries leave ``M_0``
+       (``O(log k)`` each); every expired member of ``P_0^k`` is replaced by the best entry of
+       ``M_0`` (``O(log k)``).  When ``P_0`` is gone, ``P_1`` becomes the front and its S-AVL
+       becomes ``M_0``.
+    2. **Arrival** (lines 7-11): only the slide's best ``k`` can ever be meaningful (its objects
+       expire together; Appendix C), selected by ``argpartition`` (``O(s)``); they are kept as the
+       slide's raw objects and merged into the open unit's top ``k`` (``O(k)``).
+    3. **Partitioning** (line 12): when a unit is complete the variant decides whether a
+       partition is finished; a finished ``P_m^k`` is merged into ``C`` (``Refine``, ``O(|C|)``)
+       and the group dominance numbers of the older partitions rise.
+    4. **Amortized proactive formation** (Section 5.1): while ``P_0`` expires, ``P_1``'s S-AVL is
+       built a share at a time, so that it is complete when ``P_0`` is gone; it is not built at
+       all if ``P_1.rho >= k`` (the delay policy).
+
+    The answer is the top ``k`` of ``C``, ``P_m^k`` and the filling unit's top ``k`` (``O(k)``).
+    """
+
+    exact = True
+    stream = "single"
+    defaults: dict[str, Any] = {}
+
+    # ----------------------------------------------------------------- construction
+    def _reset(self) -> None:
+        q = self.q
+        self._k = q.k
+        self._s = q.slide
+        self._W = q.window // q.slide
+        self._expiry = 1 if q.kind == "count" else 3
+        self._unit_slides = self._choose_unit_slides()
+        self._slide: int | None = None
+        self._raw: dict[int, Top] = {}
+        self._raw_size = 0
+        self._parts: deque[Partition] = deque()
+        self._serial = 0
+        self._open: list[Unit] = []
+        self._open_top: Top = empty_top()
+        self._filling: Unit | None = None
+        self._C = CandidateSet(q.k, self._expiry)
+        self._M = MeaningfulSet(self._expiry)
+        self._answer: Answer | None = Answer.empty()
+        self._counters = {"arrivals": 0, "prefiltered": 0, "refines": 0, "refine_drops": 0, "promotions": 0,
+                          "savl_builds": 0, "savl_builds_avoided": 0, "savl_dropped": 0, "scanned": 0,
+                          "units_skipped": 0, "tests": 0, "splits": 0}
+        self._reset_variant()
+
+    def _reset_variant(self) -> None:
+        """Variant state (TBUI)."""
+
+    def _choose_unit_slides(self) -> int:
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- per slide
+    def process(self, batch: Batch) -> None:
+        """One slide: ``O(s + |C| + k log k)`` vectorised plus ``O(log k)`` per S-AVL operation."""
+        e = batch.end // self._s
+        if self._slide is None:
+            self._slide = e - 1
+        elif e <= self._slide:
+            raise ValueError(f"slide {e} arrives after slide {self._slide}")
+        while self._slide + 1 < e:
+            empty = empty_top()
+            self._step(self._slide + 1, empty[0], empty)
+        if len(batch):
+            values = score(batch.x, self.q.weights)
+            self._step(e, values, (values, batch.seq, batch.ids, batch.t))
+        else:
+            empty = empty_top()
+            self._step(e, empty[0], empty)
+        self._answer = None
+
+    def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
+        self._slide = e
+        self._expire(e)
+        self._arrive(e, values, arrivals)
+        self._advance_formation(e)
+        self._activate_front()
+        self._after_step(e)
+
+    def _after_step(self, e: int) -> None:
+        """Variant work at the end of a slide (UBSA's second phase)."""
+
+    def _expire(self, e: int) -> None:
+        gone = e - self._W
+        parts = self._parts
+        if not parts or parts[0].first > gone:
+            return
+        front = parts[0]
+        bound = gone * self._s
+        front.in_c -= self._C.expire(bound)
+        self._M.expire(bound)
+        top = self._raw.pop(gone, None)
+        if top is not None:
+            self._raw_size -= len(top[0])
+        if front.last <= gone:
+            self._M.clear()
+            self._release(front)
+            parts.popleft()
+        else:
+            self._refill(front)
+
+    def _refill(self, front: Partition) -> None:
+        """Algorithm 1 line 6 with Section 5.1: expired members of ``P_0^k`` are replaced by
+        the best entries of ``M_0`` (``O(log k)`` each)."""
+        M = self._M
+        wanted = self._k - front.in_c
+        if not M or wanted <= 0:
+            return
+        self._promote(front, [M.pop_best() for _ in range(min(wanted, len(M)))])
+
+    def _promote(self, front: Partition, promoted: list[tuple]) -> None:
+        """Move entries popped from ``M_0`` (best first) into ``C`` with their dominance
+        counters.  Counters only grow down the list: from the first entry that ``k`` newer
+        candidates dominate, they dominate every entry left, and ``M_0`` is emptied."""
+        if not promoted:
+            return
+        counts = self._C.dominators(promoted, front.serial)
+        dead = int(np.searchsorted(counts, self._k, side="left"))
+        if dead < len(promoted):
+            promoted, counts = promoted[:dead], counts[:dead]
+            self._M.clear()
+            self._counters["savl_dropped"] += 1
+        if promoted:
+            self._C.insert(promoted, counts, front.serial)
+            front.in_c += len(promoted)
+            self._counters["promotions"] += len(promoted)
+
+    def _arrive(self, e: int, values: np.ndarray, arrivals: Top) -> None:
+        k = self._k
+        m = len(values)
+        self._counters["arrivals"] += m
+        if m:
+            chosen = top_indices(values, arrivals[1], k)
+            self._counters["prefiltered"] += m - len(chosen)
+            top = tuple(column[chosen] for column in arrivals)
+            self._raw[e] = top
+            self._raw_size += len(chosen)
+        else:
+            top = arrivals
+        unit = self._filling
+        if unit is None:
+            unit = self._filling = Unit(e)
+        unit.slides += 1
+        unit.objects += m
+        unit.top = merge_tops(unit.top, top, k)
+        self._observe(values)
+        if unit.slides == self._unit_slides:
+            self._filling = None
+            self._unit_done(unit)
+
+    def _observe(self, values: np.ndarray) -> None:
+        """Variant hook on every slide's scores (TBUI)."""
+
+    def _unit_done(self, unit: Unit) -> None:
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- partitions
+    def _finalize(self, units: list[Unit], top: Top) -> None:
+        """A finished partition: ``C <- Refine(C, P_m^k)`` and the group dominance numbers."""
+        k = self._k
+        part = Partition(self._serial, units, top, k)
+        self._serial += 1
+        dropped = self._C.refine(top, part.serial)
+        self._counters["refines"] += 1
+        self._counters["refine_drops"] += len(dropped)
+        by_serial = {p.serial: p for p in self._parts}
+        for serial in dropped:
+            by_serial[serial].in_c -= 1
+        negated = -top[0]
+        for p in self._parts:
+            if p.kth is not None and p.rho < k:
+                p.rho += int(np.searchsorted(negated, -p.kth[0], side="right"))
+        self._parts.append(part)
+        if part.state == "none":
+            self._release(part)
+        front = self._parts[0]
+        if front.state == "active" and front.serial in by_serial and front.serial in dropped:
+            self._drop_meaningful(front)
+        for p in self._parts:
+            if p.rho >= k and p.state in ("pending", "forming", "ready", "active"):
+                if p.state == "pending":
+                    p.state = "avoided"
+                    self._counters["savl_builds_avoided"] += 1
+                else:
+                    self._drop_meaningful(p)
+                self._release(p)
+
+    def _drop_meaningful(self, part: Partition) -> None:
+        """``rho`` reached ``k`` (or a member of ``P_0^k`` was dominated ``k`` times): every
+        object below ``P^k`` is dominated by ``k`` newer candidates; drop its S-AVL."""
+        if part.state == "active":
+            self._M.clear()
+        part.builder = None
+        part.running = None
+        part.state = "dropped"
+        for unit in part.units:
+            unit.pending = False
+        self._counters["savl_dropped"] += 1
+        self._release(part)
+
+    def _release(self, part: Partition) -> None:
+        """Forget a partition's raw slides once no S-AVL can need them."""
+        if not part.raw:
+            return
+        for slide in range(part.first, part.last + 1):
+            top = self._raw.pop(slide, None)
+            if top is not None:
+                self._raw_size -= len(top[0])
+        part.raw = False
+        part.top = None
+        part.top_seqs = set()
+        for unit in part.units:
+            unit.top = None
+
+    def _open_tops(self) -> Top:
+        top = self._open_top
+        if self._filling is not None:
+            top = merge_tops(top, self._filling.top, self._k)
+        return top
+
+    def _later_top(self, part: Partition) -> Top:
+        """The best ``k`` objects known to be newer than ``part``: candidates of later
+        partitions, ``P_m^k`` and the filling unit's top ``k``."""
+        return merge_tops(self._C.later_top(part.serial, self._k), self._open_tops(), self._k)
+
+    def _kth_key(self, top: Top | None) -> tuple | None:
+        if top is None or len(top[0]) < self._k:
+            return None
+        return (float(top[0][self._k - 1]), int(top[1][self._k - 1]))
+
+    # ----------------------------------------------------------------- S-AVL formation
+    def _advance_formation(self, e: int) -> None:
+        """Amortized proactive formation: while ``P_0`` expires, build ``P_1``'s S-AVL a share
+        at a time so that it is ready when ``P_0`` is gone."""
+        parts = self._parts
+        if len(parts) < 2:
+            return
+        front, second = parts[0], parts[1]
+        gone = e - self._W
+        if front.first > gone:
+            return
+        if second.state == "pending":
+            self._start_formation(second)
+        if second.state == "forming":
+            alive = front.last - gone
+            self._form(second, -(-second.cursor // (alive + 1)))
+
+    def _start_formation(self, part: Partition) -> None:
+        """The delay policy: decide on ``M_i`` as late as possible (``rho`` only grows)."""
+        part.state = "forming"
+        part.capacity = self._k - part.rho
+        part.running = self._later_top(part)
+        part.builder = StackBuilder(part.capacity)
+        part.cursor = self._work_items(part)
+        for unit in part.units:
+            unit.frozen = True
+        self._counters["savl_builds"] += 1
+
+    def _work_items(self, part: Partition) -> int:
+        return part.slides
+
+    def _form(self, part: Partition, amount: int) -> None:
+        """Scan ``amount`` slides of ``part``, newest first (Section 5.1 with Appendix C)."""
+        theta = self._kth_key(part.running)
+        while amount > 0 and part.cursor > 0:
+            part.cursor -= 1
+            amount -= 1
+            self._scan_slide(part, part.first + part.cursor, theta, part.builder)
+        if part.cursor == 0:
+            part.state = "ready"
+
+    def _scan_slide(self, part: Partition, slide: int, theta: tuple | None, builder: StackBuilder,
+                    only: set | None = None, exclude: set | None = None, floor: float | None = None) -> None:
+        """Offer one slide's objects of ``P - P^k`` to an S-AVL under construction.
+
+        Global pruning: objects ranking below ``theta`` (the ``k``-th best newer object) are
+        dominated ``k`` times.  Appendix C: only the best ``k - P.rho`` of a slide can be
+        meaningful (they expire together).  The rest are offered newest first.
+        """
+        top = self._raw.get(slide)
+        if top is None:
+            return
+        values, seqs = top[0], top[1]
+        n = len(values) if theta is None else count_above(values, seqs, theta)
+        n = min(n, builder.capacity)
+        if floor is not None:
+            n = min(n, int(np.count_nonzero(values >= floor)))
+        if n <= 0:
+            return
+        self._counters["scanned"] += n
+        members = part.top_seqs
+        chosen = [entry for entry in zip(values[:n].tolist(), seqs[:n].tolist(), top[2][:n].tolist(),
+                                         top[3][:n].tolist())
+                  if entry[1] not in members and (only is None or entry[1] in only)
+                  and (exclude is None or entry[1] not in exclude)]
+        chosen.sort(key=lambda entry: -entry[1])
+        for entry in chosen:
+            builder.scan(entry)
+
+    def _activate_front(self) -> None:
+        """``P_0`` must have its ``M_0`` before its first slide expires: finish the build."""
+        if not self._parts:
+            return
+        front = self._parts[0]
+        if front.state == "pending":
+            self._start_formation(front)
+        if front.state == "forming":
+            self._form(front, front.cursor)
+        if front.state == "ready":
+            self._M.absorb(front.builder.stacks)
+            front.builder = None
+            front.running = None
+            front.state = "active"
+            if not any(unit.pending for unit in front.units):
+                self._release(front)
+            self._refill(front)
+
+    # ----------------------------------------------------------------- answers and stats
+    def topk(self) -> Answer:
+        """The top ``k`` of ``C``, ``P_m^k`` and the filling unit (``O(k log k)``, cached)."""
+        if self._answer is None:
+            top = merge_tops(self._C.top(self._k), self._open_tops(), self._k)
+            self._answer = Answer(top[2].copy(), top[0].copy(), top[1].copy())
+        return self._answer
+
+    def candidates(self) -> np.ndarray:
+        """``C``, ``P_m^k``, the filling unit's top ``k`` and ``M_0`` (``O(|C| + |M_0|)``)."""
+        parts = [self._C.seq, self._open_top[1]]
+        if self._filling is not None:
+            parts.append(self._filling.top[1])
+        parts.append(np.fromiter(self._M._where, np.int64, len(self._M)))
+        return np.concatenate(parts).astype(np.int64)
+
+    def _open_size(self) -> int:
+        return len(self._open_top[0]) + (len(self._filling.top[0]) if self._filling is not None else 0)
+
+    def _stats(self) -> dict[str, Any]:
+        parts = self._parts
+        forming = [p.builder for p in parts if p.builder is not None]
+        retained = self._raw_size + sum(p.in_c for p in parts if not p.raw)
+        if parts and not parts[0].raw:
+            retained += len(self._M)
+        units = [u for p in parts for u in p.units] + self._open + ([self._filling] if self._filling else [])
+        words = (LAYOUT["raw"] * self._raw_size + LAYOUT["candidate"] * len(self._C)
+                 + LAYOUT["open_top"] * self._open_size()
+                 + LAYOUT["partition_top"] * sum(len(p.top[0]) for p in parts if p.top is not None)
+                 + LAYOUT["meaningful"] * (len(self._M) + sum(len(b) for b in forming))
+                 + LAYOUT["stack"] * (len(self._M.live_stacks()) + sum(len(b.stacks) for b in forming))
+                 + LAYOUT["partition"] * len(parts) + LAYOUT["unit"] * len(units)
+                 + LAYOUT["unit_top"] * sum(len(u.top[0]) for u in units if u.top is not None))
+        return {"candidates": len(self._C) + self._open_size() + len(self._M), "retained": retained,
+                "bytes": WORD * words, "partitions": len(parts) + (1 if self._open or self._filling else 0),
+                "meaningful": len(self._M), **self._counters}
+
+    # ----------------------------------------------------------------- state
+    def dump_state(self) -> dict[str, Any]:
+        return {"candidates": self._C.rows(), "slide": self._slide, "serial": self._serial,
+                "raw": [[slide, *_top_out(top)] for slide, top in sorted(self._raw.items())],
+                "partitions": [p.to_json() for p in self._parts],
+                "open": [u.to_json() for u in self._open], "open_top": _top_out(self._open_top),
+                "filling": None if self._filling is None else self._filling.to_json(),
+                "meaningful": [[_entry_out(e) for e in stack] for stack in self._M.live_stacks()],
+                "variant": self._dump_variant(), "counters": dict(self._counters)}
+
+    def _dump_variant(self) -> dict:
+        return {}
+
+    def load_state(self, data: dict[str, Any]) -> None:
+        self._C.load(data["candidates"])
+        self._slide = None if data["slide"] is None else int(data["slide"])
+        self._serial = int(data["serial"])
+        for row in data["raw"]:
+            if len(row) != 5:
+                raise ValueError("a raw slide must be [slide, scores, seq, ids, t]")
+            top = _top_in(row[1:])
+            self._raw[int(row[0])] = top
+            self._raw_size += len(top[0])
+        self._parts = deque(Partition.from_json(p, self._k) for p in data["partitions"])
+        self._open = [Unit.from_json(u) for u in data["open"]]
+        self._open_top = _top_in(data["open_top"])
+        self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
+        self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
+        self._load_variant(data["variant"])
+        self._counters.update({name: int(data["counters"][name]) for name in self._counters})
+        self._answer = None if self._slide is not None else Answer.empty()
+
+    def _load_variant(self, data: dict) -> None:
+        """Variant state."""
+
+    def check(self) -> None:
+        """Every invariant of the partitions, ``C``, ``M_0`` and the raw slides (``O(|C|^2)``
+        for the counter check, ``O(window)`` otherwise)."""
+        k = self._k
+        C = self._C
+        C.check()
+        parts = list(self._parts)
+        if self._slide is None:
+            assert not parts and not len(C) and not self._open and self._filling is None
+            return
+        gone = self._slide - self._W
+        bound = gone * self._s
+        assert not len(C) or C.keys().min() >= bound, "an expired candidate is in C"
+        units = [u for p in parts for u in p.units] + self._open + ([self._filling] if self._filling else [])
+        for a, b in zip(units, units[1:]):
+            assert a.last + 1 == b.first, "units are not contiguous"
+        if units:
+            assert units[-1].last == self._slide, "the last unit does not end at the current slide"
+            open_units = self._open + ([self._filling] if self._filling else [])
+            if open_units:
+                assert open_units[0].first > gone, "the open partition has an expired slide"
+        if parts:
+            assert parts[0].last > gone, "an expired partition is still in the window"
+        serials = [p.serial for p in parts]
+        assert serials == sorted(serials) and len(set(serials)) == len(serials)
+        assert set(C.part.tolist()) <= set(serials), "a candidate belongs to no partition"
+        for index, p in enumerate(parts):
+            assert p.in_c == int(np.count_nonzero(C.part == p.serial)), f"partition {p.serial}: in_c"
+            assert p.slides == sum(u.slides for u in p.units)
+            if p.kth is not None and p.rho < k:
+                later = (C.part > p.serial) & ((C.score > p.kth[0]) | (C.score == p.kth[0]))
+                assert p.rho == int(np.count_nonzero(later)), f"partition {p.serial}: rho {p.rho}"
+                if index > 0:
+                    assert p.in_c == k, f"partition {p.serial}: a member left C although rho < k"
+            if p.state in ("pending", "forming", "ready", "active"):
+                assert p.rho < k and p.kth is not None, f"partition {p.serial}: state {p.state} with rho {p.rho}"
+            assert p.state != "active" or index == 0, "only the front partition has M_0"
+            assert p.state not in FORMING_STATES or index <= 1, "only P_0 and P_1 form an S-AVL"
+            assert (p.builder is not None) == (p.state in FORMING_STATES)
+            if p.builder is not None:
+                p.builder.check()
+                assert p.raw
+            assert p.raw == (p.top is not None)
+        raw_slides = set()
+        for p in parts:
+            if p.raw:
+                raw_slides.update(range(p.first, p.last + 1))
+        for u in self._open + ([self._filling] if self._filling else []):
+            raw_slides.update(range(u.first, u.last + 1))
+        assert set(self._raw) <= raw_slides, "a raw slide outside the retained partitions"
+        assert self._raw_size == sum(len(t[0]) for t in self._raw.values())
+        for slide, top in self._raw.items():
+            keys = top[1] if self._expiry == 1 else top[3]
+            assert np.all((keys >= (slide - 1) * self._s) & (keys < slide * self._s)), "raw slide keys"
+            assert len(top[0]) <= k
+        for u in self._open + ([self._filling] if self._filling else []):
+            expected = empty_top()
+            for slide in range(u.first, u.last + 1):
+                expected = merge_tops(expected, self._raw.get(slide, empty_top()), k)
+            assert np.array_equal(expected[1], u.top[1]), "a unit's top k disagrees with its slides"
+        if self._open:
+            expected = empty_top()
+            for u in self._open:
+                expected = merge_tops(expected, u.top, k)
+            assert np.array_equal(expected[1], self._open_top[1]), "P_m^k disagrees with its units"
+        M = self._M
+        M.check()
+        if M:
+            front = parts[0]
+            assert front.state == "active"
+            entries = M.entries()
+            expiry = self._expiry
+            assert all(front.first <= e[expiry] // self._s + 1 <= front.last for e in entries), "M_0 outside P_0"
+            assert all(e[expiry] >= bound for e in entries), "expired entry in M_0"
+            lowest = C.lowest_of(front.serial)
+            assert lowest is not None and front.in_c >= k, "P_0^k is not full while M_0 has entries"
+            assert all((e[0], e[1]) < lowest for e in entries), "an M_0 entry ranks above a member of P_0^k"
+        self._check_variant()
+
+    def _check_variant(self) -> None:
+        """Variant invariants."""

@@ -1,0 +1,229 @@
+"""``sap``: SAP with enhanced dynamic partitions: TBUI k-units and UBSA (Sections 4.3, 5.2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...jsondata import floats_in, floats_out
+from ...registry import register
+from .candidates import merge_tops
+from .core import Partition, SAPBase, Unit, _f, _key_in, _key_out
+from .dynamic import SAPDynamic
+from .savl import StackBuilder
+
+
+def zeta_star(k: int) -> float:
+    """``zeta*`` solving ``(zeta - k) / sqrt(zeta) = 3`` (Theorem 3): ``zeta* = y^2`` with
+    ``y = (3 + sqrt(9 + 4k)) / 2``.
+
+    >>> z = zeta_star(100); round(z, 3), round((z - 100) / math.sqrt(z), 12)
+    (134.836, 3.0)
+    """
+    y = (3 + math.sqrt(9 + 4 * k)) / 2
+    return y * y
+
+
+def zeta_max(k: int) -> float:
+    """``zeta_max = zeta* + 3 sqrt(zeta*)`` (solving ``(zeta_max - zeta*) / sqrt(zeta*) = 3``).
+
+    >>> round(zeta_max(100), 3)
+    169.671
+    """
+    z = zeta_star(k)
+    return z + 3 * math.sqrt(z)
+
+
+def kth_highest(values: np.ndarray, j: int) -> float:
+    """The ``j``-th highest value (the paper's median search, ``O(len)``)."""
+    return float(np.partition(values, len(values) - j)[len(values) - j])
+
+
+@register
+class SAP(SAPDynamic):
+    """SAP with enhanced dynamic partitions (the paper's default): dynamic partitions whose
+    units are labelled k-units or non-k-units by TBUI, S-AVLs built unit by unit by UBSA.
+
+    **TBUI** (Algorithm 2) keeps a threshold ``tau`` and, per unit, ``U^tau`` (its objects
+    scoring at least ``tau``).  Initialisation: from ``tau = -inf``, whenever ``|U^tau|`` reaches
+    ``2 zeta*`` ``tau`` becomes its ``zeta*``-th highest score; at the end of the unit ``tau`` is
+    the ``zeta*``-th highest of ``U^tau`` and the unit is a k-unit.  Later units: ``|U^tau| >
+    max(2 zeta*, zeta_max)`` raises ``tau`` the same way (uptrend); at the end of a unit,
+    ``|U^tau| >= k`` makes the previous unit a non-k-unit (Theorem 2) and this one a k-unit,
+    ``|U^tau| < k`` confirms the previous k-unit and restarts the initialisation (downtrend).
+    ``L_i[j]``: a k-unit keeps its top ``k`` (and the lowest score of ``U^tau``), a non-k-unit its
+    top 1.  Vectorised per slide (``O(s)``); ``O(zeta*)`` per threshold update.
+
+    **UBSA** (Section 5.2) builds ``P_i``'s S-AVL unit by unit, newest first, amortized over the
+    expiry of ``P_{i-1}``: a non-k-unit whose top 1 ranks below ``F_theta`` (the ``k``-th best of
+    the later partitions and the later units of ``P_i``) is skipped; otherwise it is scanned
+    (Section 5.1, Appendix C); of a k-unit only its top ``k`` is scanned.  The rest of a k-unit
+    ``U_v`` goes into an S-AVL of its own when ``U_{v-2}`` has left the window (just in time:
+    none of it can be in an answer before ``U_v^k`` starts expiring); if the lowest score of
+    ``U_v^tau`` is below ``F_theta``, only ``U_v^tau`` is scanned instead of the unit.
+
+    Memory (``bytes``): ``engine.algorithms.sap.core.LAYOUT``.
+
+    Examples
+    --------
+    >>> import numpy as np, engine
+    >>> q = engine.Query(weights=[1.0], k=2, window=6, slide=2)
+    >>> alg = engine.create("sap", q)
+    >>> for batch in engine.slides((np.arange(8), np.arange(8), [9., 1., 5., 7., 2., 3., 4., 0.]), q):
+    ...     alg.process(batch)
+    >>> alg.topk().ids.tolist()
+    [3, 2]
+    """
+
+    name = "sap"
+    summary = "SAP with enhanced dynamic partitions: TBUI k-units, UBSA S-AVL (TKDE 2017, the default)"
+
+    def _reset_variant(self) -> None:
+        k = self.q.k
+        self._zeta = math.ceil(zeta_star(k))
+        self._zeta_max = zeta_max(k)
+        self._tau = -math.inf
+        self._initialising = True
+        self._above = np.empty(0, np.float64)
+        self._previous: Unit | None = None
+
+    # ----------------------------------------------------------------- TBUI
+    def _observe(self, values: np.ndarray) -> None:
+        """Algorithm 2 lines 3-9 for one slide (vectorised)."""
+        if len(values):
+            self._above = np.concatenate((self._above, values[values >= self._tau]))
+        zeta = self._zeta
+        if self._initialising:
+            while len(self._above) >= 2 * zeta:
+                if not self._raise_tau():
+                    break
+        elif len(self._above) > max(2 * zeta, self._zeta_max):
+            self._raise_tau()
+
+    def _raise_tau(self) -> bool:
+        """``tau`` <- the ``zeta*``-th highest of ``U^tau`` (med-search); False if it cannot rise."""
+        tau = kth_highest(self._above, self._zeta)
+        if tau <= self._tau:
+            return False
+        self._tau = tau
+        self._above = self._above[self._above >= tau]
+        return True
+
+    def _classify(self, unit: Unit) -> None:
+        """Algorithm 2 lines 10-16 at the end of a unit."""
+        above = self._above
+        restart = False
+        if self._initialising:
+            if len(above) >= self._zeta:
+                self._tau = max(self._tau, kth_highest(above, self._zeta))
+                above = above[above >= self._tau]
+            self._initialising = False
+        elif len(above) >= self._k:
+            previous = self._previous
+            if previous is not None and not previous.frozen and previous.kind == "k":
+                previous.kind = "non"
+        else:
+            restart = True
+        unit.kind = "k"
+        unit.tau_min = float(above.min()) if len(above) else math.inf
+        if restart:
+            self._initialising = True
+            self._tau = -math.inf
+        self._above = np.empty(0, np.float64)
+        self._previous = unit
+
+    # ----------------------------------------------------------------- UBSA
+    def _work_items(self, part: Partition) -> int:
+        return len(part.units)
+
+    def _form(self, part: Partition, amount: int) -> None:
+        """Phase 1 of UBSA over ``amount`` units of ``part``, newest first."""
+        k = self._k
+        while amount > 0 and part.cursor > 0:
+            part.cursor -= 1
+            amount -= 1
+            unit = part.units[part.cursor]
+            theta = self._kth_key(part.running)
+            unit.theta = theta
+            slides = range(unit.last, unit.first - 1, -1)
+            if unit.kind == "non":
+                best = (float(unit.top[0][0]), int(unit.top[1][0])) if len(unit.top[0]) else None
+                if best is None or (theta is not None and best < theta):
+                    self._counters["units_skipped"] += 1
+                else:
+                    for slide in slides:
+                        self._scan_slide(part, slide, theta, part.builder)
+            else:
+                only = set(unit.top[1].tolist())
+                for slide in slides:
+                    self._scan_slide(part, slide, theta, part.builder, only=only)
+                unit.pending = len(unit.top[0]) >= k
+            part.running = merge_tops(part.running, unit.top, k)
+        if part.cursor == 0:
+            part.state = "ready"
+
+    def _after_step(self, e: int) -> None:
+        """Phase 2 of UBSA: the rest of k-unit ``U_v`` of ``P_0`` once ``U_{v-2}`` has left."""
+        if not self._parts:
+            return
+        front = self._parts[0]
+        if front.state != "active":
+            return
+        if not front.raw:
+            return
+        gone = e - self._W
+        expired_units = sum(1 for unit in front.units if unit.last <= gone)
+        for v, unit in enumerate(front.units):
+            if unit.pending and v <= expired_units + 1:
+                self._phase_two(front, unit)
+        if not any(unit.pending for unit in front.units):
+            self._release(front)
+
+    def _phase_two(self, front: Partition, unit: Unit) -> None:
+        unit.pending = False
+        if front.state != "active":
+            return
+        theta = max((key for key in (unit.theta, self._kth_key(self._later_top(front))) if key is not None),
+                    default=None)
+        builder = StackBuilder(self._k - front.rho)
+        floor = None
+        if theta is not None and unit.tau_min < theta[0]:
+            floor = unit.tau_min
+            self._counters["units_skipped"] += 1
+        exclude = set(unit.top[1].tolist())
+        for slide in range(unit.last, unit.first - 1, -1):
+            self._scan_slide(front, slide, theta, builder, exclude=exclude, floor=floor)
+        if not builder.stacks:
+            return
+        self._M.absorb(builder.stacks)
+        lowest = self._C.lowest_of(front.serial)
+        promoted = []
+        while self._M and lowest is not None and self._M_best_key() > lowest:
+            promoted.append(self._M.pop_best())
+        self._promote(front, promoted)
+        self._refill(front)
+
+    def _M_best_key(self) -> tuple:
+        best = self._M.best()
+        return (best[0], best[1])
+
+    # ----------------------------------------------------------------- state
+    def _dump_variant(self) -> dict:
+        return {"tau": _f(self._tau), "initialising": self._initialising, "above": floats_out(self._above)}
+
+    def _load_variant(self, data: dict) -> None:
+        self._tau = float(floats_in([data["tau"]])[0])
+        self._initialising = bool(data["initialising"])
+        self._above = floats_in(data["above"])
+        units = [u for p in self._parts for u in p.units] + self._open
+        self._previous = units[-1] if units else None
+
+    def _check_variant(self) -> None:
+        assert np.all(self._above >= self._tau), "U^tau holds an object below tau"
+        units = [u for p in self._parts for u in p.units] + self._open
+        for unit in units:
+            assert unit.kind in ("k", "non"), "a finished unit without a TBUI label"
+        for p in self._parts:
+            if any(u.pending for u in p.units):
+                assert p.state in ("forming", "ready", "active") and p.raw, "a pending k-unit without its raw slides"

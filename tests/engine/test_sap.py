@@ -1,0 +1,325 @@
+"""The SAP family's own structures: S-AVL, C, partition sizes, the formulas, the tests, state."""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import engine
+from engine.algorithms.sap.candidates import CandidateSet
+from engine.algorithms.sap.dynamic import eta, max_partition_slides, split_test, unit_slides
+from engine.algorithms.sap.enhanced import zeta_max, zeta_star
+from engine.algorithms.sap.equal import equal_partition_slides
+from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
+from tests.streams import assert_same_answer, check_against_oracle
+
+VARIANTS = ["sap-equal", "sap-dynamic", "sap"]
+
+
+def top(values, seqs):
+    values = np.asarray(values, np.float64)
+    seqs = np.asarray(seqs, np.int64)
+    return values, seqs, seqs.copy(), seqs.copy()
+
+
+def run(name, scores, q, t=None, check=True):
+    m = len(scores)
+    alg = engine.create(name, q)
+    data = (np.arange(m), np.arange(m) if t is None else t, np.asarray(scores, np.float64))
+    for batch in engine.slides(data, q):
+        alg.process(batch)
+        if check:
+            alg.check()
+    return alg
+
+
+# ---------------------------------------------------------------- S-AVL
+def test_stack_builder_follows_figure_8():
+    # k = 3, rho = 0: objects scanned newest first (t_i > t_{i+1}).
+    builder = StackBuilder(capacity=3)
+    for seq, value in [(10, 30.0), (9, 31.0), (8, 36.0), (7, 34.0), (6, 35.0), (5, 29.0), (4, 37.0)]:
+        builder.scan((value, seq, seq, seq))
+    builder.check()
+    # 34 goes on 31 (the largest top below it), 35 on 34, 29 is pruned, 37 goes on 36.
+    assert [[e[0] for e in s] for s in builder.stacks] == [[30.0], [31.0, 34.0, 35.0], [36.0, 37.0]]
+    assert builder.pruned == 1
+
+
+def test_stack_builder_prunes_only_objects_dominated_by_capacity_tops():
+    rng = np.random.default_rng(3)
+    for trial in range(50):
+        capacity = int(rng.integers(1, 6))
+        builder = StackBuilder(capacity)
+        values = rng.integers(0, 20, 60).astype(float)
+        kept = []
+        for seq in range(59, -1, -1):  # newest first
+            before = len(builder)
+            tops = [s[-1] for s in builder.stacks]
+            builder.scan((values[seq], seq, seq, seq))
+            if len(builder) == before:
+                # pruned: every top is newer and ranks above it
+                assert len(tops) == capacity and all((t[0], t[1]) > (values[seq], seq) for t in tops)
+            else:
+                kept.append(seq)
+            builder.check()
+        # every object that is not dominated capacity times by other objects is kept
+        for seq in range(60):
+            dominators = sum(1 for other in range(seq + 1, 60) if (values[other], other) > (values[seq], seq))
+            if dominators < capacity:
+                assert seq in kept
+
+
+def test_meaningful_set_pops_the_best_and_expires_tops():
+    rng = np.random.default_rng(4)
+    builder = StackBuilder(capacity=4)
+    values = rng.random(200)
+    for seq in range(199, -1, -1):
+        builder.scan((values[seq], seq, seq, seq))
+    m = MeaningfulSet(expiry_index=1)
+    m.absorb(builder.stacks)
+    alive = {e[1]: e for s in m.stacks for e in s}
+    bound = 0
+    while m:
+        m.check()
+        if rng.random() < 0.5:
+            best = m.best()
+            assert (best[0], best[1]) == max((e[0], e[1]) for e in alive.values())
+            assert m.pop_best() is best
+            del alive[best[1]]
+        else:
+            bound += 7
+            m.expire(bound)
+            alive = {s: e for s, e in alive.items() if s >= bound}
+        assert len(m) == len(alive)
+
+
+# ---------------------------------------------------------------- C and Refine
+def test_refine_counts_newer_candidates_scoring_at_least_as_much():
+    c = CandidateSet(k=3, expiry_index=1)
+    c.refine(top([90.0, 80.0, 70.0], [2, 1, 0]), 0)
+    assert c.count.tolist() == [0, 0, 0]
+    dropped = c.refine(top([85.0, 80.0, 60.0], [5, 4, 3]), 1)
+    # 90 is above everything new; 80 (old) has 85 and 80 (newer, equal) above it; 70 has 85, 80.
+    assert dropped == []
+    assert c.score.tolist() == [90.0, 85.0, 80.0, 80.0, 70.0, 60.0]
+    assert c.seq.tolist() == [2, 5, 4, 1, 0, 3]
+    assert c.count.tolist() == [0, 0, 0, 2, 2, 0]
+    dropped = c.refine(top([75.0], [6]), 2)
+    assert dropped == [0] and 0 not in c.seq.tolist()  # 70 reached k = 3
+    c.check()
+
+
+# ---------------------------------------------------------------- sizes and formulas
+@pytest.mark.parametrize("n,s,k,slides", [
+    (100_000, 10, 100, 313),    # m* = ceil(sqrt(1000)) = 32, n / m* = 3125 objects = 312.5 slides
+    (100_000, 10, 10, 100),     # m* = 100: 1000 objects
+    (100_000, 1_000, 10, 10),   # m* = 10: 10,000 objects
+    (100_000, 100, 1_000, 100), # m* = 10: 10,000 objects
+    (1_000, 100, 10, 3),        # m* = 4: 250 objects = 2.5 slides, rounded half up
+    (1_000, 250, 10, 1),        # m* = 2: 500 objects <= 2s: one slide (MinTopK-like)
+    (12, 3, 25, 4),             # k > window: m* = 1, at least k objects, capped by the window
+    (60, 1, 50, 50),            # m* = 2: 30 objects, but at least k = 50
+])
+def test_equal_partition_sizes(n, s, k, slides):
+    assert equal_partition_slides(n, s, k) == slides
+
+
+def test_eta_and_zeta_for_hand_computed_k():
+    # k = 10: y = (3 + sqrt(49)) / 2 = 5, eta = 25 / 10, zeta* = 25, zeta_max = 25 + 3 * 5 = 40
+    assert eta(10) == pytest.approx(2.5)
+    assert zeta_star(10) == pytest.approx(25.0)
+    assert zeta_max(10) == pytest.approx(40.0)
+    # k = 4: y = (3 + 5) / 2 = 4, eta = 16 / 4 = 4, zeta* = 16, zeta_max = 28
+    assert eta(4) == pytest.approx(4.0) and zeta_star(4) == pytest.approx(16.0) and zeta_max(4) == pytest.approx(28.0)
+    for k in (1, 7, 100, 1000):
+        assert (eta(k) * k - k) / math.sqrt(eta(k) * k) == pytest.approx(3.0)
+        assert (zeta_star(k) - k) / math.sqrt(zeta_star(k)) == pytest.approx(3.0)
+        assert (zeta_max(k) - zeta_star(k)) / math.sqrt(zeta_star(k)) == pytest.approx(3.0)
+    # l_max = n / (1 + eta): k = 10, n = 1000 -> 285.7 objects = 28 slides of 10
+    assert max_partition_slides(1000, 10, 10) == 28
+    # l_min = sqrt(n max(s, k)): n = 10,000, s = k = 10 -> 316.2 objects = 32 slides
+    assert unit_slides(10_000, 10, 10) == 32
+    assert unit_slides(100, 10, 10) == 3  # 31.6 objects
+    assert unit_slides(40, 10, 30) == 2  # 34.6 objects = 3 slides, but at most half the window
+
+
+def paper_statistic(top, history):
+    """Equation (2) for k >= 10, written out: (R1 - k(k + eta k + 1) / 2) / sqrt(...)."""
+    k, h = len(top), len(history)
+    ranks = np.argsort(np.argsort(np.concatenate((top, history)))) + 1
+    r1 = ranks[:k].sum()
+    return (r1 - k * (k + h + 1) / 2) / math.sqrt(k * h * (k + h + 1) / 12)
+
+
+def test_mann_whitney_decision_equals_the_papers_statistic():
+    rng = np.random.default_rng(8)
+    decisions = set()
+    for trial in range(300):
+        k = int(rng.integers(11, 60))
+        h = math.ceil(eta(k) * k)
+        shift = rng.normal(0, 0.6)
+        values = rng.random(k + h)  # distinct with probability 1
+        top_values, history = values[:k] + shift, values[k:]
+        z = paper_statistic(top_values, history)
+        improper, p = split_test(top_values, history, k)
+        assert p == pytest.approx(1 - norm.cdf(z), abs=1e-9)
+        if abs(z - norm.ppf(0.975)) > 1e-6:
+            assert improper == (z - norm.ppf(0.975) > 0)
+        decisions.add(improper)
+    assert decisions == {True, False}
+
+
+def test_mann_whitney_small_k_uses_the_exact_distribution():
+    # k = 3 against 8: the top three ranks give p = 1 / C(11, 3) = 1/165 < 0.025.
+    improper, p = split_test(np.array([10.0, 11.0, 12.0]), np.arange(8.0), 3)
+    assert improper and p == pytest.approx(1 / 165)
+    # ranks 11, 9, 8 of 11: R1 = 28, P(R1 >= 28) = 4 / 165 = 0.0242 < 0.025: improper
+    improper, p = split_test(np.array([10.0, 6.5, 6.2]), np.arange(8.0), 3)
+    assert improper and p == pytest.approx(4 / 165)
+    # ranks 11, 9, 7: R1 = 27, P(R1 >= 27) = 7 / 165 = 0.042: proper
+    improper, p = split_test(np.array([10.0, 6.5, 5.5]), np.arange(8.0), 3)
+    assert not improper and p == pytest.approx(7 / 165)
+
+
+# ---------------------------------------------------------------- behaviour
+def test_increasing_scores_never_build_an_savl():
+    q = engine.Query(weights=[1.0], k=5, window=200, slide=4)
+    for name in VARIANTS:
+        stats = run(name, np.arange(2000.0), q).stats()
+        # only the very first partition, front of the window with nothing after it, needs one
+        assert stats["savl_builds"] <= 1 and stats["savl_builds_avoided"] >= 3
+        assert stats["candidates"] <= 3 * q.k  # C keeps the newest partition's top k only
+
+
+def test_decreasing_scores_use_meaningful_objects():
+    q = engine.Query(weights=[1.0], k=5, window=200, slide=4)
+    for name in VARIANTS:
+        alg = run(name, -np.arange(2000.0), q)
+        stats = alg.stats()
+        assert stats["savl_builds"] > 0 and stats["promotions"] > 0
+        assert stats["candidates"] < q.window  # MinTopK keeps the whole window here
+
+
+def test_delay_policy_avoids_builds_on_random_scores():
+    q = engine.Query(weights=[1.0], k=5, window=2000, slide=10)
+    stats = run("sap-equal", np.random.default_rng(1).random(10_000), q, check=False).stats()
+    assert stats["savl_builds_avoided"] > 5 * stats["savl_builds"]
+
+
+def test_ubsa_skips_units():
+    q = engine.Query(weights=[1.0], k=5, window=2000, slide=5)
+    rng = np.random.default_rng(2)
+    scores = -np.arange(12_000) / 12_000 + 0.3 * rng.random(12_000)
+    stats = run("sap", scores, q, check=False).stats()
+    assert stats["units_skipped"] > 0 and stats["savl_builds"] > 0
+
+
+def test_tbui_labels_units():
+    k = 2
+    q = engine.Query(weights=[1.0], k=k, window=400, slide=1)  # units of sqrt(400 * 2) = 28 slides
+    rng = np.random.default_rng(0)
+    steady = rng.random(28 * 6)
+    drop = rng.random(28) - 10.0  # fewer than k objects above tau: downtrend
+    alg = run("sap", np.concatenate((steady, drop)), q)
+    units = [u for p in alg._parts for u in p.units] + alg._open
+    kinds = [u.kind for u in units]
+    # stationary units demote their predecessors; the last steady unit is confirmed by the drop
+    assert kinds[:5].count("non") >= 3
+    assert kinds[5] == "k" and kinds[6] == "k"
+    assert alg._initialising
+
+
+# ---------------------------------------------------------------- exactness
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("n,s,k", [(200, 2, 5), (300, 3, 10), (120, 1, 4), (240, 10, 3), (90, 3, 40), (60, 60, 5)])
+def test_periodic_sin_scores(name, kind, n, s, k):
+    m = 5 * n
+    rng = np.random.default_rng(n + s + k)
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+    scores = np.sin(np.pi * np.arange(m) / (n / 3))
+    q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
+    check_against_oracle(name, (np.arange(m), t, scores), q)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("seed", range(6))
+def test_seeded_stress_with_check_after_every_slide(name, seed):
+    rng = np.random.default_rng(100 + seed)
+    n_slides = int(rng.integers(2, 40))
+    s = int(rng.integers(1, 8))
+    n, k = s * n_slides, int(rng.integers(1, 25))
+    kind = "time" if seed % 2 else "count"
+    m = 6 * n + int(rng.integers(0, 50))
+    trend = rng.choice([-1.0, 0.0, 1.0])
+    period = rng.integers(20, 400)
+    scores = trend * np.arange(m) / m + np.sin(np.arange(m) * np.pi / period) + rng.choice([0.0, 0.2]) * rng.random(m)
+    if seed == 5:
+        scores = np.round(scores * 2)  # ties
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+    q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
+    check_against_oracle(name, (np.arange(m), t, scores), q)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_snapshot_in_the_middle_of_a_partitions_life(name):
+    """Cut at every slide of a run where S-AVLs are formed, active and dropped."""
+    q = engine.Query(weights=[1.0], k=4, window=600, slide=3)
+    rng = np.random.default_rng(9)
+    m = 1800
+    scores = np.sin(np.arange(m) * np.pi / 350) + 0.3 * rng.random(m)
+    batches = list(engine.slides((np.arange(m), np.arange(m), scores), q))
+    reference = engine.create(name, q)
+    answers, states, phases = [], [], set()
+    for batch in batches:
+        reference.process(batch)
+        answers.append(reference.topk())
+        states.append(json.dumps(reference.to_state(), allow_nan=False))
+        phases.update(p.state for p in reference._parts)
+        if reference._M:
+            phases.add("M_0")
+    assert {"forming", "active", "M_0"} <= phases
+    for cut in range(0, len(batches) - 1, 11):
+        resumed = engine.restore(json.loads(states[cut]), query=q)
+        for index in range(cut + 1, min(cut + 30, len(batches))):
+            resumed.process(batches[index])
+            resumed.check()
+            assert_same_answer(answers[index], resumed.topk(), f"{name} cut {cut} slide {index}")
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_stats_count_every_structure(name):
+    q = engine.Query(weights=[1.0], k=6, window=300, slide=5)
+    rng = np.random.default_rng(6)
+    alg = run(name, -np.arange(3000) / 3000 + 0.1 * rng.random(3000), q)
+    stats = alg.stats()
+    assert stats["candidates"] == len(alg.candidates())
+    assert stats["retained"] >= stats["candidates"] - len(alg._open_top[0])
+    assert stats["bytes"] > 0 and stats["partitions"] >= 1
+    assert set(alg.topk().seq.tolist()) <= set(alg.candidates().tolist())
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_measured_bytes_is_close_to_tracemalloc(name):
+    q = engine.Query(weights=[1.0], k=20, window=5000, slide=10)
+    rng = np.random.default_rng(7)
+    m = 15_000
+    batches = list(engine.slides((np.arange(m), np.arange(m), -np.arange(m) / m + 0.2 * rng.random(m)), q))
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    alg = engine.create(name, q)
+    for batch in batches:
+        alg.process(batch)
+    alg._answer = None
+    gc.collect()
+    traced = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    measured = alg.measured_bytes()
+    assert 0.75 * traced <= measured <= 1.25 * traced, (measured, traced)
