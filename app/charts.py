@@ -20,13 +20,13 @@ HEIGHT = 240
 
 METRICS: dict[str, tuple[str, str]] = {
     "precision": ("Precision", "share of the exact top-k ids the algorithm returned (1 = every one)"),
-    "error": ("Relative score error", "mean over ranks of (exact score − returned score) / |exact score|; "
-                                      "0 = the same scores as the exact answer"),
+    "error": ("Score error", "object streams: mean over ranks of (exact − returned score) / |exact score|; "
+                             "attribute streams: mean absolute difference of the ranked scores; 0 = exact"),
     "candidates": ("Candidates", "objects the algorithm keeps as possible answers of this or a later window"),
     "retained": ("Retained objects", "objects the algorithm stores in any structure (candidates and "
                                      "bookkeeping)"),
     "memory": ("Memory", "modelled = SPEC cost model (8 bytes per value, id, seq, t, pointer); "
-                         "measured = real size of the algorithm's structures in Python (on Live: once per refresh)"),
+                         "measured = real size of the algorithm's structures in Python"),
     "ms": ("Time per slide (ms)", "wall-clock milliseconds to process one slide and produce its answer"),
 }
 
@@ -253,6 +253,38 @@ def layers_projection(frame: pd.DataFrame, direction: tuple[float, float], a_tit
     return alt.layer(points, line, title=alt.TitleParams(
         "Layers projected on two features", subtitle="red arrow: the query's weight direction "
         "(better scores lie that way)", anchor="start"), height=360)
+
+
+def current_vs_best(frame: pd.DataFrame, kth: float) -> alt.LayerChart:
+    """Attribute streams: each valid object's current score against the best it could still reach.
+
+    ``frame`` has ``id``, ``current``, ``best`` and ``status`` (in the answer / may still enter /
+    cannot enter). The horizontal rule is the k-th current score: objects below it cannot
+    reach the answer whatever arrives (EAA's pruning); the diagonal is best = current.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"id": [1, 2], "current": [0.9, 0.1], "best": [1.9, 0.5],
+    ...                       "status": ["in the answer", "cannot enter"]})
+    >>> len(current_vs_best(frame, 0.9).layer)
+    3
+    """
+    statuses = ["in the answer", "may still enter", "cannot enter"]
+    points = alt.Chart(frame).mark_circle(size=30, opacity=0.75).encode(
+        x=alt.X("current:Q", title="current score (valid values so far)"),
+        y=alt.Y("best:Q", title="best possible score"),
+        color=alt.Color("status:N", sort=statuses, scale=alt.Scale(domain=statuses,
+                                                                  range=["#e15759", "#f28e2b", "#bab0ac"]),
+                        legend=LEGEND),
+        tooltip=["id:Q", alt.Tooltip("current:Q", format=",.4~g"), alt.Tooltip("best:Q", format=",.4~g"),
+                 "status:N"])
+    top = float(max(frame["best"].max(), frame["current"].max())) if len(frame) else 1.0
+    diagonal = alt.Chart(pd.DataFrame({"current": [0.0, top], "best": [0.0, top]})).mark_line(
+        color="gray", strokeDash=[2, 2]).encode(x="current:Q", y="best:Q")
+    rule = alt.Chart(pd.DataFrame({"best": [kth]})).mark_rule(color="#e15759", strokeDash=[6, 3]).encode(y="best:Q")
+    return alt.layer(points, diagonal, rule, title=alt.TitleParams(
+        "Objects of the window: current against best possible score", anchor="start", fontSize=14),
+        height=320)
 
 
 def benchmark_family(frame: pd.DataFrame, field: str, axis_title: str) -> alt.Chart:

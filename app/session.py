@@ -11,9 +11,18 @@ import pandas as pd
 
 import engine
 from engine import metrics
+from engine.attributes import aggregate
 from app.data import Trace
 
 REFERENCE = "oracle"
+"""The exact reference of object streams."""
+REFERENCES = {"single": "oracle", "incomplete": "oracle-incomplete"}
+"""The exact reference per kind of stream (the pipeline's choice too)."""
+
+
+def reference_for(trace: Trace) -> str:
+    """Name of the exact algorithm every other one is compared with on ``trace``."""
+    return REFERENCES[trace.stream]
 
 
 @dataclass(frozen=True)
@@ -70,8 +79,10 @@ class LiveRun:
         self.trace = trace
         self.setup = setup
         q = setup.query
+        self.reference = reference_for(trace)
         self.engines = {name: engine.create(name, q, **setup.params.get(name, {}))
-                        for name in dict.fromkeys((REFERENCE, *setup.algorithms))}
+                        for name in dict.fromkeys((self.reference, *setup.algorithms))}
+        self._error = metrics.absolute_error if trace.stream == "incomplete" else metrics.relative_error
         self._slides: Iterator[engine.Batch] = engine.slides(trace.arrays, q)
         self._next = next(self._slides, None)
         self.slide = 0
@@ -83,8 +94,8 @@ class LiveRun:
 
     @property
     def oracle(self) -> engine.Algorithm:
-        """The exact reference engine (also shown when ``"oracle"`` is selected)."""
-        return self.engines[REFERENCE]
+        """The exact reference engine (also shown when it is selected)."""
+        return self.engines[self.reference]
 
     @property
     def done(self) -> bool:
@@ -97,7 +108,6 @@ class LiveRun:
         while count < slides and self._next is not None:
             self._advance()
             count += 1
-        self._measure_last()
         return count
 
     def replay(self, rows: int) -> int:
@@ -109,7 +119,6 @@ class LiveRun:
         while self._next is not None and self.rows + len(self._next) <= rows:
             self._advance()
             count += 1
-        self._measure_last()
         return count
 
     def replay_steps(self, rows: int, chunk: int = 20) -> Iterator[float]:
@@ -122,8 +131,7 @@ class LiveRun:
                 if self._next is None or self.rows + len(self._next) > rows:
                     break
                 self._advance()
-            self._measure_last()
-            yield self.rows / max(1, rows)
+                yield self.rows / max(1, rows)
 
     def play(self, slides: int, budget: float, clock: Callable[[], float] = perf_counter) -> int:
         """Process up to ``slides`` slides but stop once ``budget`` seconds have passed.
@@ -139,26 +147,12 @@ class LiveRun:
             count += 1
             if clock() - start >= budget:
                 break
-        self._measure_last()
         return count
 
     @property
     def current(self) -> int | None:
         """Number of the last processed slide (``None`` before the first)."""
         return self.slide - 1 if self.slide else None
-
-    def _measure_last(self) -> None:
-        """Fill ``measured_bytes`` of the last slide's history rows.
-
-        The real size is a deep walk of the structures (``O(size)``, about a fifth of a slide's
-        cost), so it is taken once per call of ``step``/``play``/``replay`` (once per refresh),
-        not for every slide; the other slides' rows keep ``NaN``.
-        """
-        if not self.history or self.slide == 0:
-            return
-        for row in self.history[-len(self.setup.algorithms):]:
-            if row["slide"] == self.slide - 1:
-                row["measured_bytes"] = self.engines[row["algorithm"]].measured_bytes()
 
     def _advance(self) -> None:
         self._process(self._next)
@@ -171,15 +165,15 @@ class LiveRun:
             alg.process(batch)
             answers[name] = alg.topk()
             seconds[name] = perf_counter() - start
-        self.exact = answers[REFERENCE]
+        self.exact = answers[self.reference]
         for name in self.setup.algorithms:
-            stats = self.engines[name]._stats()  # stats() without the costly measured size (see _measure_last)
+            stats = self.engines[name].stats()
             self.history.append({
                 "slide": self.slide, "end": batch.end, "algorithm": name,
                 "candidates": stats["candidates"], "retained": stats["retained"], "bytes": stats["bytes"],
-                "measured_bytes": float("nan"), "seconds": seconds[name],
+                "measured_bytes": stats.get("measured_bytes", float("nan")), "seconds": seconds[name],
                 "precision": metrics.precision(self.exact, answers[name]),
-                "error": metrics.relative_error(self.exact, answers[name])})
+                "error": self._error(self.exact, answers[name])})
             self.answers[name] = answers[name]
         self.slide += 1
         self.rows += len(batch)
@@ -202,10 +196,18 @@ class LiveRun:
         return int(np.searchsorted(self.trace.t, self.end - q.window, side="left")), self.rows
 
     def window_frame(self, limit: int) -> pd.DataFrame:
-        """Objects of the current window (``seq, t, score``), thinned evenly to at most ``limit``."""
+        """Objects of the current window (``seq, t, score``), thinned evenly to at most ``limit``.
+
+        Attribute streams: one row per valid object, at its newest tuple (``seq``, ``t``) with
+        its current score (the sum of its valid values per stream, weighted).
+        """
         q = self.setup.query
         if self.end is None:
             return pd.DataFrame({"seq": [], "t": [], "score": []})
+        if self.trace.stream == "incomplete":
+            objects = self.objects_frame()
+            frame = pd.DataFrame({"seq": objects["seq"], "t": self.trace.t[objects["seq"]], "score": objects["current"]})
+            return frame.iloc[np.linspace(0, len(frame) - 1, limit).astype(np.int64)] if len(frame) > limit else frame
         lo, hi = self.window_rows()
         rows = np.arange(lo, hi)
         if len(rows) > limit:
@@ -213,21 +215,51 @@ class LiveRun:
         return pd.DataFrame({"seq": rows, "t": self.trace.t[rows],
                              "score": engine.score(self.trace.x[rows], q.weights)})
 
+    def objects_frame(self, occurrences: int = 1) -> pd.DataFrame:
+        """Attribute streams: every valid object's ``id, seq, current, best`` scores.
+
+        ``current`` weighs the sums of the object's valid values per stream; ``best`` is the
+        most it could still reach as EAA bounds it (incomplete-streams paper, 3.2) with
+        ``occurrences`` tuples per stream: every stream the object has fewer than
+        ``occurrences`` valid tuples in may still bring values up to 1 each.
+        """
+        lo, hi = self.window_rows()
+        trace, d = self.trace, len(self.setup.query.weights)
+        weights = np.asarray(self.setup.query.weights)
+        if hi <= lo:
+            return pd.DataFrame({"id": [], "seq": [], "current": [], "best": []})
+        rows = slice(lo, hi)
+        objects, sums, newest = aggregate(trace.ids[rows], trace.streams[rows], trace.values[rows],
+                                          np.arange(lo, hi), d)
+        _, inverse = np.unique(trace.ids[rows], return_inverse=True)
+        counts = np.bincount(inverse * d + trace.streams[rows], minlength=len(objects) * d).reshape(len(objects), d)
+        current = sums @ weights
+        best = current + np.clip(occurrences - counts, 0, None) @ weights
+        return pd.DataFrame({"id": objects, "seq": newest, "current": current, "best": best})
+
     def candidates_frame(self, limit: int) -> pd.DataFrame:
         """Every shown algorithm's candidate objects as rows ``algorithm, seq, t, score``.
 
-        The oracle is left out (its candidates are the whole window); each algorithm's set is
-        thinned evenly to at most ``limit`` objects.
+        The reference is left out (its candidates are the whole window); each algorithm's set
+        is thinned evenly to at most ``limit`` objects. Attribute streams: ``seq`` is the
+        object's newest tuple and ``score`` its current score.
         """
         parts = []
+        current = None
+        if self.trace.stream == "incomplete":
+            objects = self.objects_frame()
+            current = pd.Series(objects["current"].to_numpy(), index=objects["id"].to_numpy())
         for name in self.setup.algorithms:
-            if name == REFERENCE:
+            if name == self.reference:
                 continue
-            seq = np.sort(self.engines[name].candidates())
+            seq = np.sort(np.asarray(self.engines[name].candidates(), dtype=np.int64))
             if len(seq) > limit:
                 seq = seq[np.linspace(0, len(seq) - 1, limit).astype(np.int64)]
-            parts.append(pd.DataFrame({"algorithm": name, "seq": seq, "t": self.trace.t[seq],
-                                       "score": engine.score(self.trace.x[seq], self.setup.query.weights)}))
+            if current is None:
+                scores = engine.score(self.trace.x[seq], self.setup.query.weights)
+            else:
+                scores = current.reindex(self.trace.ids[seq]).to_numpy()
+            parts.append(pd.DataFrame({"algorithm": name, "seq": seq, "t": self.trace.t[seq], "score": scores}))
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
             {"algorithm": [], "seq": [], "t": [], "score": []})
 
@@ -238,7 +270,7 @@ class LiveRun:
         ``seq`` array per layer, best layer first). Each layer is thinned to ``limit`` objects.
         """
         layers = getattr(self.engines[name], "layers", None)
-        if not callable(layers):
+        if not callable(layers) or self.trace.stream != "single":
             return None
         parts = []
         for number, seq in enumerate(layers()):

@@ -16,7 +16,7 @@ import streamlit as st
 
 import engine
 from app import charts, data, live_state, presets, tables, units
-from app.session import REFERENCE, LiveRun, Setup
+from app.session import LiveRun, Setup, reference_for
 
 TICK = 1.0  # seconds between two playback ticks (one refresh per second)
 BUDGET = 0.6  # most seconds of engine work per tick (the rest of the second draws the page)
@@ -25,7 +25,7 @@ HISTORY = 500  # slides shown in the charts over time
 WINDOW_POINTS = 300  # most window objects drawn per panel of the score-vs-time plot
 LAYER_POINTS = 400  # most objects drawn per SAO layer
 SHOW_PROGRESS_AFTER = 0.3  # seconds of rebuilding before a progress bar and Cancel appear
-DEFAULT_ALGORITHMS = ("oracle", "mintopk")
+DEFAULT_ALGORITHMS = {"single": ("oracle", "mintopk"), "incomplete": ("oracle-incomplete", "eaa", "approx")}
 TILES_PER_ROW = 3
 
 ss = st.session_state
@@ -250,11 +250,11 @@ def render(run: LiveRun, profile: presets.Profile) -> None:
     window_warnings(run)
     tiles(run)
 
-    shown = {name: answer for name, answer in run.answers.items() if name != REFERENCE}
+    shown = {name: answer for name, answer in run.answers.items() if name != run.reference}
     frame, wrong = tables.comparison(run.exact, shown, (lambda seq: time_text(trace, profile, seq))
                                      if profile.timed else None)
     st.markdown(f"**Top-{run.setup.query.k} at slide {run.current if run.current is not None else '–'}**: the exact "
-                "answer (oracle) rank by rank; one column per algorithm with the object id it returned; "
+                f"answer ({run.reference}) rank by rank; one column per algorithm with the object id it returned; "
                 "highlighted cells differ from the exact answer.")
     st.table(tables.styled(frame, wrong))
 
@@ -272,17 +272,35 @@ def render(run: LiveRun, profile: presets.Profile) -> None:
     metric_chart("memory", charts.memory_over_time(history))
     metric_chart("ms", charts.over_time(history, "ms", log=True))
 
-    panel_names = [n for n in run.setup.algorithms if n != REFERENCE] or [REFERENCE]
+    panel_names = [n for n in run.setup.algorithms if n != run.reference] or [run.reference]
     window = with_time(run.window_frame(WINDOW_POINTS), trace, profile)
     candidates = with_time(run.candidates_frame(WINDOW_POINTS), trace, profile)
     answers = with_time(run.answers_frame(), trace, profile)
-    if REFERENCE not in run.answers:
-        exact = pd.DataFrame({"algorithm": REFERENCE, "rank": np.arange(1, len(run.exact) + 1), "seq": run.exact.seq,
+    if run.reference not in run.answers:
+        exact = pd.DataFrame({"algorithm": run.reference, "rank": np.arange(1, len(run.exact) + 1), "seq": run.exact.seq,
                               "t": trace.t[run.exact.seq], "score": run.exact.scores})
         answers = pd.concat([answers, with_time(exact, trace, profile)], ignore_index=True)
     st.altair_chart(charts.window_panels(window, candidates, answers, panel_names, timed=profile.timed,
                                          tz=profile.tz, columns=min(3, len(panel_names))))
+    if trace.stream == "incomplete":
+        bounds(run)
     layered(run)
+
+
+def bounds(run: LiveRun) -> None:
+    """Attribute streams: every valid object's current score against the best it could reach."""
+    occurrences = int(run.setup.params.get("eaa", {}).get("occurrences", 1))
+    objects = run.objects_frame(occurrences)
+    if objects.empty:
+        return
+    kth = float(run.exact.scores[-1]) if len(run.exact) == run.setup.query.k else 0.0
+    in_answer = objects["id"].isin(run.exact.ids)
+    status = np.where(in_answer, "in the answer", np.where(objects["best"] >= kth, "may still enter", "cannot enter"))
+    st.altair_chart(charts.current_vs_best(objects.assign(status=status), kth), width="stretch")
+    st.caption(f"Best possible = current score + each weight of a stream the object has fewer than {occurrences} "
+               "valid tuple(s) in (values are at most 1), as EAA bounds it. Below the red line (the k-th current "
+               f"score) an object cannot enter the answer: {int((status == 'cannot enter').sum()):,} of "
+               f"{len(objects):,} objects could be dropped.")
 
 
 def layered(run: LiveRun) -> None:
@@ -313,7 +331,7 @@ try:
     names += data.datasets(db)["name"].tolist()
 except data.MissingData as missing:
     st.info(f"{missing} Meanwhile the built-in synthetic stream is available.")
-names.append(data.SYNTHETIC)
+names += list(data.BUILT_IN)
 
 if "live_started" not in ss:  # a new session: the URL decides the view
     ss.live_started = True
@@ -345,8 +363,12 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset, then
             ss.algorithms = [a for a in pending["alg"].split(",") if a in catalogue]
         if str(pending.get("speed", "")).isdigit() and int(pending["speed"]) in SPEEDS:
             ss.speed = int(pending["speed"])
-ss.setdefault("algorithms", [a for a in DEFAULT_ALGORITHMS if a in catalogue])
+if "algorithms" not in ss or (ss.algorithms and not set(ss.algorithms) & set(catalogue)):
+    ss.algorithms = [a for a in DEFAULT_ALGORITHMS[trace.stream] if a in catalogue]
 ss.algorithms = [a for a in ss.algorithms if a in catalogue]
+if trace.stream == "incomplete":  # monotone scores only: no negative weight
+    for feature in trace.features:
+        ss[live_state.weight_key(feature)] = max(0.0, float(ss.get(live_state.weight_key(feature), 0.0)))
 widget_values = {key: ss[key] for key in ("kind", "k", "window", "slide")} | {
     live_state.weight_key(f): ss.get(live_state.weight_key(f), 0.0) for f in trace.features}
 ss.preset = live_state.matching_preset(widget_values, profile) or presets.CUSTOM
@@ -371,8 +393,11 @@ with st.sidebar:
     st.text_input(f"Slide ({'objects' if kind == 'count' else 'duration'})", key="slide",
                   help="How far the window moves between two answers; the window must be a whole number of slides.")
     problem_below(problems, "slide")
-    st.caption("Weights: score = Σ weight × feature; a negative weight ranks small values first.")
-    weights = [st.slider(feature, -1.0, 1.0, step=0.05, key=live_state.weight_key(feature))
+    st.caption("Weights: score = Σ weight × feature; a negative weight ranks small values first."
+               if trace.stream == "single" else "Weights: score = Σ weight × (sum of the object's valid values "
+                                                "in that stream); weights are at least 0.")
+    lowest = 0.0 if trace.stream == "incomplete" else -1.0  # incomplete streams need monotone scores
+    weights = [st.slider(feature, lowest, 1.0, step=0.05, key=live_state.weight_key(feature))
                for feature in trace.features]
     try:
         candidate = engine.Query(weights=weights, k=int(k), window=window_len, slide=slide_len, kind=kind) \

@@ -141,8 +141,11 @@ for i, name in enumerate(algorithms):
         a, b = st.columns(2)
         c, d = st.columns(2)
         a.metric("precision", f"{row.precision:.2f}", help=charts.METRICS["precision"][1])
-        b.metric("memory", units.format_bytes(row.bytes), help="modelled (SPEC cost model), summed over shards; "
-                                                               "the pipeline does not record the measured size")
+        measured = row.get("measured_bytes", np.nan)
+        b.metric("memory", units.format_bytes(measured if pd.notna(measured) else row.bytes),
+                 help=("measured size of the structures" if pd.notna(measured) else
+                       "modelled (SPEC cost model); this run did not record the measured size")
+                 + f", summed over shards; modelled: {units.format_bytes(row.bytes)}")
         c.metric("ms / slide", f"{row.seconds * 1e3:.2f}", help=charts.METRICS["ms"][1] + " (slowest shard)")
         d.metric("candidates", f"{int(row.candidates):,}", help=charts.METRICS["candidates"][1])
 
@@ -167,8 +170,8 @@ else:
 st.altair_chart(charts.over_time(chart_data, "candidates", at=slide, log=True), width="stretch", height=330)
 st.altair_chart(charts.over_time(chart_data, "retained", at=slide, log=True), width="stretch", height=330)
 st.altair_chart(charts.memory_over_time(chart_data, at=slide), width="stretch", height=330)
-st.caption("Memory: modelled by the SPEC cost model and summed over shards (the pipeline does not record the "
-           "measured size).")
+st.caption("Memory: modelled by the SPEC cost model (dashed) and measured (solid, when the run recorded it), "
+           "summed over shards.")
 st.altair_chart(charts.over_time(chart_data, "ms", at=slide, log=True), width="stretch", height=330)
 
 st.subheader("Snapshots", help="Engine state saved by the pipeline; `replay --resume` continues from the last one.")

@@ -20,8 +20,10 @@ RUN_QUERY = engine.Query(weights=[1.0, -0.5], k=5, window=200, slide=50, kind="c
 
 
 def oracle_answers(arrays, query: engine.Query, slides: int | None = None) -> list[engine.Answer]:
-    """The oracle's answer after each slide (the first ``slides`` ones), computed with the engine."""
-    oracle = engine.create("oracle", query)
+    """The oracle's answer after each slide (the first ``slides`` ones), computed with the engine.
+
+    Attribute streams (``(ids, stream, value, t)``) are answered by ``oracle-incomplete``."""
+    oracle = engine.create("oracle-incomplete" if len(arrays) == 4 else "oracle", query)
     out = []
     for batch in engine.slides(arrays, query):
         if slides is not None and len(out) == slides:

@@ -267,7 +267,7 @@ def test_an_approximate_algorithm_brings_precision_error_and_layers(app, approxi
     assert frame[approximate].tolist()[:-1] == frame["mintopk"].tolist()[:-1]
     assert frame[approximate].iloc[-1] != frame["mintopk"].iloc[-1]
     titles = " ".join(chart.proto.spec for chart in app.get("vega_lite_chart"))
-    assert "Precision" in titles and "Relative score error" in titles and "layers projected on x_0 and x_1" in titles
+    assert "Precision" in titles and "Score error" in titles and "layers projected on x_0 and x_1" in titles
     precision = [m.value for m in app.metric if m.label == "precision"]
     assert precision == ["1.00", "1.00", "0.90"]
     app.selectbox(key=f"layers_b_{approximate}").set_value("x_2").run()
@@ -293,7 +293,7 @@ def test_missing_database_says_to_run_make_run(app, missing_db):
     assert not app.exception
     assert f"No database at `{missing_db}` yet" in app.info[0].value
     assert "make run" in app.info[0].value
-    assert app.selectbox(key="dataset").options == [data.SYNTHETIC]
+    assert app.selectbox(key="dataset").options == [data.SYNTHETIC, data.SYNTHETIC_ATTRIBUTES]
 
 
 def test_empty_database_says_to_run_make_run(app, missing_db):
@@ -322,3 +322,23 @@ def test_all_zero_weights_rank_the_newest_first(app):
     answer = expected(DEFAULT.with_weights([0.0, 0.0, 0.0]), FIRST_WINDOW)
     assert answer.ids.tolist() == list(range(999, 989, -1))
     assert_shows(app, answer)
+
+
+def test_attribute_streams_run_the_incomplete_algorithms_and_show_bounds(app):
+    trace = data.synthetic_attributes()
+    app.run()
+    app.selectbox(key="dataset").set_value(data.SYNTHETIC_ATTRIBUTES).run()
+    assert not app.exception and not app.error
+    algorithms = app.multiselect(key="algorithms")
+    assert algorithms.value == ["oracle-incomplete", "eaa", "approx"]
+    assert set(algorithms.options) == {i.name for i in engine.available() if i.stream == "incomplete"}
+    assert app.slider(key="w_stream_0").min == 0.0  # monotone scores only
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50)
+    answer = expected(query, query.windows_per_object, trace)
+    frame = comparison(app)
+    assert frame[tables.EXACT_ID].astype(np.int64).tolist() == answer.ids.tolist()
+    assert frame["eaa"].astype(np.int64).tolist() == answer.ids.tolist()
+    specs = " ".join(chart.proto.spec for chart in app.get("vega_lite_chart"))
+    assert "current against best possible score" in specs
+    assert "Precision" in specs  # approx is approximate
+    assert any("cannot enter the answer" in c.value for c in app.caption)

@@ -60,7 +60,7 @@ def test_runs_scrub_to_a_slide_and_mark_disagreements(app, filled_db, trace):
     assert "background-color" in style
     assert dict(app.query_params) == {"run": "run-1", "query": "0", "slide": "5"}
     titles = chart_titles(app)
-    assert titles[:2] == ["Precision", "Relative score error"]  # pretopk was wrong at slide 5
+    assert titles[:2] == ["Precision", "Score error"]  # pretopk was wrong at slide 5
     assert {"Candidates", "Retained objects", "Time per slide (ms)"} <= set(titles)
     rule = json.loads(app.get("vega_lite_chart")[0].proto.spec)["layer"][1]
     assert rule["mark"]["type"] == "rule"

@@ -303,3 +303,48 @@ def test_cancel_puts_back_the_values_of_the_setup_shown():
     assert live_state.query_of(values, prof) == q
     assert values["window"] == "10 min" and values["slide"] == "30 s" and values["algorithms"] == ["oracle", "sma"]
     assert values["param_sma_cells_per_dim"] == 2
+
+
+def test_partitioned_parquet_folders_are_read_in_seq_order(tmp_path, monkeypatch):
+    import duckdb
+    rows = pd.DataFrame({"id": [10, 11, 12, 13], "seq": [0, 1, 2, 3], "t": [5, 6, 7, 8],
+                         "notional": [1.0, 2.0, 3.0, 4.0], "price": [1.0] * 4, "size": [1.0, 2.0, 3.0, 4.0],
+                         "symbol": ["spy", "spy", "bac", "spy"], "date": ["d1", "d1", "d1", "d2"]})
+    folder = tmp_path / "spy"
+    with duckdb.connect() as con:
+        con.register("rows", rows)
+        con.execute(f"COPY rows TO '{folder}' (FORMAT parquet, PARTITION_BY (symbol, date))")
+    columns = data.read_parquet(str(folder), ("notional", "price", "size"))
+    assert columns["id"].tolist() == [10, 11, 12, 13]
+    assert columns["x"][:, 0].tolist() == [1.0, 2.0, 3.0, 4.0] and columns["x"].shape == (4, 3)
+
+
+def test_attribute_dataset_parquet_becomes_an_incomplete_trace(tmp_path):
+    import duckdb, json
+    db, parquet = tmp_path / "topk.duckdb", tmp_path / "wc.parquet"
+    with duckdb.connect(str(db)) as con:
+        con.register("rows", pd.DataFrame({"id": [7, 8, 7], "seq": [0, 1, 2], "t": [0, 0, 5], "stream": [0, 1, 1],
+                                           "value": [0.5, 0.25, 1.0]}))
+        con.execute(f"COPY rows TO '{parquet}' (FORMAT parquet)")
+        con.execute("CREATE TABLE datasets(name VARCHAR, family VARCHAR, features JSON, t_unit VARCHAR, "
+                    "parquet VARCHAR)")
+        con.execute("INSERT INTO datasets VALUES ('wc', 'worldcup', ?, 'ms', ?)",
+                    [json.dumps(["images", "english"]), str(parquet)])
+    trace = data.load_trace(db, "wc")
+    assert (trace.stream, trace.features, trace.family) == ("incomplete", ("images", "english"), "worldcup")
+    ids, stream, value, t = trace.arrays
+    assert ids.tolist() == [7, 8, 7] and stream.tolist() == [0, 1, 1] and value.tolist() == [0.5, 0.25, 1.0]
+
+
+def test_objects_frame_bounds_every_valid_object():
+    trace = data.synthetic_attributes(rows=400)
+    q = engine.Query(weights=[1.0, 0.5, 0.0], k=3, window=100, slide=50)
+    run = session.LiveRun(trace, session.Setup("a", q, ("eaa",)))
+    run.step(4)
+    objects = run.objects_frame()
+    valid = set(trace.ids[100:200].tolist())
+    assert set(objects["id"]) == valid
+    assert (objects["best"] >= objects["current"]).all()
+    top = objects.sort_values(["current", "seq"], ascending=False).head(3)
+    assert top["id"].tolist() == run.exact.ids.tolist()
+    assert run.reference == "oracle-incomplete"
