@@ -77,10 +77,10 @@ def status(page) -> tuple[int, int]:
     return int(match.group(1).replace(",", "")), int(match.group(2).replace(",", ""))
 
 
-def measure(db: Path, dataset: str, seconds: float, changes: int = 4) -> dict:
+def measure(db: Path, dataset: str, seconds: float, changes: int = 4, algorithms: list[str] | None = None) -> dict:
     from playwright.sync_api import expect, sync_playwright
 
-    algorithms = [info.name for info in engine.available() if info.stream == "single"]
+    algorithms = algorithms or [info.name for info in engine.available() if info.stream == "single"]
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = start_server(db, Path(tmp) / "streamlit.log")
         try:
@@ -142,8 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default="var/topk.duckdb")
     parser.add_argument("--dataset", default="spy")
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--algorithms", help="comma separated (default: every single-stream algorithm)")
     args = parser.parse_args(argv)
-    result = measure(Path(args.db).resolve(), args.dataset, args.seconds)
+    result = measure(Path(args.db).resolve(), args.dataset, args.seconds,
+                     algorithms=args.algorithms.split(",") if args.algorithms else None)
     for key in COLUMNS:
         print(f"{key:>24}: {result[key]}")
     return 0

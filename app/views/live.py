@@ -16,7 +16,7 @@ import streamlit as st
 
 import engine
 from app import charts, data, live_state, presets, tables, units
-from app.session import LiveRun, Setup, reference_for
+from app.session import LiveRun, Setup, reference_for, warm_start_slide
 
 TICK = 1.0  # seconds between two playback ticks (one refresh per second)
 BUDGET = 0.6  # most seconds of engine work per tick (the rest of the second draws the page)
@@ -112,12 +112,21 @@ def param_input(algorithm: str, name: str, default: Any) -> Any:
 
 # ---------------------------------------------------------------- rebuilding
 
-def rebuild_steps(old: LiveRun | None, run: LiveRun, at: int | None) -> tuple[Iterator[float], str]:
-    """What to replay for a new run: to ``old``'s rows, to slide ``at``, or the first window."""
-    if old is not None and old.trace.name == run.trace.name and old.rows:
-        return run.replay_steps(old.rows), f"to row {old.rows:,} where the old engines were"
-    slides = at + 1 if at is not None else run.setup.query.windows_per_object
-    return slide_steps(run, slides), f"{slides:,} slides"
+def new_run(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None) -> tuple[LiveRun, Iterator[float], str]:
+    """New engines and what they replay: up to ``old``'s rows, to slide ``at``, or the first window.
+
+    They start at the last full window before that point (:meth:`LiveRun.warm_start_slide`),
+    so a query change costs one window's work at any position of the trace.
+    """
+    if old is not None and old.trace.name == trace.name and old.rows:
+        run = LiveRun(trace, setup, warm_start_slide(trace, setup.query, old.rows))
+        return run, run.replay_steps(old.rows), f"the last window before row {old.rows:,}"
+    if at is not None:
+        first = max(0, at - setup.query.windows_per_object - 1)
+        run = LiveRun(trace, setup, first)
+        return run, slide_steps(run, at + 1 - first), f"slides {first:,} to {at:,}"
+    run = LiveRun(trace, setup)
+    return run, slide_steps(run, setup.query.windows_per_object), "the first window"
 
 
 def slide_steps(run: LiveRun, slides: int, chunk: int = 20) -> Iterator[float]:
@@ -144,8 +153,8 @@ def rebuild(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None
         start = perf_counter()
         instant = old.oracle.query(new_q.weights, new_q.k)
         instant_ms = (perf_counter() - start) * 1e3
-    run = LiveRun(trace, setup)
-    steps, what = rebuild_steps(old, run, at)
+    run, steps, what = new_run(old, trace, setup, at)
+    first = run.slide
     start = perf_counter()
     slot = st.empty()
     bar = None
@@ -162,7 +171,8 @@ def rebuild(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None
                                                   f"slide {run.slide:,}")
     slot.empty()
     seconds = perf_counter() - start
-    note = f"Engines rebuilt: replayed {run.slide:,} slides ({run.rows:,} rows) in {seconds:.2f} s."
+    note = (f"Engines rebuilt: replayed {run.slide - first:,} slides ({what}, up to row {run.rows:,}) "
+            f"in {seconds:.2f} s.")
     if instant is not None:
         same = "matches" if instant.ids.tolist() == run.exact.ids.tolist() else "differs from"
         note = (f"The oracle answered the new weights and k at once, from its current window in "

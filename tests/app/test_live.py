@@ -342,3 +342,16 @@ def test_attribute_streams_run_the_incomplete_algorithms_and_show_bounds(app):
     assert "current against best possible score" in specs
     assert "Precision" in specs  # approx is approximate
     assert any("cannot enter the answer" in c.value for c in app.caption)
+
+
+def test_a_change_late_in_the_trace_replays_one_window(app):
+    app.query_params["at"] = "300"
+    app.run()
+    assert slide_shown(app) == 300
+    assert_shows(app, expected(DEFAULT, 301))
+    app.number_input(key="k").set_value(4).run()
+    query = engine.Query(weights=DEFAULT.weights, k=4, window=1000, slide=50)
+    assert slide_shown(app) == 300
+    assert_shows(app, expected(query, 301))
+    note = next(c.value for c in app.caption if "Engines rebuilt" in c.value)
+    assert f"Engines rebuilt: replayed {FIRST_WINDOW + 1} slides (the last window before row 15,050" in note

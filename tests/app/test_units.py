@@ -348,3 +348,22 @@ def test_objects_frame_bounds_every_valid_object():
     top = objects.sort_values(["current", "seq"], ascending=False).head(3)
     assert top["id"].tolist() == run.exact.ids.tolist()
     assert run.reference == "oracle-incomplete"
+
+
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("trace", [TRACE, data.synthetic_attributes(rows=600)], ids=["objects", "attributes"])
+def test_a_warm_start_one_window_back_answers_like_a_full_replay(kind, trace):
+    exact = [i.name for i in engine.available() if i.exact and i.stream == trace.stream]
+    weights = [0.5, 1.0] if trace.stream == "single" else [0.5, 1.0, 0.25]
+    q = engine.Query(weights=weights, k=4, window=60, slide=20, kind=kind)
+    full = session.LiveRun(trace, session.Setup("t", q, tuple(exact)))
+    full.replay(450)
+    first = session.warm_start_slide(trace, q, 450)
+    assert first > 0
+    warm = session.LiveRun(trace, session.Setup("t", q, tuple(exact)), first)
+    assert warm.slide == first and warm.rows <= 450
+    warm.replay(450)
+    assert (warm.slide, warm.rows, warm.end) == (full.slide, full.rows, full.end)
+    for name in exact:
+        assert warm.answers[name].ids.tolist() == full.answers[name].ids.tolist(), name
+    assert warm.history[0]["slide"] == first
