@@ -32,7 +32,7 @@ import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-COLUMNS = ["dataset", "algorithms", "knob_to_table_s", "knob_server_cpu_s", "playback_objects_per_s",
+COLUMNS = ["dataset", "algorithms", "at", "knob_to_table_s", "knob_server_cpu_s", "playback_objects_per_s",
            "playback_slides_per_s", "playback_server_cpu_per_wall_s", "load_average"]
 SERVER = re.compile(r"Computed in ([0-9.]+) s on the server")
 STATUS = re.compile(r"Slide ([0-9,]+) ·.* ([0-9,]+) of ([0-9,]+) rows replayed")
@@ -77,7 +77,8 @@ def status(page) -> tuple[int, int]:
     return int(match.group(1).replace(",", "")), int(match.group(2).replace(",", ""))
 
 
-def measure(db: Path, dataset: str, seconds: float, changes: int = 4, algorithms: list[str] | None = None) -> dict:
+def measure(db: Path, dataset: str, seconds: float, changes: int = 4, algorithms: list[str] | None = None,
+            at: int | None = None) -> dict:
     from playwright.sync_api import expect, sync_playwright
 
     algorithms = algorithms or [info.name for info in engine.available() if info.stream == "single"]
@@ -88,7 +89,8 @@ def measure(db: Path, dataset: str, seconds: float, changes: int = 4, algorithms
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox",
                                                                                      "--disable-gpu"])
                 page = browser.new_page(viewport={"width": 1400, "height": 1600})
-                page.goto(f"{url}/?ds={quote(dataset)}&alg={quote(','.join(algorithms))}")
+                page.goto(f"{url}/?ds={quote(dataset)}&alg={quote(','.join(algorithms))}"
+                          + (f"&at={at}" if at is not None else ""))
                 rows = page.get_by_test_id("stTable").first.locator("tbody tr")
                 expect(rows).to_have_count(10, timeout=60_000)
                 k_input = page.get_by_label("k", exact=True)
@@ -117,17 +119,19 @@ def measure(db: Path, dataset: str, seconds: float, changes: int = 4, algorithms
                 slide1, rows1 = status(page)
                 elapsed = time.perf_counter() - start
                 play_cpu = cpu_seconds(proc.pid) - cpu
-                page.get_by_role("button", name="Pause").click()
+                if page.get_by_role("button", name="Pause").count():
+                    page.get_by_role("button", name="Pause").click()
+                ended = page.get_by_text("end of the trace").count() > 0
                 browser.close()
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-    return {"dataset": dataset, "algorithms": ",".join(algorithms),
+    return {"dataset": dataset, "algorithms": ",".join(algorithms), "at": at,
             "knob_to_table_s": round(statistics.median(latencies), 3),
             "knob_server_cpu_s": round(statistics.median(server), 3),
             "playback_server_cpu_per_wall_s": round(play_cpu / elapsed, 2),
             "load_average": os.getloadavg()[0],
-            "playback_objects_per_s": round((rows1 - rows0) / elapsed),
+            "playback_objects_per_s": round((rows1 - rows0) / elapsed) if not ended else "reached the end",
             "playback_slides_per_s": round((slide1 - slide0) / elapsed, 1)}
 
 
@@ -143,9 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", default="spy")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--algorithms", help="comma separated (default: every single-stream algorithm)")
+    parser.add_argument("--at", type=int, help="the slide to open the page at (default: the first window)")
     args = parser.parse_args(argv)
     result = measure(Path(args.db).resolve(), args.dataset, args.seconds,
-                     algorithms=args.algorithms.split(",") if args.algorithms else None)
+                     algorithms=args.algorithms.split(",") if args.algorithms else None, at=args.at)
     for key in COLUMNS:
         print(f"{key:>24}: {result[key]}")
     return 0

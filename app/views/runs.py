@@ -115,10 +115,19 @@ if not first <= st.session_state.run_slide <= last:
     st.session_state.run_slide = last
 slide = st.slider("Slide (numbered from 0 at the start of the dataset, as on Live)", first, last,
                   key="run_slide") if last > first else first
+try:  # the dataset itself, for times (cached after the first read)
+    trace = data.load_trace(db, run.dataset)
+except data.MissingData:
+    trace = None
 end = metrics.loc[metrics.slide == slide, "end"]
 if len(end):
     boundary = int(end.iloc[0])
-    where = f"row {boundary:,}" if query.kind == "count" else units.format_time(boundary, info["t_unit"], tz)
+    if query.kind == "count":
+        where = f"row {boundary:,}"
+        if trace is not None and 0 < boundary <= len(trace):
+            where += f" ({units.format_time(int(trace.t[boundary - 1]), trace.t_unit, tz)})"
+    else:
+        where = units.format_time(boundary, info["t_unit"], tz)
     st.caption(f"Slide {slide:,} of {first:,}–{last:,} · the window ends before {where}")
 st.query_params.from_dict({"run": run_id, "query": str(query_id), "slide": str(slide)})
 
@@ -150,7 +159,13 @@ for i, name in enumerate(algorithms):
         d.metric("candidates", f"{int(row.candidates):,}", help=charts.METRICS["candidates"][1])
 
 shown = {name: as_answer(answers[answers.algorithm == name]) for name in algorithms if name != REFERENCE}
-frame, wrong = tables.comparison(exact, shown)
+time_of = None
+if trace is not None and trace.t_unit in units.MS_PER and exact is not None:
+    rows_of = pd.Index(trace.ids).get_indexer(exact.ids)  # stored answers keep ids, not seq
+    times = {int(i): units.format_time(int(trace.t[r]), trace.t_unit, tz)[11:23] if r >= 0 else "–"
+             for i, r in zip(exact.ids, rows_of)}
+    time_of = lambda _seq: [times[int(i)] for i in exact.ids]  # noqa: E731 (the ids, in rank order)
+frame, wrong = tables.comparison(exact, shown, time_of)
 st.markdown(f"**Top-{query.k} at slide {slide}**: the exact answer rank by rank; one column per algorithm; "
             "highlighted cells differ from the exact answer.")
 st.table(tables.styled(frame, wrong))
