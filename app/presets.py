@@ -14,8 +14,9 @@ from typing import Sequence
 from app import units
 
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "pipelines" / "configs" / "demo.json"
-TIME_ZONES = {"stock": "America/New_York"}
-"""Time zone of each dataset family's clock (the exchange's for trades)."""
+TIME_ZONES = {"stock": "America/New_York", "taxi": "America/New_York", "worldcup": "Europe/Paris"}
+"""Time zone of each dataset family's clock (the exchange's for trades, the city's for taxis, the
+host country's for the 1998 World Cup logs, which are recorded in GMT)."""
 CUSTOM = "Custom"
 
 
@@ -116,6 +117,20 @@ def profile(name: str, family: str, features: Sequence[str], t_unit: str) -> Pro
             Preset("highest price, last 5 min", {"price": 1.0}, 10, "5 min", "10 s", "time"),
             Preset("lowest price, last 5 min", {"price": -1.0}, 10, "5 min", "10 s", "time"),
         ]
+    elif family == "taxi" and {"fare", "tip", "distance"} <= set(features):
+        presets += [
+            Preset("largest tips, last 30 min", {"tip": 1.0}, 10, "30 min", "1 min", "time"),
+            Preset("longest trips, last 10,000 trips", {"distance": 1.0}, 10, "10,000", "500", "count"),
+            Preset("highest fares, last 1 h", {"fare": 1.0}, 10, "1 h", "5 min", "time"),
+        ]
+    elif family == "worldcup":
+        presets += [
+            Preset("most bytes over every section, last 30 min", {f: 1.0 for f in features}, 10, "30 min", "1 min",
+                   "time"),
+            Preset("most bytes over every section, last 10,000 tuples", {f: 1.0 for f in features}, 10, "10,000",
+                   "500", "count"),
+        ] + ([Preset("most image bytes, last 30 min", {"images": 1.0}, 10, "30 min", "1 min", "time")]
+             if "images" in features else [])
     elif features:
         presets += [
             Preset("sum of all features, last 1,000 objects", {f: 1.0 for f in features}, 10, "1,000", "50"),

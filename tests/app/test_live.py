@@ -272,6 +272,9 @@ def test_an_approximate_algorithm_brings_precision_error_and_layers(app, approxi
     assert precision == ["1.00", "1.00", "0.90"]
     app.selectbox(key=f"layers_b_{approximate}").set_value("x_2").run()
     assert not app.exception
+    app.slider(key="w_x_0").set_value(0.5).run()  # SAO-like engines answer new weights at once too
+    note = next(c.value for c in app.caption if "at once" in c.value)
+    assert f"{approximate} answered at once too" in note
 
 
 def test_oracle_stays_the_reference_when_not_shown(app):
