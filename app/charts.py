@@ -301,8 +301,10 @@ def benchmark_family(frame: pd.DataFrame, field: str, axis_title: str) -> alt.Ch
     values = frame[field].astype(float)
     positive = values[values > 0]
     log = len(positive) > 0 and positive.max() / positive.min() > 100
+    ticks = log_ticks(positive) if log else alt.Undefined
     x = alt.X(f"{field}:Q", title=axis_title + (" (log scale)" if log else ""),
-              scale=alt.Scale(type="log") if log else alt.Undefined, axis=alt.Axis(format="~s"))
+              scale=alt.Scale(type="log") if log else alt.Undefined,
+              axis=alt.Axis(format="~s", values=ticks, orient="top"))
     data = frame[frame[field] > 0] if log else frame
     cases = list(dict.fromkeys(data["case"]))
     baseline = log_ticks(data[field])[0] if log else 0  # log bars need a start above 0

@@ -26,7 +26,8 @@ DEFAULT_DB = "var/topk.duckdb"
 SYNTHETIC = "synthetic: uniform"
 SYNTHETIC_ATTRIBUTES = "synthetic: attribute streams"
 BUILT_IN = (SYNTHETIC, SYNTHETIC_ATTRIBUTES)
-BENCHMARKS = ROOT / "benchmarks" / "results" / "latest.json"
+BENCHMARKS = Path(os.environ.get("TOPK_BENCHMARKS") or ROOT / "benchmarks" / "results" / "latest.json")
+"""The benchmark report the Benchmarks page shows (``$TOPK_BENCHMARKS`` overrides it)."""
 INGEST_HINT = "Run `make run` to ingest the sample traces and replay them."
 
 

@@ -8,8 +8,8 @@ import streamlit as st
 from app import charts, data
 
 PLOTTED = [("objects_per_s", "Throughput (objects/s)"), ("avg_candidates", "Average candidates")]
-TABLE_COLUMNS = ["algorithm", "objects_per_s", "avg_candidates", "max_candidates", "model_bytes", "peak_bytes",
-                 "vs_oracle"]
+TABLE_COLUMNS = ["algorithm", "objects_per_s", "avg_candidates", "max_candidates", "model_bytes", "bytes",
+                 "measured_bytes", "peak_bytes", "precision", "vs_oracle"]
 
 
 def recorded(results: pd.DataFrame, column: str) -> str:
@@ -24,8 +24,12 @@ except data.MissingData as missing:
     st.info(str(missing))
     st.stop()
 
-st.caption(f"`{data.shown(data.BENCHMARKS)}` · run {recorded(results, 'when')} · machine "
-           f"{recorded(results, 'machine')} · commit {recorded(results, 'commit')} (as recorded by `make bench`)")
+extra = [f"{label} {recorded(results, column)}" for column, label in
+         (("cpu_model", "CPU"), ("cores", "cores"), ("python", "Python"), ("load_1m", "load"))
+         if column in results.columns]
+st.caption(" · ".join([f"`{data.shown(data.BENCHMARKS)}`", f"run {recorded(results, 'when')}",
+                       f"machine {recorded(results, 'machine')}", *extra, f"commit {recorded(results, 'commit')}"])
+           + " (as recorded by `make bench`)")
 
 families = list(dict.fromkeys(results["family"]))
 for family in families:
@@ -41,7 +45,10 @@ for family in families:
         "avg_candidates": st.column_config.NumberColumn("avg candidates", format="%.1f"),
         "max_candidates": st.column_config.NumberColumn("max candidates", format="%d"),
         "model_bytes": st.column_config.NumberColumn("modelled bytes", format="compact"),
+        "bytes": st.column_config.NumberColumn("modelled bytes", format="compact"),
+        "measured_bytes": st.column_config.NumberColumn("measured bytes", format="compact"),
         "peak_bytes": st.column_config.NumberColumn("peak bytes (measured)", format="compact"),
+        "precision": st.column_config.NumberColumn("precision", format="%.3f"),
         "vs_oracle": st.column_config.NumberColumn("× oracle speed", format="%.1f"),
     }
     with st.expander(f"Table of the {family} results ({len(rows)} rows)"):
