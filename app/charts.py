@@ -223,7 +223,7 @@ def window_panels(window: pd.DataFrame, candidates: pd.DataFrame, answers: pd.Da
 
 
 def layers_projection(frame: pd.DataFrame, direction: tuple[float, float], a_title: str,
-                      b_title: str) -> alt.LayerChart:
+                      b_title: str, title: str = "Layers projected on two features") -> alt.LayerChart:
     """SAO-style layers projected on two features, with the query's weight direction.
 
     ``frame`` has ``layer``, ``a`` and ``b``; the arrow runs from the centre of the points
@@ -251,7 +251,7 @@ def layers_projection(frame: pd.DataFrame, direction: tuple[float, float], a_tit
     line = alt.Chart(arrow).mark_line(color="crimson", strokeWidth=3, point=alt.OverlayMarkDef(
         shape="triangle-up", size=120, color="crimson")).encode(x="a:Q", y="b:Q")
     return alt.layer(points, line, title=alt.TitleParams(
-        "Layers projected on two features", subtitle="red arrow: the query's weight direction "
+        title, subtitle="layer 1 is the outermost; red arrow: the query's weight direction "
         "(better scores lie that way)", anchor="start"), height=360)
 
 

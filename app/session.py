@@ -302,18 +302,38 @@ class LiveRun:
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
             {"algorithm": [], "seq": [], "t": [], "score": []})
 
+    def layers(self, name: str) -> list[np.ndarray] | None:
+        """``seq`` of the objects of each layer of ``name``, best layer first; ``None`` without layers.
+
+        An algorithm may offer ``layers()``; SAO reports ``layer_counts`` in its stats and lists
+        its candidates layer after layer, which gives the same split (before its layers are
+        created, its buffer counts as one layer).
+        """
+        alg = self.engines[name]
+        if self.trace.stream != "single":
+            return None
+        if callable(getattr(alg, "layers", None)):
+            return [np.asarray(seq, dtype=np.int64) for seq in alg.layers()]
+        counts = alg.stats().get("layer_counts")
+        if not isinstance(counts, list):
+            return None
+        seq = np.asarray(alg.candidates(), dtype=np.int64)
+        if sum(counts) != len(seq):  # the creation buffer, before the layers exist
+            return [seq]
+        return [part for part in np.split(seq, np.cumsum(counts)[:-1])]
+
     def layers_frame(self, name: str, features: tuple[int, int], limit: int) -> pd.DataFrame | None:
         """Objects of ``name``'s layers (``layer, seq, a, b``: two chosen feature columns).
 
-        ``None`` when the algorithm keeps no layers (it has no ``layers()`` method returning one
-        ``seq`` array per layer, best layer first). Each layer is thinned to ``limit`` objects.
+        ``None`` when the algorithm keeps no layers (see :meth:`layers`). Each layer is thinned
+        to ``limit`` objects.
         """
-        layers = getattr(self.engines[name], "layers", None)
-        if not callable(layers) or self.trace.stream != "single":
+        layers = self.layers(name)
+        if layers is None:
             return None
         parts = []
-        for number, seq in enumerate(layers()):
-            seq = np.sort(np.asarray(seq, dtype=np.int64))
+        for number, seq in enumerate(layers):
+            seq = np.sort(seq)
             if len(seq) > limit:
                 seq = seq[np.linspace(0, len(seq) - 1, limit).astype(np.int64)]
             parts.append(pd.DataFrame({"layer": number + 1, "seq": seq, "a": self.trace.x[seq, features[0]],

@@ -329,7 +329,7 @@ def layered(run: LiveRun) -> None:
     """SAO's layers projected on two chosen features, for every algorithm that keeps layers."""
     trace = run.trace
     for name in run.setup.algorithms:
-        if not callable(getattr(run.engines[name], "layers", None)) or len(trace.features) < 1:
+        if len(trace.features) < 2 or run.layers(name) is None:
             continue
         features = list(trace.features)
         left, right = st.columns(2)
@@ -338,8 +338,8 @@ def layered(run: LiveRun) -> None:
         ia, ib = features.index(a), features.index(b)
         frame = run.layers_frame(name, (ia, ib), LAYER_POINTS)
         weights = run.setup.query.weights
-        st.altair_chart(charts.layers_projection(frame, (weights[ia], weights[ib]), a, b).properties(
-            title=f"{name}: layers projected on {a} and {b}"), width="stretch")
+        st.altair_chart(charts.layers_projection(frame, (weights[ia], weights[ib]), a, b,
+                                                 f"{name}: layers projected on {a} and {b}"), width="stretch")
 
 
 # ---------------------------------------------------------------- the page

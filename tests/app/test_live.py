@@ -358,3 +358,12 @@ def test_a_change_late_in_the_trace_replays_one_window(app):
     assert_shows(app, expected(query, 301))
     note = next(c.value for c in app.caption if "Engines rebuilt" in c.value)
     assert f"Engines rebuilt: replayed {FIRST_WINDOW + 1} slides (the last window before row 15,050" in note
+
+
+def test_sao_layers_are_projected_when_sao_is_selected(app):
+    app.run()
+    app.multiselect(key="algorithms").set_value(["oracle", "mintopk", "sao"]).run()
+    assert not app.exception and not app.error
+    specs = " ".join(chart.proto.spec for chart in app.get("vega_lite_chart"))
+    assert "sao: layers projected on x_0 and x_1" in specs and "Precision" in specs
+    assert app.text_input(key="param_sao_allocation").value == "dynamic-errmin"
