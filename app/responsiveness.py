@@ -33,7 +33,7 @@ import engine
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 COLUMNS = ["dataset", "algorithms", "at", "knob_to_table_s", "knob_server_cpu_s", "playback_objects_per_s",
-           "playback_slides_per_s", "playback_server_cpu_per_wall_s", "load_average"]
+           "playback_slides_per_s", "playback_reached_the_end", "playback_server_cpu_per_wall_s", "load_average"]
 SERVER = re.compile(r"Computed in ([0-9.]+) s on the server")
 STATUS = re.compile(r"Slide ([0-9,]+) ·.* ([0-9,]+) of ([0-9,]+) rows replayed")
 
@@ -131,7 +131,8 @@ def measure(db: Path, dataset: str, seconds: float, changes: int = 4, algorithms
             "knob_server_cpu_s": round(statistics.median(server), 3),
             "playback_server_cpu_per_wall_s": round(play_cpu / elapsed, 2),
             "load_average": os.getloadavg()[0],
-            "playback_objects_per_s": round((rows1 - rows0) / elapsed) if not ended else "reached the end",
+            "playback_objects_per_s": round((rows1 - rows0) / elapsed),
+            "playback_reached_the_end": ended,
             "playback_slides_per_s": round((slide1 - slide0) / elapsed, 1)}
 
 
