@@ -229,14 +229,3 @@ def granularity(value: int, t_unit: str) -> int:
         if value >= size:
             return size
     return 1
-
-
-def nearest_windows(window: int, slide: int) -> list[int]:
-    """The multiples of ``slide`` closest to ``window`` (at least ``slide``).
-
-    >>> nearest_windows(1000, 300)
-    [900, 1200]
-    """
-    low = max(slide, window // slide * slide)
-    high = -(-window // slide) * slide
-    return sorted({low, high})

@@ -16,7 +16,7 @@ import streamlit as st
 
 import engine
 from app import charts, data, live_state, presets, tables, units
-from app.session import LiveRun, Setup, reference_for, warm_start_slide
+from app.session import LiveRun, Setup, warm_start_slide
 
 TICK = 1.0  # seconds between two playback ticks (one refresh per second)
 BUDGET = 0.6  # most seconds of engine work per tick (the rest of the second draws the page)

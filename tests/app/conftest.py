@@ -102,11 +102,6 @@ def filled_db(tmp_path, monkeypatch, trace) -> Path:
     return db
 
 
-def table_ids(table) -> list[int]:
-    """Object ids shown by an AppTest ``st.table`` of an answer."""
-    return table.value["id"].astype(np.int64).tolist()
-
-
 class ApproximateForTests(engine.algorithms.oracle.Oracle):
     """An approximate algorithm for the tests: the oracle's answer with its last rank replaced
     by the window's worst object, and three "layers" (for the layer projection panel)."""

@@ -9,7 +9,7 @@ import numpy as np
 
 from app import data
 
-from .conftest import RUN_QUERY, oracle_answers, table_ids
+from .conftest import RUN_QUERY, oracle_answers
 
 
 def chart_titles(at) -> list[str]:
