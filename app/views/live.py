@@ -3,6 +3,12 @@
 Playback runs in a fragment (``st.fragment(run_every=...)``): each tick processes as many slides
 as the speed asks but never more than :data:`BUDGET` seconds of work, so a Pause click is
 served at the next tick and the page itself is not rerun while playing.
+
+A changed query builds new engines one window before the position shown
+(:func:`app.session.warm_start_slide`) and replays to it; past :data:`SHOW_PROGRESS_AFTER`
+seconds a progress bar and a Cancel button appear. A bad value keeps the last valid view, with
+the message and nearby valid values next to the input. The view (dataset, algorithms,
+parameters, query, slide, speed) lives in the URL.
 """
 
 from __future__ import annotations
