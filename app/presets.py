@@ -86,12 +86,20 @@ def demo_query(dataset: str, path: Path = DEMO_CONFIG) -> dict | None:
 
 
 def describe_weights(weights: dict[str, float]) -> str:
-    """``{"notional": 1}`` as ``largest notional``; a mix as ``1·notional + 0.5·size``."""
+    """``{"notional": 1}`` as ``largest notional``; a mix as ``notional − 0.5·size``.
+
+    >>> describe_weights({"notional": 1.0, "price": 0.0}), describe_weights({"notional": 1.0, "size": -0.5})
+    ('largest notional', 'notional − 0.5·size')
+    """
     used = {f: w for f, w in weights.items() if w}
     if len(used) == 1:
         (feature, weight), = used.items()
         return f"{'largest' if weight > 0 else 'smallest'} {feature}"
-    return " + ".join(f"{w:g}·{f}" for f, w in used.items()) or "all weights 0"
+    text = ""
+    for feature, weight in used.items():
+        term = feature if abs(weight) == 1 else f"{abs(weight):g}·{feature}"
+        text += (" − " if weight < 0 else " + ") + term if text else ("−" if weight < 0 else "") + term
+    return text or "all weights 0"
 
 
 def profile(name: str, family: str, features: Sequence[str], t_unit: str) -> Profile:

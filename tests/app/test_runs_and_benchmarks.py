@@ -45,7 +45,7 @@ def test_runs_scrub_to_a_slide_and_mark_disagreements(app, filled_db, trace):
     assert app.selectbox(key="run_id").value == "run-1"
     # Feature names, not a weight vector, and the same wording for lengths as on Live.
     assert app.selectbox(key="query_id").format_func(0) == \
-        "#0 · 1·notional + -0.5·size · k = 5 · last 200 objects, slide 50 (count window)"
+        "#0 · notional − 0.5·size · k = 5 · last 200 objects, slide 50 (count window)"
     assert app.slider(key="run_slide").value == len(exact) - 1
     frame = app.table[0].value
     assert frame["exact id"].astype(np.int64).tolist() == frame["pretopk"].astype(np.int64).tolist() == \
