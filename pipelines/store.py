@@ -4,6 +4,8 @@ Every table of the contract is created here, with the contract's column names an
 Additions to the contract (allowed: new columns and tables only):
 
 - table ``rejected_rows``: every row ingest rejected, with its source file, line and reason.
+- column ``datasets.params`` (JSON): the trace family's settings (stock symbols, World Cup
+  sections, chunk length and byte scale, csv columns, generator settings), reused by ``--append``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ SCHEMA = (
         created_at TIMESTAMP)""",
     """CREATE TABLE IF NOT EXISTS rejected_rows (
         dataset VARCHAR, source_file VARCHAR, line BIGINT, reason VARCHAR, raw VARCHAR)""",
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS params JSON",
 )
 
 LOCK_RETRY_SECONDS = 0.5
