@@ -256,7 +256,9 @@ def _refuse_bad_input(extracted: Extracted, rejected: pa.Table, rejects: dict[st
 
 
 def _top(reasons: Counter) -> str:
-    return ", ".join(f"{reason} {count:,}" for reason, count in reasons.most_common(TOP_REASONS) if count)
+    """The most frequent reasons (ties by name), e.g. ``zero_distance 959, negative_amount 191``."""
+    ranked = sorted(((count, reason) for reason, count in reasons.items() if count), key=lambda p: (-p[0], p[1]))
+    return ", ".join(f"{reason} {count:,}" for count, reason in ranked[:TOP_REASONS])
 
 
 def _refuse_known_ids(spark: SparkSession, rows: DataFrame, parquet: str, name: str) -> None:
