@@ -39,8 +39,9 @@ bench: setup
 	$(PY) -m benchmarks.run
 
 run: setup java
-	$(PY) -m pipelines.ingest stock --db $(DB)
+	$(PY) -m pipelines.ingest samples --db $(DB)
 	$(PY) -m pipelines.replay --config pipelines/configs/demo.json --db $(DB)
+	$(PY) -m pipelines.replay --config pipelines/configs/families.json --db $(DB)
 	$(PY) -m streamlit run app/streamlit_app.py --server.port $(PORT) --server.headless true -- --db $(DB)
 
 clean:

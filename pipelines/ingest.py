@@ -413,7 +413,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m pipelines.ingest",
                                      description="Ingest a raw trace into a Parquet dataset recorded in DuckDB.")
     parser.add_argument("family", help=f"trace family: stock, taxi, worldcup, csv, synthetic:<generator> "
-                                       f"({', '.join(synthetic.GENERATORS)})")
+                                       f"({', '.join(synthetic.GENERATORS)}); or '{SAMPLES}' for every "
+                                       "shipped sample (what make run ingests)")
     parser.add_argument("--input", nargs="+", type=Path, default=[], metavar="PATH",
                         help="raw files (default: the family's sample in sample_data/)")
     parser.add_argument("--db", type=Path, default=store.DEFAULT_DB, help="DuckDB file (default %(default)s)")
@@ -441,6 +442,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+SAMPLES = "samples"
+"""Pseudo-family of the command line: ingest every shipped sample (what ``make run`` needs) in one Spark session."""
+SAMPLE_PLAN: tuple[tuple[str, tuple[Path, ...], str | None, dict[str, Any]], ...] = (
+    ("stock", (SAMPLE_DATA / "spy_20131007_trade.zip",), "spy", {}),
+    ("stock", (SAMPLE_DATA / "spy_20131007_trade.zip", SAMPLE_DATA / "bac_20131007_trade.zip"), "market", {}),
+    ("taxi", (), None, {}),
+    ("worldcup", (), None, {}),
+    ("synthetic:drifting-gaussian", (), None, {"rows": 100_000, "dims": 3}),
+)
+"""(family, inputs (default: the family's sample), dataset name, options) of each shipped sample."""
+
+
+def ingest_samples(db: Path, out: Path, master: str | None, max_rejected: float,
+                   log: Callable[[str], None] = print) -> list[IngestSummary]:
+    """Ingest every entry of :data:`SAMPLE_PLAN`: all extracted first (a bad file fails before Spark)."""
+    extracted = [extract(family, inputs, db=db, out=out, name=name, max_rejected=max_rejected, options=options,
+                         log=log) for family, inputs, name, options in SAMPLE_PLAN]
+    summaries = []
+    with spark_session("topk-ingest-samples", master) as spark:
+        for item in extracted:
+            summaries.append(transform_and_load(spark, item, log=log))
+            log(format_summary(summaries[-1]))
+    return summaries
+
+
 OPTION_NAMES = ("id_column", "time_column", "feature_columns", "time_unit", "rows", "dims", "seed", "sections",
                 "delta_t_ms")
 
@@ -450,6 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = {key: getattr(args, key) for key in OPTION_NAMES if getattr(args, key) is not None}
 
     def job() -> int:
+        if args.family == SAMPLES:
+            ingest_samples(args.db, args.out, args.master, args.max_rejected)
+            return 0
         extracted = extract(args.family, args.input, db=args.db, out=args.out, name=args.name, append=args.append,
                             max_rejected=args.max_rejected, options=options)
         with spark_session("topk-ingest", args.master) as spark:
