@@ -6,7 +6,9 @@ Additions to the contract (allowed: new columns and tables only):
 - table ``rejected_rows``: every row ingest rejected, with its source file, line and reason;
 - column ``slide_metrics.measured_bytes``: the engine's measured size of the algorithm's
   structures (``stats()["measured_bytes"]``), beside the modelled ``bytes``; added to older
-  database files on connect.
+  database files on connect;
+- column ``datasets.params`` (JSON): the trace family's settings (stock symbols, World Cup
+  sections, chunk length and byte scale, csv columns, generator settings), reused by ``--append``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ SCHEMA = (
         created_at TIMESTAMP)""",
     """CREATE TABLE IF NOT EXISTS rejected_rows (
         dataset VARCHAR, source_file VARCHAR, line BIGINT, reason VARCHAR, raw VARCHAR)""",
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS params JSON",
 )
 
 LOCK_RETRY_SECONDS = 0.5
