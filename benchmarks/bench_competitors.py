@@ -1,37 +1,49 @@
-"""The SAP paper's competitors: one-pass k-skyband, TMA and SMA (grid index) against MinTopK.
+"""The algorithms side by side as C_nw = n / s grows, and the memory figures against tracemalloc.
 
-One process, the same batches for every algorithm: ``n = 100,000``, ``s`` in {10, 100, 1000},
-``k`` in {10, 100}, ``d = 1``, on uniformly random scores and on a decreasing trend (with a
-little noise, ``benchmarks.common.decreasing_stream``).  Each run processes one window as
-warm-up, then times ``process`` + ``topk`` per slide (CPU time) over at most ``n / 5``
-objects, stopping early (after at least 20 slides) once ``BUDGET`` seconds are spent.
+Two sections (column ``section``), one process and the same batches for every algorithm:
 
-Reported per run: objects/s, the average number of candidates after each timed slide, and
-the rescans (TMA: recomputations after a result expired; SMA: recomputations after the
-skyband fell below ``k``; 0 for the one-pass algorithms) during the timed slides.
-
-Expected shape (SAP paper, Section 6): the k-skyband holds the most candidates; SMA rescans
-more as ``k`` grows relative to ``s``; on the decreasing trend every slide expires the best
-objects, so TMA and SMA rescan at every slide and the one-pass algorithms keep the window.
+* ``c_nw``: fixed ``s = 100`` and ``k = 10``, ``n`` in {1,000, 10,000, 100,000}, that is
+  ``C_nw`` in {10, 100, 1,000} windows per object (issue 12: at ``s = n / 100`` brute force
+  stays flat too, so only a growing ``C_nw`` separates the algorithms), on uniformly random
+  scores and on a decreasing trend (a little noise, ``benchmarks.common.decreasing_stream``)
+  where every slide expires the best objects: TMA and SMA rescan at every slide, the one-pass
+  algorithms keep the window, MinTopK reaches its ``C_nw * k`` worst case.  Each run
+  processes one window as warm-up, then times ``process`` + ``topk`` per slide (CPU time)
+  until ``BUDGET`` seconds are spent (at least 20 slides).  Reported: objects/s, the average
+  candidates after each timed slide, rescans per timed slide, and both memory figures at the
+  end, in bytes: ``bytes`` (the SPEC cost model, from each structure's declared layout) and
+  ``measured_bytes`` (the real size of the structures).
+* ``memory``: the issue-12 review workload (uniform, n = 100,000, s = 1,000, k = 10, 300
+  slides) for every registered single-stream algorithm: objects/s (timed as above, without
+  tracemalloc; the k-skyband's target is ``KSKYBAND_TARGET``), then a second run under
+  tracemalloc: ``bytes``, ``measured_bytes``, ``traced_bytes`` (tracemalloc, algorithm alive,
+  input excluded) and the ratios ``model_vs_measured`` and ``measured_vs_traced``.
 """
 
 from __future__ import annotations
 
+import gc
 import time
+import tracemalloc
 
 import numpy as np
 
 import engine
 from benchmarks.common import decreasing_stream, table, uniform_stream
 
-ALGORITHMS = ["kskyband", "tma", "sma", "mintopk"]
+ALGORITHMS = ["mintopk", "pretopk", "kskyband", "tma", "sma", "oracle"]
 DISTRIBUTIONS = {"uniform": uniform_stream, "decreasing": decreasing_stream}
+SLIDE = 100
+WINDOWS = (10, 100, 1000)
+K = 10
 BUDGET = 1.0
 QUICK_BUDGET = 0.2
 MIN_SLIDES = 20
+KSKYBAND_TARGET = 1_000_000
+"""objects/s the k-skyband must reach on the issue-12 workload."""
 
-COLUMNS = ["case", "algorithm", "objects_per_s", "vs_mintopk", "avg_candidates", "avg_candidates_per_k",
-           "rescans", "rescans_per_slide", "timed_slides"]
+COLUMNS = ["section", "case", "algorithm", "c_nw", "objects_per_s", "target", "vs_mintopk", "avg_candidates",
+           "rescans_per_slide", "bytes", "measured_bytes", "traced_bytes", "model_vs_measured", "measured_vs_traced"]
 
 
 def measure(name: str, query: engine.Query, batches: list, warmup: int, budget: float) -> dict:
@@ -52,34 +64,69 @@ def measure(name: str, query: engine.Query, batches: list, warmup: int, budget: 
         candidates.append(alg.stats()["candidates"])
         if elapsed >= budget and slides >= MIN_SLIDES:
             break
-    rescans = alg.stats().get("rescans", 0) - before
+    stats = alg.stats()
+    rescans = stats.get("rescans", 0) - before
     return {"objects_per_s": objects / elapsed if elapsed > 0 else float("inf"),
             "avg_candidates": float(np.mean(candidates)), "rescans": int(rescans), "timed_slides": slides,
-            "rescans_per_slide": rescans / slides, "model_bytes": alg.stats()["bytes"]}
+            "rescans_per_slide": rescans / slides, "bytes": stats["bytes"], "measured_bytes": stats["measured_bytes"],
+            "model_vs_measured": stats["bytes"] / stats["measured_bytes"]}
 
 
-def run(quick: bool = False) -> list[dict]:
-    n = 10_000 if quick else 100_000
-    slides = (10, 100) if quick else (10, 100, 1000)
-    ks = (10,) if quick else (10, 100)
+def windows_sweep(quick: bool) -> list[dict]:
     budget = QUICK_BUDGET if quick else BUDGET
     rows = []
     for distribution, generate in DISTRIBUTIONS.items():
-        for s in slides:
-            longest = max(MIN_SLIDES * s, n // 5)
-            data = generate(n + longest)
-            for k in ks:
-                q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
-                batches = list(engine.slides(data, q))
-                found = {name: measure(name, q, batches, n // s, budget) for name in ALGORITHMS}
-                for name, r in found.items():
-                    rows.append({"bench": "competitors", "algorithm": name,
-                                 "case": f"{distribution} n={n} s={s} k={k}", "n": n, "s": s, "k": k,
-                                 "distribution": distribution, **r,
-                                 "avg_candidates_per_k": r["avg_candidates"] / k,
-                                 "vs_mintopk": r["objects_per_s"] / found["mintopk"]["objects_per_s"]})
-                print(f"  {distribution} s={s} k={k} done", flush=True)
+        for c_nw in WINDOWS[:2] if quick else WINDOWS:
+            n = c_nw * SLIDE
+            longest = max(MIN_SLIDES * SLIDE, 4 * n if c_nw < 1000 else n // 2)
+            q = engine.Query(weights=[1.0], k=K, window=n, slide=SLIDE)
+            batches = list(engine.slides(generate(n + longest), q))
+            found = {name: measure(name, q, batches, c_nw, budget) for name in ALGORITHMS}
+            for name, r in found.items():
+                rows.append({"bench": "competitors", "section": "c_nw", "algorithm": name,
+                             "case": f"{distribution} n={n} s={SLIDE} k={K}", "n": n, "s": SLIDE, "k": K,
+                             "c_nw": c_nw, "distribution": distribution, **r,
+                             "vs_mintopk": r["objects_per_s"] / found["mintopk"]["objects_per_s"]})
+            print(f"  {distribution} C_nw={c_nw} done", flush=True)
     return rows
+
+
+def memory_table(quick: bool) -> list[dict]:
+    n, s, k = 100_000, 1_000, K
+    slides = 120 if quick else 300
+    q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
+    batches = list(engine.slides(uniform_stream(n + s * (slides - n // s), seed=12), q))
+    rows = []
+    for info in engine.available():
+        if info.stream != "single":
+            continue
+        speed = measure(info.name, q, batches, n // s, QUICK_BUDGET if quick else BUDGET)
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        alg = engine.create(info.name, q)
+        for batch in batches:
+            alg.process(batch)
+            alg.topk()
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        stats = alg.stats()
+        rows.append({"bench": "competitors", "section": "memory", "algorithm": info.name,
+                     "case": f"uniform n={n} s={s} k={k} {slides} slides", "n": n, "s": s, "k": k, "c_nw": n // s,
+                     "distribution": "uniform", "avg_candidates": speed["avg_candidates"],
+                     "objects_per_s": speed["objects_per_s"],
+                     **({"target": KSKYBAND_TARGET} if info.name == "kskyband" else {}),
+                     "bytes": stats["bytes"],
+                     "measured_bytes": stats["measured_bytes"], "traced_bytes": traced,
+                     "model_vs_measured": stats["bytes"] / stats["measured_bytes"],
+                     "measured_vs_traced": stats["measured_bytes"] / traced})
+        del alg
+    return rows
+
+
+def run(quick: bool = False) -> list[dict]:
+    return windows_sweep(quick) + memory_table(quick)
 
 
 if __name__ == "__main__":

@@ -1,42 +1,168 @@
-"""Foundation figures: MinTopK and PreTopK against the oracle on uniformly random scores (d = 1).
+"""MinTopK and PreTopK: throughput against the oracle, PreTopK's cost against k, MinTopK's key index.
 
-Targets (issue 2): mintopk >= 10x the oracle's objects/s at n=100,000, s=1,000, k=10 and
->= 2x at n=10,000, s=10, k=10; the super-top-k list's average size reported against k and
-against the expected size of the MTK set on i.i.d. scores, k * H(n/s).
+Three sections (column ``section``), all on uniformly random scores (d = 1):
+
+* ``foundation``: mintopk, pretopk and the oracle.  Targets (issue 2): mintopk >= 10x the
+  oracle's objects/s at n=100,000, s=1,000, k=10 and >= 2x at n=10,000, s=10, k=10; the
+  super-top-k list's average size against k and against the expected ``k * H(n/s)``; both
+  memory figures (modelled ``bytes`` and ``measured_bytes``, in bytes) and the tracemalloc peak.
+* ``pretopk-k``: PreTopK's cost per offered object (``prefilter=False``: every object is offered
+  to all ``C_nw`` windows) at fixed ``C_nw = 100``, for k in {1, 10, 100, 1000} at ``s = 100``
+  and for k in {1, 10, 100} at ``s = 10 k``.  With heaps and reference counts an object costs
+  ``C_nw`` comparisons plus ``O(log k)`` per window it enters (``entries_per_object``, about
+  ``(k / s)(1 + ln(C_nw s / k))`` on i.i.d. scores: ``expected_entries``): at a fixed ``k / s``
+  ``us_per_object`` may grow at most logarithmically in k (issue 12); at fixed ``s`` the
+  entries grow with ``k / s`` as well.  MinTopK on the same runs for comparison.
+* ``index``: MinTopK with its fused block index (``engine.sortedkeys.SortedKeys``) against the
+  same algorithm over ``sortedcontainers.SortedList`` (``add`` then a search for the key
+  above): ``vs_sortedkeys`` is the SortedList variant's objects/s over SortedKeys' (issue 12
+  keeps SortedKeys only if it is faster by a margin worth its 80 lines).
 """
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
+from sortedcontainers import SortedList
+
 import engine
 from benchmarks.common import measure, peak_memory, table, uniform_stream
+from engine.algorithms.mintopk import MinTopK
 
 CASES = [(100_000, 1_000, 10), (10_000, 10, 10), (100_000, 100, 10), (100_000, 1_000, 100), (10_000, 1_000, 10)]
 ALGORITHMS = ["oracle", "mintopk", "pretopk"]
+PRETOPK_KS = (1, 10, 100, 1000)
+
+COLUMNS = ["section", "case", "algorithm", "objects_per_s", "vs_oracle", "us_per_object", "entries_per_object",
+           "expected_entries", "vs_sortedkeys",
+           "avg_candidates_per_k", "expected_mtk_per_k", "max_candidates", "bytes", "measured_bytes", "peak_bytes"]
 
 
-def run(quick: bool = False) -> list[dict]:
+class SortedListIndex(SortedList):
+    """MinTopK's key index on ``sortedcontainers``: ``add``, then the key above by bisection."""
+
+    def insert(self, key):
+        self.add(key)
+        above = self.bisect_right(key)
+        return self[above] if above < len(self) else None
+
+    def measured_bytes(self) -> int:
+        return 0
+
+
+class MinTopKOverSortedList(MinTopK):
+    """MinTopK with ``SortedListIndex`` (not registered: for this benchmark only)."""
+
+    index_type = SortedListIndex
+
+
+def foundation(quick: bool) -> list[dict]:
     rows = []
     for n, s, k in CASES[:2] if quick else CASES:
         q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
         timed_slides = (50 if quick else 400) if s >= 1000 else (500 if quick else 4000)
-        m = n + s * timed_slides
-        batches = list(engine.slides(uniform_stream(m), q))
+        batches = list(engine.slides(uniform_stream(n + s * timed_slides), q))
         warmup = n // s
         harmonic = sum(1 / i for i in range(1, n // s + 1))
         results = {name: measure(name, q, batches, warmup) for name in ALGORITHMS}
         for name, r in results.items():
-            rows.append({"bench": "mintopk", "case": f"uniform n={n} s={s} k={k}", "algorithm": name,
-                         "n": n, "s": s, "k": k, "distribution": "uniform",
+            rows.append({"bench": "mintopk", "section": "foundation", "case": f"uniform n={n} s={s} k={k}",
+                         "algorithm": name, "n": n, "s": s, "k": k, "c_nw": n // s, "distribution": "uniform",
                          "objects_per_s": r.objects_per_s, "vs_oracle": r.objects_per_s / results["oracle"].objects_per_s,
                          "avg_candidates": r.avg_candidates, "avg_candidates_per_k": r.avg_candidates / k,
                          "expected_mtk_per_k": harmonic, "max_candidates": r.max_candidates,
-                         "model_bytes": r.model_bytes,
+                         "bytes": r.stats["bytes"], "measured_bytes": r.stats["measured_bytes"],
                          "peak_bytes": peak_memory(name, q, batches[: warmup + 50])})
     return rows
 
 
-COLUMNS = ["case", "algorithm", "objects_per_s", "vs_oracle", "avg_candidates_per_k", "expected_mtk_per_k",
-           "max_candidates", "model_bytes", "peak_bytes"]
+def timed(alg, batches, warmup: int) -> tuple[float, int, list[int]]:
+    """CPU seconds and objects of the slides after ``warmup``, candidates after each."""
+    for batch in batches[:warmup]:
+        alg.process(batch)
+        alg.topk()
+    return timed_after(alg, batches[warmup:])
+
+
+def timed_after(alg, batches) -> tuple[float, int, list[int]]:
+    """CPU seconds and objects of ``batches``, candidates after each."""
+    elapsed, objects, sizes = 0.0, 0, []
+    for batch in batches:
+        start = time.process_time()
+        alg.process(batch)
+        alg.topk()
+        elapsed += time.process_time() - start
+        objects += len(batch)
+        sizes.append(alg.stats()["candidates"])
+    return elapsed, objects, sizes
+
+
+def pretopk_against_k(quick: bool) -> list[dict]:
+    """PreTopK and MinTopK with every object offered, ``C_nw = 100``: ``k`` at fixed ``s = 100``
+    (the windows entered per object grow with ``k / s``), and ``k`` with ``s = 10 k`` (a fixed
+    ``k / s``: only the heap depth grows)."""
+    c_nw = 100
+    cases = [(100, k) for k in PRETOPK_KS] + [(10 * k, k) for k in PRETOPK_KS[:3]]
+    rows = []
+    for s, k in [c for c in cases if c[1] <= 10] if quick else cases:
+        n = c_nw * s
+        q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
+        timed_slides = max(10, min(100, 20_000 // s)) if quick else max(20, min(100, 200_000 // s))
+        batches = list(engine.slides(uniform_stream(n + s * timed_slides, seed=3), q))
+        expected = k / s * (1 + np.log(c_nw * s / k))
+        for name in ("pretopk", "mintopk"):
+            alg = engine.create(name, q, prefilter=False)
+            before = {"offered": 0, "entries": 0}
+            for batch in batches[:c_nw]:
+                alg.process(batch)
+                alg.topk()
+            if name == "pretopk":
+                before = {key: alg.stats()[key] for key in before}
+            elapsed, objects, sizes = timed_after(alg, batches[c_nw:])
+            stats = alg.stats()
+            row = {"bench": "mintopk", "section": "pretopk-k", "case": f"uniform n={n} s={s} k={k} prefilter=False",
+                   "algorithm": name, "n": n, "s": s, "k": k, "c_nw": c_nw, "distribution": "uniform",
+                   "objects_per_s": objects / elapsed, "us_per_object": 1e6 * elapsed / objects,
+                   "avg_candidates": float(np.mean(sizes)), "avg_candidates_per_k": float(np.mean(sizes)) / k,
+                   "max_candidates": int(max(sizes)), "bytes": stats["bytes"], "measured_bytes": stats["measured_bytes"]}
+            if name == "pretopk":
+                offered = stats["offered"] - before["offered"]
+                row.update(entries_per_object=(stats["entries"] - before["entries"]) / offered,
+                           expected_entries=expected)
+            rows.append(row)
+    return rows
+
+
+def index_comparison(quick: bool) -> list[dict]:
+    cases = [("uniform", 100_000, 1_000, 10), ("uniform", 10_000, 10, 10), ("uniform", 100_000, 100, 100),
+             ("decreasing", 10_000, 10, 10)]
+    rows = []
+    for distribution, n, s, k in cases[1:2] + cases[3:] if quick else cases:
+        q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
+        m = n + s * (100 if quick else 300)
+        x = uniform_stream(m, seed=4)[2] if distribution == "uniform" else -np.arange(m, dtype=np.float64)
+        batches = list(engine.slides((np.arange(m), np.arange(m), x), q))
+        found = {}
+        for variant in (MinTopK, MinTopKOverSortedList):
+            runs = [timed(variant(q), batches, n // s) for _ in range(1 if quick else 3)]
+            found[variant] = min(runs, key=lambda r: r[0])
+        for variant, (elapsed, objects, sizes) in found.items():
+            label = "SortedKeys" if variant is MinTopK else "SortedList"
+            rows.append({"bench": "mintopk", "section": "index", "case": f"{distribution} n={n} s={s} k={k}",
+                         "algorithm": f"mintopk/{label}", "n": n, "s": s, "k": k, "c_nw": n // s,
+                         "distribution": distribution, "objects_per_s": objects / elapsed,
+                         "vs_sortedkeys": found[MinTopK][0] / elapsed, "avg_candidates": float(np.mean(sizes))})
+    return rows
+
+
+def run(quick: bool = False) -> list[dict]:
+    return foundation(quick) + pretopk_against_k(quick) + index_comparison(quick)
+
 
 if __name__ == "__main__":
-    print(table(run(), COLUMNS))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a much smaller version")
+    print(table(run(quick=parser.parse_args().quick), COLUMNS))

@@ -1,4 +1,4 @@
-"""The shared base class of every algorithm and the memory cost model."""
+"""The shared base class of every algorithm; memory figures come from ``engine.memory``."""
 
 from __future__ import annotations
 
@@ -8,16 +8,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .jsondata import pack
-from .memory import deep_size
+from .memory import OBJECT_FIELDS, WORD, Footprint, deep_size
 from .query import Query
 from .ranking import Answer
 from .stream import Batch
 
-WORD = 8
-"""Bytes per feature value, id, seq, t, score, pointer, counter or window mark (SPEC 3)."""
+OBJECT_WORDS = sum(OBJECT_FIELDS.values())
+"""Words every retained object costs before its values: id, seq and t (SPEC 3)."""
 
-OBJECT_WORDS = 3
-"""Words every retained object costs before its values: id, seq and t."""
+__all__ = ["Algorithm", "OBJECT_WORDS", "WORD", "coerce_param"]
 
 
 class Algorithm(abc.ABC):
@@ -27,7 +26,14 @@ class Algorithm(abc.ABC):
     lives in ``_private`` attributes.  ``dump_state`` / ``load_state`` convert that state to and
     from plain JSON data, kept apart from the working structures; ``check`` asserts every
     invariant (``engine.restore`` calls it after ``load_state``, tests after every slide).
-    Subclasses implement ``_stats``; the public ``stats`` adds ``measured_bytes``.
+    Subclasses implement ``_stats``; the public ``stats`` adds the memory figures.
+
+    **Memory.**  An algorithm whose structures report :class:`~engine.memory.Footprint` s
+    overrides :meth:`footprints`; ``stats`` then computes ``bytes`` (the modelled cost, from
+    each structure's declared layout) and ``measured_bytes`` (their real size plus a walk of
+    the algorithm's remaining, ``O(k)``-sized attributes) without visiting the records.  An
+    algorithm that declares none returns ``bytes`` from ``_stats`` and is measured by the
+    generic ``O(size)`` deep walk.
 
     Subclasses set ``name``, ``summary``, ``exact``, ``stream`` (``"single"`` or
     ``"incomplete"``) and ``defaults`` (parameter name -> default value).
@@ -75,17 +81,37 @@ class Algorithm(abc.ABC):
 
     @abc.abstractmethod
     def _stats(self) -> dict[str, Any]:
-        """``candidates``, ``retained``, ``bytes`` (the cost model) and algorithm counters."""
+        """``candidates``, ``retained``, algorithm counters and, unless :meth:`footprints` is
+        declared, ``bytes`` (the cost model)."""
+
+    def footprints(self) -> list[Footprint] | None:
+        """The footprint of every structure held, or ``None`` (not declared: deep walk)."""
+        return None
 
     def stats(self) -> dict[str, Any]:
-        """``candidates``, ``retained``, ``bytes`` (modelled), ``measured_bytes`` and counters."""
+        """``candidates``, ``retained``, ``bytes`` (modelled), ``measured_bytes`` and counters.
+
+        ``O(1)`` plus ``_stats`` for algorithms declaring footprints, else ``O(size)``.
+        """
         out = self._stats()
+        parts = self.footprints()
+        if parts is not None:
+            out["bytes"] = sum(part.modelled for part in parts)
         out["measured_bytes"] = self.measured_bytes()
         return out
 
     def measured_bytes(self) -> int:
-        """The real size of the working structures (``O(size)``; settings excluded)."""
-        return deep_size(self.__dict__, exclude=(self.q, self.params))
+        """The real size of the working structures (settings excluded).
+
+        With footprints: their measured sizes plus a deep walk of the other attributes, which
+        never enters the structures (``O(k)``); without: a deep walk of everything.
+        """
+        parts = self.footprints()
+        if parts is None:
+            return deep_size(self.__dict__, exclude=(self.q, self.params))
+        owners = tuple(owner for part in parts for owner in part.owners)
+        rest = deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
+        return rest + sum(part.measured for part in parts)
 
     @abc.abstractmethod
     def dump_state(self) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from typing import Iterator, Sequence, TextIO
 
 import numpy as np
 
+from .attributes import check_weights
 from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
@@ -382,6 +383,11 @@ def run(args: argparse.Namespace) -> None:
     """``python -m engine run``: check the arguments, read the input, write the answers."""
     info = find_algorithm(args.algorithm)
     query = make_query(args, args.weights or (1.0,))  # checked before reading; ones replaced below
+    if info.stream == "incomplete":
+        try:
+            check_weights(query, info.name)
+        except ValueError as exc:
+            raise CommandError(f"invalid query: {exc}") from None
     params = check_params(info, args.param)
     table = read_table(args.input)
     read_stream = attribute_stream if info.stream == "incomplete" else object_stream
@@ -423,7 +429,7 @@ def _param_argument(text: str) -> tuple[str, str]:
 RUN_EPILOG = """\
 input (a header row, columns matched by name):
   single-stream algorithms      id,t,<features...>  (every column but id, t and seq is a feature, in order)
-  incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1])
+  incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1], weights >= 0)
 
 output: one JSON line per slide boundary passed:
   {"slide": j, "end": T, "ids": [...], "scores": [...], "candidates": c, "retained": r, "bytes": b}

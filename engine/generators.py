@@ -7,6 +7,8 @@ arrays: ``(ids, t, x)`` for object streams (``t`` is the arrival ordinal) and
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 
@@ -78,39 +80,80 @@ def anti_correlated(m: int, d: int = 2, seed: int = 0, spread: float = 0.05):
     return np.arange(m, dtype=np.int64), np.arange(m, dtype=np.int64), x
 
 
+class _Pool:
+    """A set with ``O(1)`` add, remove and uniform choice (a list plus positions)."""
+
+    def __init__(self) -> None:
+        self.items: list[int] = []
+        self.position: dict[int, int] = {}
+
+    def add(self, item: int) -> None:
+        if item not in self.position:
+            self.position[item] = len(self.items)
+            self.items.append(item)
+
+    def discard(self, item: int) -> None:
+        index = self.position.pop(item, None)
+        if index is not None:
+            last = self.items.pop()
+            if index < len(self.items):
+                self.items[index] = last
+                self.position[last] = index
+
+
 def correlated_streams(m: int, streams: int = 3, seed: int = 0, reuse: float = 0.5, memory: int = 1000):
     """Correlated attribute streams (incomplete-streams paper, 6.1.1).
 
     Each tuple goes to a stream chosen uniformly; every stream remembers its last ``memory``
-    ids.  With probability ``reuse`` (the paper's xi) a tuple takes an id currently remembered
-    by another stream and never sent in this one; otherwise a fresh id.  Values are uniform
-    in ``[0, 1]``.
+    ids (the paper's ``C``).  With probability ``reuse`` (the paper's xi) a tuple of stream
+    ``i`` takes an id chosen uniformly among the distinct ids currently remembered by the
+    other streams and never sent in stream ``i`` (each stream sends an id at most once);
+    otherwise, or when there is none, a fresh id never sent in any stream.  Values are
+    uniform in ``[0, 1]``; ``t`` is the arrival ordinal.  ``O(streams)`` per tuple: every
+    stream keeps the pool of ids it may reuse, updated as ids enter and leave the windows.
 
     >>> ids, stream, value, t = correlated_streams(200, streams=2, reuse=0.9, memory=20)
     >>> len(set(ids.tolist())) < 200
     True
+    >>> len(set(zip(ids.tolist(), stream.tolist()))) == 200
+    True
     """
+    if streams < 1 or memory < 1 or not 0.0 <= reuse <= 1.0:
+        raise ValueError(f"need streams >= 1, memory >= 1 and reuse in [0, 1], got {streams}, {memory}, {reuse}")
     rng = np.random.default_rng(seed)
     stream = rng.integers(0, streams, m)
     value = rng.random(m)
+    reusing = rng.random(m) < reuse
+    picks = rng.random(m)
     ids = np.empty(m, np.int64)
-    recent = [[] for _ in range(streams)]
-    sent = [set() for _ in range(streams)]
+    recent = [deque() for _ in range(streams)]
+    holders: dict[int, int] = {}
+    sent: dict[int, int] = {}
+    pools = [_Pool() for _ in range(streams)]
     fresh = 0
-    for row in range(m):
-        i = int(stream[row])
-        chosen = None
-        if streams > 1 and rng.random() < reuse:
-            pool = [o for j in range(streams) if j != i for o in recent[j][-memory:] if o not in sent[i]]
-            if pool:
-                chosen = pool[int(rng.integers(len(pool)))]
-        if chosen is None:
+    for row, i in enumerate(stream.tolist()):
+        pool = pools[i]
+        if reusing[row] and pool.items:
+            chosen = pool.items[int(picks[row] * len(pool.items))]
+        else:
             chosen, fresh = fresh, fresh + 1
         ids[row] = chosen
-        sent[i].add(chosen)
+        bit = 1 << i
+        sent[chosen] = sent.get(chosen, 0) | bit
+        holders[chosen] = holders.get(chosen, 0) | bit
+        pool.discard(chosen)
+        for j in range(streams):
+            if j != i and not sent[chosen] >> j & 1:
+                pools[j].add(chosen)
         recent[i].append(chosen)
-        if len(recent[i]) > 2 * memory:
-            del recent[i][:-memory]
+        if len(recent[i]) > memory:
+            gone = recent[i].popleft()
+            holders[gone] &= ~bit
+            for j in range(streams):
+                if not holders[gone] & ~(1 << j):
+                    pools[j].discard(gone)
+            if not holders[gone]:
+                del holders[gone]
     return ids, stream.astype(np.int64), value, np.arange(m, dtype=np.int64)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import OBJECT_WORDS, WORD
+from .memory import OBJECT_FIELDS, Footprint, Layout, array_bytes, deep_size
 from .query import Query
 from .ranking import score, top_indices
 from .jsondata import floats_in, floats_out, ints_in
@@ -24,6 +24,12 @@ PER_CELL = 32
 
 MARGIN = 0.1
 """Fraction of the data's range added on each side of the grid when it is (re)built."""
+
+LAYOUT = Layout("grid", {
+    "object": {**OBJECT_FIELDS, "x": "d", "score": 1, "cell": 1, "next": 1},
+    "cell": {"head": 1, "tail": 1, "count": 1, "bound": 1, "visiting order": 2},
+    "edge": {"edge": 1}})
+"""The grid's cost: the window's objects, the cells and the ``d (c + 1)`` edges."""
 
 _EMPTY_I = np.empty(0, np.int64)
 _EMPTY_F = np.empty(0, np.float64)
@@ -55,9 +61,10 @@ class Grid:
     number of objects in the window (re-evaluated; the grid is rebuilt when the ideal number of
     cells changes by 4x) for time windows.
 
-    **Memory model** (``bytes``): ``d + 6`` words per object (id, seq, t, features, score, cell,
-    next pointer), 6 words per cell (head, tail, count, bound, and the visiting order's cell
-    index and bound), ``d (c + 1)`` words of edges.
+    **Memory** (:meth:`footprint`, layout ``LAYOUT``): ``d + 6`` words per object (id, seq, t,
+    features, score, cell, next pointer), 6 words per cell (head, tail, count, bound, and the
+    visiting order's cell index and bound), ``d (c + 1)`` words of edges.  Measured: the
+    buffer's columns at capacity (up to about twice the window) and the cell arrays.
 
     Examples
     --------
@@ -128,10 +135,14 @@ class Grid:
     def _population(self) -> int:
         return self.q.window if self.q.kind == "count" else self.live
 
-    def bytes(self) -> int:
-        """Memory model of the grid (``O(1)``)."""
-        cells = self.cells
-        return WORD * (self.live * (OBJECT_WORDS + self._d + 3) + 6 * cells + self._d * (self._c + 1 if self._c else 0))
+    def footprint(self) -> Footprint:
+        """Modelled and measured memory of the grid (``O(1)``)."""
+        arrays = (self._head, self._tail, self._count, self._bound, self._order, self._negb)
+        arrays += () if self._edges is None else (self._edges,)
+        measured = self._buf.measured_bytes() + array_bytes(arrays) \
+            + deep_size(self, exclude=(self._buf, self.q, *arrays, _EMPTY_I, _EMPTY_F))
+        edges = self._d * (self._c + 1) if self._c else 0
+        return Footprint(LAYOUT, {"object": self.live, "cell": self.cells, "edge": edges}, measured, self._d, (self,))
 
     # -- object access -------------------------------------------------------------------
     def column(self, name: str, pos: np.ndarray) -> np.ndarray:

@@ -1,16 +1,148 @@
-"""Measured memory: the real size of the structures an algorithm holds.
+"""Memory of an algorithm, two figures from one declaration per structure.
 
-``deep_size`` walks an object graph once, counting every distinct Python object by
-``sys.getsizeof`` and every numpy buffer at its full capacity (a view counts its base once).
-It is what :meth:`engine.Algorithm.measured_bytes` reports unless an algorithm overrides it.
+* ``bytes``, the **modelled** cost (SPEC section 3): 8 bytes per word, the words of each record
+  declared once per structure in a :class:`Layout` (fields per record, ``"d"`` for the feature
+  vector), times the records the structure holds.  One structure costs the same wherever it
+  is used: the dominance skyband is priced by ``DominanceSet.LAYOUT`` in k-skyband and in SMA.
+* ``measured_bytes``, the **real** size of the structures: numpy buffers at their allocated
+  capacity (``nbytes``, not the live part) plus, for structures made of Python objects, the
+  sizes of their containers (``sys.getsizeof``, ``O(1)`` each) and a per-record size of the
+  objects every record owns, measured once at import (:func:`python_bytes`).
+
+Each structure returns a :class:`Footprint` (its layout, record counts and measured size) in
+``O(1)`` (``O(blocks)`` for block lists); :meth:`engine.Algorithm.stats` adds them up.  An
+algorithm that declares no footprints falls back to :func:`deep_size`, an exact but
+``O(objects)`` walk of everything it references.
 """
 
 from __future__ import annotations
 
 import sys
 import types
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
 import numpy as np
+
+WORD = 8
+"""Bytes per feature value, id, seq, t, score, pointer, counter or window mark (SPEC 3)."""
+
+OBJECT_FIELDS: Mapping[str, int | str] = {"id": 1, "seq": 1, "t": 1}
+"""Words every retained object costs before its values (SPEC 3)."""
+
+LAYOUTS: dict[str, "Layout"] = {}
+"""Every declared layout by name; declaring a second layout with the same name is an error."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The cost model of one structure: the words of each kind of record it holds.
+
+    ``records`` maps a record kind (``"object"``, ``"cell"``, ``"window"``, ...) to its fields,
+    each a number of words or ``"d"`` (one word per feature).  Declaring a layout registers it
+    in :data:`LAYOUTS` under ``name``; a second, different layout with that name is an error, so
+    each structure declares its layout once, as a module constant, and every algorithm using
+    the structure reuses it.
+
+    Examples
+    --------
+    >>> band = Layout("doctest band", {"member": {"id": 1, "seq": 1, "t": 1, "x": "d", "count": 1}})
+    >>> band.words("member", d=2), band.bytes(d=2, member=10)
+    (6, 480)
+    >>> Layout("doctest band", {"member": {"id": 1}})
+    Traceback (most recent call last):
+    ...
+    ValueError: layout 'doctest band' is declared twice
+    """
+
+    name: str
+    records: Mapping[str, Mapping[str, int | str]]
+
+    def __post_init__(self) -> None:
+        for kind, fields in self.records.items():
+            for name, words in fields.items():
+                if words != "d" and not (isinstance(words, int) and words >= 0):
+                    raise ValueError(f"layout {self.name!r}: field {kind}.{name} must be a word count or 'd'")
+        if self.name in LAYOUTS and LAYOUTS[self.name] != self:
+            raise ValueError(f"layout {self.name!r} is declared twice")
+        LAYOUTS[self.name] = self  # the same declaration again: a re-imported module
+
+    def words(self, kind: str, d: int = 0) -> int:
+        """Words of one record of ``kind`` for ``d`` features (``O(fields)``)."""
+        return sum(d if words == "d" else words for words in self.records[kind].values())
+
+    def bytes(self, d: int = 0, **counts: int) -> int:
+        """Modelled bytes for ``counts[kind]`` records of every kind (all kinds required)."""
+        missing = set(self.records) - set(counts)
+        extra = set(counts) - set(self.records)
+        if missing or extra:
+            raise ValueError(f"layout {self.name!r} counts {sorted(self.records)}, got {sorted(counts)}")
+        return WORD * sum(self.words(kind, d) * int(n) for kind, n in counts.items())
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one structure holds now: its layout, its record counts and its measured size.
+
+    ``owners`` are the Python objects the footprint covers; the algorithm's remaining
+    attributes are measured by :func:`deep_size` without entering them.
+    """
+
+    layout: Layout
+    counts: Mapping[str, int]
+    measured: int
+    d: int = 0
+    owners: tuple = field(default=(), compare=False, repr=False)
+
+    @property
+    def modelled(self) -> int:
+        """``layout.bytes`` for the counts (``O(fields)``)."""
+        return self.layout.bytes(self.d, **self.counts)
+
+
+def array_bytes(arrays: Iterable[np.ndarray]) -> int:
+    """Real bytes of numpy arrays: each header, and each data buffer once at full capacity.
+
+    ``O(len(arrays))``.  A view costs its header plus its base's buffer, counted once.
+
+    >>> a = np.zeros(1000)
+    >>> array_bytes([a, a[10:]]) == sys.getsizeof(a) + sys.getsizeof(a[10:])
+    True
+    """
+    total, seen = 0, set()
+    for array in arrays:
+        owner = array
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        if owner is array:
+            total += sys.getsizeof(array) if array.flags.owndata else sys.getsizeof(array) + array.nbytes
+            seen.add(id(array))
+            continue
+        total += sys.getsizeof(array)
+        if id(owner) not in seen:
+            seen.add(id(owner))
+            total += sys.getsizeof(owner)
+    return total
+
+
+def python_bytes(*objects: object) -> int:
+    """``sys.getsizeof`` summed over sample objects: the per-record size of a Python structure.
+
+    Structures call it once at import on a record built like theirs (e.g. a list of 7
+    pointers, its key tuple, a float and five non-cached ints), so the measured size costs
+    ``O(1)`` per call whatever the number of records.
+
+    >>> python_bytes(0.5, 10 ** 6) == sys.getsizeof(0.5) + sys.getsizeof(10 ** 6)
+    True
+    """
+    return sum(sys.getsizeof(item) for item in objects)
+
+
+PY_INT = python_bytes(10 ** 6)
+"""A non-cached Python int below 2**30 (seq, id, t, window numbers of realistic streams)."""
+
+PY_FLOAT = python_bytes(0.5)
+"""A Python float (a score)."""
 
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None))
 _SKIP = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
@@ -24,7 +156,6 @@ def deep_size(root: object, exclude: tuple = ()) -> int:
 
     Examples
     --------
-    >>> import numpy as np
     >>> a = np.zeros(1000)
     >>> deep_size([a, a[10:]]) >= 8000
     True

@@ -103,3 +103,39 @@ def disagreements(exact: Answer, got: Answer, rtol: float = 1e-12) -> np.ndarray
     mine, want = got.scores[:shared], exact.scores[:shared]
     differs = np.abs(mine - want) > rtol * np.maximum(np.abs(mine), np.abs(want))
     return np.concatenate([differs, np.ones(len(got) - shared, dtype=bool)])
+
+
+def rank_weights(k: int, scheme: str = "1") -> np.ndarray:
+    """SAO's rank weights ``u_i`` for ranks ``1..k``: ``"1"`` (all 1) or ``"1/i"``.
+
+    >>> rank_weights(3, "1/i").tolist()
+    [1.0, 0.5, 0.3333333333333333]
+    """
+    if scheme == "1":
+        return np.ones(k)
+    if scheme == "1/i":
+        return 1.0 / np.arange(1, k + 1)
+    raise ValueError(f"rank weights must be '1' or '1/i', got {scheme!r}")
+
+
+def weighted_range_error(exact: Answer, got: Answer, low: float, high: float, rank_weights=None) -> float:
+    """SAO's weighted error, range-normalised: ``Σ u_i g_i / Σ u_i`` with
+    ``g_i = (F(t_i) − F(t̂_i)) / (max_W F − min_W F)`` (a missing rank counts as 1).
+
+    The variant of :func:`relative_error` that stays meaningful when scores are near 0;
+    ``low`` and ``high`` are the window's lowest and highest score under the query's weights.
+
+    >>> import numpy as np
+    >>> a = Answer(np.array([1, 2]), np.array([4.0, 2.0]), np.array([1, 2]))
+    >>> b = Answer(np.array([1, 3]), np.array([4.0, 1.0]), np.array([1, 3]))
+    >>> weighted_range_error(a, b, 0.0, 4.0)
+    0.125
+    >>> weighted_range_error(a, b, 0.0, 4.0, rank_weights=[1.0, 0.5])
+    0.08333333333333333
+    """
+    if len(exact) == 0:
+        return 0.0
+    gaps = np.minimum(_rank_gaps(exact, got), high - low)
+    errors = gaps / (high - low) if high > low else (gaps > 0).astype(float)
+    u = np.ones(len(exact)) if rank_weights is None else np.asarray(rank_weights, float)[: len(exact)]
+    return float(np.sum(u * errors) / np.sum(u))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left, bisect_right
 from typing import Any, Iterator
 
@@ -14,7 +15,10 @@ class SortedKeys:
     Like ``sortedcontainers.SortedList`` (the same list-of-lists design) but with the one
     operation MinTopK needs fused: :meth:`insert` returns the key directly above the new one,
     so positioning an object costs one call.  ``insert`` and ``remove`` cost ``O(log n)``
-    comparisons plus moving at most ``2 * LOAD`` pointers.
+    comparisons plus moving at most ``2 * LOAD`` pointers.  MinTopK over it processes 11-15 %
+    more objects/s than over ``SortedList`` (``add``, then ``bisect_right`` and indexing for
+    the neighbour) on uniform scores and 27 % more on a decreasing stream, where the list holds
+    ``C_nw * k`` records (``make bench``, ``benchmarks/bench_mintopk.py``, section ``index``).
 
     Examples
     --------
@@ -23,6 +27,10 @@ class SortedKeys:
     (None, None, 9)
     >>> keys.remove(9); list(keys)
     [5, 7]
+    >>> keys.remove(9)
+    Traceback (most recent call last):
+    ...
+    KeyError: 9
     """
 
     def __init__(self) -> None:
@@ -63,9 +71,16 @@ class SortedKeys:
             maxes.insert(b, block[-1])
         return above
 
+    def measured_bytes(self) -> int:
+        """Real size of the blocks and their index (``O(n / LOAD)``); the keys are the caller's."""
+        return sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._blocks) \
+            + sys.getsizeof(self._maxes) + sum(sys.getsizeof(block) for block in self._blocks)
+
     def remove(self, key: Any) -> None:
-        """Remove ``key``, which must be present (``O(log n)``)."""
+        """Remove ``key``; ``KeyError`` if it is absent (``O(log n)``)."""
         b = bisect_left(self._maxes, key)
+        if b == len(self._maxes):
+            raise KeyError(key)
         block = self._blocks[b]
         i = bisect_left(block, key)
         if i == len(block) or block[i] != key:

@@ -70,21 +70,31 @@ def as_object_stream(ids, t, x, dimensions: int | None = None):
     return ids, t, x
 
 
-def as_attribute_stream(ids, stream, value, t, dimensions: int | None = None):
-    """Validate and convert ``(ids, stream, value, t)`` of an incomplete, attribute stream."""
+def as_attribute_stream(ids, stream, value, t, dimensions: int):
+    """Validate and convert ``(ids, stream, value, t)`` of an incomplete, attribute stream.
+
+    ``stream`` must be in ``0..dimensions-1`` and ``value`` in ``[0, 1]``; a bad row raises
+    ``ValueError`` naming it (0-based).
+
+    >>> as_attribute_stream([4], [1], [0.5], [0], dimensions=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: row 0: stream must be in 0..0, got 1
+    """
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     stream = np.ascontiguousarray(stream, dtype=np.int64)
     value = np.ascontiguousarray(value, dtype=np.float64)
     t = np.ascontiguousarray(t, dtype=np.int64)
     if not len(ids) == len(stream) == len(value) == len(t):
-        raise ValueError("ids, stream, value and t must have equal lengths")
-    d = dimensions if dimensions is not None else (int(stream.max()) + 1 if len(stream) else 0)
+        raise ValueError(f"ids, stream, value and t must have equal lengths, got "
+                         f"{len(ids)}, {len(stream)}, {len(value)}, {len(t)}")
+    d = dimensions
     bad = (stream < 0) | (stream >= d)
     if bad.any():
         raise ValueError(f"row {int(np.argmax(bad))}: stream must be in 0..{d - 1}, got {int(stream[bad][0])}")
     bad = ~(np.isfinite(value) & (value >= 0.0) & (value <= 1.0))
     if bad.any():
-        raise ValueError(f"row {int(np.argmax(bad))}: value must be in [0, 1], got {value[bad][0]!r}")
+        raise ValueError(f"row {int(np.argmax(bad))}: value must be in [0, 1], got {float(value[bad][0])!r}")
     return ids, stream, value, t
 
 
@@ -111,6 +121,9 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
     >>> q = Query(weights=[1.0], k=1, window=4, slide=2)
     >>> [(b.end, b.ids.tolist()) for b in slides((np.arange(5), np.arange(5), np.ones(5)), q)]
     [(2, [0, 1]), (4, [2, 3])]
+    >>> q = Query(weights=[1.0, 1.0], k=1, window=2, slide=2)
+    >>> [(b.stream.tolist(), b.value.tolist()) for b in slides(([7, 8], [1, 0], [0.5, 1.0], [0, 1]), q)]
+    [([1, 0], [0.5, 1.0])]
     """
     if len(data) == 3:
         ids, t, x = as_object_stream(*data, dimensions=query.dimensions)

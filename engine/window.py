@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .memory import array_bytes, deep_size
+
 
 class WindowBuffer:
     """Columns of the objects in a window, kept contiguous for vectorised scans.
@@ -15,6 +17,8 @@ class WindowBuffer:
     Examples
     --------
     >>> import numpy as np
+
+from .memory import array_bytes, deep_size
     >>> buf = WindowBuffer({"seq": np.int64, "score": np.float64})
     >>> buf.append(seq=np.arange(5), score=np.ones(5))
     >>> buf.expire_before("seq", 3)
@@ -35,7 +39,7 @@ class WindowBuffer:
     def append(self, **values: np.ndarray) -> None:
         """Add objects at the back (``O(m)`` amortised)."""
         m = len(next(iter(values.values())))
-        if self._tail + m > len(self._cols[next(iter(self._cols))]):
+        if self._tail + m > self.capacity:
             self._make_room(m)
         for name, column in self._cols.items():
             column[self._tail:self._tail + m] = values[name]
@@ -43,7 +47,7 @@ class WindowBuffer:
 
     def _make_room(self, m: int) -> None:
         live = len(self)
-        capacity = len(self._cols[next(iter(self._cols))])
+        capacity = self.capacity
         if live + m > capacity // 2:
             capacity = max(2 * (live + m), capacity)
         for name, column in self._cols.items():
@@ -57,6 +61,16 @@ class WindowBuffer:
         dropped = int(np.searchsorted(self.view(column), bound, side="left"))
         self._head += dropped
         return dropped
+
+    @property
+    def capacity(self) -> int:
+        """Objects the buffer can hold before it is compacted or grown (``O(1)``)."""
+        return len(self._cols[next(iter(self._cols))])
+
+    def measured_bytes(self) -> int:
+        """Real size: every column at its capacity plus the buffer object (``O(columns)``)."""
+        columns = tuple(self._cols.values())
+        return array_bytes(columns) + deep_size(self, exclude=columns)
 
     def view(self, column: str) -> np.ndarray:
         """The live window's column, oldest first (a view: do not keep it across appends)."""

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import OBJECT_WORDS, WORD, Algorithm
+from ..base import Algorithm
+from ..memory import Footprint
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
@@ -16,7 +17,7 @@ from ..jsondata import floats_in, floats_out, ints_in
 
 @register
 class KSkyband(Algorithm):
-    """Continuous top-k over the k-skyband of the window, maintained one arrival at a time.
+    """Continuous top-k over the k-skyband of the window, maintained slide by slide.
 
     Every arrival enters the candidate set with dominance counter 0; it dominates every
     candidate that ranks below it by ``(score, seq)`` (it is newer, so it expires no
@@ -26,13 +27,18 @@ class KSkyband(Algorithm):
     the top ``k`` candidates.  The set is kept sorted best first, so the dominated candidates
     are a suffix and the answer a prefix.
 
-    Complexity: ``process`` is ``O(C)`` per slide for expiry (one vectorised pass) plus
-    ``O(log C + C_d)`` per arrival, ``C_d <= C`` the candidates it dominates (vectorised
-    counter update and shift); ``topk`` is ``O(k)``; ``stats`` ``O(1)``.  Objects of one slide
-    are not filtered against each other (the paper's k-skyband ignores ``s``).
+    A slide's arrivals are applied together, with the result of adding them one at a time
+    (:meth:`~engine.skyband.DominanceSet.add`): the slide's own k-skyband by one Python
+    comparison per arrival (newest first, against the k-th best newer score), then one
+    vectorised pass raising the members' counters, dropping those at ``k`` and merging.
 
-    Memory (``bytes``): 5 words per candidate (id, seq, t, score, dominance counter).  No
-    window buffer is kept: ``retained == candidates``.
+    Complexity: ``process`` is ``O(s)`` comparisons plus ``O(C + S log S)`` vectorised per
+    slide (``C`` candidates, ``S`` surviving arrivals, expiry included); ``topk`` is ``O(k)``;
+    ``stats`` ``O(1)``.
+
+    Memory: the dominance skyband's layout (``engine.skyband.LAYOUT``: 5 words per candidate,
+    id, seq, t, score, dominance counter).  No window buffer is kept: ``retained ==
+    candidates``.
 
     Examples
     --------
@@ -49,7 +55,7 @@ class KSkyband(Algorithm):
     summary = "one-pass k-skyband with dominance counters (SAP paper's competitor)"
 
     def _reset(self) -> None:
-        self._band = DominanceSet(self.q.k)
+        self._band = DominanceSet(self.q.k, self.q.expiry_key)
         self._end: int | None = None
         self._answer = Answer.empty()
         self._counters = {"arrivals": 0, "expired": 0}
@@ -59,43 +65,37 @@ class KSkyband(Algorithm):
         self._counters["expired"] += band.expire(batch.window_start(self.q))
         if len(batch):
             self._counters["arrivals"] += len(batch)
-            values = score(batch.x, self.q.weights).tolist()
-            keys = batch.keys(self.q).tolist()
-            add = band.add
-            for value, seq, key, oid, t in zip(values, batch.seq.tolist(), keys, batch.ids.tolist(),
-                                               batch.t.tolist()):
-                add(value, seq, key, oid, t)
+            band.add(score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t)
         self._end = batch.end
         self._answer = None
 
     def topk(self) -> Answer:
         if self._answer is None:
-            scores, rows = self._band.members(self.q.k)
-            self._answer = Answer(rows[:, 2].copy(), scores, rows[:, 0].copy())
+            scores, seq, ids, _ = self._band.members(self.q.k)
+            self._answer = Answer(ids, scores, seq)
         return self._answer
 
     def candidates(self) -> np.ndarray:
-        return self._band.members()[1][:, 0].copy()
+        return self._band.members()[1]
 
     def _stats(self) -> dict[str, Any]:
         size = len(self._band)
-        return {"candidates": size, "retained": size, "bytes": WORD * size * (OBJECT_WORDS + 2),
-                "dropped": self._band.dropped, **self._counters}
+        return {"candidates": size, "retained": size, "dropped": self._band.dropped, **self._counters}
+
+    def footprints(self) -> list[Footprint]:
+        return [self._band.footprint()]
 
     def dump_state(self) -> dict[str, Any]:
-        scores, rows = self._band.members()
-        return {"end": self._end, "scores": floats_out(scores), "seq": rows[:, 0].tolist(),
-                "ids": rows[:, 2].tolist(), "t": rows[:, 3].tolist(), "counts": self._band.counts().tolist(),
+        scores, seq, ids, t = self._band.members()
+        return {"end": self._end, "scores": floats_out(scores), "seq": seq.tolist(),
+                "ids": ids.tolist(), "t": t.tolist(), "counts": self._band.counts().tolist(),
                 "dropped": self._band.dropped, "counters": dict(self._counters)}
 
     def load_state(self, data: dict[str, Any]) -> None:
         scores = floats_in(data["scores"])
         seq, ids, t = ints_in(data["seq"], "seq"), ints_in(data["ids"], "ids"), ints_in(data["t"], "t")
         counts = ints_in(data["counts"], "counts")
-        if not len(scores) == len(seq) == len(ids) == len(t) == len(counts):
-            raise ValueError("candidate columns have different lengths")
-        keys = seq if self.q.kind == "count" else t
-        self._band.load(scores, np.column_stack((seq, keys, ids, t)), counts)
+        self._band.load(scores, seq, ids, t, counts)
         self._band.dropped = int(data["dropped"])
         self._end = data["end"] if data["end"] is None else int(data["end"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
@@ -105,5 +105,5 @@ class KSkyband(Algorithm):
         start = None if self._end is None else self._end - self.q.window
         self._band.check(start)
         if self._end is not None and len(self._band):
-            keys = self._band.members()[1][:, 1]
+            keys = self._band.members()[1 if self.q.kind == "count" else 3]
             assert keys.max() < self._end, "candidate from the future"

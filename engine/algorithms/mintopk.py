@@ -6,13 +6,27 @@ from typing import Any
 
 import numpy as np
 
-from ..base import WORD, Algorithm
+import sys
+
+from ..base import Algorithm
+from ..memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, Footprint, Layout, python_bytes
 from ..sortedkeys import SortedKeys
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
 
 START, END, ID, T, KEY, ABOVE, BELOW = range(7)
+
+LAYOUT = Layout("super-top-k list", {
+    "record": {**OBJECT_FIELDS, "score": 1, "start_w": 1, "end_w": 1, "above": 1, "below": 1,
+               "index slot": 1, "table slot": 1},
+    "window": {"tkc": 1, "lbp": 1}})
+"""A record: id, seq, t, score, its two window marks, two list links and its slots in the key
+index and the seq table (10 words); a window: its counter and lower-bound pointer."""
+
+RECORD_BYTES = python_bytes([None] * 7, (0.5, 10 ** 6)) + PY_FLOAT + 3 * PY_INT
+"""Measured once: a record's list of 7, its key tuple, the score and three ints (seq, id, t);
+its two window marks are two more ints once window numbers pass 256 (smaller ints are shared)."""
 
 
 @register
@@ -34,8 +48,10 @@ class MinTopK(Algorithm):
     With ``prefilter=True`` only the top ``k`` of each slide (``argpartition``) reach the loop:
     objects of one slide expire together, so the others can never be in the MTK set.
 
-    Memory (``bytes``): 7 words per MTK object (id, seq, t, score, two window marks, one list
-    pointer) plus 2 words (``tkc``, ``lbp``) per window.  No raw window is kept.
+    Memory (layout ``LAYOUT``): 10 words per MTK record (id, seq, t, score, two window marks,
+    two list links, a slot in the key index and one in the seq table) plus 2 words (``tkc``,
+    ``lbp``) per window.  No raw window is kept.  ``measured_bytes`` is ``O(1)``: the record
+    count times ``RECORD_BYTES`` plus the containers' own sizes.
 
     Examples
     --------
@@ -51,11 +67,14 @@ class MinTopK(Algorithm):
     name = "mintopk"
     summary = "MinTopK: one super-top-k list with window marks (EDBT 2011), per-slide prefilter"
     defaults = {"prefilter": True}
+    index_type = SortedKeys
+    """The ordered key index: ``insert(key)`` returning the next larger key, ``remove``, ``len``,
+    ascending ``iter`` and ``measured_bytes`` (``make bench`` swaps in ``SortedList`` here)."""
 
     def _reset(self) -> None:
         self._windows = self.q.windows_per_object
         self._k = self.q.k
-        self._index = SortedKeys()
+        self._index = self.index_type()
         self._records: dict[int, list] = {}
         self._top: list | None = None
         self._tkc = [0] * self._windows
@@ -185,8 +204,16 @@ class MinTopK(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         size = len(self._index)
-        return {"candidates": size, "retained": size, "bytes": WORD * (7 * size + 2 * self._windows),
-                "windows": self._windows, **self._counters}
+        return {"candidates": size, "retained": size, "windows": self._windows, **self._counters}
+
+    def footprints(self) -> list[Footprint]:
+        size = len(self._records)
+        newest = -1 if self._current is None else self._current + self._windows - 1
+        beyond_cache = min(1.0, max(0, newest - 256) / self._windows)
+        measured = int(size * (RECORD_BYTES + 2 * PY_INT * beyond_cache)) + sys.getsizeof(self._records) \
+            + self._index.measured_bytes() + sys.getsizeof(self._tkc) + sys.getsizeof(self._lbp)
+        owners = (self._records, self._index, self._tkc, self._lbp, self._top)
+        return [Footprint(LAYOUT, {"record": size, "window": self._windows}, measured, 0, owners)]
 
     def _ranked_records(self) -> list[list]:
         """Every record, best first, following the list's links (``O(MTK)``)."""

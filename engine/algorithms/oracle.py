@@ -6,20 +6,25 @@ from typing import Any
 
 import numpy as np
 
-from ..base import OBJECT_WORDS, WORD, Algorithm
+from ..base import Algorithm
+from ..memory import OBJECT_FIELDS, Footprint, Layout
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
 from ..window import WindowBuffer
+
+WINDOW = Layout("oracle window", {"object": {**OBJECT_FIELDS, "x": "d", "score": 1}})
 
 
 @register
 class Oracle(Algorithm):
     """The exact reference: every object of the window in a buffer, ``argpartition`` per slide.
 
-    Keeps each object's id, seq, t, its ``d`` features and its score; ``bytes`` is
-    ``8 * (d + 4)`` per object in the window.  ``process`` is ``O(s)`` amortised, ``topk``
-    ``O(n + k log k)``; ``query(weights, k)`` answers any other weights in ``O(n d)``.
+    Keeps each object's id, seq, t, its ``d`` features and its score (layout ``WINDOW``:
+    ``bytes`` is ``8 (d + 4)`` per object in the window; ``measured_bytes`` the buffer's
+    columns at their capacity, up to about twice the window).  ``process`` is ``O(s)``
+    amortised, ``topk`` ``O(n + k log k)``; ``query(weights, k)`` answers any other weights in
+    ``O(n d)``; ``stats`` is ``O(1)``.
 
     Examples
     --------
@@ -73,8 +78,11 @@ class Oracle(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         n = len(self._window)
-        return {"candidates": n, "retained": n,
-                "bytes": WORD * n * (OBJECT_WORDS + self.q.dimensions + 1)}
+        return {"candidates": n, "retained": n}
+
+    def footprints(self) -> list[Footprint]:
+        window = self._window
+        return [Footprint(WINDOW, {"object": len(window)}, window.measured_bytes(), self.q.dimensions, (window,))]
 
     def dump_state(self) -> dict[str, Any]:
         w = self._window

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import WORD, Algorithm
+from ..base import Algorithm
+from ..memory import Footprint, Layout
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
@@ -15,6 +16,9 @@ from ..skyband import DominanceSet, dominance_counts
 from ..jsondata import floats_in, floats_out, ints_in
 
 _EMPTY_F = np.empty(0, np.float64)
+
+THETA = Layout("sma theta", {"theta": {"score": 1, "seq": 1}})
+"""The k-th object of the last computation: its score and seq."""
 
 
 @register
@@ -47,10 +51,11 @@ class SMA(Algorithm):
     and on a rescan ``O(c^d)`` vectorised plus ``O(v + k log k)`` per visited cell;
     ``topk`` is ``O(k)``; ``stats`` ``O(1)``.
 
-    Memory (``bytes``): the grid's (``d + 6`` words per object, 6 per cell, the edges) plus two
-    words per skyband member (a pointer to its grid object and its dominance counter; the
-    score, seq, id and t cached beside them duplicate the grid's copy and are not charged) and
-    two for ``theta``.  ``candidates`` is ``|S|``; ``retained`` is the window.
+    Memory: the grid's layout (``engine.grid.LAYOUT``: ``d + 6`` words per object, 6 per cell,
+    the edges), the dominance skyband's (``engine.skyband.LAYOUT``: 5 words per member, the
+    same as in ``kskyband``: its id, seq, t and score are copies of the grid's, kept so the
+    answer needs no grid access) and two words for ``theta``.  ``candidates`` is ``|S|``;
+    ``retained`` is the window.
 
     Examples
     --------
@@ -69,7 +74,7 @@ class SMA(Algorithm):
 
     def _reset(self) -> None:
         self._grid = Grid(self.q, self.params["cells_per_dim"])
-        self._band = DominanceSet(self.q.k)
+        self._band = DominanceSet(self.q.k, self.q.expiry_key)
         self._theta: tuple[float, int] | None = None
         self._origin: int | None = None
         self._end: int | None = None
@@ -91,17 +96,13 @@ class SMA(Algorithm):
             qualify = np.arange(len(batch)) if self._theta is None else np.flatnonzero(values >= self._theta[0])
             if len(qualify):
                 self._counters["qualified"] += len(qualify)
-                keys = batch.keys(self.q)
-                for value, seq, key, oid, t in zip(values[qualify].tolist(), batch.seq[qualify].tolist(),
-                                                   keys[qualify].tolist(), batch.ids[qualify].tolist(),
-                                                   batch.t[qualify].tolist()):
-                    band.add(value, seq, key, oid, t)
+                band.add(values[qualify], batch.seq[qualify], batch.ids[qualify], batch.t[qualify])
         if self._theta is not None:
             if len(band) < k:
                 self._rescan()
         elif len(band) >= k and start >= self._origin:
-            values, rows = band.members(k)
-            self._theta = (float(values[-1]), int(rows[-1, 0]))
+            values, seq, _, _ = band.members(k)
+            self._theta = (float(values[-1]), int(seq[-1]))
             band.truncate(k)
             self._counters["anchors"] += 1
         self._end = batch.end
@@ -111,30 +112,32 @@ class SMA(Algorithm):
         grid, k = self._grid, self.q.k
         self._counters["rescans"] += 1
         pos, values, seq = grid.top(k)
-        key = grid.column(self.q.expiry_key, pos)
-        rows = np.column_stack((seq, key, grid.column("ids", pos), grid.column("t", pos)))
-        self._band.load(values, rows, dominance_counts(seq))
+        self._band.load(values, seq, grid.column("ids", pos), grid.column("t", pos), dominance_counts(seq))
         self._theta = (float(values[-1]), int(seq[-1])) if len(pos) == k else None
 
     def topk(self) -> Answer:
         if self._answer is None:
-            values, rows = self._band.members(self.q.k)
-            self._answer = Answer(rows[:, 2].copy(), values, rows[:, 0].copy())
+            values, seq, ids, _ = self._band.members(self.q.k)
+            self._answer = Answer(ids, values, seq)
         return self._answer
 
     def candidates(self) -> np.ndarray:
-        return self._band.members()[1][:, 0].copy()
+        return self._band.members()[1]
 
     def _stats(self) -> dict[str, Any]:
         grid = self._grid
         return {"candidates": len(self._band), "retained": grid.live,
-                "bytes": grid.bytes() + WORD * (2 * len(self._band) + 2),
                 **self._counters, "dropped": self._band.dropped, **grid.counters, "cells": grid.cells}
 
+    def footprints(self) -> list[Footprint]:
+        theta = Footprint(THETA, {"theta": int(self._theta is not None)}, 0)
+        return [self._grid.footprint(), self._band.footprint(), theta]
+
     def dump_state(self) -> dict[str, Any]:
-        values, rows = self._band.members()
+        seq = self._band.members()[1]
         theta = None if self._theta is None else [floats_out([self._theta[0]])[0], self._theta[1]]
-        return {"end": self._end, "origin": self._origin, "grid": self._grid.dump(), "theta": theta, "skyband": rows[:, 0].tolist(),
+        return {"end": self._end, "origin": self._origin, "grid": self._grid.dump(), "theta": theta,
+                "skyband": seq.tolist(),
                 "counts": self._band.counts().tolist(), "dropped": self._band.dropped,
                 "counters": dict(self._counters)}
 
@@ -147,9 +150,7 @@ class SMA(Algorithm):
         order = np.argsort(seq)
         pos = np.empty(len(seq), np.int64)
         pos[order] = grid.positions_of(seq[order])
-        values, t = grid.column("score", pos), grid.column("t", pos)
-        key = grid.column(self.q.expiry_key, pos)
-        self._band.load(values, np.column_stack((seq, key, grid.column("ids", pos), t)), counts)
+        self._band.load(grid.column("score", pos), seq, grid.column("ids", pos), grid.column("t", pos), counts)
         self._band.dropped = int(data["dropped"])
         theta = data["theta"]
         self._theta = None if theta is None else (float(floats_in([theta[0]])[0]), int(ints_in([theta[1]], "theta")[0]))
@@ -170,10 +171,10 @@ class SMA(Algorithm):
         elif self._end is not None and self._end - self.q.window >= self._origin:
             assert len(band) < k, "no theta although the window is complete and the skyband holds k objects"
         expected = dominance_counts(seq) < k
-        band_values, rows = band.members()
-        assert np.array_equal(rows[:, 0], seq[expected]), "skyband differs from the k-skyband above theta"
+        band_values, band_seq, _, _ = band.members()
+        assert np.array_equal(band_seq, seq[expected]), "skyband differs from the k-skyband above theta"
         assert np.array_equal(band_values, values[expected]), "skyband scores are stale"
         if self._theta is not None:
             assert len(band) >= k, "skyband below k objects after a slide"
         top = grid.top_all(k)
-        assert np.array_equal(band.members(k)[1][:, 0], grid.column("seq", top)), "answer is not the top-k"
+        assert np.array_equal(band.members(k)[1], grid.column("seq", top)), "answer is not the top-k"

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import WORD, Algorithm
+from ..base import Algorithm
+from ..memory import Footprint, Layout, array_bytes
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
@@ -15,6 +16,9 @@ from ..jsondata import ints_in
 
 _EMPTY_I = np.empty(0, np.int64)
 _EMPTY_F = np.empty(0, np.float64)
+
+RESULT = Layout("tma result", {"object": {"pointer": 1, "score": 1, "seq": 1}})
+"""A result object: its grid position, with its score and seq beside it for the k-th test."""
 
 
 @register
@@ -37,8 +41,9 @@ class TMA(Algorithm):
     rescan, ``O(c^d)`` vectorised and ``O(v + k log k)`` per visited cell; ``topk`` is
     ``O(k)``; ``stats`` ``O(1)``.
 
-    Memory (``bytes``): the grid's (``d + 6`` words per object, 6 per cell, the edges) plus one
-    pointer per result object.  ``candidates`` is ``|R|``; ``retained`` is the window.
+    Memory: the grid's layout (``engine.grid.LAYOUT``: ``d + 6`` words per object, 6 per cell,
+    the edges) plus ``RESULT``, 3 words per result object (grid position, score, seq).
+    ``candidates`` is ``|R|``; ``retained`` is the window.
 
     Examples
     --------
@@ -107,8 +112,13 @@ class TMA(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         grid = self._grid
-        return {"candidates": len(self._pos), "retained": grid.live, "bytes": grid.bytes() + WORD * len(self._pos),
-                **self._counters, **grid.counters, "cells": grid.cells}
+        return {"candidates": len(self._pos), "retained": grid.live, **self._counters, **grid.counters,
+                "cells": grid.cells}
+
+    def footprints(self) -> list[Footprint]:
+        result = (self._pos, self._scores, self._seq)
+        return [self._grid.footprint(),
+                Footprint(RESULT, {"object": len(self._pos)}, array_bytes(result), 0, result)]
 
     def dump_state(self) -> dict[str, Any]:
         return {"end": self._end, "grid": self._grid.dump(), "result": self._seq.tolist(),

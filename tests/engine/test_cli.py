@@ -13,8 +13,6 @@ import pytest
 
 import engine
 from engine import cli, registry
-from engine.base import Algorithm
-from engine.ranking import Answer
 
 ROOT = Path(__file__).resolve().parents[2]
 SINGLE = [info.name for info in engine.available() if info.stream == "single"]
@@ -259,72 +257,60 @@ def test_usage_errors_exit_2(tmp_path):
     assert run_cli().returncode == 2
 
 
-# ----------------------------------------------- incomplete streams and interruption (in process)
+# ----------------------------------------------- incomplete streams and interruption
 
-class LastSlide(Algorithm):
-    """A stand-in incomplete-stream algorithm: the top ``k`` tuples of the last slide.
-
-    Its ``retained`` is the query's number of streams, so a test can see the weights chosen.
-    """
-
-    name = "test-last-slide"
-    summary = "test double"
-    stream = "incomplete"
-
-    def _reset(self) -> None:
-        self._answer = Answer.empty()
-
-    def process(self, batch) -> None:
-        weights = np.asarray(self.q.weights)
-        self._answer = Answer.ranked(batch.ids, batch.value * weights[batch.stream], batch.seq, self.q.k)
-
-    def topk(self) -> Answer:
-        return self._answer
-
-    def candidates(self) -> np.ndarray:
-        return self._answer.seq
-
-    def _stats(self) -> dict[str, Any]:
-        return {"candidates": len(self._answer), "retained": self.q.dimensions, "bytes": 0}
-
-    def dump_state(self) -> dict[str, Any]:
-        return {}
-
-    def load_state(self, data: dict[str, Any]) -> None:
-        """Nothing to load."""
+INCOMPLETE = [info.name for info in engine.available() if info.stream == "incomplete"]
 
 
-class InterruptedRun(LastSlide):
-    """Ctrl-C during the second slide."""
+def incomplete_lines(name: str, data, query: engine.Query) -> list[dict]:
+    """What the CLI must print for an incomplete-stream algorithm; exact ones are checked
+    against ``oracle-incomplete`` on the way."""
+    algorithm = engine.create(name, query)
+    oracle = engine.create("oracle-incomplete", query) if algorithm.exact else None
+    lines = []
+    for batch in engine.slides(data, query):
+        algorithm.process(batch)
+        answer, stats = algorithm.topk(), algorithm.stats()
+        if oracle is not None:
+            oracle.process(batch)
+            assert answer.ids.tolist() == oracle.topk().ids.tolist()
+        lines.append({"slide": batch.index, "end": batch.end, "ids": answer.ids.tolist(),
+                      "scores": answer.scores.tolist(), "candidates": stats["candidates"],
+                      "retained": stats["retained"], "bytes": stats["bytes"]})
+    return lines
 
-    name = "test-interrupted"
 
-    def process(self, batch) -> None:
-        if batch.index == 1:
-            raise KeyboardInterrupt
-        super().process(batch)
+@pytest.mark.parametrize("name", INCOMPLETE)
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_incomplete_stream_output_equals_the_engine(tmp_path, name, kind):
+    from engine.generators import correlated_streams
 
-
-@pytest.fixture
-def incomplete_algorithms(monkeypatch):
-    for cls in (LastSlide, InterruptedRun):
-        monkeypatch.setitem(registry._REGISTRY, cls.name, cls)
+    ids, stream, value, t = correlated_streams(400, streams=3, seed=2, reuse=0.6, memory=20)
+    if kind == "time":
+        t = np.cumsum(np.random.default_rng(3).choice([0, 0, 1, 7], len(ids)))
+    source = write_csv(tmp_path / "tuples.csv", ["t", "value", "stream", "id"], [t, value, stream, ids])
+    query = engine.Query(weights=[1.0, 0.5, 2.0], k=5, window=60, slide=10, kind=kind)
+    result = run_cli(*run_args(name, query, source, tmp_path / "out.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert read_lines(tmp_path / "out.jsonl") == incomplete_lines(name, (ids, stream, value, t), query)
 
 
 ATTRIBUTE_CSV = "t,value,stream,id\n0,0.5,0,1\n1,0.25,2,2\n2,1.0,1,1\n3,0.75,0,3\n"
 
 
-def test_incomplete_stream_reads_id_stream_value_t(tmp_path, capsys, incomplete_algorithms):
+@pytest.mark.parametrize("name", INCOMPLETE)
+def test_incomplete_stream_has_one_default_weight_per_stream(tmp_path, capsys, name):
     source = tmp_path / "tuples.csv"
     source.write_text(ATTRIBUTE_CSV)
     output = tmp_path / "out.jsonl"
-    status = cli.main(["run", "--algorithm", LastSlide.name, "--k", "1", "--window", "2", "--slide", "2",
+    status = cli.main(["run", "--algorithm", name, "--k", "2", "--window", "2", "--slide", "2",
                        "--input", str(source), "--output", str(output)])
     assert status == 0, capsys.readouterr().err
-    query = engine.Query(weights=[1.0, 1.0, 1.0], k=1, window=2, slide=2)
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=2, window=2, slide=2)
     data = (np.array([1, 2, 1, 3]), np.array([0, 2, 1, 0]), np.array([0.5, 0.25, 1.0, 0.75]), np.arange(4))
-    assert read_lines(output) == direct_lines(LastSlide.name, data, query)
-    assert [line["retained"] for line in read_lines(output)] == [3, 3]
+    lines = read_lines(output)
+    assert lines == incomplete_lines(name, data, query)
+    assert [line["ids"] for line in lines] == [[1, 2], [1, 3]]
 
 
 @pytest.mark.parametrize("content,extra,fragments", [
@@ -332,13 +318,16 @@ def test_incomplete_stream_reads_id_stream_value_t(tmp_path, capsys, incomplete_
      .replace("\n2,", "\n2,9,").replace("\n3,", "\n3,9,"), [], ["line 1", "unexpected column(s) extra"]),
     (ATTRIBUTE_CSV, ["--weights=1,1"], ["line 3", "column stream", "2 is not a stream number in 0..1"]),
     (ATTRIBUTE_CSV.replace("0.75", "1.5"), [], ["line 5", "column value", "1.5 is not in [0, 1]"]),
+    (ATTRIBUTE_CSV.replace("0.75", "-0.5"), [], ["line 5", "column value", "-0.5 is not in [0, 1]"]),
     (ATTRIBUTE_CSV.replace("2,1.0,1", "2,1.0,-1"), [], ["line 4", "column stream", "-1 is not a stream"]),
+    (ATTRIBUTE_CSV.replace("3,0.75", "1,0.75"), ["--kind", "time"], ["line 5", "column t", "1 comes after 2"]),
+    (ATTRIBUTE_CSV.replace("\n3,0.75,0,3", "\n3,0.75,0,x"), [], ["line 5", "column id", "'x' is not an integer"]),
 ])
-def test_bad_incomplete_stream(tmp_path, capsys, incomplete_algorithms, content, extra, fragments):
+def test_bad_incomplete_stream(tmp_path, capsys, content, extra, fragments):
     source = tmp_path / "tuples.csv"
     source.write_text(content)
     output = tmp_path / "out.jsonl"
-    status = cli.main(["run", "--algorithm", LastSlide.name, "--k", "1", "--window", "2", "--slide", "2", *extra,
+    status = cli.main(["run", "--algorithm", "sla", "--k", "1", "--window", "2", "--slide", "2", *extra,
                        "--input", str(source), "--output", str(output)])
     message = capsys.readouterr().err
     assert status == 2
@@ -348,7 +337,31 @@ def test_bad_incomplete_stream(tmp_path, capsys, incomplete_algorithms, content,
     assert not output.exists()
 
 
-def test_interrupted_run_leaves_the_old_output_and_no_temporary_file(tmp_path, capsys, incomplete_algorithms):
+@pytest.mark.parametrize("name", INCOMPLETE)
+def test_negative_weights_for_an_incomplete_algorithm_are_an_invalid_query(tmp_path, name):
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    source = tmp_path / "absent.csv"
+    result = run_cli("run", "--algorithm", name, *QUERY_ARGS, "--weights=1,-0.5",
+                     "--input", str(source), "--output", str(output))
+    assert_failed_cleanly(result, output, ["invalid query", f"{name} needs non-negative weights", "stream 1"])
+    assert str(source) not in result.stderr
+
+
+class InterruptedRun(registry.algorithm_class("oracle-incomplete")):
+    """The brute force, interrupted by Ctrl-C during the second slide."""
+
+    name = "test-interrupted"
+    summary = "test double"
+
+    def process(self, batch) -> None:
+        if batch.index == 1:
+            raise KeyboardInterrupt
+        super().process(batch)
+
+
+def test_interrupted_run_leaves_the_old_output_and_no_temporary_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(registry._REGISTRY, InterruptedRun.name, InterruptedRun)
     source = tmp_path / "tuples.csv"
     source.write_text(ATTRIBUTE_CSV)
     output = tmp_path / "out.jsonl"

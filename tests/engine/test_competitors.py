@@ -208,8 +208,8 @@ def test_stats_and_memory_model():
     grid_bytes = 8 * (100 * (d + 6) + 6 * 9 + d * 4)
     tma, sma = algs["tma"].stats(), algs["sma"].stats()
     assert tma["retained"] == sma["retained"] == 100
-    assert tma["candidates"] == 5 and tma["bytes"] == grid_bytes + 8 * 5
-    assert sma["bytes"] == grid_bytes + 8 * (2 * sma["candidates"] + 2)
+    assert tma["candidates"] == 5 and tma["bytes"] == grid_bytes + 8 * 3 * 5
+    assert sma["bytes"] == grid_bytes + 8 * (5 * sma["candidates"] + 2)
     for key in ("rescans", "cells_visited", "objects_scanned", "rebuilds"):
         assert isinstance(sma[key], int) and isinstance(tma[key], int)
     assert sma["candidates"] >= 5
@@ -319,25 +319,31 @@ def test_dominance_counts_brute_force():
                     max_size=60))
 def test_dominance_set_is_the_k_skyband(k, ops):
     """Arrivals (numbers) and expiries of the oldest live object (``None``), against brute force."""
-    band = DominanceSet(k, capacity=2)
+    band = DominanceSet(k)
     alive: list[tuple[float, int]] = []
     start = 0
-    for seq, op in enumerate(ops):
-        if op is None:
-            if alive:
-                start = alive.pop(0)[1] + 1
-                band.expire(start)
-        else:
-            band.add(op, seq, seq, seq + 1000, seq)
+    arriving = []  # a run of arrivals between expiries is added as one slide
+    for seq, op in enumerate(ops + ["end"]):
+        if isinstance(op, float):
+            arriving.append((op, seq))
             alive.append((op, seq))
+            continue
+        if arriving:
+            values, seqs = np.array([v for v, _ in arriving]), np.array([s for _, s in arriving])
+            band.add(values, seqs, seqs + 1000, seqs)
+            arriving = []
+        if op is None and alive:
+            start = alive.pop(0)[1] + 1
+            band.expire(start)
         expected = []
         for value, s in alive:
             dominators = sum(1 for v2, s2 in alive if s2 > s and v2 >= value)
             if dominators < k:
                 expected.append((value, s, dominators))
         expected.sort(key=lambda e: (e[0], e[1]), reverse=True)
-        values, rows = band.members()
-        assert list(zip(values.tolist(), rows[:, 0].tolist(), band.counts().tolist())) == expected
+        values, seqs, ids, _ = band.members()
+        assert list(zip(values.tolist(), seqs.tolist(), band.counts().tolist())) == expected
+        assert ids.tolist() == [s + 1000 for s in seqs.tolist()]
         band.check(start)
 
 

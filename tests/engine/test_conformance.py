@@ -1,4 +1,5 @@
-"""Every registered exact single-stream algorithm equals the oracle at every slide."""
+"""Every registered exact single-stream algorithm equals the oracle at every slide, and every one
+of them (the oracle included) equals the independent plain-Python reference (``tests/reference.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import engine
+from tests.reference import reference_answers
 from tests.streams import SHAPES, adversarial_scores, check_against_oracle, time_stamps
 
 EXACT = [info.name for info in engine.available() if info.exact and info.stream == "single" and info.name != "oracle"]
@@ -20,7 +22,7 @@ IDS = [f"{name}{'-' + '-'.join(f'{k}={v}' for k, v in p.items()) if p else ''}" 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("k,window,slide", [(3, 12, 4), (1, 8, 1), (4, 10, 10), (25, 12, 3), (2, 30, 5)])
 def test_count_windows_adversarial(name, params, shape, k, window, slide):
-    rng = np.random.default_rng(hash((shape, k, window, slide)) % 2**32)
+    rng = np.random.default_rng([SHAPES.index(shape), k, window, slide])
     m = 160
     scores = adversarial_scores(shape, m, rng)
     data = (np.arange(m) + 1000, np.arange(m), scores)
@@ -33,7 +35,7 @@ def test_count_windows_adversarial(name, params, shape, k, window, slide):
 @pytest.mark.parametrize("times", ["steady", "bursts", "gaps"])
 @pytest.mark.parametrize("k,window,slide", [(3, 12, 4), (2, 6, 1), (5, 9, 9), (40, 20, 5)])
 def test_time_windows_adversarial(name, params, shape, times, k, window, slide):
-    rng = np.random.default_rng(hash((shape, times, k, window)) % 2**32)
+    rng = np.random.default_rng([SHAPES.index(shape), ["steady", "bursts", "gaps"].index(times), k, window])
     m = 150
     t = time_stamps(times, m, rng)
     data = (np.arange(m), t, adversarial_scores(shape, m, rng))
@@ -107,3 +109,67 @@ def test_candidates_are_window_objects_that_include_the_answer_and_match_the_cou
         assert len(seqs) == len(set(seqs.tolist())) == alg.stats()["candidates"]
         assert np.all((seqs >= batch.end - q.window) & (seqs < batch.end))
         assert set(alg.topk().seq.tolist()) <= set(seqs.tolist())
+
+
+TIMES = ("steady", "bursts", "gaps")
+
+
+def check_against_reference(name, params, ids, t, x, weights, k, window, slide, kind):
+    """Run ``name`` and compare every answer, ids, seq and scores exactly, with the reference."""
+    expected = reference_answers(ids.tolist(), t.tolist(), x.tolist(), weights, k, window, slide, kind)
+    q = engine.Query(weights=weights, k=k, window=window, slide=slide, kind=kind)
+    alg = engine.create(name, q, **params)
+    got = []
+    for batch in engine.slides((ids, t, x), q):
+        alg.process(batch)
+        answer = alg.topk()
+        got.append((batch.end, list(zip(answer.ids.tolist(), answer.scores.tolist(), answer.seq.tolist()))))
+    assert len(got) == len(expected), f"{name}: {len(got)} slides, the reference has {len(expected)}"
+    for (end, mine), (ref_end, theirs) in zip(got, expected):
+        assert end == ref_end and mine == theirs, f"{name} {q} at {end}: {mine} != {theirs}"
+    return len(got)
+
+
+REFERENCE_VARIANTS = [("oracle", {})] + VARIANTS
+REFERENCE_IDS = ["oracle"] + IDS
+
+
+@pytest.mark.parametrize("name,params", REFERENCE_VARIANTS, ids=REFERENCE_IDS)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("k,window,slide", [(3, 12, 4), (1, 8, 1), (25, 12, 3), (2, 30, 5)])
+def test_count_windows_equal_the_independent_reference(name, params, shape, k, window, slide):
+    rng = np.random.default_rng([SHAPES.index(shape), k, window, slide, 1])
+    m = 150
+    scores = adversarial_scores(shape, m, rng)
+    assert check_against_reference(name, params, np.arange(m) + 500, np.arange(m), scores[:, None], [1.0],
+                                   k, window, slide, "count") == m // slide
+
+
+@pytest.mark.parametrize("name,params", REFERENCE_VARIANTS, ids=REFERENCE_IDS)
+@pytest.mark.parametrize("shape", ["uniform", "ties", "decreasing", "increasing", "sawtooth"])
+@pytest.mark.parametrize("times", TIMES)
+@pytest.mark.parametrize("k,window,slide", [(3, 12, 4), (2, 6, 1), (40, 20, 5)])
+def test_time_windows_equal_the_independent_reference(name, params, shape, times, k, window, slide):
+    rng = np.random.default_rng([SHAPES.index(shape), TIMES.index(times), k, window, 2])
+    m = 140
+    t = time_stamps(times, m, rng)
+    scores = adversarial_scores(shape, m, rng)
+    check_against_reference(name, params, np.arange(m), t, scores[:, None], [1.0], k, window, slide, "time")
+
+
+@pytest.mark.parametrize("name,params", REFERENCE_VARIANTS, ids=REFERENCE_IDS)
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_three_features_with_mixed_weights_equal_the_independent_reference(name, params, kind):
+    rng = np.random.default_rng(31)
+    m = 300
+    x = np.column_stack([rng.normal(size=m), rng.integers(0, 3, m), rng.random(m).round(1)])
+    t = np.cumsum(rng.integers(0, 3, m)) if kind == "time" else np.arange(m)
+    check_against_reference(name, params, np.arange(m) * 7, t, x, [-0.5, 2.0, 1.0], 5, 30, 6, kind)
+
+
+@pytest.mark.parametrize("trace", LITERAL_TRACES, ids=lambda trace: str(trace[0]))
+def test_the_reference_reproduces_the_hand_worked_traces(trace):
+    scores, k, window, slide, expected = trace
+    m = len(scores)
+    answers = reference_answers(range(m), range(m), scores, [1.0], k, window, slide)
+    assert [[oid for oid, _, _ in ranked] for _, ranked in answers] == expected

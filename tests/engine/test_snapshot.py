@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 import engine
+from engine.generators import correlated_streams
 from tests.streams import assert_same_answer
 
-SINGLE = [info.name for info in engine.available() if info.stream == "single"]
+ALL = [info.name for info in engine.available()]
+STREAM = {info.name: info.stream for info in engine.available()}
 
 
 def run(alg, batches):
@@ -22,16 +24,23 @@ def run(alg, batches):
     return answers
 
 
-@pytest.mark.parametrize("name", SINGLE)
+def two_column_stream(name, m, t, rng):
+    """Two features (single stream) or two attribute streams (incomplete streams), ``m`` rows."""
+    if STREAM[name] == "incomplete":
+        ids, stream, value, _ = correlated_streams(m, streams=2, seed=int(rng.integers(1000)), reuse=0.6, memory=15)
+        return ids, stream, np.round(value * 8) / 8, t
+    return np.arange(m), t, np.column_stack([rng.random(m), rng.integers(0, 3, m)])
+
+
+@pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("kind", ["count", "time"])
 @pytest.mark.parametrize("cut", [0, 1, 17, 39])
 def test_snapshot_restore_continues_exactly(name, kind, cut):
     rng = np.random.default_rng(11)
     m = 400
-    x = np.column_stack([rng.random(m), rng.integers(0, 3, m)])
     t = np.sort(rng.integers(0, 300, m)) if kind == "time" else np.arange(m)
     q = engine.Query(weights=[1.0, 0.25], k=4, window=40, slide=8 if kind == "count" else 5, kind=kind)
-    batches = list(engine.slides((np.arange(m), t, x), q))
+    batches = list(engine.slides(two_column_stream(name, m, t, rng), q))
     uninterrupted = run(engine.create(name, q), batches)
 
     first = engine.create(name, q)
@@ -49,12 +58,16 @@ def test_snapshot_restore_continues_exactly(name, kind, cut):
 def sample_state(name="mintopk"):
     q = engine.Query(weights=[1.0], k=3, window=20, slide=5)
     alg = engine.create(name, q)
-    for batch in engine.slides((np.arange(60), np.arange(60), np.sin(np.arange(60.0))), q):
+    if STREAM[name] == "incomplete":
+        data = (np.arange(60) % 23, np.zeros(60), np.abs(np.sin(np.arange(60.0))), np.arange(60))
+    else:
+        data = (np.arange(60), np.arange(60), np.sin(np.arange(60.0)))
+    for batch in engine.slides(data, q):
         alg.process(batch)
     return q, alg.to_state()
 
 
-@pytest.mark.parametrize("name", SINGLE)
+@pytest.mark.parametrize("name", ALL)
 def test_state_is_plain_json_with_a_version(name):
     _, state = sample_state(name)
     assert state["format_version"] == engine.FORMAT_VERSION
@@ -81,7 +94,7 @@ def test_restore_rejects_tampered_data():
         engine.restore(state)
 
 
-@pytest.mark.parametrize("name", SINGLE)
+@pytest.mark.parametrize("name", ALL)
 def test_restore_rejects_inconsistent_data_even_with_a_matching_checksum(name):
     _, state = sample_state(name)
     broken = copy.deepcopy(state)

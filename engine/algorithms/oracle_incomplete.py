@@ -1,0 +1,110 @@
+"""Brute force over attribute streams: every valid tuple, objects aggregated afresh per answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..attributes import TUPLE_WORDS, AttributeAlgorithm, aggregate, check_weights
+from ..base import WORD
+from ..ranking import Answer, score, top_indices
+from ..registry import register
+from ..stream import Batch
+from ..window import WindowBuffer
+
+
+@register
+class OracleIncomplete(AttributeAlgorithm):
+    """The exact reference for incomplete streams: the window's tuples in a buffer.
+
+    Every answer aggregates the valid tuples per object (:func:`engine.attributes.aggregate`:
+    each attribute summed in arrival order, unseen or expired attributes 0) and selects the
+    top ``k`` by ``(score, seq of the newest tuple)``.  ``process`` is ``O(s)`` amortised,
+    ``topk`` ``O(n log n + n d)``; ``query(weights, k)`` answers any non-negative weights.
+    ``retained`` counts tuples, ``candidates`` valid objects; ``bytes`` is
+    ``8 * TUPLE_WORDS`` per tuple.
+
+    Examples
+    --------
+    >>> import numpy as np, engine
+    >>> q = engine.Query(weights=[1.0, 1.0], k=2, window=4, slide=2)
+    >>> alg = engine.create("oracle-incomplete", q)
+    >>> data = ([1, 2, 1, 3, 2, 3], [0, 0, 1, 1, 1, 0], [0.5, 0.9, 0.5, 0.2, 0.3, 0.4], range(6))
+    >>> for batch in engine.slides(data, q):
+    ...     alg.process(batch)
+    >>> alg.topk().ids.tolist(), alg.topk().scores.tolist()
+    ([3, 1], [0.6000000000000001, 0.5])
+    >>> alg.query([0.0, 1.0], 1).ids.tolist()
+    [1]
+    """
+
+    name = "oracle-incomplete"
+    summary = "brute force over the window's attribute tuples (exact reference; answers any weights)"
+
+    def _reset(self) -> None:
+        self._window = WindowBuffer({"ids": np.int64, "stream": np.int64, "value": np.float64,
+                                     "t": np.int64, "seq": np.int64})
+        self._answer: Answer | None = Answer.empty()
+        self._end: int | None = None
+
+    def process(self, batch: Batch) -> None:
+        ids, stream, value, _, seq = self._tuples(batch)
+        self._window.append(ids=ids, stream=stream, value=value, t=batch.t, seq=seq)
+        self._window.expire_before(self.q.expiry_key, batch.window_start(self.q))
+        self._end = batch.end
+        self._answer = None
+
+    def topk(self) -> Answer:
+        if self._answer is None:
+            self._answer = self.query(self.q.weights, self.q.k)
+        return self._answer
+
+    def query(self, weights, k: int) -> Answer:
+        """The top ``k`` valid objects under any non-negative ``weights`` (``O(n log n + n d)``)."""
+        query = self.q.with_weights(weights)
+        check_weights(query, self.name)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        w = self._window
+        objects, attributes, newest = aggregate(w.view("ids"), w.view("stream"), w.view("value"),
+                                                w.view("seq"), self.q.dimensions)
+        scores = score(attributes, query.weights) if len(objects) else np.empty(0)
+        top = top_indices(scores, newest, int(k))
+        return Answer(objects[top], scores[top], newest[top])
+
+    def candidates(self) -> np.ndarray:
+        if not len(self._window):
+            return np.empty(0, np.int64)
+        w = self._window
+        return aggregate(w.view("ids"), w.view("stream"), w.view("value"), w.view("seq"), self.q.dimensions)[2]
+
+    def _stats(self) -> dict[str, Any]:
+        n = len(self._window)
+        return {"candidates": len(np.unique(self._window.view("ids"))), "retained": n,
+                "bytes": WORD * TUPLE_WORDS * n}
+
+    def dump_state(self) -> dict[str, Any]:
+        w = self._window
+        return {"end": self._end, "ids": w.view("ids").tolist(), "stream": w.view("stream").tolist(),
+                "value": w.view("value").tolist(), "t": w.view("t").tolist(), "seq": w.view("seq").tolist()}
+
+    def load_state(self, data: dict[str, Any]) -> None:
+        columns = {name: np.asarray(data[name], dtype) for name, dtype in
+                   (("ids", np.int64), ("stream", np.int64), ("value", np.float64), ("t", np.int64), ("seq", np.int64))}
+        if len({len(column) for column in columns.values()}) > 1:
+            raise ValueError("state columns have different lengths")
+        self._window.append(**columns)
+        self._end = data["end"]
+        self._answer = None
+
+    def check(self) -> None:
+        w = self._window
+        assert np.all(np.diff(w.view("seq")) > 0), "window seq must increase"
+        assert self.q.kind == "count" or np.all(np.diff(w.view("t")) >= 0), "t must not decrease"
+        stream, value = w.view("stream"), w.view("value")
+        assert np.all((stream >= 0) & (stream < self.q.dimensions)), "stream number out of range"
+        assert np.all((value >= 0.0) & (value <= 1.0)), "value outside [0, 1]"
+        if self._end is not None and len(w):
+            keys = w.view(self.q.expiry_key)
+            assert keys[0] >= self._end - self.q.window and keys[-1] < self._end, "tuple outside the window"

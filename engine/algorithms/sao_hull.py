@@ -1,0 +1,202 @@
+"""Convex hulls for the SAO index: Qhull with every degenerate case handled, never raising.
+
+A :class:`Hull` describes the convex hull of a point set by its vertices (indices into the
+points), a containment test written as half-spaces ``normals · x + offsets <= tol`` and the
+vertex pairs that share a hull edge (for the nearest-hull-neighbour rule of SAO's overflow).
+
+Cases (``n`` points in ``d`` dimensions):
+
+- ``d = 1``: the hull is the minimum and the maximum (the newest copy on ties).
+- Full rank (``n >= d + 1`` and not flat): ``scipy.spatial.ConvexHull`` (Qhull).
+- Flat (fewer than ``d + 1`` points, duplicates, collinear or coplanar sets): the hull of the
+  points inside their affine span, computed in the span's coordinates, plus two half-spaces per
+  direction orthogonal to the span.  A single distinct point is its own hull (the newest copy).
+- Qhull still failing (precision on a nearly flat set): retried with ``qhull_options="QJ"``;
+  if that fails too, every point is a vertex and the containment test says "outside" for every
+  point (``exact = False``).
+
+Points are expected in a canonical order (the SAO index sorts by ``seq``) so that the same set
+always gives the same hull.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import ConvexHull, QhullError
+
+RANK_TOLERANCE = 1e-12
+"""Singular values below this fraction of the largest one count as zero (a flat set)."""
+
+CONTAINMENT_TOLERANCE = 1e-9
+"""A point within this distance (times the coordinates' scale) of the hull counts as inside."""
+
+
+@dataclass(eq=False)
+class Hull:
+    """Vertices, half-spaces and edges of the convex hull of a point set.
+
+    ``vertices`` are indices into the points, ascending; ``normals`` (``f x d``, unit rows) and
+    ``offsets`` (``f``) give the hull as ``normals · x + offsets <= 0``; ``cells`` (rows of
+    vertex indices: Qhull's facet simplices, or the segment of a 1-D hull) name the hull edges,
+    every pair inside one cell (``None`` when unknown); ``exact`` is ``False`` for the
+    all-vertices fallback, which contains no point; ``scale`` (the largest absolute coordinate)
+    sets the containment tolerance.
+    """
+
+    vertices: np.ndarray
+    normals: np.ndarray
+    offsets: np.ndarray
+    cells: np.ndarray | None
+    exact: bool = True
+    scale: float = 1.0
+    center: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.tolerance = CONTAINMENT_TOLERANCE * max(self.scale, 1.0)
+        self.radius = -1.0
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        """Boolean mask: which rows of ``points`` lie inside or on the hull (``O(m f d)``).
+
+        Points inside the largest ball around the facets' mean point that fits the hull are
+        accepted after an ``O(m d)`` test; only the others meet every facet.
+        """
+        if not self.exact or len(self.offsets) == 0:
+            return np.zeros(len(points), dtype=bool)
+        if self.radius < 0:
+            slack = -(self.normals @ self.center + self.offsets) if self.center is not None else np.zeros(1)
+            self.radius = float(max(slack.min(), 0.0))
+        gap = points - self.center if self.center is not None else points
+        inside = np.einsum("ij,ij->i", gap, gap) < self.radius ** 2
+        rest = np.flatnonzero(~inside)
+        if len(rest):
+            distance = points[rest] @ self.normals.T + self.offsets
+            inside[rest] = distance.max(axis=1) <= self.tolerance
+        return inside
+
+    def reindexed(self, kept: np.ndarray, size: int) -> "Hull":
+        """The same hull with point ``kept[i]`` renamed ``i`` (``kept`` ascending, every vertex in it)."""
+        rename = np.full(size, -1, np.int64)
+        rename[kept] = np.arange(len(kept))
+        cells = None if self.cells is None else rename[self.cells]
+        return Hull(rename[self.vertices], self.normals, self.offsets, cells, self.exact, self.scale, self.center)
+
+
+def convex_hull(points: np.ndarray) -> Hull:
+    """The convex hull of ``points`` (``n x d``); degenerate inputs never raise.
+
+    Qhull time for full-rank sets (``O(n log n)`` in 2-D and 3-D), plus an ``O(n d^2)`` SVD for
+    flat ones.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> square = np.array([[0, 0], [1, 0], [0, 1], [1, 1], [0.5, 0.5]], float)
+    >>> convex_hull(square).vertices.tolist()
+    [0, 1, 2, 3]
+    >>> line = np.array([[0, 0], [1, 1], [2, 2]], float)
+    >>> hull = convex_hull(line)
+    >>> hull.vertices.tolist(), hull.contains(np.array([[1.5, 1.5], [1.0, 0.0]])).tolist()
+    ([0, 2], [True, False])
+    >>> convex_hull(np.array([[3.0], [1.0], [2.0], [3.0]])).vertices.tolist()
+    [1, 3]
+    """
+    points = np.asarray(points, np.float64)
+    n, d = points.shape
+    scale = float(np.abs(points).max(initial=1.0))
+    if n == 0:
+        return Hull(np.empty(0, np.int64), np.empty((0, d)), np.empty(0), np.empty((0, 2), np.int64), True, scale)
+    if d == 1:
+        hull = _interval(points[:, 0], scale)
+    else:
+        hull = None
+        if n >= d + 1:
+            try:
+                hull = _qhull(points, None, scale)
+            except (QhullError, ValueError):
+                pass
+        if hull is None:
+            hull = _degenerate(points, scale)
+    if hull.exact:
+        hull.center = points[hull.vertices].mean(axis=0)
+    return hull
+
+
+def _degenerate(points: np.ndarray, scale: float) -> Hull:
+    """Flat sets in their affine span; else Qhull with joggling; else every point a vertex."""
+    n, d = points.shape
+    center = points.mean(axis=0)
+    _, singular, basis = np.linalg.svd(points - center, full_matrices=True)
+    largest = singular[0] if len(singular) else 0.0
+    rank = int(np.count_nonzero(singular > RANK_TOLERANCE * largest)) if largest > 0 else 0
+    if rank < d:
+        return _flat(points, center, basis, rank, scale)
+    try:
+        return _qhull(points, "QJ", scale)
+    except (QhullError, ValueError):
+        return Hull(np.arange(n, dtype=np.int64), np.empty((0, d)), np.empty(0), None, False, scale)
+
+
+def _interval(values: np.ndarray, scale: float) -> Hull:
+    last = len(values) - 1
+    low = last - int(np.argmin(values[::-1]))
+    high = last - int(np.argmax(values[::-1]))
+    vertices = np.unique([low, high]).astype(np.int64)
+    cells = np.array([[low, high]], np.int64) if low != high else np.empty((0, 2), np.int64)
+    return Hull(vertices, np.array([[1.0], [-1.0]]), np.array([-values[high], values[low]]), cells, True, scale)
+
+
+def _qhull(points: np.ndarray, options: str | None, scale: float) -> Hull:
+    hull = ConvexHull(points, qhull_options=options)
+    return Hull(np.sort(hull.vertices).astype(np.int64), hull.equations[:, :-1].copy(),
+                hull.equations[:, -1].copy(), hull.simplices.astype(np.int64), True, scale)
+
+
+def _flat(points: np.ndarray, center: np.ndarray, basis: np.ndarray, rank: int, scale: float) -> Hull:
+    """Hull of a set spanning a ``rank``-dimensional affine subspace (``rank < d``)."""
+    n, d = points.shape
+    across = basis[rank:]
+    normals_across = np.concatenate([across, -across])
+    offsets_across = -normals_across @ center
+    if rank == 0:
+        return Hull(np.array([n - 1], np.int64), normals_across, offsets_across,
+                    np.empty((0, 2), np.int64), True, scale)
+    along = basis[:rank]
+    inner = convex_hull((points - center) @ along.T)
+    if not inner.exact:
+        return Hull(np.arange(n, dtype=np.int64), np.empty((0, d)), np.empty(0), None, False, scale)
+    normals = inner.normals @ along
+    offsets = inner.offsets - normals @ center
+    return Hull(inner.vertices, np.concatenate([normals, normals_across]),
+                np.concatenate([offsets, offsets_across]), inner.cells, True, scale)
+
+
+def neighbour_distances(points: np.ndarray, hull: Hull) -> np.ndarray:
+    """``R_t`` for every vertex: the distance to its nearest neighbour along a hull edge.
+
+    Indexed like ``hull.vertices``; ``inf`` for a vertex without neighbours (a lone point).
+    Without known edges (the fallback) every other vertex counts as a neighbour.
+    ``O(f d^2)`` (``O(n^2 d)`` in the fallback).
+
+    >>> import numpy as np
+    >>> pts = np.array([[0, 0], [4, 0], [0, 1]], float)
+    >>> neighbour_distances(pts, convex_hull(pts)).tolist()
+    [1.0, 4.0, 1.0]
+    """
+    vertices = hull.vertices
+    if hull.cells is None:
+        coords = points[vertices]
+        gaps = np.sqrt(((coords[:, None, :] - coords[None, :, :]) ** 2).sum(axis=2))
+        np.fill_diagonal(gaps, np.inf)
+        return gaps.min(axis=1) if len(vertices) > 1 else np.full(len(vertices), np.inf)
+    best = np.full(len(points), np.inf)
+    width = hull.cells.shape[1] if hull.cells.ndim == 2 else 0
+    for a in range(width):
+        for b in range(a + 1, width):
+            first, second = hull.cells[:, a], hull.cells[:, b]
+            lengths = np.sqrt(((points[first] - points[second]) ** 2).sum(axis=1))
+            np.minimum.at(best, first, lengths)
+            np.minimum.at(best, second, lengths)
+    return best[vertices]

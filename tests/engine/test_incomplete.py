@@ -1,0 +1,387 @@
+"""Incomplete, non-synchronised streams (paper 003): the attribute-stream model, the brute force
+``oracle-incomplete``, the exact ``sla`` and ``eaa`` against it at every slide, ``approx``'s
+precision, the correlated generator and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import engine
+from engine.attributes import aggregate, attribute_sum, combine
+from engine.fmsketch import SlidingSketches
+from engine.generators import correlated_streams
+from tests.streams import assert_same_answer, time_stamps
+
+INCOMPLETE = [info.name for info in engine.available() if info.stream == "incomplete"]
+EXACT = [info.name for info in engine.available()
+         if info.stream == "incomplete" and info.exact and info.name != "oracle-incomplete"]
+
+
+def test_registry_lists_the_four_algorithms_as_incomplete():
+    infos = {info.name: info for info in engine.available() if info.stream == "incomplete"}
+    assert set(infos) == {"oracle-incomplete", "sla", "eaa", "approx"}
+    assert [name for name, info in infos.items() if not info.exact] == ["approx"]
+    assert sorted(EXACT) == ["eaa", "sla"]
+
+
+def compare(name: str, data, query: engine.Query, params=None) -> int:
+    """Run ``name`` beside ``oracle-incomplete``: equal answers and ``check()`` at every slide."""
+    algorithm = engine.create(name, query, **(params or {}))
+    oracle = engine.create("oracle-incomplete", query)
+    slides_seen = 0
+    for batch in engine.slides(data, query):
+        algorithm.process(batch)
+        oracle.process(batch)
+        expected = oracle.topk()
+        assert_same_answer(expected, algorithm.topk(), f"{name} slide {batch.index} end {batch.end} {query}")
+        assert np.array_equal(expected.ids, algorithm.topk().ids), f"{name} slide {batch.index}: ids or order"
+        algorithm.check()
+        stats = algorithm.stats()
+        assert stats["candidates"] == len(algorithm.candidates())
+        assert set(algorithm.topk().seq.tolist()) <= set(algorithm.candidates().tolist())
+        slides_seen += 1
+    return slides_seen
+
+
+def attribute_stream(m: int, streams: int, objects: int, rng: np.random.Generator, values: str = "uniform",
+                     repeats: int = 1):
+    """Random tuples: each (object, stream) pair at most ``repeats`` times in the whole stream."""
+    pairs = np.array([(o, s) for o in range(objects) for s in range(streams) for _ in range(repeats)])
+    chosen = pairs[rng.permutation(len(pairs))[:m]]
+    if values == "uniform":
+        value = rng.random(len(chosen))
+    elif values == "ties":
+        value = rng.choice([0.0, 0.25, 0.5, 1.0], len(chosen))
+    elif values == "zeros":
+        value = np.where(rng.random(len(chosen)) < 0.7, 0.0, 1.0)
+    else:
+        raise ValueError(values)
+    return chosen[:, 0] + 100, chosen[:, 1], value
+
+
+# ------------------------------------------------------------------ exact algorithms = brute force
+
+@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("values", ["uniform", "ties", "zeros"])
+@pytest.mark.parametrize("k,window,slide", [(3, 24, 4), (1, 8, 1), (4, 12, 12), (60, 20, 5), (2, 30, 3)])
+def test_count_windows_adversarial(name, values, k, window, slide):
+    rng = np.random.default_rng(hash((values, k, window, slide)) % 2**32)
+    ids, stream, value = attribute_stream(200, 3, 40, rng, values)
+    query = engine.Query(weights=[1.0, 0.5, 2.0], k=k, window=window, slide=slide)
+    assert compare(name, (ids, stream, value, np.arange(len(ids))), query) == len(ids) // slide
+
+
+@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("times", ["steady", "bursts", "gaps"])
+@pytest.mark.parametrize("k,window,slide", [(3, 12, 4), (2, 6, 1), (5, 9, 9), (40, 20, 5)])
+def test_time_windows_with_bursts_gaps_and_empty_slides(name, times, k, window, slide):
+    rng = np.random.default_rng(hash((times, k, window)) % 2**32)
+    ids, stream, value = attribute_stream(180, 3, 30, rng, "ties")
+    t = time_stamps(times, len(ids), rng)
+    query = engine.Query(weights=[1.0, 1.0, 0.25], k=k, window=window, slide=slide, kind="time")
+    assert compare(name, (ids, stream, value, t), query) == (t[-1] // slide * slide - t[0] // slide * slide) // slide
+
+
+@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("repeats", [2, 3])
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_repeated_occurrences_add_up(name, repeats, kind):
+    rng = np.random.default_rng(repeats)
+    ids, stream, value = attribute_stream(240, 2, 30, rng, "ties", repeats=repeats)
+    t = np.arange(len(ids)) if kind == "count" else time_stamps("bursts", len(ids), rng)
+    query = engine.Query(weights=[1.0, 1.0], k=4, window=40, slide=8 if kind == "count" else 4, kind=kind)
+    params = {"occurrences": repeats} if name == "eaa" else {}
+    compare(name, (ids, stream, value, t), query, params)
+
+
+@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("streams,reuse,memory", [(1, 0.5, 10), (2, 0.9, 20), (3, 0.5, 30), (4, 0.2, 100)])
+def test_correlated_streams(name, kind, streams, reuse, memory):
+    ids, stream, value, t = correlated_streams(900, streams=streams, seed=streams, reuse=reuse, memory=memory)
+    if kind == "time":
+        t = time_stamps("gaps", len(ids), np.random.default_rng(streams))
+    query = engine.Query(weights=[1.0] * streams, k=5, window=120, slide=10, kind=kind)
+    compare(name, (ids, stream, value, t), query)
+
+
+def test_zero_weight_streams_and_zero_values_still_make_objects_valid():
+    ids = np.array([1, 2, 3, 4, 5])
+    stream = np.array([1, 1, 0, 1, 0])
+    value = np.array([0.9, 0.8, 0.0, 0.5, 0.1])
+    query = engine.Query(weights=[1.0, 0.0], k=4, window=5, slide=5)
+    for name in ["oracle-incomplete"] + EXACT:
+        alg = engine.create(name, query)
+        for batch in engine.slides((ids, stream, value, np.arange(5)), query):
+            alg.process(batch)
+        assert alg.topk().ids.tolist() == [5, 4, 3, 2], name
+        assert alg.topk().scores.tolist() == [0.1, 0.0, 0.0, 0.0], name
+
+
+@st.composite
+def attribute_cases(draw):
+    slide = draw(st.integers(1, 5))
+    window = slide * draw(st.integers(1, 6))
+    k = draw(st.integers(1, 7))
+    kind = draw(st.sampled_from(["count", "time"]))
+    streams = draw(st.integers(1, 3))
+    repeats = draw(st.integers(1, 2))
+    objects = draw(st.integers(1, 12))
+    m = draw(st.integers(0, 70))
+    rows = draw(st.lists(st.tuples(st.integers(0, objects - 1), st.integers(0, streams - 1)),
+                         min_size=m, max_size=m))
+    counts: dict = {}
+    kept = []
+    for row in rows:
+        counts[row] = counts.get(row, 0) + 1
+        if counts[row] <= repeats:
+            kept.append(row)
+    values = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 0.1, 0.2, 0.3]) | st.floats(0, 1),
+                           min_size=len(kept), max_size=len(kept)))
+    steps = draw(st.lists(st.integers(0, 4) | st.just(0), min_size=len(kept), max_size=len(kept)))
+    weights = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0]), min_size=streams, max_size=streams))
+    t = np.cumsum(np.asarray(steps, np.int64)) if kind == "time" else np.arange(len(kept))
+    query = engine.Query(weights=weights, k=k, window=window, slide=slide, kind=kind)
+    ids = np.asarray([row[0] for row in kept], np.int64)
+    stream = np.asarray([row[1] for row in kept], np.int64)
+    return query, (ids, stream, np.asarray(values, np.float64), t), repeats
+
+
+@pytest.mark.parametrize("name", EXACT)
+@settings(max_examples=80, deadline=None)
+@given(case=attribute_cases())
+def test_generated_streams(name, case):
+    query, data, repeats = case
+    compare(name, data, query, {"occurrences": repeats} if name == "eaa" else {})
+
+
+@pytest.mark.parametrize("k_max", [1, 3, 50])
+def test_sla_view_sizes(k_max):
+    rng = np.random.default_rng(k_max)
+    ids, stream, value = attribute_stream(300, 3, 50, rng)
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=1, window=30, slide=3)
+    compare("sla", (ids, stream, value, np.arange(len(ids))), query, {"k_max": k_max})
+
+
+# ------------------------------------------------------------------ the brute force itself
+
+def test_oracle_aggregates_valid_tuples_and_answers_other_weights():
+    # object 7: stream 0 twice (0.5 + 0.25), stream 1 once; object 8 only in stream 1
+    data = ([7, 8, 7, 7, 9], [0, 1, 0, 1, 0], [0.5, 0.75, 0.25, 0.125, 1.0], [0, 1, 2, 3, 4])
+    query = engine.Query(weights=[1.0, 2.0], k=3, window=5, slide=5)
+    oracle = engine.create("oracle-incomplete", query)
+    for batch in engine.slides(data, query):
+        oracle.process(batch)
+    answer = oracle.topk()
+    assert answer.ids.tolist() == [8, 9, 7] and answer.scores.tolist() == [1.5, 1.0, 1.0]
+    assert oracle.query([1.0, 0.0], 2).ids.tolist() == [9, 7]
+    with pytest.raises(ValueError, match="non-negative weights"):
+        oracle.query([1.0, -1.0], 2)
+    with pytest.raises(ValueError, match="k must be"):
+        oracle.query([1.0, 1.0], 0)
+
+
+def test_expired_attributes_count_zero():
+    data = ([1, 2, 1, 3], [0, 0, 1, 1], [1.0, 0.5, 0.5, 0.25], [0, 1, 2, 3])
+    query = engine.Query(weights=[1.0, 1.0], k=3, window=2, slide=1)
+    for name in ["oracle-incomplete"] + EXACT:
+        alg = engine.create(name, query)
+        answers = []
+        for batch in engine.slides(data, query):
+            alg.process(batch)
+            answers.append(dict(zip(alg.topk().ids.tolist(), alg.topk().scores.tolist())))
+        assert answers == [{1: 1.0}, {1: 1.0, 2: 0.5}, {2: 0.5, 1: 0.5}, {1: 0.5, 3: 0.25}], name
+
+
+def test_scores_are_summed_in_arrival_order_as_the_brute_force():
+    values = [0.1, 0.2, 0.3, 0.7]
+    assert attribute_sum(values) == ((0.1 + 0.2) + 0.3) + 0.7
+    objects, attributes, newest = aggregate(np.zeros(4, np.int64), np.zeros(4, np.int64), np.asarray(values),
+                                            np.arange(4), 1)
+    assert attributes[0, 0] == attribute_sum(values) and newest.tolist() == [3]
+    matrix = np.array([[0.1, 0.7, 0.3]])
+    assert combine(matrix[0], [0.3, 1.1, 2.0]) == engine.score(matrix, [0.3, 1.1, 2.0])[0]
+
+
+# ------------------------------------------------------------------ approximate algorithm
+
+def run_precision(query, data, params=None):
+    oracle = engine.create("oracle-incomplete", query)
+    approx = engine.create("approx", query, **(params or {}))
+    eaa = engine.create("eaa", query)
+    precisions, errors, retained = [], [], []
+    for batch in engine.slides(data, query):
+        for alg in (oracle, approx, eaa):
+            alg.process(batch)
+        approx.check()
+        if batch.end > 2 * query.window:
+            precisions.append(engine.metrics.precision(oracle.topk(), approx.topk()))
+            errors.append(engine.metrics.absolute_error(oracle.topk(), approx.topk()))
+            retained.append((approx.stats()["retained"], eaa.stats()["retained"]))
+    return float(np.mean(precisions)), float(np.mean(errors)), np.mean(retained, axis=0)
+
+
+def test_approx_keeps_fewer_instances_than_eaa_at_good_precision():
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=100)
+    data = correlated_streams(5000, streams=3, seed=5, reuse=0.5, memory=30)
+    precision, error, (approx_size, eaa_size) = run_precision(query, data)
+    assert approx_size < 0.8 * eaa_size < 0.8 * query.window
+    assert precision >= 0.8 and error < 0.05
+
+
+def test_approx_answers_are_valid_objects_with_their_partial_scores():
+    query = engine.Query(weights=[1.0, 2.0], k=5, window=50, slide=5, kind="time")
+    ids, stream, value, _ = correlated_streams(600, streams=2, seed=9, reuse=0.7, memory=20)
+    t = time_stamps("bursts", 600, np.random.default_rng(1))
+    oracle, approx = engine.create("oracle-incomplete", query), engine.create("approx", query)
+    for batch in engine.slides((ids, stream, value, t), query):
+        oracle.process(batch)
+        approx.process(batch)
+        approx.check()
+        truth = dict(zip(*(a.tolist() for a in (oracle.query(query.weights, 10**6).ids,
+                                                oracle.query(query.weights, 10**6).scores))))
+        got = approx.topk()
+        assert len(got) == min(query.k, len(truth)) or len(got) < query.k
+        assert all(oid in truth and score <= truth[oid] + 1e-12 for oid, score in zip(got.ids.tolist(),
+                                                                                    got.scores.tolist()))
+
+
+def test_approx_estimates_repeats_from_the_data():
+    ids = np.repeat(np.arange(400), 3)
+    stream = np.repeat(np.arange(400) % 2, 3)
+    value = np.random.default_rng(4).random(len(ids))
+    query = engine.Query(weights=[1.0, 1.0], k=5, window=300, slide=30)
+    approx = engine.create("approx", query)
+    for batch in engine.slides((ids, stream, value, np.arange(len(ids))), query):
+        approx.process(batch)
+        approx.check()
+    assert approx.stats()["estimated_repeats"] in (2, 3, 4)
+
+
+def test_sliding_sketches_forget_expired_ids():
+    sketches = SlidingSketches(1, bitmaps=128)
+    sketches.add(np.zeros(3000, np.int64), np.arange(3000), np.arange(3000))
+    assert 2000 < sketches.union([0], start=0) < 4500
+    assert 350 < sketches.union([0], start=2500) < 750
+    assert sketches.union([0], start=3000) < 2
+
+
+# ------------------------------------------------------------------ generator
+
+def test_correlated_streams_follow_the_paper():
+    streams, memory, reuse = 3, 15, 0.6
+    ids, stream, value, t = correlated_streams(3000, streams=streams, seed=3, reuse=reuse, memory=memory)
+    assert np.all((value >= 0) & (value < 1)) and t.tolist() == list(range(3000))
+    recent = [[] for _ in range(streams)]
+    sent = [set() for _ in range(streams)]
+    seen: set = set()
+    reused = 0
+    for oid, i in zip(ids.tolist(), stream.tolist()):
+        assert oid not in sent[i], "an id is sent twice in one stream"
+        if oid in seen:
+            assert any(oid in recent[j][-memory:] for j in range(streams) if j != i), "reuse outside the windows"
+            reused += 1
+        seen.add(oid)
+        sent[i].add(oid)
+        recent[i].append(oid)
+    assert 0.45 < reused / len(ids) < reuse
+
+
+# ------------------------------------------------------------------ errors
+
+@pytest.mark.parametrize("name", INCOMPLETE)
+def test_negative_weights_are_rejected(name):
+    with pytest.raises(ValueError, match=f"{name} needs non-negative weights.*-0.5 for stream 1"):
+        engine.create(name, engine.Query(weights=[1.0, -0.5], k=1, window=2, slide=1))
+
+
+@pytest.mark.parametrize("name", INCOMPLETE)
+def test_object_streams_are_rejected(name):
+    query = engine.Query(weights=[1.0], k=1, window=2, slide=1)
+    alg = engine.create(name, query)
+    batch = next(engine.slides((np.arange(2), np.arange(2), np.ones(2)), query))
+    with pytest.raises(ValueError, match="reads attribute streams"):
+        alg.process(batch)
+
+
+@pytest.mark.parametrize("data,message", [
+    (([1, 2], [0, 2], [0.5, 0.5], [0, 1]), "row 1: stream must be in 0..1, got 2"),
+    (([1, 2], [0, -1], [0.5, 0.5], [0, 1]), "row 1: stream must be in 0..1, got -1"),
+    (([1, 2], [0, 1], [0.5, 1.5], [0, 1]), "row 1: value must be in \\[0, 1\\], got 1.5"),
+    (([1, 2], [0, 1], [-0.1, 0.5], [0, 1]), "row 0: value must be in \\[0, 1\\], got -0.1"),
+    (([1, 2], [0, 1], [0.5, np.nan], [0, 1]), "row 1: value must be in \\[0, 1\\], got nan"),
+])
+def test_bad_attribute_tuples_are_rejected(data, message):
+    query = engine.Query(weights=[1.0, 1.0], k=1, window=2, slide=1)
+    with pytest.raises(ValueError, match=message):
+        list(engine.slides(data, query))
+
+
+def test_eaa_rejects_more_occurrences_than_promised():
+    query = engine.Query(weights=[1.0], k=1, window=10, slide=1)
+    eaa = engine.create("eaa", query)
+    with pytest.raises(ValueError, match="object 5 occurred 2 times in stream 0.*occurrences=1"):
+        for batch in engine.slides(([5, 5], [0, 0], [0.5, 0.5], [0, 1]), query):
+            eaa.process(batch)
+
+
+@pytest.mark.parametrize("name,params,message", [
+    ("sla", {"k_max": 2}, "k_max must be 0 \\(meaning 2k\\) or >= k \\(3\\), got 2"),
+    ("eaa", {"occurrences": 0}, "occurrences must be >= 1, got 0"),
+    ("approx", {"bitmaps": 0}, "bitmaps must be >= 1, got 0"),
+])
+def test_bad_parameters(name, params, message):
+    with pytest.raises(ValueError, match=message):
+        engine.create(name, engine.Query(weights=[1.0], k=3, window=4, slide=2), **params)
+
+
+@pytest.mark.parametrize("name", INCOMPLETE)
+def test_measured_bytes_is_within_a_quarter_of_tracemalloc(name):
+    import tracemalloc
+
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=600, slide=60)
+    batches = list(engine.slides(correlated_streams(2000, streams=3, seed=1, memory=30), query))
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        algorithm = engine.create(name, query)
+        for batch in batches:
+            algorithm.process(batch)
+        live = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert 0.75 * live <= algorithm.measured_bytes() <= 1.25 * live
+
+
+def shard(batch: engine.Batch, mask: np.ndarray) -> engine.Batch:
+    """The tuples of ``batch`` selected by ``mask``, keeping their global seq and the boundary."""
+    return engine.Batch(ids=batch.ids[mask], seq=batch.seq[mask], t=batch.t[mask], x=batch.x[mask],
+                        end=batch.end, index=batch.index, stream=batch.stream[mask], value=batch.value[mask])
+
+
+@pytest.mark.parametrize("name", EXACT + ["oracle-incomplete"])
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("shards", [1, 3])
+def test_sharding_by_object_id_merges_exactly(name, kind, shards):
+    """Every shard sees its objects' tuples with their global seq; the top k of the shards'
+    answers by (score, seq) is the answer of the whole stream."""
+    ids, stream, value, t = correlated_streams(1200, streams=3, seed=8, reuse=0.6, memory=25)
+    if kind == "time":
+        t = time_stamps("bursts", len(ids), np.random.default_rng(8))
+    query = engine.Query(weights=[1.0, 2.0, 0.5], k=6, window=90, slide=15, kind=kind)
+    oracle = engine.create("oracle-incomplete", query)
+    parts = [engine.create(name, query) for _ in range(shards)]
+    for batch in engine.slides((ids, stream, np.round(value * 4) / 4, t), query):
+        oracle.process(batch)
+        answers = []
+        for number, part in enumerate(parts):
+            part.process(shard(batch, batch.ids % shards == number))
+            part.check()
+            answers.append(part.topk())
+        merged = engine.Answer.ranked(np.concatenate([a.ids for a in answers]),
+                                      np.concatenate([a.scores for a in answers]),
+                                      np.concatenate([a.seq for a in answers]), query.k)
+        assert merged.ids.tolist() == oracle.topk().ids.tolist()
+        assert merged.scores.tolist() == oracle.topk().scores.tolist()

@@ -1,0 +1,262 @@
+"""SAO index: invariants after every slide, budget and quotas, exactness with room for the
+whole window, degenerate geometry, snapshot/restore and the parallel (sharded) use."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import engine
+from engine.algorithms.sao import ALLOCATIONS, layer_quotas
+from engine.algorithms.sao_hull import convex_hull, neighbour_distances
+from engine.generators import drifting_gaussian, skewed_uniform
+from tests.streams import assert_same_answer
+
+
+def run_checked(alg, batches, memory=None, every=None):
+    """Process every slide, asserting the invariants (``check``) and the budget after each."""
+    for batch in batches:
+        alg.process(batch)
+        alg.check()
+        stats = alg.stats()
+        assert stats["retained"] <= alg.params["memory"] + 1
+        assert stats["retained"] == len(alg.candidates())
+        if every is not None:
+            every(alg)
+    return alg
+
+
+def stream(kind: str, m: int, d: int, seed: int):
+    rng = np.random.default_rng(seed)
+    if kind == "gaussian":
+        return drifting_gaussian(m, d=d, seed=seed, drift=1.0, window=max(m // 8, 1))
+    if kind == "skewed":
+        return skewed_uniform(m, d=d, seed=seed, p=0.6)
+    if kind == "grid":  # integer coordinates: duplicates, collinear and coplanar sets everywhere
+        return np.arange(m), np.arange(m), rng.integers(0, 3, (m, d)).astype(float)
+    if kind == "duplicates":
+        x = np.repeat(rng.standard_normal((4, d)), m // 4 + 1, axis=0)[:m]
+        return np.arange(m), np.arange(m), x[rng.permutation(m)]
+    if kind == "collinear":
+        along = rng.standard_normal(m)
+        direction = rng.standard_normal(d)
+        return np.arange(m), np.arange(m), np.outer(along, direction) + 0.5
+    if kind == "coplanar":
+        plane = rng.standard_normal((m, 2)) @ rng.standard_normal((2, d))
+        return np.arange(m), np.arange(m), plane
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("allocation", ALLOCATIONS)
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_invariants_budget_and_quotas_after_every_arrival(allocation, d):
+    q = engine.Query(weights=list(np.linspace(1.0, -0.5, d)), k=5, window=120, slide=1)
+    alg = engine.create("sao", q, memory=24, layers=4, allocation=allocation)
+    quotas = layer_quotas(24, 4, allocation)
+
+    def budget(alg):
+        counts = alg.stats()["layer_counts"]
+        if alg.stats()["created"]:
+            assert sum(counts) <= 24
+            if allocation.startswith("static"):
+                assert all(c <= n for c, n in zip(counts, quotas)), (counts, quotas)
+
+    run_checked(alg, list(engine.slides(stream("gaussian", 400, d, 3), q)), every=budget)
+    stats = alg.stats()
+    assert stats["layer_quotas"] == quotas and sum(quotas) == 24
+    assert stats["insertions"] > 0 and stats["expiries"] > 0
+
+
+@pytest.mark.parametrize("kind", ["grid", "duplicates", "collinear", "coplanar", "skewed"])
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_degenerate_streams_never_break_the_invariants(kind, d):
+    q = engine.Query(weights=[1.0] * d, k=6, window=60, slide=3)
+    alg = engine.create("sao", q, memory=16, layers=3)
+    run_checked(alg, list(engine.slides(stream(kind, 300, d, 5), q)))
+    assert len(alg.query([-1.0] * d, 30)) == min(30, alg.stats()["retained"])
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_room_for_the_whole_window_answers_equal_the_oracle(d, kind):
+    """With ``M >= |window|`` and ``L > M`` no object ever leaves the index but by expiry."""
+    rng = np.random.default_rng(d)
+    m = 240
+    x = rng.integers(-4, 5, (m, d)).astype(float) if d < 3 else rng.standard_normal((m, d))
+    t = np.sort(rng.integers(0, 160, m)) if kind == "time" else np.arange(m)
+    window = 20
+    q = engine.Query(weights=[1.0] * d, k=4, window=window, slide=4 if kind == "count" else 5, kind=kind)
+    per_slide = np.bincount(t // q.slide)
+    memory = int(np.convolve(per_slide, np.ones(window // q.slide, int)).max())
+    alg = engine.create("sao", q, memory=memory, layers=memory + 1)
+    oracle = engine.create("oracle", q)
+    for batch in engine.slides((np.arange(m), t, x), q):
+        alg.process(batch)
+        oracle.process(batch)
+        alg.check()
+        assert_same_answer(oracle.topk(), alg.topk(), f"slide {batch.index}")
+        for k in (1, 3, 9):
+            weights = rng.uniform(-1, 1, d)
+            assert_same_answer(oracle.query(weights, k), alg.query(weights, k), f"slide {batch.index} k={k}")
+    assert alg.stats()["created"]
+
+
+def test_memory_above_the_window_keeps_the_buffer_and_is_exact():
+    q = engine.Query(weights=[1.0, -1.0], k=3, window=30, slide=5)
+    data = stream("gaussian", 200, 2, 9)
+    alg = run_checked(engine.create("sao", q, memory=100), list(engine.slides(data, q)))
+    oracle = engine.create("oracle", q)
+    for batch in engine.slides(data, q):
+        oracle.process(batch)
+    assert not alg.stats()["created"]
+    assert_same_answer(oracle.query([0.3, 0.2], 7), alg.query([0.3, 0.2], 7), "buffer")
+
+
+def test_query_takes_any_k_including_more_than_the_layers():
+    q = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=2000, slide=500)
+    alg = run_checked(engine.create("sao", q, memory=60, layers=2), list(engine.slides(stream("gaussian", 4000, 3, 1), q)))
+    for k in (1, 2, 10, 59, 500):
+        answer = alg.query([0.5, -1.0, 0.2], k)
+        assert len(answer) == min(k, alg.stats()["retained"])
+        assert np.all(np.diff(answer.scores) <= 0)
+    with pytest.raises(ValueError, match="k must be"):
+        alg.query([1.0, 1.0, 1.0], 0)
+
+
+def test_onion_search_returns_the_index_top_k():
+    """The stopping rule loses nothing: the answer is the top-k of every object in the index."""
+    q = engine.Query(weights=[1.0, 0.0, 0.0], k=10, window=1000, slide=250)
+    alg = engine.create("sao", q, memory=80, layers=4)
+    data = stream("gaussian", 2000, 3, 2)
+    for batch in engine.slides(data, q):
+        alg.process(batch)
+    alg.check()
+    held = np.isin(np.arange(2000), alg.candidates())
+    ids, _, x = data
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        weights = rng.uniform(-1, 1, 3)
+        expected = engine.Answer.ranked(ids[held], engine.score(x[held], weights), ids[held], 10)
+        assert_same_answer(expected, alg.query(weights, 10), "index top-k")
+
+
+def test_error_minimising_quotas_follow_the_notes():
+    shares = np.array(layer_quotas(10_000, 4, "dynamic-errmin")) / 10_000
+    assert np.allclose(shares, [0.385, 0.278, 0.204, 0.133], atol=0.001)
+    assert layer_quotas(12, 4, "dynamic-uniform") == [3, 3, 3, 3]
+    harmonic = layer_quotas(1000, 4, "static-errmin", "1/i")
+    assert sum(harmonic) == 1000 and harmonic[0] > layer_quotas(1000, 4, "static-errmin")[0]
+
+
+def test_bad_parameters_are_rejected():
+    q = engine.Query(weights=[1.0], k=1, window=10, slide=5)
+    for params in ({"allocation": "greedy"}, {"rank_weights": "1/i^2"}, {"memory": 0}, {"layers": 0}):
+        with pytest.raises(ValueError):
+            engine.create("sao", q, **params)
+
+
+@pytest.mark.parametrize("allocation", ["dynamic-errmin", "static-uniform"])
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_snapshot_mid_stream_continues_identically(allocation, kind):
+    rng = np.random.default_rng(4)
+    m = 800
+    t = np.sort(rng.integers(0, 550, m)) if kind == "time" else np.arange(m)
+    _, _, x = stream("skewed", m, 3, 4)
+    q = engine.Query(weights=[1.0, -0.5, 0.25], k=5, window=200, slide=20, kind=kind)
+    batches = list(engine.slides((np.arange(m), t, x), q))
+    whole = engine.create("sao", q, memory=30, layers=3, allocation=allocation)
+    answers = []
+    for batch in batches:
+        whole.process(batch)
+        answers.append((whole.topk(), whole.query([0.2, 0.9, -1.0], 12), whole._stats()))
+    for cut in (5, len(batches) // 2):
+        first = engine.create("sao", q, memory=30, layers=3, allocation=allocation)
+        for batch in batches[:cut]:
+            first.process(batch)
+        assert first.stats()["created"]
+        resumed = engine.restore(json.loads(json.dumps(first.to_state(), allow_nan=False)), query=q)
+        assert resumed._stats() == first._stats()
+        for batch, (top, other, stats) in zip(batches[cut:], answers[cut:]):
+            resumed.process(batch)
+            assert np.array_equal(resumed.topk().ids, top.ids)
+            assert np.array_equal(resumed.query([0.2, 0.9, -1.0], 12).ids, other.ids)
+            assert resumed._stats() == stats
+        resumed.check()
+
+
+def test_a_shard_sees_every_c_th_row_and_keeps_its_invariants():
+    """Parallel use (3.8): shards by ``seq mod C`` over the global seq; merged answers."""
+    shards = 3
+    q = engine.Query(weights=[1.0, 1.0], k=5, window=300, slide=30)
+    ids, t, x = stream("gaussian", 3000, 2, 8)
+    full = list(engine.slides((ids, t, x), q))
+    algs = [engine.create("sao", q, memory=40, layers=3) for _ in range(shards)]
+    oracle = engine.create("oracle", q)
+    for batch in full:
+        oracle.process(batch)
+        merged = []
+        for c, alg in enumerate(algs):
+            mine = batch.seq % shards == c
+            alg.process(engine.Batch(ids=batch.ids[mine], seq=batch.seq[mine], t=batch.t[mine], x=batch.x[mine],
+                                     end=batch.end, index=batch.index))
+            alg.check()
+            merged.append(alg.topk())
+        answer = engine.Answer.ranked(*(np.concatenate([getattr(a, f) for a in merged]) for f in ("ids", "scores", "seq")), 5)
+        assert len(answer) == 5
+        window = np.arange(max(0, batch.end - 300), batch.end)
+        assert np.all(np.isin(answer.ids, window))
+    assert engine.metrics.relative_error(oracle.topk(), answer) < 0.5
+
+
+def test_convex_hull_degenerate_inputs():
+    assert convex_hull(np.empty((0, 3))).vertices.tolist() == []
+    same = np.ones((5, 3))
+    assert convex_hull(same).vertices.tolist() == [4]  # the newest copy
+    pair = np.array([[0.0, 0, 0], [1, 1, 1]])
+    hull = convex_hull(pair)
+    assert hull.vertices.tolist() == [0, 1]
+    assert hull.contains(np.array([[0.5, 0.5, 0.5], [0.5, 0.5, 0.6], [2.0, 2, 2]])).tolist() == [True, False, False]
+    square_in_3d = np.array([[0.0, 0, 1], [1, 0, 1], [0, 1, 1], [1, 1, 1], [0.5, 0.5, 1]])
+    hull = convex_hull(square_in_3d)
+    assert hull.vertices.tolist() == [0, 1, 2, 3]
+    assert hull.contains(np.array([[0.2, 0.3, 1.0], [0.2, 0.3, 1.1]])).tolist() == [True, False]
+    assert sorted(neighbour_distances(square_in_3d, hull).tolist()) == [1.0] * 4
+    cube = np.array([[a, b, c] for a in (0.0, 1) for b in (0.0, 1) for c in (0.0, 1)] + [[0.5, 0.5, 0.5]] * 3)
+    assert convex_hull(cube).vertices.tolist() == list(range(8))
+    assert convex_hull(np.array([[2.0], [2.0], [1.0]])).vertices.tolist() == [1, 2]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=st.integers(1, 3), layers=st.integers(1, 4), extra=st.integers(0, 12), seed=st.integers(0, 10_000),
+       allocation=st.sampled_from(ALLOCATIONS), spread=st.sampled_from([1, 2, 50]),
+       window=st.sampled_from([5, 12, 40]))
+def test_property_invariants_hold_on_random_small_streams(d, layers, extra, seed, allocation, spread, window):
+    rng = np.random.default_rng(seed)
+    m = 90
+    x = rng.integers(0, spread + 1, (m, d)).astype(float)
+    q = engine.Query(weights=list(rng.uniform(-1, 1, d)), k=3, window=window, slide=1)
+    memory = layers + extra
+    alg = engine.create("sao", q, memory=memory, layers=layers, allocation=allocation)
+    quotas = layer_quotas(memory, layers, allocation)
+
+    def quota_check(alg):
+        if alg.stats()["created"] and allocation.startswith("static"):
+            assert all(c <= n for c, n in zip(alg.stats()["layer_counts"], quotas))
+
+    run_checked(alg, list(engine.slides((np.arange(m), np.arange(m), x), q)), every=quota_check)
+
+
+def test_layers_split_the_candidates_by_the_layer_counts():
+    q = engine.Query(weights=[1.0, -1.0], k=5, window=400, slide=20)
+    alg = engine.create("sao", q, memory=60, layers=3)
+    for batch in engine.slides(stream("gaussian", 1200, 2, seed=4), q):
+        alg.process(batch)
+        layers = alg.layers()
+        assert np.array_equal(np.concatenate(layers), alg.candidates())
+        if len(layers) == 3:
+            assert [len(seq) for seq in layers] == alg.stats()["layer_counts"]
+    assert len(layers) == 3
