@@ -238,6 +238,7 @@ class SAPBase(Algorithm):
         self._open: list[Unit] = []
         self._open_top: Top = empty_top()
         self._filling: Unit | None = None
+        self._open_cache: Top | None = None
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
@@ -273,8 +274,10 @@ class SAPBase(Algorithm):
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
+        self._open_cache = None
         self._expire(e)
         self._arrive(e, values, arrivals)
+        self._open_cache = None
         self._advance_formation(e)
         self._activate_front()
         self._after_step(e)
@@ -415,10 +418,13 @@ class SAPBase(Algorithm):
             unit.top = None
 
     def _open_tops(self) -> Top:
-        top = self._open_top
-        if self._filling is not None:
-            top = merge_tops(top, self._filling.top, self._k)
-        return top
+        """The best ``k`` of the open partition and the filling unit (cached per slide)."""
+        if self._open_cache is None:
+            top = self._open_top
+            if self._filling is not None:
+                top = merge_tops(top, self._filling.top, self._k)
+            self._open_cache = top
+        return self._open_cache
 
     def _later_top(self, part: Partition) -> Top:
         """The best ``k`` objects known to be newer than ``part``: candidates of later
