@@ -75,6 +75,7 @@ def run(quick: bool = False) -> list[dict]:
 def row(part: str, case: str, result: dict, **extra) -> dict:
     return {"bench": "replay", "part": part, "case": case, "rows": result["rows"], "slides": result["slides"],
             "wall_s": result["wall_s"], "spark_start_s": result["spark_start_s"], "replay_s": result["replay_s"],
+            "driver_load_s": result["load_s"],
             "peak_tree_mb": result["peak_bytes"] / 2 ** 20, **extra}
 
 
@@ -161,7 +162,9 @@ def replay_process(name: str, dataset: tuple[str, Path], queries: list[dict], al
     started = float(re.search(r"Spark \S+ started in ([\d.]+) s", out).group(1))
     done = float(re.search(r"done in ([\d.]+) s", out).group(1))
     slides = int(re.search(r": ([\d,]+) slides,", out).group(1).replace(",", ""))
+    loading = float(re.search(r"\(([\d.]+) s of loading", out).group(1))
     return {"wall_s": wall, "spark_start_s": started, "replay_s": done - started, "peak_bytes": peak.peak,
+            "load_s": loading,
             "slides": slides, "rows": pq.ParquetFile(dataset[1]).metadata.num_rows}
 
 
@@ -228,5 +231,5 @@ def pss(pid: int) -> int:
     return int(found.group(1)) * 1024 if found else 0
 
 
-COLUMNS = ["part", "case", "rows", "slides", "spark_start_s", "replay_s", "speedup", "engine_alone_s",
+COLUMNS = ["part", "case", "rows", "slides", "spark_start_s", "replay_s", "driver_load_s", "speedup", "engine_alone_s",
            "vs_engine_alone", "peak_tree_mb"]
