@@ -419,6 +419,9 @@ with st.sidebar:
     st.selectbox("Preset", [p.name for p in profile.presets] + [presets.CUSTOM], key="preset", on_change=apply_preset,
                  args=(profile,), help="Named queries for this dataset; the first is the query `make run` replays "
                                        "(compare it with the Runs page). Editing any value below makes it Custom.")
+    chosen = profile.preset(ss.preset)
+    if chosen is not None and chosen.note:
+        st.page_link("views/runs.py", label=f"Same as {chosen.note}: see its run", icon=":material/history:")
     algorithms = st.multiselect("Algorithms", list(catalogue), key="algorithms",
                                 help="The oracle always runs as the exact reference; "
                                      + "; ".join(f"**{i.name}**: {i.summary}" for i in catalogue.values()))
