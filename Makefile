@@ -6,10 +6,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 PORT ?= 8501
 DB ?= var/topk.duckdb
+BENCH_DB ?= var/bench.duckdb
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test bench setup java chromium clean
+.PHONY: run test bench bench-quick setup java chromium clean
 
 setup: $(STAMP)
 
@@ -35,12 +36,18 @@ chromium:
 test: setup java chromium
 	$(PY) -m pytest -q
 
+# Benchmarks: results appended to $(BENCH_DB) (table bench_results), latest run as CSV in
+# benchmarks/results/, docs/REPORT.md regenerated. bench-quick: a couple of minutes.
 bench: setup
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.run --db $(BENCH_DB)
+
+bench-quick: setup
+	$(PY) -m benchmarks.run --quick --db $(BENCH_DB)
 
 run: setup java
-	$(PY) -m pipelines.ingest stock --db $(DB)
+	$(PY) -m pipelines.ingest samples --db $(DB)
 	$(PY) -m pipelines.replay --config pipelines/configs/demo.json --db $(DB)
+	$(PY) -m pipelines.replay --config pipelines/configs/families.json --db $(DB)
 	$(PY) -m streamlit run app/streamlit_app.py --server.port $(PORT) --server.headless true -- --db $(DB)
 
 clean:

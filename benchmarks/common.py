@@ -1,14 +1,33 @@
-"""Shared measuring tools: every competitor runs in the same process on the same batches."""
+"""Shared measuring tools: every competitor runs in the same process on the same batches.
+
+Two layers live here:
+
+* the small helpers the per-algorithm modules (``bench_*.py``) use: :func:`measure`,
+  :func:`peak_memory`, :func:`table` and two tiny streams;
+* the harness' protocol (:func:`measure_runs`): a *warm-up run* under ``tracemalloc`` that
+  also records candidates after every slide and every answer, then several *timed runs* of a
+  fresh instance over the same batches; the figure is the median objects/s of the timed runs,
+  with their spread.  Times are CPU seconds of this process (``time.process_time``): the
+  machine is shared, and CPU time is what the algorithm costs, not how busy the neighbours are.
+"""
 
 from __future__ import annotations
 
+import datetime
+import functools
+import os
+import platform
+import subprocess
 import time
 import tracemalloc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 import engine
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclass
@@ -78,3 +97,142 @@ def table(rows: list[dict], columns: list[str]) -> str:
     lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths))]
     lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in cells]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the harness protocol
+
+class TooSlow(Exception):
+    """A run exceeded its CPU limit; the case is reported as skipped, with the reason."""
+
+
+@dataclass
+class Runs:
+    """What :func:`measure_runs` found for one algorithm on one case."""
+
+    objects_per_s: list[float]            # one figure per timed run
+    timed_slides: int
+    timed_objects: int
+    candidates: list[int]                 # after every timed slide of the warm-up run
+    retained: list[int]
+    answers: list                         # engine.Answer after every timed slide of the warm-up run
+    stats: dict                           # stats() at the end of the warm-up run
+    peak_tracemalloc_bytes: int
+    fill_seconds: float                   # CPU seconds to fill the first window (warm-up run, traced)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.objects_per_s))
+
+    @property
+    def spread_pct(self) -> float:
+        """``(max - min) / median`` of the timed runs, in percent."""
+        return 100.0 * (max(self.objects_per_s) - min(self.objects_per_s)) / self.median if self.median else 0.0
+
+
+def _light_stats(alg) -> dict:
+    """``candidates`` and ``retained`` without the deep memory walk of the public ``stats()``."""
+    inner = getattr(alg, "_stats", None)
+    return inner() if inner is not None else alg.stats()
+
+
+def measure_runs(factory: Callable[[], object], batches: list, warmup: int, *, repeats: int,
+                 budget: float, min_slides: int = 5, fill_limit: float = 120.0,
+                 refill_budget: float = 60.0) -> Runs:
+    """Warm-up run (traced) then up to ``repeats`` timed runs of fresh instances from ``factory``.
+
+    ``batches[:warmup]`` fill the first window untimed in every run; then slides are timed
+    (``process`` + ``topk``, CPU seconds) until ``budget`` seconds (at least ``min_slides``
+    slides); the timed runs process exactly as many slides as the warm-up run did.  A
+    warm-up run whose fill takes more than ``fill_limit`` CPU seconds raises :class:`TooSlow`;
+    an algorithm whose fills would take more than ``refill_budget`` seconds in all gets fewer
+    timed runs (at least one; ``Runs.objects_per_s`` has one figure per run).
+    """
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    try:
+        alg = factory()
+        start = time.process_time()
+        for batch in batches[:warmup]:
+            alg.process(batch)
+            alg.topk()
+            if time.process_time() - start > fill_limit:
+                raise TooSlow(f"filling one window took over {fill_limit:.0f} s of CPU")
+        fill = time.process_time() - start
+        candidates, retained, answers = [], [], []
+        spent, slides = 0.0, 0
+        for batch in batches[warmup:]:
+            start = time.process_time()
+            alg.process(batch)
+            answer = alg.topk()
+            spent += time.process_time() - start
+            answers.append(answer)
+            light = _light_stats(alg)
+            candidates.append(light.get("candidates") or 0)
+            retained.append(light.get("retained") or 0)
+            slides += 1
+            if slides >= min_slides and spent >= budget / 3:   # tracing slows Python ~3x
+                break
+        peak = tracemalloc.get_traced_memory()[1] - base
+        stats = alg.stats()
+    finally:
+        tracemalloc.stop()
+    del alg
+    timed = batches[warmup:warmup + slides]
+    objects = sum(len(b) for b in timed)
+    rates = []
+    untraced_fill = fill / 2                 # tracemalloc roughly doubles the cost of Python code
+    repeats = max(1, min(repeats, int(refill_budget / max(untraced_fill, 1e-9))))
+    for _ in range(repeats):
+        alg = factory()
+        for batch in batches[:warmup]:
+            alg.process(batch)
+            alg.topk()
+        elapsed = 0.0
+        for batch in timed:
+            start = time.process_time()
+            alg.process(batch)
+            alg.topk()
+            elapsed += time.process_time() - start
+        rates.append(objects / elapsed if elapsed > 0 else float("inf"))
+        del alg
+    return Runs(rates, slides, objects, candidates, retained, answers, stats, peak, fill)
+
+
+# --------------------------------------------------------------------------- provenance
+
+@functools.cache
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit() -> str:
+    """The commit of the working tree (``+dirty`` when it has uncommitted changes)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return commit + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine_info() -> dict:
+    """When and where a benchmark ran: every stored result row carries these fields."""
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (float("nan"),) * 3
+    return {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "cores": os.cpu_count(), "cpu_model": cpu_model(), "python": platform.python_version(),
+            "machine": platform.machine(), "commit": git_commit(),
+            "load_1m": round(load[0], 2), "load_5m": round(load[1], 2)}

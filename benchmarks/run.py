@@ -1,43 +1,202 @@
-"""``make bench``: run every benchmark module, print its table, save ``results/latest.json``."""
+"""``make bench`` / ``make bench-quick``: every benchmark, stored, then the report.
+
+1. The registry's grid (``benchmarks.registry``): every registered algorithm beside the
+   oracle and DuckDB SQL on TIME-U, TIME-R, stock, taxi, the SAO sets and the incomplete
+   streams (``benchmarks.harness``).
+2. Every module ``benchmarks/bench_*.py`` present (each exposes ``COLUMNS`` and
+   ``run(quick) -> list[dict]``); one that fails is reported and the others still run.
+3. Every row gets the run's provenance (``run_id``, when, cores, CPU model, Python, git
+   commit, load average: the machine may be shared) and is appended to the DuckDB table
+   ``bench_results`` (default ``var/bench.duckdb``, a file of its own so a benchmark never
+   waits for the pipelines' lock on ``var/topk.duckdb``; ``--db`` chooses another) and
+   written as CSV, one file per benchmark, in ``benchmarks/results/`` (the latest run;
+   ``latest.json`` holds all its rows for the dashboard).
+4. ``docs/REPORT.md`` and its plots are regenerated from those CSV files
+   (``benchmarks.report``).
+"""
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib
 import json
 import pathlib
-import platform
 import sys
+import time
+import traceback
+import uuid
 
-from benchmarks.common import table
+import duckdb
+import numpy as np
+import pandas as pd
 
-MODULES = ["bench_mintopk", "bench_competitors"]
-RESULTS = pathlib.Path(__file__).parent / "results"
+from benchmarks import harness, registry
+from benchmarks.common import machine_info, table
+
+HERE = pathlib.Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+DEFAULT_DB = HERE.parent / "var" / "bench.duckdb"
+FAMILIES = {"sap": registry.sap_cases, "sao": registry.sao_cases, "incomplete": registry.incomplete_cases}
+FAMILY_COLUMNS = {"sap": harness.COLUMNS, "sao": harness.SAO_COLUMNS, "incomplete": harness.INCOMPLETE_COLUMNS}
+
+# Columns of bench_results; every field of a row is also kept in the JSON column ``row_json``.
+# Row keys that are SQL keywords get plain column names: when -> run_at, case -> case_name,
+# commit -> git_commit.
+RENAMED = {"when": "run_at", "case": "case_name", "commit": "git_commit"}
+STORED = {"run_id": "VARCHAR", "run_at": "TIMESTAMPTZ", "quick": "BOOLEAN", "module": "VARCHAR", "bench": "VARCHAR",
+          "family": "VARCHAR", "sweep": "VARCHAR", "case_name": "VARCHAR", "workload": "VARCHAR",
+          "algorithm": "VARCHAR", "n": "BIGINT", "k": "BIGINT", "s": "BIGINT", "d": "BIGINT", "kind": "VARCHAR",
+          "objects_per_s": "DOUBLE", "spread_pct": "DOUBLE", "vs_oracle": "DOUBLE", "vs_sql": "DOUBLE",
+          "avg_candidates": "DOUBLE", "avg_retained": "DOUBLE", "bytes": "BIGINT", "measured_bytes": "BIGINT",
+          "peak_tracemalloc_bytes": "BIGINT", "precision": "DOUBLE", "status": "VARCHAR",
+          "cores": "INTEGER", "cpu_model": "VARCHAR", "python": "VARCHAR", "machine": "VARCHAR",
+          "git_commit": "VARCHAR", "load_1m": "DOUBLE", "load_5m": "DOUBLE", "row_json": "JSON"}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small cases only (a smoke run)")
-    parser.add_argument("--only", nargs="*", default=MODULES, choices=MODULES, help="benchmark modules to run")
-    args = parser.parse_args(argv)
+def discover() -> list[str]:
+    """Names of the ``benchmarks/bench_*.py`` modules present, sorted."""
+    return sorted(path.stem for path in HERE.glob("bench_*.py"))
+
+
+def run_grid(families: list[str], quick: bool) -> list[dict]:
     rows = []
-    for name in args.only:
-        module = importlib.import_module(f"benchmarks.{name}")
-        print(f"== {name}", flush=True)
-        found = module.run(quick=args.quick)
-        print(table(found, module.COLUMNS), flush=True)
+    for family in families:
+        cases = FAMILIES[family](quick)
+        print(f"== grid {family}: {len(cases)} cases", flush=True)
+        found = []
+        for number, case in enumerate(cases, 1):
+            started = time.perf_counter()
+            try:
+                part = harness.run_case(case, quick)
+            except Exception as error:  # a broken case must not lose the others' results
+                traceback.print_exc()
+                part = [{"bench": f"grid-{case.family}", "family": case.family, "sweep": case.sweep,
+                         "case": case.label, "workload": case.workload, "algorithm": "(case)",
+                         "status": f"error: {type(error).__name__}: {error}"}]
+            print(f"  [{number}/{len(cases)}] {case.label}: {len(part)} rows in "
+                  f"{time.perf_counter() - started:.1f} s", flush=True)
+            found += part
+        for row in found:
+            row["module"] = "harness"
+        if found:
+            print(table(found, FAMILY_COLUMNS[family]), flush=True)
         rows += found
-    RESULTS.mkdir(exist_ok=True)
-    meta = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "machine": platform.machine(), "quick": args.quick}
-    for row in rows:
-        row.update(meta)
-    path = RESULTS / "latest.json"
+    return rows
+
+
+def run_modules(names: list[str], quick: bool) -> list[dict]:
+    rows = []
+    for name in names:
+        print(f"== {name}", flush=True)
+        started = time.perf_counter()
+        try:
+            module = importlib.import_module(f"benchmarks.{name}")
+            found = module.run(quick=quick)
+            print(table(found, module.COLUMNS), flush=True)
+        except Exception as error:  # one broken module must not lose the others' results
+            traceback.print_exc()
+            found = [{"bench": name.removeprefix("bench_"), "status": f"error: {type(error).__name__}: {error}"}]
+        seconds = round(time.perf_counter() - started, 1)
+        for row in found:
+            row["module"] = name
+            row["module_seconds"] = seconds
+            row.setdefault("bench", name.removeprefix("bench_"))
+            row.setdefault("status", "ok")
+        print(f"   {len(found)} rows in {seconds} s", flush=True)
+        rows += found
+    return rows
+
+
+def _plain(value):
+    """JSON-safe scalars (numpy types, NaN -> None)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def store(rows: list[dict], db: pathlib.Path) -> None:
+    """Append ``rows`` to ``bench_results`` in ``db`` (one transaction)."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    columns = list(STORED)
+    source = {column: key for key, column in RENAMED.items()}
+    frame = pd.DataFrame([{c: (json.dumps(row) if c == "row_json" else row.get(source.get(c, c))) for c in columns}
+                          for row in rows], columns=columns)
+    for column, kind in STORED.items():
+        if kind in ("DOUBLE",):
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+        elif kind in ("BIGINT", "INTEGER"):
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").round().astype("Int64")
+        elif kind == "BOOLEAN":
+            frame[column] = frame[column].astype("boolean")
+        elif kind == "TIMESTAMPTZ":
+            frame[column] = pd.to_datetime(frame[column], utc=True)
+        else:
+            frame[column] = frame[column].astype("string")
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE IF NOT EXISTS bench_results ("
+                    + ", ".join(f'"{c}" {t}' for c, t in STORED.items()) + ")")
+        con.register("incoming", frame)
+        con.execute("BEGIN")
+        con.execute("INSERT INTO bench_results SELECT " + ", ".join(
+            f'CAST("{c}" AS {t})' for c, t in STORED.items()) + " FROM incoming")
+        con.execute("COMMIT")
+        con.unregister("incoming")
+
+
+def write_csv(rows: list[dict], results: pathlib.Path) -> list[pathlib.Path]:
+    """One CSV per benchmark (``bench``) plus ``latest.json``; files of older runs removed."""
+    results.mkdir(parents=True, exist_ok=True)
+    for old in results.glob("*.csv"):
+        old.unlink()
+    written = []
+    frame = pd.DataFrame(rows)
+    for bench, part in frame.groupby("bench", sort=True):
+        path = results / f"{bench}.csv"
+        part.dropna(axis=1, how="all").to_csv(path, index=False)
+        written.append(path)
+    path = results / "latest.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(rows, indent=1))
     tmp.replace(path)
-    print(f"saved {len(rows)} rows to {path}")
+    return written
+
+
+def main(argv=None) -> int:
+    modules = discover()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small cases only (a couple of minutes)")
+    parser.add_argument("--families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES),
+                        help="grid families to run (default: all)")
+    parser.add_argument("--only", nargs="*", default=modules, choices=modules,
+                        help="bench_*.py modules to run (default: every one present; none: --only)")
+    parser.add_argument("--db", type=pathlib.Path, default=DEFAULT_DB, help="DuckDB file for bench_results")
+    parser.add_argument("--results", type=pathlib.Path, default=RESULTS, help="directory of the CSV files")
+    parser.add_argument("--no-report", action="store_true", help="do not regenerate docs/REPORT.md")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    meta = machine_info()
+    meta["run_id"] = f"{meta['when']}-{uuid.uuid4().hex[:6]}"
+    print(f"run {meta['run_id']} on {meta['cores']} x {meta['cpu_model']}, load {meta['load_1m']}, "
+          f"commit {meta['commit'][:12]}", flush=True)
+    rows = run_grid(args.families, args.quick) + run_modules(args.only, args.quick)
+    meta["load_1m_end"] = machine_info()["load_1m"]
+    meta["total_seconds"] = round(time.perf_counter() - started, 1)
+    rows = [_plain({**row, **meta, "quick": args.quick}) for row in rows]
+    if not rows:
+        print("no results")
+        return 1
+    store(rows, args.db)
+    written = write_csv(rows, args.results)
+    print(f"saved {len(rows)} rows to {args.db} (bench_results) and {len(written)} CSV files in {args.results}")
+    if not args.no_report:
+        from benchmarks import report
+        print(f"report: {report.main(['--results', str(args.results)])}")
     return 0
 
 
