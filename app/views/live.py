@@ -31,7 +31,7 @@ HISTORY = 500  # slides shown in the charts over time
 WINDOW_POINTS = 300  # most window objects drawn per panel of the score-vs-time plot
 LAYER_POINTS = 400  # most objects drawn per SAO layer
 SHOW_PROGRESS_AFTER = 0.3  # seconds of rebuilding before a progress bar and Cancel appear
-DEFAULT_ALGORITHMS = {"single": ("oracle", "mintopk"), "incomplete": ("oracle-incomplete", "eaa", "approx")}
+DEFAULT_ALGORITHMS = {"single": ("oracle", "mintopk"), "incomplete": ("oracle-incomplete", "sla", "approx")}
 TILES_PER_ROW = 3
 
 ss = st.session_state
@@ -138,7 +138,14 @@ def new_run(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None
     """
     if old is not None and old.trace.name == trace.name and old.rows:
         run = LiveRun(trace, setup, warm_start_slide(trace, setup.query, old.rows))
-        return run, run.replay_steps(old.rows), f"the last window before row {old.rows:,}"
+        first_window = setup.query.windows_per_object
+
+        def steps() -> Iterator[float]:
+            yield from run.replay_steps(old.rows)
+            if run.slide < first_window:  # the old position lies before the new first window: show that one
+                yield from slide_steps(run, first_window - run.slide)
+
+        return run, steps(), f"the last window before row {old.rows:,}"
     if at is not None:
         first = max(0, at - setup.query.windows_per_object - 1)
         run = LiveRun(trace, setup, first)
@@ -452,7 +459,8 @@ with st.sidebar:
     params: dict[str, dict[str, Any]] = {}
     for name in algorithms:
         if catalogue[name].defaults:
-            with st.expander(f"{name} parameters", expanded=name in ss.get("param_errors", ())):
+            with st.expander(f"{name} parameters", expanded=name in ss.get("param_errors", ()) or (
+                    ss.get("engine_error") is not None and ss.engine_error[0][0] == name)):
                 params[name] = {key: param_input(name, key, default) for key, default in catalogue[name].defaults.items()}
                 try:  # constructing an engine is cheap and checks the parameters the way playback would
                     engine.create(name, candidate or engine.Query(weights=weights or [1.0], k=1, window=1, slide=1),
@@ -460,6 +468,11 @@ with st.sidebar:
                 except ValueError as exc:
                     param_problems[name] = str(exc)
                     st.error(f"{exc}. Default: {catalogue[name].defaults}", icon=":material/error:")
+                failed = ss.get("engine_error")
+                if name not in param_problems and failed and failed[0][0] == name and candidate is not None \
+                        and failed[0][1] == Setup(dataset, candidate, tuple(algorithms), params):
+                    param_problems[name] = failed[1]  # this setup failed on the data: change a parameter
+                    st.error(failed[1], icon=":material/error:")
 
 setup = None
 if not algorithms:
@@ -488,7 +501,8 @@ if setup is None:
     if run is None:
         st.error("The query in the sidebar is not valid yet (see the message next to the input).")
         st.stop()
-    messages = [p.message for p in problems] + [f"{n}: {m}" for n, m in param_problems.items()]
+    messages = [p.message for p in problems] + [m if m.startswith(f"{n}:") else f"{n}: {m}"
+                                                for n, m in param_problems.items()]
     st.warning(f"Still showing the last valid view: {'; '.join(messages)} (see the message next to the input in "
                "the sidebar).", icon=":material/edit_note:")
 elif run is None or run.setup != setup:
@@ -498,7 +512,11 @@ elif run is None or run.setup != setup:
     try:
         run = ss.live_run = rebuild(None if ss.pop("restart", False) else run, trace, setup, at)
         ss.url_pending = {}
-    except ValueError as exc:  # an engine refused its parameters or the query
+    except ValueError as exc:  # an engine refused its parameters, the query or the data
+        culprit = next((name for name in setup.algorithms if str(exc).startswith(f"{name}:")), None)
+        if culprit is not None and ss.get("engine_error", (None,))[0] != (culprit, setup):
+            ss.engine_error = ((culprit, setup), str(exc))  # shown next to its parameters
+            st.rerun()
         if run is None:
             st.error(f"Cannot start the engines: {exc}")
             st.stop()
