@@ -13,7 +13,8 @@ from typing import Sequence
 
 from app import units
 
-DEMO_CONFIG = Path(__file__).resolve().parent.parent / "pipelines" / "configs" / "demo.json"
+CONFIGS = Path(__file__).resolve().parent.parent / "pipelines" / "configs"
+"""The replay configs ``make run`` runs (``demo.json`` first)."""
 TIME_ZONES = {"stock": "America/New_York", "taxi": "America/New_York", "worldcup": "Europe/Paris"}
 """Time zone of each dataset family's clock (the exchange's for trades, the city's for taxis, the
 host country's for the 1998 World Cup logs, which are recorded in GMT)."""
@@ -63,7 +64,9 @@ class Profile:
         (('30 min', '1 min'), ('10,000', '500'))
         """
         if kind == "time":
-            return ("30 min", "1 min") if self.timed else ("1000", "50")
+            if not self.timed:
+                return ("1000", "50")
+            return ("7 d", "1 d") if self.family == "taxi" else ("30 min", "1 min")  # taxis: a few trips an hour
         return ("10,000", "500") if self.family == "stock" else ("1,000", "50")
 
     def preset(self, name: str) -> Preset | None:
@@ -74,15 +77,17 @@ class Profile:
         return self.presets[0]
 
 
-def demo_query(dataset: str, path: Path = DEMO_CONFIG) -> dict | None:
-    """The first query ``make run`` replays when its config is about ``dataset``, else ``None``."""
-    try:
-        config = json.loads(path.read_text())
-        if config.get("dataset") != dataset or not config.get("queries"):
-            return None
-        return config["queries"][0]
-    except (OSError, ValueError, AttributeError):
-        return None
+def replayed_queries(dataset: str, folder: Path = CONFIGS) -> list[dict]:
+    """The queries ``make run`` replays over ``dataset`` (from every config, ``demo.json`` first)."""
+    found = []
+    for path in sorted(folder.glob("*.json"), key=lambda p: (p.name != "demo.json", p.name)):
+        try:
+            config = json.loads(path.read_text())
+            if config.get("dataset") == dataset:
+                found += [q for q in config.get("queries", []) if isinstance(q, dict)]
+        except (OSError, ValueError, AttributeError):
+            continue
+    return found
 
 
 def describe_weights(weights: dict[str, float]) -> str:
@@ -106,17 +111,19 @@ def profile(name: str, family: str, features: Sequence[str], t_unit: str) -> Pro
     """The profile of a dataset, with its presets (the ``make run`` query first when it has one)."""
     features = tuple(features)
     presets: list[Preset] = []
-    demo = demo_query(name)
-    if demo is not None:
-        weights = demo["weights"]
-        if isinstance(weights, list):
-            weights = dict(zip(features, weights))
-        kind = demo.get("kind", "count")
-        window, slide = int(demo["window"]), int(demo["slide"])
+    things = {"stock": "trades", "taxi": "trips", "worldcup": "tuples"}.get(family, "objects")
+    for replayed in replayed_queries(name):
+        try:
+            weights = replayed["weights"]
+            if isinstance(weights, list):
+                weights = dict(zip(features, weights))
+            kind = replayed.get("kind", "count")
+            window, slide, k = int(replayed["window"]), int(replayed["slide"]), int(replayed["k"])
+        except (KeyError, TypeError, ValueError):
+            continue
         fmt = (lambda v: units.format_count(v)) if kind == "count" else (lambda v: units.format_duration(v, t_unit))
-        span = f"last {fmt(window)} {'trades' if family == 'stock' else 'objects'}" if kind == "count" \
-            else f"last {fmt(window)}"
-        presets.append(Preset(f"{describe_weights(weights)}, {span} (make run)", weights, int(demo["k"]),
+        span = f"last {fmt(window)} {things}" if kind == "count" else f"last {fmt(window)}"
+        presets.append(Preset(f"{describe_weights(weights)}, {span} (make run)", weights, k,
                               fmt(window), fmt(slide), kind, note="the query `make run` replays"))
     if family == "stock" and {"notional", "size", "price"} <= set(features):
         presets += [
@@ -127,9 +134,9 @@ def profile(name: str, family: str, features: Sequence[str], t_unit: str) -> Pro
         ]
     elif family == "taxi" and {"fare", "tip", "distance"} <= set(features):
         presets += [
-            Preset("largest tips, last 30 min", {"tip": 1.0}, 10, "30 min", "1 min", "time"),
-            Preset("longest trips, last 10,000 trips", {"distance": 1.0}, 10, "10,000", "500", "count"),
-            Preset("highest fares, last 1 h", {"fare": 1.0}, 10, "1 h", "5 min", "time"),
+            Preset("largest tips, last 7 days", {"tip": 1.0}, 10, "7 d", "1 d", "time"),
+            Preset("longest trips, last 1,000 trips", {"distance": 1.0}, 10, "1,000", "100", "count"),
+            Preset("highest fares, last 30 days", {"fare": 1.0}, 10, "30 d", "1 d", "time"),
         ]
     elif family == "worldcup":
         presets += [

@@ -31,7 +31,7 @@ HISTORY = 500  # slides shown in the charts over time
 WINDOW_POINTS = 300  # most window objects drawn per panel of the score-vs-time plot
 LAYER_POINTS = 400  # most objects drawn per SAO layer
 SHOW_PROGRESS_AFTER = 0.3  # seconds of rebuilding before a progress bar and Cancel appear
-DEFAULT_ALGORITHMS = {"single": ("oracle", "mintopk"), "incomplete": ("oracle-incomplete", "eaa", "approx")}
+DEFAULT_ALGORITHMS = {"single": ("oracle", "mintopk"), "incomplete": ("oracle-incomplete", "sla", "approx")}
 TILES_PER_ROW = 3
 
 ss = st.session_state
@@ -63,6 +63,18 @@ def switch_kind(profile: presets.Profile) -> None:
 
 def use_value(field: str, value: str) -> None:
     ss[field] = value
+
+
+def tick_budget(render_s: float) -> float:
+    """Engine seconds for the next tick: what the last drawing left of the tick, at most :data:`BUDGET`.
+
+    On a busy machine drawing slows down; the engines then get less so that a tick still ends
+    within its second and a Pause is served at the next tick.
+
+    >>> tick_budget(0.1), round(tick_budget(0.7), 2), tick_budget(2.0)
+    (0.6, 0.15, 0.1)
+    """
+    return max(0.1, min(BUDGET, TICK - render_s - 0.15))
 
 
 def toggle_play() -> None:
@@ -126,7 +138,14 @@ def new_run(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None
     """
     if old is not None and old.trace.name == trace.name and old.rows:
         run = LiveRun(trace, setup, warm_start_slide(trace, setup.query, old.rows))
-        return run, run.replay_steps(old.rows), f"the last window before row {old.rows:,}"
+        first_window = setup.query.windows_per_object
+
+        def steps() -> Iterator[float]:
+            yield from run.replay_steps(old.rows)
+            if run.slide < first_window:  # the old position lies before the new first window: show that one
+                yield from slide_steps(run, first_window - run.slide)
+
+        return run, steps(), f"the last window before row {old.rows:,}"
     if at is not None:
         first = max(0, at - setup.query.windows_per_object - 1)
         run = LiveRun(trace, setup, first)
@@ -407,6 +426,9 @@ with st.sidebar:
     st.selectbox("Preset", [p.name for p in profile.presets] + [presets.CUSTOM], key="preset", on_change=apply_preset,
                  args=(profile,), help="Named queries for this dataset; the first is the query `make run` replays "
                                        "(compare it with the Runs page). Editing any value below makes it Custom.")
+    chosen = profile.preset(ss.preset)
+    if chosen is not None and chosen.note:
+        st.page_link("views/runs.py", label=f"Same as {chosen.note}: see its run", icon=":material/history:")
     algorithms = st.multiselect("Algorithms", list(catalogue), key="algorithms",
                                 help="The oracle always runs as the exact reference; "
                                      + "; ".join(f"**{i.name}**: {i.summary}" for i in catalogue.values()))
@@ -437,7 +459,8 @@ with st.sidebar:
     params: dict[str, dict[str, Any]] = {}
     for name in algorithms:
         if catalogue[name].defaults:
-            with st.expander(f"{name} parameters", expanded=name in ss.get("param_errors", ())):
+            with st.expander(f"{name} parameters", expanded=name in ss.get("param_errors", ()) or (
+                    ss.get("engine_error") is not None and ss.engine_error[0][0] == name)):
                 params[name] = {key: param_input(name, key, default) for key, default in catalogue[name].defaults.items()}
                 try:  # constructing an engine is cheap and checks the parameters the way playback would
                     engine.create(name, candidate or engine.Query(weights=weights or [1.0], k=1, window=1, slide=1),
@@ -445,6 +468,11 @@ with st.sidebar:
                 except ValueError as exc:
                     param_problems[name] = str(exc)
                     st.error(f"{exc}. Default: {catalogue[name].defaults}", icon=":material/error:")
+                failed = ss.get("engine_error")
+                if name not in param_problems and failed and failed[0][0] == name and candidate is not None \
+                        and failed[0][1] == Setup(dataset, candidate, tuple(algorithms), params):
+                    param_problems[name] = failed[1]  # this setup failed on the data: change a parameter
+                    st.error(failed[1], icon=":material/error:")
 
 setup = None
 if not algorithms:
@@ -473,7 +501,8 @@ if setup is None:
     if run is None:
         st.error("The query in the sidebar is not valid yet (see the message next to the input).")
         st.stop()
-    messages = [p.message for p in problems] + [f"{n}: {m}" for n, m in param_problems.items()]
+    messages = [p.message for p in problems] + [m if m.startswith(f"{n}:") else f"{n}: {m}"
+                                                for n, m in param_problems.items()]
     st.warning(f"Still showing the last valid view: {'; '.join(messages)} (see the message next to the input in "
                "the sidebar).", icon=":material/edit_note:")
 elif run is None or run.setup != setup:
@@ -483,7 +512,11 @@ elif run is None or run.setup != setup:
     try:
         run = ss.live_run = rebuild(None if ss.pop("restart", False) else run, trace, setup, at)
         ss.url_pending = {}
-    except ValueError as exc:  # an engine refused its parameters or the query
+    except ValueError as exc:  # an engine refused its parameters, the query or the data
+        culprit = next((name for name in setup.algorithms if str(exc).startswith(f"{name}:")), None)
+        if culprit is not None and ss.get("engine_error", (None,))[0] != (culprit, setup):
+            ss.engine_error = ((culprit, setup), str(exc))  # shown next to its parameters
+            st.rerun()
         if run is None:
             st.error(f"Cannot start the engines: {exc}")
             st.stop()
@@ -516,13 +549,15 @@ def live_panels() -> None:
     if ss.playing:
         start = perf_counter()
         rows = live.rows
-        live.play(max(1, round(ss.speed * TICK)), BUDGET)
+        live.play(max(1, round(ss.speed * TICK)), tick_budget(ss.get("render_s", 0.0)))
         rate = (live.rows - rows) / TICK
         st.caption(f"Playing: {rate:,.0f} objects/s of replay (engine time {perf_counter() - start:.2f} s per tick).")
         if live.done:
             ss.playing = False
             st.rerun(scope="app")
+    drawn = perf_counter()
     render(live, profile)
+    ss.render_s = perf_counter() - drawn
     st.caption(f"Computed in {perf_counter() - started:.2f} s on the server "
                f"({'this refresh' if ss.playing else 'the whole page, engines included'}).")
 

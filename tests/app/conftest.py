@@ -132,3 +132,26 @@ def approximate():
     registry.register(ApproximateForTests)
     yield ApproximateForTests.name
     registry._REGISTRY.pop(ApproximateForTests.name)
+
+
+class FailsOnDataForTests(engine.algorithms.oracle.Oracle):
+    """Refuses slides bigger than its ``most`` parameter while processing (as EAA refuses repeats)."""
+
+    name = "fails_for_tests"
+    summary = "the oracle, refusing big slides (tests only)"
+    defaults = {"most": 10}
+
+    def process(self, batch) -> None:
+        if len(batch) > self.params["most"]:
+            raise ValueError(f"{self.name}: a slide of {len(batch)} objects, more than most={self.params['most']}; "
+                             "raise the parameter")
+        super().process(batch)
+
+
+@pytest.fixture
+def failing():
+    """``fails_for_tests`` registered for the duration of one test."""
+    from engine import registry
+    registry.register(FailsOnDataForTests)
+    yield FailsOnDataForTests.name
+    registry._REGISTRY.pop(FailsOnDataForTests.name)

@@ -367,3 +367,16 @@ def test_sao_layers_are_projected_when_sao_is_selected(app):
     specs = " ".join(chart.proto.spec for chart in app.get("vega_lite_chart"))
     assert "sao: layers projected on x_0 and x_1" in specs and "Precision" in specs
     assert app.text_input(key="param_sao_allocation").value == "dynamic-errmin"
+
+
+def test_an_engine_refusing_the_data_shows_its_message_next_to_its_parameters(app, failing):
+    app.run()
+    before = comparison(app)
+    app.multiselect(key="algorithms").set_value(["oracle", "mintopk", failing]).run()
+    assert not app.exception
+    assert [e.value for e in app.error] == [f"{failing}: a slide of 50 objects, more than most=10; raise the parameter"]
+    assert "Still showing the last valid view" in warnings(app)
+    assert comparison(app).equals(before)
+    app.number_input(key=f"param_{failing}_most").set_value(100).run()
+    assert not app.error
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW), algorithms=("mintopk", failing))
