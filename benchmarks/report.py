@@ -144,7 +144,10 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
             if key not in rows:
                 rows = rows.iloc[0:0]
                 break
-            rows = sweep_rows(rows, value) if key == "sweep" else rows[rows[key] == value]
+            if key == "sweep":
+                rows = sweep_rows(rows, value)
+            else:
+                rows = rows[rows[key].isin(value)] if isinstance(value, list) else rows[rows[key] == value]
         if len(rows):
             break
     wanted = [target["algorithm"]] if "algorithm" in target else target.get("order", [])
