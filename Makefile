@@ -45,8 +45,9 @@ bench-quick: setup
 	$(PY) -m benchmarks.run --quick --db $(BENCH_DB)
 
 run: setup java
-	$(PY) -m pipelines.ingest stock --db $(DB)
+	$(PY) -m pipelines.ingest samples --db $(DB)
 	$(PY) -m pipelines.replay --config pipelines/configs/demo.json --db $(DB)
+	$(PY) -m pipelines.replay --config pipelines/configs/families.json --db $(DB)
 	$(PY) -m streamlit run app/streamlit_app.py --server.port $(PORT) --server.headless true -- --db $(DB)
 
 clean:

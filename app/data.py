@@ -19,10 +19,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from engine.generators import correlated_streams
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB = "var/topk.duckdb"
 SYNTHETIC = "synthetic: uniform"
-BENCHMARKS = ROOT / "benchmarks" / "results" / "latest.json"
+SYNTHETIC_ATTRIBUTES = "synthetic: attribute streams"
+BUILT_IN = (SYNTHETIC, SYNTHETIC_ATTRIBUTES)
+BENCHMARKS = Path(os.environ.get("TOPK_BENCHMARKS") or ROOT / "benchmarks" / "results" / "latest.json")
+"""The benchmark report the Benchmarks page shows (``$TOPK_BENCHMARKS`` overrides it)."""
 INGEST_HINT = "Run `make run` to ingest the sample traces and replay them."
 
 
@@ -46,6 +51,12 @@ class Trace:
         The ``d`` feature names.
     t_unit
         Unit of ``t`` (``"ordinal"``, ``"ms"``, ...).
+    family
+        The dataset family (``"stock"``, ...; ``"synthetic"`` for the built-in stream).
+    stream
+        ``"single"`` (objects with all features: ``x``) or ``"incomplete"`` (an attribute
+        stream: one ``(id, stream, value, t)`` tuple per row; ``streams`` and ``values`` hold
+        the stream numbers and values, ``x`` has no column, ``features`` name the streams).
     """
 
     name: str
@@ -54,13 +65,19 @@ class Trace:
     x: np.ndarray
     features: tuple[str, ...]
     t_unit: str
+    family: str = "synthetic"
+    stream: str = "single"
+    streams: np.ndarray | None = None
+    values: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
 
     @property
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(ids, t, x)``, the input of :func:`engine.slides`."""
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The input of :func:`engine.slides`: ``(ids, t, x)`` or ``(ids, stream, value, t)``."""
+        if self.stream == "incomplete":
+            return self.ids, self.streams, self.values, self.t
         return self.ids, self.t, self.x
 
 
@@ -131,29 +148,73 @@ def synthetic_uniform(rows: int = 20_000, dimensions: int = 3, seed: int = 7) ->
                  tuple(f"x_{j}" for j in range(dimensions)), "ordinal")
 
 
+def synthetic_attributes(rows: int = 20_000, streams: int = 3, seed: int = 7) -> Trace:
+    """The built-in attribute stream: correlated streams of the incomplete-streams paper (6.1.1).
+
+    Examples
+    --------
+    >>> trace = synthetic_attributes(rows=50)
+    >>> trace.stream, trace.features, len(trace.arrays)
+    ('incomplete', ('stream_0', 'stream_1', 'stream_2'), 4)
+    """
+    ids, stream, value, t = correlated_streams(rows, streams=streams, seed=seed, reuse=0.5, memory=1000)
+    return Trace(SYNTHETIC_ATTRIBUTES, ids, np.asarray(t, np.int64), np.empty((rows, 0)),
+                 tuple(f"stream_{i}" for i in range(streams)), "ordinal", "synthetic", "incomplete",
+                 np.asarray(stream, np.int64), np.asarray(value, np.float64))
+
+
+def parquet_source(path: str) -> str:
+    """What DuckDB reads for a dataset path: the file, or every part under a partitioned folder."""
+    return f"{path.rstrip('/')}/**/*.parquet" if Path(path).is_dir() else path
+
+
 @st.cache_data(show_spinner="Loading the trace…", max_entries=4)
-def read_parquet(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    """``(ids, t, x, features)`` of a dataset Parquet file (``id, seq, t, features...``)."""
+def read_parquet(path: str, features: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """The columns of a dataset (one Parquet file or a folder of partitioned parts) by ``seq``.
+
+    Object datasets hold ``id, seq, t`` and one column per feature; attribute datasets
+    ``id, seq, t, stream, value``. Partition columns (``date``, ``symbol``) are read too
+    but not used. ``features`` (from the ``datasets`` row) picks the feature columns; without
+    it, every column after ``t`` that is not a partition column.
+    """
     with duckdb.connect() as con:
-        relation = con.sql("SELECT * FROM read_parquet(?) ORDER BY seq", params=[path])
-        features = tuple(relation.columns[3:])
+        relation = con.sql("SELECT * FROM read_parquet(?, hive_partitioning = true, union_by_name = true) "
+                           "ORDER BY seq", params=[parquet_source(path)])
+        names = relation.columns
         columns = relation.fetchnumpy()
-    x = np.column_stack([np.asarray(columns[f], dtype=np.float64) for f in features])
-    return (np.asarray(columns["id"], dtype=np.int64), np.asarray(columns["t"], dtype=np.int64), x, features)
+    if not features:
+        features = tuple(c for c in names[3:] if c not in ("date", "symbol", "stream", "value"))
+    out = {"id": np.asarray(columns["id"], dtype=np.int64), "t": np.asarray(columns["t"], dtype=np.int64)}
+    if "stream" in columns and "value" in columns:
+        out["stream"] = np.asarray(columns["stream"], dtype=np.int64)
+        out["value"] = np.asarray(columns["value"], dtype=np.float64)
+    else:
+        out["x"] = np.column_stack([np.asarray(columns[f], dtype=np.float64) for f in features])
+    return out
 
 
 def load_trace(db: Path, name: str) -> Trace:
-    """The trace ``name``: the built-in stream, or an ingested dataset's Parquet file."""
+    """The trace ``name``: a built-in stream, or an ingested dataset's Parquet file or folder."""
     if name == SYNTHETIC:
         return synthetic_uniform()
-    found = query(db, "SELECT parquet, t_unit FROM datasets WHERE name = ?", [name])
+    if name == SYNTHETIC_ATTRIBUTES:
+        return synthetic_attributes()
+    found = query(db, "SELECT parquet, t_unit, family, features FROM datasets WHERE name = ?", [name])
     if found.empty:
         raise MissingData(f"Dataset `{name}` is not in `{db}`. {INGEST_HINT}")
-    parquet, t_unit = found.iloc[0]
-    if not Path(parquet).is_file():
+    parquet, t_unit, family, features = found.iloc[0]
+    if not Path(parquet).exists():
         raise MissingData(f"The Parquet file `{parquet}` of dataset `{name}` is missing. {INGEST_HINT}")
-    ids, t, x, features = read_parquet(str(parquet))
-    return Trace(name, ids, t, x, features, str(t_unit))
+    features = tuple(json.loads(features)) if isinstance(features, str) else tuple(features or ())
+    columns = read_parquet(str(parquet), features)
+    if "stream" in columns:
+        d = max(len(features), int(columns["stream"].max()) + 1 if len(columns["stream"]) else 0)
+        names = features if len(features) == d else tuple(f"stream_{i}" for i in range(d))
+        return Trace(name, columns["id"], columns["t"], np.empty((len(columns["id"]), 0)), names, str(t_unit),
+                     str(family), "incomplete", columns["stream"], columns["value"])
+    x = columns["x"]
+    names = features if features and len(features) == x.shape[1] else tuple(f"x_{j}" for j in range(x.shape[1]))
+    return Trace(name, columns["id"], columns["t"], x, names, str(t_unit), str(family))
 
 
 def runs(db: Path) -> pd.DataFrame:
@@ -175,11 +236,46 @@ def run_queries(db: Path, run_id: str) -> pd.DataFrame:
 
 
 def slide_metrics(db: Path, run_id: str, query_id: int) -> pd.DataFrame:
-    """Per-slide metrics of every algorithm of one query of a run, by slide."""
+    """Per-slide metrics of every algorithm of one query of a run, by slide.
+
+    ``measured_bytes`` is ``NaN`` when the run's database predates that column.
+    """
+    frame = query(db, """
+        SELECT * EXCLUDE (run_id, query_id) FROM slide_metrics
+        WHERE run_id = ? AND query_id = ? ORDER BY slide, algorithm""", [run_id, query_id])
+    if "measured_bytes" not in frame.columns:
+        frame["measured_bytes"] = np.nan
+    return frame
+
+
+def dataset_info(db: Path, name: str) -> dict[str, Any]:
+    """``features`` (list), ``family`` and ``t_unit`` of an ingested dataset (defaults when unknown)."""
+    try:
+        found = query(db, "SELECT features, family, t_unit FROM datasets WHERE name = ?", [name])
+    except MissingData:
+        found = pd.DataFrame()
+    if found.empty:
+        return {"features": [], "family": "", "t_unit": "ordinal"}
+    row = found.iloc[0]
+    features = json.loads(row.features) if isinstance(row.features, str) else list(row.features or [])
+    return {"features": features, "family": str(row.family), "t_unit": str(row.t_unit)}
+
+
+def snapshots(db: Path, run_id: str, query_id: int) -> pd.DataFrame:
+    """The snapshots of one query of a run: slide, algorithm, shard, size, checksum, time."""
     return query(db, """
-        SELECT algorithm, slide, "end", candidates, retained, bytes, seconds, precision, error
-        FROM slide_metrics WHERE run_id = ? AND query_id = ? ORDER BY slide, algorithm""",
+        SELECT slide, algorithm, shard, last_seq, strlen(CAST(state AS VARCHAR)) AS bytes,
+               checksum, created_at
+        FROM snapshots WHERE run_id = ? AND query_id = ? ORDER BY slide, algorithm, shard""",
                  [run_id, query_id])
+
+
+def answers_csv(db: Path, run_id: str, query_id: int) -> str:
+    """Every stored answer of one query of a run as CSV text (for download)."""
+    return query(db, """
+        SELECT algorithm, slide, "end", rank, object_id, score FROM answers
+        WHERE run_id = ? AND query_id = ? ORDER BY slide, algorithm, rank""",
+                 [run_id, query_id]).to_csv(index=False)
 
 
 def answers_at(db: Path, run_id: str, query_id: int, slide: int) -> pd.DataFrame:
@@ -195,26 +291,55 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def benchmark_results() -> pd.DataFrame:
-    """Rows of the latest benchmark report ``BENCHMARKS`` (a JSON list of row objects).
+def benchmark_results(path: Path | None = None) -> pd.DataFrame:
+    """Rows of the latest benchmark report (default ``BENCHMARKS``), in a common shape.
+
+    Two layouts are read: a JSON list of row objects (``bench``, ``case``, ``algorithm``, ...)
+    or an object ``{"when", "machine", "commit", ..., "results": [rows]}`` whose top-level
+    fields apply to every row. Rows may name their family ``workload`` instead of ``bench``.
+    The result always has ``family``, ``case``, ``algorithm``, ``when``, ``machine`` and
+    ``commit`` columns (missing ones are empty).
 
     Raises
     ------
     MissingData
-        When the report is absent or is not a list of rows with the columns the page plots.
+        When the report is absent or holds no rows with the columns the page plots.
     """
-    if not BENCHMARKS.is_file():
-        raise MissingData(f"No benchmark results at `{shown(BENCHMARKS)}` yet. Run `make bench` to produce them.")
+    path = path or BENCHMARKS
+    if not path.is_file():
+        raise MissingData(f"No benchmark results at `{shown(path)}` yet. Run `make bench` to produce them.")
     try:
-        rows = json.loads(BENCHMARKS.read_text())
-        if not isinstance(rows, list):
-            raise ValueError(f"the top level is a {type(rows).__name__}")
-        frame = pd.DataFrame(rows)
+        loaded = json.loads(path.read_text())
+        common: dict[str, Any] = {}
+        if isinstance(loaded, dict):
+            rows = next((loaded[key] for key in ("results", "rows") if isinstance(loaded.get(key), list)), None)
+            if rows is None:
+                raise ValueError("an object without a list of results")
+            common = {key: value for key, value in loaded.items()
+                      if not isinstance(value, (list, dict)) and key not in ("results", "rows")}
+        elif isinstance(loaded, list):
+            rows = loaded
+        else:
+            raise ValueError(f"the top level is a {type(loaded).__name__}")
+        if not all(isinstance(row, dict) for row in rows):
+            raise ValueError("a result is not an object")
+        frame = pd.DataFrame([{**common, **row} for row in rows])
     except ValueError as exc:
-        raise MissingData(f"`{shown(BENCHMARKS)}` is not a JSON list of result rows ({exc}). "
+        raise MissingData(f"`{shown(path)}` is not a list of benchmark results ({exc}). "
                           "Re-run `make bench`.") from None
-    missing = {"algorithm", "case", "objects_per_s", "avg_candidates"} - set(frame.columns)
+    family = pd.Series("benchmark", index=frame.index)
+    for column in ("workload", "bench", "family"):  # the most specific name given wins
+        if column in frame.columns:
+            family = frame[column].where(frame[column].notna(), family)
+    frame["family"] = family.astype(str)
+    if "case" not in frame.columns:
+        params = [c for c in ("distribution", "n", "s", "k") if c in frame.columns]
+        frame["case"] = frame[params].astype(str).agg(" ".join, axis=1) if params else frame["family"]
+    for column in ("when", "machine", "commit"):
+        if column not in frame.columns:
+            frame[column] = None
+    missing = {"algorithm", "objects_per_s"} - set(frame.columns)
     if missing:
-        raise MissingData(f"`{shown(BENCHMARKS)}` lacks the column(s) {', '.join(sorted(missing))}. "
+        raise MissingData(f"`{shown(path)}` lacks the column(s) {', '.join(sorted(missing))}. "
                           "Re-run `make bench`.")
     return frame

@@ -1,6 +1,13 @@
-"""Tables of ranked answers, marked where they disagree with the exact answer."""
+"""The comparison table: the exact answer rank by rank, one column per algorithm.
+
+A cell holds the object id the algorithm returned at that rank; cells that differ from the
+exact answer (by :func:`engine.metrics.disagreements`: another object of another score, or a
+missing rank) are highlighted.
+"""
 
 from __future__ import annotations
+
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -9,38 +16,75 @@ from pandas.io.formats.style import Styler
 from engine import Answer
 from engine import metrics
 
-DISAGREE = "background-color: rgba(255, 75, 75, 0.25)"
+DISAGREE = "background-color: rgba(255, 75, 75, 0.30); font-weight: 600"
+EXACT_ID, EXACT_SCORE, EXACT_TIME = "exact id", "exact score", "time"
+MISSING = "–"
 
 
-def answer_frame(answer: Answer, exact: Answer | None) -> pd.DataFrame:
-    """``rank, id, score, exact`` rows of ``answer``; ``exact`` is ``✓``, ``✗ <exact id>`` or blank.
+def comparison(exact: Answer | None, answers: Mapping[str, Answer],
+               time_of: Callable[[np.ndarray], list[str]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The comparison frame and a same-shaped boolean frame of disagreeing cells.
 
     Parameters
     ----------
-    answer
-        The ranked answer to show.
     exact
-        The exact answer to compare with, or ``None`` when there is none.
+        The exact answer (``None`` when there is none: nothing is marked).
+    answers
+        Algorithm -> its answer; one column each, in this order.
+    time_of
+        Optional: object ``seq`` -> text of its time, for the exact answer's ``time`` column.
 
     Examples
     --------
-    >>> import numpy as np
     >>> a = Answer(np.array([7, 9]), np.array([3.0, 2.0]), np.array([7, 9]))
     >>> b = Answer(np.array([7, 4]), np.array([3.0, 2.5]), np.array([7, 4]))
-    >>> answer_frame(a, b)["exact"].tolist()
-    ['✓', '✗ 4']
+    >>> frame, wrong = comparison(b, {"x": a})
+    >>> frame.to_dict("list")
+    {'rank': [1, 2], 'exact id': ['7', '4'], 'exact score': [3.0, 2.5], 'x': ['7', '9']}
+    >>> wrong["x"].tolist()
+    [False, True]
     """
-    frame = pd.DataFrame({"rank": np.arange(1, len(answer) + 1), "id": answer.ids, "score": answer.scores})
-    if exact is None:
-        return frame.assign(exact="")
-    wrong = metrics.disagreements(exact, answer)
-    expected = [str(exact.ids[i]) if i < len(exact) else "none" for i in range(len(answer))]
-    return frame.assign(exact=[f"✗ {e}" if w else "✓" for w, e in zip(wrong, expected)])
+    depth = max([len(exact) if exact is not None else 0, *(len(a) for a in answers.values())] or [0])
+    frame = pd.DataFrame({"rank": np.arange(1, depth + 1)})
+    wrong = pd.DataFrame({"rank": np.zeros(depth, bool)})
+
+    def column(values: np.ndarray) -> list[str]:
+        return [str(v) for v in values] + [MISSING] * (depth - len(values))
+
+    if exact is not None:
+        frame[EXACT_ID] = column(exact.ids)
+        frame[EXACT_SCORE] = list(exact.scores) + [np.nan] * (depth - len(exact))
+        wrong[EXACT_ID] = wrong[EXACT_SCORE] = False
+        if time_of is not None:
+            frame[EXACT_TIME] = list(time_of(exact.seq)) + [MISSING] * (depth - len(exact))
+            wrong[EXACT_TIME] = False
+    for name, answer in answers.items():
+        frame[name] = column(answer.ids)
+        if exact is None:
+            wrong[name] = False
+            continue
+        marks = np.zeros(depth, bool)
+        marks[:len(answer)] = metrics.disagreements(exact, answer)
+        marks[len(answer):len(exact)] = True  # a rank the algorithm did not fill
+        wrong[name] = marks
+    return frame, wrong
 
 
-def styled(frame: pd.DataFrame) -> Styler:
-    """``frame`` from :func:`answer_frame` with disagreeing rows highlighted and scores to 6 digits."""
-    def highlight(row: pd.Series) -> list[str]:
-        return [DISAGREE if row["exact"].startswith("✗") else ""] * len(row)
+def score_text(value: float) -> str:
+    """A score to read: thousands separated when large, 6 significant digits otherwise.
 
-    return frame.style.apply(highlight, axis=1).format({"score": "{:.6g}"})
+    >>> score_text(42073100.5), score_text(0.123456789), score_text(float("nan"))
+    ('42,073,100', '0.123457', '–')
+    """
+    if not np.isfinite(value):
+        return MISSING
+    return f"{value:,.0f}" if abs(value) >= 1e5 else f"{value:.6g}"
+
+
+def styled(frame: pd.DataFrame, wrong: pd.DataFrame) -> Styler:
+    """``frame`` with the cells marked in ``wrong`` highlighted and scores to 6 digits."""
+    def highlight(_: pd.DataFrame) -> pd.DataFrame:
+        return wrong.map(lambda w: DISAGREE if w else "")
+
+    formats = {EXACT_SCORE: score_text} if EXACT_SCORE in frame else {}
+    return frame.style.apply(highlight, axis=None).format(formats, na_rep=MISSING).hide(axis="index")

@@ -61,7 +61,7 @@ def case(data_name: str, window: int, memory: int, layers: int = 4, k: int = 10,
             latency.append(time.perf_counter() - begin)
             errors.append(relative_error(exact, got))
             ranged.append(weighted_range_error(exact, got, float(scores.min()), float(scores.max())))
-        out.append({"bench": "sao", "data": data_name if data_name != "gaussian" else f"gaussian D={drift:g}",
+        out.append({"bench": "sao", "data": f"skewed p={p:g}" if data_name == "skewed" else f"gaussian D={drift:g}",
                     "W": window, "M": memory, "M_over_W_pct": 100.0 * memory / window, "L": layers, "K": kk, "d": d,
                     "p": p if data_name == "skewed" else None, "allocation": allocation,
                     "avg_error_pct": 100 * float(np.mean(errors)), "max_error_pct": 100 * float(np.max(errors)),
@@ -82,15 +82,16 @@ def cases(quick: bool) -> list[dict]:
         base = {"data_name": "gaussian", "window": 20_000, "memory": 300, "steady": 10_000}
         return ([{**base, "ks": (6, 10, 14)}]
                 + [{**base, "allocation": a} for a in ALLOCATIONS[1:]]
-                + [{**base, "drift": 1.0}, {**base, "data_name": "skewed", "p": 0.5}])
+                + [{**base, "drift": 1.0}, {**base, "data_name": "skewed", "p": 0.9}])
     headline = {"data_name": "gaussian", "window": 1_000_000, "memory": 500, "steady": 200_000}
     base = {"data_name": "gaussian", "window": 100_000, "memory": 300, "steady": 50_000}
     return ([{**headline, "ks": (6, 10, 14)}, {**headline, "drift": 1.0}]
-            + [{**base, "memory": m, "allocation": a} for m in (150, 300, 500) for a in ALLOCATIONS]
-            + [{**base, "layers": layers} for layers in (1, 2, 3, 5, 7)]
+            + [{**base, "memory": m, "allocation": a, "steady": 20_000 if m < 300 else 50_000}
+               for m in (150, 300, 500) for a in ALLOCATIONS]
+            + [{**base, "layers": layers, "steady": 20_000 if layers > 5 else 50_000} for layers in (1, 2, 3, 5, 7)]
             + [{**base, "ks": (6, 14)}, {**base, "drift": 1.0}]
-            + [{**base, "data_name": "skewed", "p": p} for p in (0.2, 0.5, 0.9)]
-            + [{**base, "d": d} for d in (2, 4)])
+            + [{**base, "data_name": "skewed", "p": p, "steady": 20_000 if p < 0.9 else 50_000} for p in (0.2, 0.5, 0.9)]
+            + [{**base, "d": 2}, {**base, "d": 4, "steady": 5_000}])
 
 
 def run(quick: bool = False) -> list[dict]:

@@ -1,19 +1,40 @@
-"""What every trace family's transform returns."""
+"""What every trace family's extract and transform return."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Raw:
+    """The output of a family's extract (plain reading, no Spark).
+
+    ``table`` holds one row per raw record with ``source_file``, ``line`` and ``raw`` for
+    reporting rejects (plus whatever the family's transform needs); ``params`` are the
+    family's settings recorded in ``datasets.params`` (and handed back on ``--append``);
+    ``features`` are the feature names (object streams) or stream names (attribute streams).
+    """
+
+    table: pa.Table
+    params: dict[str, Any]
+    features: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Cleaned:
     """The result of a transform: accepted ``rows`` and ``rejected`` rows with their reason.
 
-    ``rows`` has the dataset columns ``id, seq, t, <features...>`` (docs/CONTRACTS.md);
-    ``rejected`` has ``source_file, line, reason, raw``.
+    ``rows`` has the dataset columns ``id, seq, t, <features...>`` for object streams or
+    ``id, seq, t, stream, value`` for attribute streams (docs/CONTRACTS.md), plus the
+    family's partition columns (``date``, ``symbol``); ``rejected`` has
+    ``source_file, line, reason, raw``. ``learned`` is ``None`` or a one-row DataFrame whose
+    columns are added to the dataset's ``params`` (e.g. a normalisation scale).
     """
 
     rows: DataFrame
     rejected: DataFrame
+    learned: DataFrame | None = None

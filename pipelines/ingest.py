@@ -1,14 +1,17 @@
-"""Ingest a raw trace into a Parquet dataset and record it in DuckDB.
+"""Ingest a raw trace into a partitioned Parquet dataset and record it in DuckDB.
 
-``python -m pipelines.ingest stock [--input PATHS...] [--db var/topk.duckdb]
-[--out var/datasets] [--name spy] [--append]``
+``python -m pipelines.ingest FAMILY [--input PATHS...] [--db var/topk.duckdb]
+[--out var/datasets] [--name NAME] [--append] [--max-rejected 0.05] [family options]``
 
-Extract (plain file reading, before Spark starts, so a bad file fails fast) -> transform
-(Spark, no I/O) -> load (one Parquet file + the ``datasets`` and ``rejected_rows`` rows in
-one DuckDB transaction). Each trace family registers its extract and transform in
-:data:`FAMILIES`. ``--append`` adds new files (a new trading day) after the rows already
-in the dataset, keeping their ``seq`` and ``id``, so that ``pipelines.replay --resume`` can
-continue over the new rows.
+Families: ``stock``, ``taxi``, ``worldcup``, ``csv`` and ``synthetic:<generator>``. Each runs
+extract (plain file reading or generation, before Spark starts, so a bad file fails fast) ->
+transform (Spark, no I/O) -> load: Parquet parts written by Spark into a staging directory,
+checked, then moved into the dataset directory, and the ``datasets`` and ``rejected_rows``
+rows written in one DuckDB transaction. Any refusal (unreadable input, a file with no
+accepted row, too many rejected rows, ids already in the dataset) happens before anything
+is moved, so it leaves the Parquet and DuckDB unchanged. ``--append`` adds parts to the
+dataset's directory (``seq`` continues), so that ``pipelines.replay --resume`` can continue
+over the new rows.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import shutil
 import sys
 import tempfile
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,42 +30,64 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+import pyarrow.dataset as pads
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from . import stock, store
-from .cleaned import Cleaned
+from . import csvfile, stock, store, synthetic, taxi, worldcup
+from .cleaned import Cleaned, Raw
 from .errors import InputError, exit_status
+from .progress import stage_progress
 from .spark import PROJECT_ROOT, spark_session
 
 DEFAULT_OUT = Path("var/datasets")
 SAMPLE_DATA = PROJECT_ROOT / "sample_data"
+DEFAULT_MAX_REJECTED = 0.05
 REJECT_EXAMPLES = 3
+TOP_REASONS = 3
 
 
 @dataclass(frozen=True)
 class Family:
     """How one trace family is ingested.
 
-    ``extract(paths) -> pyarrow.Table`` reads raw rows (with ``source_file``, ``line`` and
-    ``raw`` columns for reporting rejects); ``transform(raw, seq_start=, t_after=)`` is pure
-    and returns :class:`pipelines.cleaned.Cleaned`.
+    ``extract(paths, options, existing_params) -> Raw`` reads (or generates) raw rows, with
+    ``source_file``, ``line`` and ``raw`` columns for reporting rejects;
+    ``transform(raw, seq_start=, t_after=, params=)`` is pure and returns
+    :class:`pipelines.cleaned.Cleaned`. ``partition_by`` names the rows' partition columns.
     """
 
-    extract: Callable[[Sequence[Path]], pa.Table]
+    kind: str
+    """``object`` (rows ``id, seq, t, <features>``) or ``attribute`` (``id, seq, t, stream, value``)."""
+    extract: Callable[..., Raw]
     transform: Callable[..., Cleaned]
-    features: tuple[str, ...]
     t_unit: str
     reasons: tuple[str, ...]
+    partition_by: tuple[str, ...]
     default_inputs: tuple[Path, ...]
-    default_name: Callable[[Sequence[Path]], str]
+    default_name: Callable[..., str]
 
 
 FAMILIES: dict[str, Family] = {
-    "stock": Family(extract=stock.extract, transform=stock.transform, features=stock.FEATURES,
-                    t_unit=stock.T_UNIT, reasons=stock.REASONS,
+    "stock": Family(kind="object", extract=stock.extract, transform=stock.transform, t_unit=stock.T_UNIT,
+                    reasons=stock.REASONS, partition_by=stock.PARTITION_BY,
                     default_inputs=(SAMPLE_DATA / "spy_20131007_trade.zip",),
                     default_name=stock.default_name),
+    "taxi": Family(kind="object", extract=taxi.extract, transform=taxi.transform, t_unit=taxi.T_UNIT,
+                   reasons=taxi.REASONS, partition_by=taxi.PARTITION_BY,
+                   default_inputs=tuple(sorted((SAMPLE_DATA / "taxi").glob("yellow_tripdata_sample_2019-*.csv.gz"))),
+                   default_name=taxi.default_name),
+    "worldcup": Family(kind="attribute", extract=worldcup.extract, transform=worldcup.transform,
+                       t_unit=worldcup.T_UNIT, reasons=worldcup.REASONS, partition_by=worldcup.PARTITION_BY,
+                       default_inputs=(SAMPLE_DATA / "worldcup" / "wc_day6_1_sample.tar.bz2",),
+                       default_name=worldcup.default_name),
+    "csv": Family(kind="object", extract=csvfile.extract, transform=csvfile.transform, t_unit=csvfile.DEFAULT_T_UNIT,
+                  reasons=csvfile.REASONS, partition_by=csvfile.PARTITION_BY, default_inputs=(),
+                  default_name=csvfile.default_name),
+    **{f"synthetic:{generator}": Family(
+        kind=synthetic.kind(generator), extract=synthetic.extract, transform=synthetic.transform,
+        t_unit=synthetic.T_UNIT, reasons=synthetic.REASONS, partition_by=synthetic.PARTITION_BY,
+        default_inputs=(), default_name=synthetic.default_name) for generator in synthetic.GENERATORS},
 }
 
 
@@ -73,9 +99,11 @@ class Extracted:
     family: Family
     name: str
     inputs: list[Path]
-    raw: pa.Table
+    raw: Raw
     db: Path
     parquet: Path
+    """The dataset's directory (on ``--append``, where the dataset already lives)."""
+    max_rejected: float
     existing: dict[str, Any] | None
     """The dataset appended to (``None`` when the dataset is built afresh)."""
 
@@ -90,6 +118,7 @@ class IngestSummary:
     rows_written: int
     rows_total: int
     parquet: Path
+    seconds: float = 0.0
 
     @property
     def rows_rejected(self) -> int:
@@ -98,88 +127,92 @@ class IngestSummary:
 
 def ingest(spark: SparkSession, family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.DEFAULT_DB,
            out: Path = DEFAULT_OUT, name: str | None = None, append: bool = False,
+           max_rejected: float = DEFAULT_MAX_REJECTED, options: dict[str, Any] | None = None,
            log: Callable[[str], None] = print) -> IngestSummary:
     """Extract, transform and load ``inputs`` (default: the family's sample) as dataset ``name``.
 
     Without ``append`` the dataset is (re)built from ``inputs`` alone; with it the inputs'
     rows follow the rows already in the dataset (``seq`` continues; earlier ``t`` is rejected).
+    ``options`` are the family's settings (csv columns, generator size, World Cup sections).
 
     Raises
     ------
     InputError
-        Unknown family, unreadable input, nothing to append to, or inputs already ingested.
+        Unknown family, unreadable input, a file with no accepted row, a rejected share above
+        ``max_rejected``, nothing to append to, or inputs already ingested. Nothing is written.
     """
-    extracted = extract(family_name, inputs, db=db, out=out, name=name, append=append, log=log)
+    extracted = extract(family_name, inputs, db=db, out=out, name=name, append=append,
+                        max_rejected=max_rejected, options=options, log=log)
     return transform_and_load(spark, extracted, log=log)
 
 
 def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.DEFAULT_DB,
             out: Path = DEFAULT_OUT, name: str | None = None, append: bool = False,
+            max_rejected: float = DEFAULT_MAX_REJECTED, options: dict[str, Any] | None = None,
             log: Callable[[str], None] = print) -> Extracted:
-    """Read the raw inputs and check them against the dataset appended to (no Spark)."""
+    """Read (or generate) the raw inputs and check them against the dataset appended to (no Spark)."""
     family = family_by_name(family_name)
+    if not 0 <= max_rejected <= 1:
+        raise InputError(f"--max-rejected must be a share between 0 and 1 (or a percentage), got {max_rejected}")
+    options = dict(options or {})
+    if family_name.startswith("synthetic:"):
+        options["generator"] = family_name.split(":", 1)[1]
     inputs = [Path(path) for path in inputs] or list(family.default_inputs)
-    name = name or family.default_name(inputs)
+    if not inputs and family_name == "csv":
+        raise InputError("the csv family needs --input")
+    name = name or family.default_name(inputs, options)
     existing = _existing_dataset(db, name, family_name, inputs) if append else None
     for path in inputs:
         log(f"[ingest] reading {path}")
-    raw = family.extract(inputs)
-    log(f"[ingest] {raw.num_rows:,} rows read from {len(inputs)} file(s)")
+    raw = family.extract(inputs, options, existing["params"] if existing else None)
+    if existing and list(raw.features) != existing["features"]:
+        raise InputError(f"dataset {name!r} has features {existing['features']}, the inputs give {list(raw.features)}")
+    log(f"[ingest] {raw.table.num_rows:,} rows read from {len(inputs) or 'the generator'}"
+        f"{' file(s)' if inputs else ''}")
+    parquet = Path(existing["parquet"]) if existing else Path(out).resolve() / name
     return Extracted(family_name=family_name, family=family, name=name, inputs=inputs, raw=raw, db=Path(db),
-                     parquet=Path(out).resolve() / f"{name}.parquet", existing=existing)
+                     parquet=parquet, max_rejected=max_rejected, existing=existing)
 
 
 def transform_and_load(spark: SparkSession, extracted: Extracted, *,
                        log: Callable[[str], None] = print) -> IngestSummary:
-    """Clean the raw rows on Spark, write the Parquet dataset and record it in DuckDB."""
-    family, existing, name = extracted.family, extracted.existing, extracted.name
+    """Clean the raw rows on Spark, write the Parquet parts and record the dataset in DuckDB."""
+    started = dt.datetime.now(dt.timezone.utc)
+    family, existing, name, raw = extracted.family, extracted.existing, extracted.name, extracted.raw
+    rows_read = raw.table.num_rows
     log(f"[ingest] cleaning on Spark ({spark.sparkContext.master})")
-    cleaned = family.transform(spark.createDataFrame(extracted.raw),
-                               seq_start=existing["rows"] if existing else 0,
-                               t_after=existing["t_max"] if existing else None)
-    rejected = cleaned.rejected.toArrow()
-    rejects = {reason: 0 for reason in family.reasons}
-    rejects.update(Counter(rejected.column("reason").to_pylist()))
-    _log_rejects(rejected, log)
+    with stage_progress(spark, log, rows=rows_read):
+        cleaned = family.transform(spark.createDataFrame(raw.table),
+                                   seq_start=existing["rows"] if existing else 0,
+                                   t_after=existing["t_max"] if existing else None, params=raw.params)
+        rejected = cleaned.rejected.toArrow()
+        rejects = {reason: 0 for reason in family.reasons}
+        rejects.update(Counter(rejected.column("reason").to_pylist()))
+        _log_rejects(rejected, log)
+        _refuse_bad_input(extracted, rejected, rejects)
 
-    rows = cleaned.rows.cache()
-    try:
-        if existing:
-            old_rows = spark.read.parquet(existing["parquet"])
-            clashes = rows.join(old_rows.select("id"), "id", "left_semi").count()
-            if clashes:
-                raise InputError(f"{clashes:,} row ids of the inputs are already in dataset {name}; "
-                                 "were these files ingested before?")
-            rows = old_rows.select(*rows.columns).unionByName(rows)
-        log(f"[ingest] writing {extracted.parquet}")
-        _write_parquet(rows, extracted.parquet)
-    finally:
-        cleaned.rows.unpersist()
-    rows_total = pq.ParquetFile(extracted.parquet).metadata.num_rows
-    t_range = pc.min_max(pq.read_table(extracted.parquet, columns=["t"]).column("t")).as_py()
-
-    previous = Counter(existing["rejects"]) if existing else Counter()
-    record = {
-        "name": name, "family": extracted.family_name,
-        "source_files": (existing["source_files"] if existing else []) + [str(p.resolve()) for p in extracted.inputs],
-        "rows_read": extracted.raw.num_rows + (existing["rows_read"] if existing else 0),
-        "rows_rejected": sum(rejects.values()) + (existing["rows_rejected"] if existing else 0),
-        "rejects": {reason: previous[reason] + rejects[reason] for reason in family.reasons},
-        "features": list(family.features), "t_unit": family.t_unit,
-        "t_min": t_range["min"], "t_max": t_range["max"],
-        "ingested_at": dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), "parquet": str(extracted.parquet),
-    }
-    with store.connection(extracted.db) as con, store.transaction(con):
-        store.insert_row(con, "datasets", record, replace=True)
-        if not existing:
-            con.execute("DELETE FROM rejected_rows WHERE dataset = ?", [name])
-        store.insert_columns(con, "rejected_rows", {
-            "dataset": [name] * rejected.num_rows,
-            **{column: rejected.column(column).to_pylist() for column in ("source_file", "line", "reason", "raw")},
-        })
-    return IngestSummary(name=name, rows_read=extracted.raw.num_rows, rejects=rejects,
-                         rows_written=rows_total - (existing["rows"] if existing else 0),
-                         rows_total=rows_total, parquet=extracted.parquet)
+        rows = cleaned.rows.cache()
+        try:
+            facts = rows.agg(F.count(F.lit(1)).alias("rows"), F.min("t").alias("t_min"),
+                             F.max("t").alias("t_max")).first()
+            if not facts["rows"]:
+                raise InputError(f"no rows to write into dataset {name!r}")
+            learned = cleaned.learned.first().asDict() if cleaned.learned is not None else {}
+            if existing:
+                _refuse_known_ids(spark, rows, existing["parquet"], name)
+            staging = Path(tempfile.mkdtemp(prefix=f".{name}-staging-", dir=_parent(extracted.parquet)))
+            try:
+                log(f"[ingest] writing {facts['rows']:,} rows under {extracted.parquet}")
+                _write_parts(rows, staging / "out", family.partition_by)
+                _publish(extracted, staging / "out", facts, rejects, rejected, learned, log)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            rows.unpersist()
+    seconds = (dt.datetime.now(dt.timezone.utc) - started).total_seconds()
+    previous_rows = existing["rows"] if existing else 0
+    return IngestSummary(name=name, rows_read=rows_read, rejects=rejects, rows_written=facts["rows"],
+                         rows_total=previous_rows + facts["rows"], parquet=extracted.parquet, seconds=seconds)
 
 
 def family_by_name(name: str) -> Family:
@@ -189,59 +222,189 @@ def family_by_name(name: str) -> Family:
         raise InputError(f"unknown trace family {name!r}; valid: {', '.join(FAMILIES)}") from None
 
 
+def parse_share(text: str) -> float:
+    """A share given as ``0.05`` or ``5%``.
+
+    >>> parse_share("5%"), parse_share("0.1")
+    (0.05, 0.1)
+    """
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a share: {text!r} (give e.g. 0.05 or 5%)") from None
+
+
+def _refuse_bad_input(extracted: Extracted, rejected: pa.Table, rejects: dict[str, int]) -> None:
+    """Raise :class:`InputError` for a file with no accepted row or a rejected share above the limit."""
+    raw = extracted.raw.table
+    if "source_file" in raw.column_names:
+        read_per_file = Counter(raw.column("source_file").to_pylist())
+        rejected_per_file: dict[str, Counter] = {}
+        for file_name, reason in zip(rejected.column("source_file").to_pylist(), rejected.column("reason").to_pylist()):
+            rejected_per_file.setdefault(file_name, Counter())[reason] += 1
+        for path in extracted.inputs:
+            read = read_per_file.get(path.name, 0)
+            if read == 0:
+                raise InputError(f"{path}: no rows to ingest (empty file, or a header only)")
+            reasons = rejected_per_file.get(path.name, Counter())
+            if sum(reasons.values()) == read:
+                raise InputError(f"{path}: none of its {read:,} rows is accepted ({_top(reasons)})")
+    rows_read, total = raw.num_rows, sum(rejects.values())
+    if rows_read and total / rows_read > extracted.max_rejected:
+        raise InputError(f"{total:,} of {rows_read:,} rows rejected ({total / rows_read:.1%}, more than the "
+                         f"{extracted.max_rejected:.1%} allowed by --max-rejected): {_top(Counter(rejects))}")
+
+
+def _top(reasons: Counter) -> str:
+    """The most frequent reasons (ties by name), e.g. ``zero_distance 959, negative_amount 191``."""
+    ranked = sorted(((count, reason) for reason, count in reasons.items() if count), key=lambda p: (-p[0], p[1]))
+    return ", ".join(f"{reason} {count:,}" for count, reason in ranked[:TOP_REASONS])
+
+
+def _refuse_known_ids(spark: SparkSession, rows: DataFrame, parquet: str, name: str) -> None:
+    old_ids = spark.read.parquet(parquet).select("id")
+    clashes = rows.join(old_ids, "id", "left_semi").count()
+    if clashes:
+        raise InputError(f"{clashes:,} row ids of the inputs are already in dataset {name}; "
+                         "were these files ingested before?")
+
+
+def _write_parts(rows: DataFrame, target: Path, partition_by: tuple[str, ...]) -> None:
+    """Write ``rows`` as Parquet parts under ``target``, one file per partition, sorted by ``seq``."""
+    if partition_by:
+        ordered = rows.repartition(*partition_by).sortWithinPartitions(*partition_by, "seq")
+        ordered.write.partitionBy(*partition_by).parquet(str(target))
+    else:
+        rows.repartition(1).sortWithinPartitions("seq").write.parquet(str(target))
+
+
+def _publish(extracted: Extracted, written: Path, facts: Any, rejects: dict[str, int], rejected: pa.Table,
+             learned: dict[str, Any], log: Callable[[str], None]) -> None:
+    """Move the written parts into the dataset and record it in DuckDB; undo the move if DuckDB fails.
+
+    A new dataset replaces the old directory in two renames; an append moves each new part
+    into its partition directory (part names hold Spark's unique job id, so they never clash).
+    """
+    existing, target = extracted.existing, extracted.parquet
+    parts = sorted(path.relative_to(written) for path in written.rglob("*.parquet"))
+    if not parts:
+        raise RuntimeError(f"Spark wrote no Parquet part under {written}")
+    moved: list[Path] = []
+    retired = None
+    if existing:
+        for part in parts:
+            destination = target / part
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(written / part, destination)
+            moved.append(destination)
+    else:
+        if target.exists():
+            retired = target.with_name(f".{target.name}-retired-{uuid.uuid4().hex[:8]}")
+            os.replace(target, retired)
+        for leftover in written.rglob("_SUCCESS"):
+            leftover.unlink()
+        os.replace(written, target)
+    try:
+        _record(extracted, facts, rejects, rejected, learned)
+    except BaseException:
+        if existing:
+            for path in moved:
+                path.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(target, ignore_errors=True)
+            if retired is not None:
+                os.replace(retired, target)
+        raise
+    if retired is not None:
+        shutil.rmtree(retired, ignore_errors=True)
+    log(f"[ingest] {len(parts)} Parquet part(s) {'added to' if existing else 'written to'} {target}")
+
+
+def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected: pa.Table,
+            learned: dict[str, Any]) -> None:
+    """The ``datasets`` row and the ``rejected_rows`` of this ingest, in one transaction."""
+    existing, family, name = extracted.existing, extracted.family, extracted.name
+    previous = Counter(existing["rejects"]) if existing else Counter()
+    params = {key: value for key, value in {**extracted.raw.params, **learned}.items() if not key.startswith("_")}
+    record = {
+        "name": name, "family": extracted.family_name,
+        "source_files": (existing["source_files"] if existing else []) + [str(p.resolve()) for p in extracted.inputs],
+        "rows_read": extracted.raw.table.num_rows + (existing["rows_read"] if existing else 0),
+        "rows_rejected": sum(rejects.values()) + (existing["rows_rejected"] if existing else 0),
+        "rejects": {reason: previous[reason] + rejects[reason] for reason in family.reasons},
+        "features": list(extracted.raw.features), "t_unit": params.get("t_unit", family.t_unit),
+        "t_min": existing["t_min"] if existing else facts["t_min"], "t_max": facts["t_max"],
+        "ingested_at": dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), "parquet": str(extracted.parquet),
+        "params": params,
+    }
+    with store.connection(extracted.db) as con, store.transaction(con):
+        store.insert_row(con, "datasets", record, replace=True)
+        if not existing:
+            con.execute("DELETE FROM rejected_rows WHERE dataset = ?", [name])
+        store.insert_columns(con, "rejected_rows", {
+            "dataset": [name] * rejected.num_rows,
+            **{column: rejected.column(column).to_pylist() for column in ("source_file", "line", "reason", "raw")},
+        })
+
+
+def _parent(directory: Path) -> Path:
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    return directory.parent
+
+
 def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Path]) -> dict[str, Any]:
     """The dataset being appended to, checked against the new inputs."""
     if not Path(db).is_file():
         raise InputError(f"no database {db} holding dataset {name!r} to append to")
     with store.connection(db) as con:
         found = con.execute(
-            "SELECT family, source_files, rows_read, rows_rejected, rejects, t_max, parquet "
+            "SELECT family, source_files, rows_read, rows_rejected, rejects, features, t_min, t_max, parquet, params "
             "FROM datasets WHERE name = ?", [name]).fetchone()
     if found is None:
         raise InputError(f"no dataset {name!r} in {db} to append to; ingest it without --append first")
-    family, sources, rows_read, rows_rejected, rejects, t_max, parquet = found
+    family, sources, rows_read, rows_rejected, rejects, features, t_min, t_max, parquet, params = found
     if family != family_name:
         raise InputError(f"dataset {name!r} is a {family} dataset, not {family_name}")
-    if not Path(parquet).is_file():
-        raise InputError(f"dataset {name!r}: its Parquet file {parquet} is missing; ingest it again")
+    if not Path(parquet).is_dir():
+        raise InputError(f"dataset {name!r}: its Parquet directory {parquet} is missing (or is an old single "
+                         "file); ingest it again without --append")
     sources = store.from_json(sources)
     seen = {Path(source).name for source in sources}
     repeated = [str(path) for path in inputs if path.name in seen]
     if repeated:
         raise InputError(f"already in dataset {name!r}: {', '.join(repeated)}")
     return {"source_files": sources, "rows_read": rows_read, "rows_rejected": rows_rejected,
-            "rejects": store.from_json(rejects), "t_max": t_max, "parquet": parquet,
-            "rows": pq.ParquetFile(parquet).metadata.num_rows}
+            "rejects": store.from_json(rejects), "features": store.from_json(features), "t_min": t_min,
+            "t_max": t_max, "parquet": parquet, "params": store.from_json(params) or {},
+            "rows": dataset_rows(parquet)}
 
 
-def _write_parquet(rows: DataFrame, target: Path) -> None:
-    """Write ``rows`` sorted by ``seq`` as one Parquet file, replacing ``target`` atomically."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.stem}-", dir=target.parent))
-    try:
-        rows.repartition(1).sortWithinPartitions("seq").write.parquet(str(staging / "out"))
-        parts = sorted((staging / "out").glob("part-*.parquet"))
-        if len(parts) != 1:
-            raise RuntimeError(f"Spark wrote {len(parts)} Parquet parts, expected one")
-        os.replace(parts[0], target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+def dataset_rows(parquet: str | Path) -> int:
+    """Rows in a dataset directory (from the parts' metadata)."""
+    return pads.dataset(str(parquet), format="parquet", partitioning="hive").count_rows()
+
+
+def read_dataset(parquet: str | Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """A dataset directory as one table in ``seq`` order (partition columns included when asked)."""
+    table = pads.dataset(str(parquet), format="parquet", partitioning="hive").to_table(columns=columns)
+    return table.take(pc.sort_indices(table, [("seq", "ascending")])) if "seq" in table.column_names else table
 
 
 def _log_rejects(rejected: pa.Table, log: Callable[[str], None]) -> None:
     """A few example lines per reason (all of them go to the ``rejected_rows`` table)."""
     shown: Counter = Counter()
-    for row in rejected.to_pylist():
+    for row in rejected.slice(0, 10_000).to_pylist():
         if shown[row["reason"]] < REJECT_EXAMPLES:
             shown[row["reason"]] += 1
             log(f"[ingest] rejected {row['source_file']}:{row['line']} ({row['reason']}): {row['raw'][:80]!r}")
 
 
 def format_summary(summary: IngestSummary) -> str:
-    reasons = ", ".join(f"{reason} {count:,}" for reason, count in summary.rejects.items())
+    reasons = ", ".join(f"{reason} {count:,}" for reason, count in summary.rejects.items()) or "none"
+    rate = summary.rows_read / summary.seconds if summary.seconds else 0.0
     return (f"[ingest] dataset {summary.name}: {summary.rows_read:,} rows read, "
             f"{summary.rows_rejected:,} rejected, {summary.rows_written:,} written "
-            f"({summary.rows_total:,} rows in the dataset)\n"
+            f"({summary.rows_total:,} rows in the dataset) in {summary.seconds:.1f} s ({rate:,.0f} rows/s)\n"
             f"[ingest] rejected by reason: {reasons}\n"
             f"[ingest] parquet: {summary.parquet}")
 
@@ -249,23 +412,75 @@ def format_summary(summary: IngestSummary) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m pipelines.ingest",
                                      description="Ingest a raw trace into a Parquet dataset recorded in DuckDB.")
-    parser.add_argument("family", help=f"trace family: {', '.join(FAMILIES)}")
+    parser.add_argument("family", help=f"trace family: stock, taxi, worldcup, csv, synthetic:<generator> "
+                                       f"({', '.join(synthetic.GENERATORS)}); or '{SAMPLES}' for every "
+                                       "shipped sample (what make run ingests)")
     parser.add_argument("--input", nargs="+", type=Path, default=[], metavar="PATH",
                         help="raw files (default: the family's sample in sample_data/)")
     parser.add_argument("--db", type=Path, default=store.DEFAULT_DB, help="DuckDB file (default %(default)s)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Parquet directory (default %(default)s)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="directory of the datasets' Parquet directories (default %(default)s)")
     parser.add_argument("--name", help="dataset name (default: from the inputs, e.g. spy)")
     parser.add_argument("--append", action="store_true",
-                        help="add the inputs after the rows already in the dataset")
+                        help="add the inputs after the rows already in the dataset, as new Parquet parts")
+    parser.add_argument("--max-rejected", type=parse_share, default=DEFAULT_MAX_REJECTED, metavar="SHARE",
+                        help="refuse the ingest when more than this share of rows is rejected "
+                             "(default 0.05; 5%% also works)")
     parser.add_argument("--master", help="Spark master (default: $SPARK_MASTER, else local[*])")
+    family = parser.add_argument_group("family options")
+    family.add_argument("--id-column", help="csv: the id column")
+    family.add_argument("--time-column", help="csv: the time column (integers)")
+    family.add_argument("--feature-columns", help="csv: feature columns, comma-separated")
+    family.add_argument("--time-unit", help="csv: unit of the time column (default ordinal)")
+    family.add_argument("--rows", type=int, help=f"synthetic: rows to generate (default {synthetic.DEFAULT_ROWS:,})")
+    family.add_argument("--dims", type=int, help="synthetic: features (object) or streams (attribute)")
+    family.add_argument("--seed", type=int, help="synthetic: random seed (default 0)")
+    family.add_argument("--sections", help="worldcup: site sections that get a stream each, comma-separated "
+                                           f"(default {','.join(worldcup.DEFAULT_SECTIONS)}; the rest is 'other')")
+    family.add_argument("--delta-t-ms", type=int, help=f"worldcup: chunk length in ms "
+                                                       f"(default {worldcup.DEFAULT_DELTA_T_MS:,})")
     return parser.parse_args(argv)
+
+
+SAMPLES = "samples"
+"""Pseudo-family of the command line: ingest every shipped sample (what ``make run`` needs) in one Spark session."""
+SAMPLE_PLAN: tuple[tuple[str, tuple[Path, ...], str | None, dict[str, Any]], ...] = (
+    ("stock", (SAMPLE_DATA / "spy_20131007_trade.zip",), "spy", {}),
+    ("stock", (SAMPLE_DATA / "spy_20131007_trade.zip", SAMPLE_DATA / "bac_20131007_trade.zip"), "market", {}),
+    ("taxi", (), None, {}),
+    ("worldcup", (), None, {}),
+    ("synthetic:drifting-gaussian", (), None, {"rows": 100_000, "dims": 3}),
+)
+"""(family, inputs (default: the family's sample), dataset name, options) of each shipped sample."""
+
+
+def ingest_samples(db: Path, out: Path, master: str | None, max_rejected: float,
+                   log: Callable[[str], None] = print) -> list[IngestSummary]:
+    """Ingest every entry of :data:`SAMPLE_PLAN`: all extracted first (a bad file fails before Spark)."""
+    extracted = [extract(family, inputs, db=db, out=out, name=name, max_rejected=max_rejected, options=options,
+                         log=log) for family, inputs, name, options in SAMPLE_PLAN]
+    summaries = []
+    with spark_session("topk-ingest-samples", master) as spark:
+        for item in extracted:
+            summaries.append(transform_and_load(spark, item, log=log))
+            log(format_summary(summaries[-1]))
+    return summaries
+
+
+OPTION_NAMES = ("id_column", "time_column", "feature_columns", "time_unit", "rows", "dims", "seed", "sections",
+                "delta_t_ms")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    options = {key: getattr(args, key) for key in OPTION_NAMES if getattr(args, key) is not None}
 
     def job() -> int:
-        extracted = extract(args.family, args.input, db=args.db, out=args.out, name=args.name, append=args.append)
+        if args.family == SAMPLES:
+            ingest_samples(args.db, args.out, args.master, args.max_rejected)
+            return 0
+        extracted = extract(args.family, args.input, db=args.db, out=args.out, name=args.name, append=args.append,
+                            max_rejected=args.max_rejected, options=options)
         with spark_session("topk-ingest", args.master) as spark:
             summary = transform_and_load(spark, extracted)
         print(format_summary(summary))

@@ -3,14 +3,15 @@
 ``python -m pipelines.replay --config pipelines/configs/demo.json [--db var/topk.duckdb]
 [--resume] [--run-id ID] [--master URL]``
 
-Every (query, algorithm, shard) pair is a Spark task (:mod:`pipelines.replay_tasks`). The
-replay advances in segments of ``snapshot_every`` slides: each segment is one Spark job whose
-tasks start from the previous segment's state; the driver merges the shards' answers per
-slide (top ``k`` of the union), measures every algorithm against the oracle, and writes the
-segment's answers, metrics and snapshots in one DuckDB transaction. A run therefore
-always stops at a complete snapshot, and ``--resume`` continues from it over the rows not
-yet replayed (for instance a day appended by ``pipelines.ingest --append``), writing
-nothing when there is nothing new.
+One Spark job runs one task per (query, algorithm, shard) (:mod:`pipelines.replay_tasks`):
+each task replays its whole range in one pass and stages, every segment of slides, its
+answers, stats and state as files.  While the job runs, the driver bulk-loads every complete
+segment into DuckDB (:mod:`pipelines.replay_load`: the shard merge is a window function,
+precision and error come from ``engine.metrics``), one transaction per query and load, so
+the snapshots in DuckDB always come with the answers they cover.  A run killed or
+interrupted at any point therefore resumes (``--resume``) from its last complete snapshot
+over the rows not yet replayed (for instance a day appended by ``pipelines.ingest
+--append``), writing nothing when there is nothing new.
 """
 
 from __future__ import annotations
@@ -18,44 +19,61 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import fcntl
 import json
-import math
+import shutil
+import signal
 import sys
+import threading
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
-import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 import engine
-from engine import Answer, Query
+from engine import Query
 
-from engine import metrics
-
-from . import store
+from . import replay_load, store
 from .errors import InputError, exit_status
 from .replay_config import SEGMENT_ROWS, ReplayConfig, parse_config, read_config
-from .replay_tasks import SegmentResult, SegmentTask, run_segment
+from .replay_load import QueryLoad
+from .replay_tasks import ReplayTask, is_attribute_dataset, read_rows, run_partition
 from .spark import spark_session
+
+POLL_SECONDS = 0.5
+"""How often the driver looks for complete segments while the job runs."""
+PROGRESS_SECONDS = 5.0
+"""How often the driver logs progress inside the job."""
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived: the replay stops at its last complete snapshot."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """What the driver needs of a dataset: its file, features, row count and times."""
+    """What the driver needs of a dataset: its Parquet, features (or streams), times, stream model."""
 
     name: str
     parquet: str
     features: tuple[str, ...]
     t: np.ndarray
+    attribute: bool = False
 
     @property
     def rows(self) -> int:
         return len(self.t)
+
+    @property
+    def stream(self) -> str:
+        """``incomplete`` for attribute streams, else ``single``."""
+        return "incomplete" if self.attribute else "single"
 
 
 @dataclass
@@ -81,25 +99,14 @@ class QueryProgress:
 
 
 @dataclass
-class AlgorithmTotals:
-    """Running sums for the end-of-run summary of one (query, algorithm)."""
-
-    slides: int = 0
-    precision: float = 0.0
-    error: float = 0.0
-    candidates: int = 0
-    seconds: float = 0.0
-
-
-@dataclass
 class ReplaySummary:
-    """What a replay did."""
+    """What a replay did; ``totals`` maps (query, algorithm) to mean precision, error, candidates, ms/slide."""
 
     run_id: str
     resumed: bool
     slides_written: int = 0
     answer_rows: int = 0
-    totals: dict[tuple[int, str], AlgorithmTotals] = field(default_factory=lambda: defaultdict(AlgorithmTotals))
+    totals: dict[tuple[int, str], tuple[int, float, float, float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -123,8 +130,24 @@ class ReplayPlan:
         """A resumed run with no new complete slide: there is nothing to do or write."""
         return self.resumed and self.remaining == 0
 
+    @property
+    def staging(self) -> Path:
+        return staging_directory(self.db, self.run_id)
+
     def up_to_date_message(self) -> str:
         return f"[replay] run {self.run_id} is up to date with dataset {self.dataset.name}: nothing new to replay"
+
+
+def staging_directory(db: Path, run_id: str) -> Path:
+    """``<db dir>/<db file name>.staging/<run>``: per database file and run, so none collide."""
+    db = Path(db).resolve()
+    return db.parent / f"{db.name}.staging" / run_id
+
+
+def lock_path(db: Path, run_id: str) -> Path:
+    """``<db dir>/<db file name>.locks/<run>.lock``: two database files never share a lock."""
+    db = Path(db).resolve()
+    return db.parent / f"{db.name}.locks" / f"{run_id}.lock"
 
 
 def replay(spark: SparkSession, config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = False,
@@ -156,10 +179,10 @@ def replay(spark: SparkSession, config_path: Path, *, db: Path = store.DEFAULT_D
 
 def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = False,
             run_id: str | None = None) -> ReplayPlan:
-    """Validate the config against its dataset and find where the run starts (no Spark)."""
+    """Validate the config against its dataset and find where the run starts (no Spark, no write)."""
     raw = read_config(config_path)
     dataset = load_dataset(db, raw["dataset"])
-    config = parse_config(raw, dataset.features)
+    config = parse_config(raw, dataset.features, dataset.stream)
     with store.connection(db) as con:
         previous = find_run(con, config, run_id) if resume else None
         if previous is None:
@@ -190,16 +213,24 @@ def execute(spark: SparkSession, plan: ReplayPlan, *, log: Callable[[str], None]
             f"{len(config.queries)} quer{'y' if len(config.queries) == 1 else 'ies'} x "
             f"{len(config.algorithms)} algorithms x {config.shards} shard(s), {remaining:,} slides to replay")
         try:
-            run_segments(spark, config, dataset, run_id, plan.progress, summary, db, log)
+            run_job(spark, plan, summary, log)
+        except Interrupted:
+            mark(db, run_id, "interrupted")
+            raise
         except BaseException:
-            with contextlib.suppress(Exception), store.connection(db) as con:
-                con.execute("UPDATE runs SET status = 'failed' WHERE run_id = ?", [run_id])
+            mark(db, run_id, "failed")
             raise
     return summary
 
 
+def mark(db: Path, run_id: str, status: str) -> None:
+    """Set the run's status, if the database can be opened at all."""
+    with contextlib.suppress(Exception), store.connection(db, wait_seconds=5.0) as con:
+        con.execute("UPDATE runs SET status = ? WHERE run_id = ?", [status, run_id])
+
+
 def load_dataset(db: Path, name: str) -> Dataset:
-    """The dataset ``name`` recorded in ``db``, with its times read from its Parquet file."""
+    """The dataset ``name`` recorded in ``db``, with its times (in ``seq`` order) read from its Parquet."""
     if not Path(db).is_file():
         raise InputError(f"no database {db}; run python -m pipelines.ingest first")
     with store.connection(db) as con:
@@ -208,10 +239,13 @@ def load_dataset(db: Path, name: str) -> Dataset:
         raise InputError(f"no dataset {name!r} in {db}; run python -m pipelines.ingest first")
     parquet, features = found
     try:
-        t = pq.read_table(parquet, columns=["t"]).column("t").to_numpy()
+        attribute = is_attribute_dataset(parquet)
+        chunks = [chunk.column("t").to_numpy() for chunk in read_rows(parquet, ("t",), chunk_rows=1 << 22)]
     except (OSError, ValueError) as error:
         raise InputError(f"dataset {name!r}: cannot read {parquet} ({error})") from None
-    return Dataset(name=name, parquet=parquet, features=tuple(store.from_json(features)), t=t)
+    t = np.concatenate(chunks) if chunks else np.empty(0, np.int64)
+    return Dataset(name=name, parquet=str(parquet), features=tuple(store.from_json(features)), t=t,
+                   attribute=attribute)
 
 
 def find_run(con, config: ReplayConfig, run_id: str | None) -> str | None:
@@ -267,7 +301,7 @@ def plan(con, config: ReplayConfig, dataset: Dataset, resumed_run: str | None) -
             states = {key: state for key, (_, _, state) in found.items()}
             for (label, shard), state in states.items():
                 check_state(state, query, f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}")
-        segment_slides = config.snapshot_every or max(1, math.ceil(SEGMENT_ROWS * total / max(dataset.rows, 1)))
+        segment_slides = config.snapshot_every or max(1, -(-SEGMENT_ROWS * total // max(dataset.rows, 1)))
         progress.append(QueryProgress(query_id=query_id, query=query, origin=origin, next_slide=next_slide,
                                       total_slides=total, segment_slides=segment_slides, states=states))
     return progress
@@ -325,144 +359,154 @@ def start_run(con, run_id: str, config: ReplayConfig, master: str, *, finished: 
         "kind": [q.kind for q in config.queries]})
 
 
-def run_segments(spark: SparkSession, config: ReplayConfig, dataset: Dataset, run_id: str,
-                 progress: list[QueryProgress], summary: ReplaySummary, db: Path,
-                 log: Callable[[str], None]) -> None:
-    """Replay every query to the end of the dataset, one segment (Spark job + transaction) at a time."""
+def replay_tasks(plan: ReplayPlan) -> list[ReplayTask]:
+    """One task per (query, algorithm, shard) with slides left, heaviest window first."""
+    config, dataset = plan.config, plan.dataset
+    columns = ("stream", "value") if dataset.attribute else dataset.features
+    tasks = []
+    for p in plan.progress:
+        if not p.remaining:
+            continue
+        start = p.origin + p.next_slide * p.query.slide
+        first_row = last_seq_before(p.query, dataset.t, start) + 1
+        for index, spec in enumerate(config.algorithms):
+            for shard in range(config.shards):
+                tasks.append(ReplayTask(
+                    query_id=p.query_id, algorithm_index=index, label=spec.label, algorithm=spec.name,
+                    params=spec.params, query=p.query.to_dict(), shard=shard, shards=config.shards,
+                    shard_by="id" if dataset.attribute else "seq", source=dataset.parquet, columns=columns,
+                    attribute=dataset.attribute, first_slide=p.next_slide, first_row=first_row, start=start,
+                    slides=p.remaining, segment=p.segment_slides,
+                    plugins=config.plugins, staging=str(plan.staging), state=p.states[(spec.label, shard)]))
+    return sorted(tasks, key=lambda task: -task.query["window"] if task.query["kind"] == "count" else 0)
+
+
+def query_loads(plan: ReplayPlan) -> list[QueryLoad]:
+    labels = [spec.label for spec in plan.config.algorithms]
+    return [QueryLoad(query_id=p.query_id, k=p.query.k, next_slide=p.next_slide, total_slides=p.total_slides,
+                      origin=p.origin, slide=p.query.slide,
+                      tasks=replay_load.staged_tasks(plan.staging, p.query_id, labels, plan.config.shards),
+                      last_seq=lambda end, q=p.query: last_seq_before(q, plan.dataset.t, end))
+            for p in plan.progress]
+
+
+def run_job(spark: SparkSession, plan: ReplayPlan, summary: ReplaySummary, log: Callable[[str], None]) -> None:
+    """One Spark job for every task; the driver loads complete segments into DuckDB as they appear."""
+    shutil.rmtree(plan.staging, ignore_errors=True)
+    plan.staging.mkdir(parents=True)
+    tasks = replay_tasks(plan)
+    loads = query_loads(plan)
+    if not tasks:  # no query has a complete slide: the run was recorded as finished
+        return
     context = spark.sparkContext
+    outcome: dict[str, BaseException] = {}
+
+    def job() -> None:
+        try:
+            context.setJobGroup(f"replay-{plan.run_id}", f"replay {plan.run_id}", interruptOnCancel=True)
+            context.parallelize([task.to_json() for task in tasks], len(tasks)).mapPartitions(run_partition).collect()
+        except BaseException as error:  # noqa: BLE001 - reported by the driver thread below
+            outcome["error"] = error
+
     began = time.perf_counter()
-    while any(p.remaining for p in progress):
-        segment = [(p, min(p.remaining, p.segment_slides)) for p in progress if p.remaining]
-        tasks = [task for p, slides in segment for task in segment_tasks(config, dataset, p, slides)]
-        results = {r.key: r for r in context.parallelize(tasks, len(tasks)).map(run_segment).collect()}
-        last = all(p.remaining == slides for p, slides in segment)
-        with store.connection(db) as con, store.transaction(con):
-            for p, slides in segment:
-                write_segment(con, config, dataset, run_id, p, slides, results, summary)
-            if last:
-                con.execute("UPDATE runs SET status = 'finished', finished_at = ? WHERE run_id = ?",
-                            [utcnow(), run_id])
-        for p, slides in segment:
-            p.next_slide += slides
-            p.states = {(label, shard): results[(p.query_id, label, shard)].state for label, shard in p.states}
-            log(f"[replay] query {p.query_id}: slide {p.next_slide:,}/{p.total_slides:,} "
-                f"({100 * p.next_slide / max(p.total_slides, 1):.0f}%) | {time.perf_counter() - began:.1f} s")
+    reporter = ProgressReporter(loads, log, began)
+    thread = threading.Thread(target=job, name="replay-job", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(POLL_SECONDS)
+            load_complete(plan, loads, summary)
+            reporter.maybe_report()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            context.cancelJobGroup(f"replay-{plan.run_id}")
+        thread.join(30)
+        raise
+    load_complete(plan, loads, summary)
+    if "error" in outcome:
+        raise RuntimeError(f"replay task failed: {task_failure(outcome['error'])}") from None
+    if not all(load.done for load in loads):
+        raise RuntimeError("the replay job ended but some segments were never staged")
+    reporter.report()
+    shutil.rmtree(plan.staging, ignore_errors=True)
+    summarize(plan, loads, summary)
 
 
-def segment_tasks(config: ReplayConfig, dataset: Dataset, progress: QueryProgress, slides: int) -> Iterator[SegmentTask]:
-    """The tasks replaying the next ``slides`` slides of one query: one per algorithm and shard."""
-    query, s = progress.query, progress.query.slide
-    start = progress.origin + progress.next_slide * s
-    first_row = last_seq_before(query, dataset.t, start) + 1
-    stop_row = last_seq_before(query, dataset.t, start + slides * s) + 1
-    if query.kind == "time":
-        stop_row += 1
-    for spec in config.algorithms:
-        for shard in range(config.shards):
-            yield SegmentTask(query_id=progress.query_id, label=spec.label, algorithm=spec.name,
-                              params=spec.params, query=query.to_dict(), shard=shard, shards=config.shards,
-                              parquet=dataset.parquet, features=dataset.features,
-                              state=progress.states[(spec.label, shard)], rows=(first_row, stop_row),
-                              start=start, slides=slides)
+def task_failure(error: BaseException) -> str:
+    """The last line of a task's Python exception (Spark wraps it in a Java stack trace)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    python = [line for line in lines if line.split(":")[0].endswith(("Error", "Exception"))
+              and not line.startswith(("org.", "py4j", "java."))]
+    return python[-1] if python else (lines[0] if lines else type(error).__name__)
 
 
-@dataclass(frozen=True)
-class MergedSlides:
-    """One algorithm's answers and stats over a segment, its shards merged."""
-
-    answers: list[Answer]
-    candidates: np.ndarray
-    retained: np.ndarray
-    bytes: np.ndarray
-    seconds: np.ndarray
-
-
-def merge_shards(results: Sequence[SegmentResult], k: int) -> MergedSlides:
-    """Per slide: top ``k`` of the union of the shards' answers; stats summed, time the slowest shard's."""
-    per_shard = [split_answers(result) for result in results]
-    if len(per_shard) == 1:
-        answers = per_shard[0]
-    else:
-        answers = [Answer.ranked(np.concatenate([a.ids for a in slide]), np.concatenate([a.scores for a in slide]),
-                                 np.concatenate([a.seq for a in slide]), k)
-                   for slide in zip(*per_shard)]
-    return MergedSlides(answers=answers,
-                        candidates=sum(r.candidates for r in results), retained=sum(r.retained for r in results),
-                        bytes=sum(r.bytes for r in results),
-                        seconds=np.max([r.seconds for r in results], axis=0))
+def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySummary) -> None:
+    """Load every complete segment not loaded yet: one transaction per query."""
+    pending = [(load, markers) for load in loads if not load.done for markers in [load.markers()] if markers]
+    if not pending:
+        return
+    config = plan.config
+    with store.connection(plan.db) as con:
+        replay_load.register_metrics(con, config.stream)
+        for load, markers in pending:
+            with store.transaction(con):
+                slides = replay_load.load(con, plan.run_id, load, markers, reference=config.reference,
+                                          keep_snapshots=config.keep_snapshots, created_at=utcnow())
+                if all(other.done for other in loads):
+                    con.execute("UPDATE runs SET status = 'finished', finished_at = ? WHERE run_id = ?",
+                                [utcnow(), plan.run_id])
+            replay_load.remove_loaded(load, markers)
+            summary.slides_written += slides
 
 
-def split_answers(result: SegmentResult) -> list[Answer]:
-    bounds = np.cumsum(result.counts)[:-1]
-    return [Answer(ids, scores, seq) for ids, scores, seq in
-            zip(np.split(result.ids, bounds), np.split(result.scores, bounds), np.split(result.seq, bounds))]
+class ProgressReporter:
+    """Logs, every :data:`PROGRESS_SECONDS`, each query's slides replayed and loaded, and the rate."""
+
+    def __init__(self, loads: list[QueryLoad], log: Callable[[str], None], began: float) -> None:
+        self.loads, self.log, self.began = loads, log, began
+        self.first = {load.query_id: load.next_slide for load in loads}
+        self.last_report = began
+
+    def maybe_report(self) -> None:
+        if time.perf_counter() - self.last_report >= PROGRESS_SECONDS:
+            self.report()
+
+    def report(self) -> None:
+        elapsed = time.perf_counter() - self.began
+        for load in self.loads:
+            replayed = load.replayed()
+            rate = (replayed - self.first[load.query_id]) / max(elapsed, 1e-9)
+            self.log(f"[replay] query {load.query_id}: slide {replayed:,}/{load.total_slides:,} "
+                     f"({100 * replayed / max(load.total_slides, 1):.0f}%) replayed, {load.next_slide:,} loaded"
+                     f" | {rate:,.0f} slides/s | {elapsed:.1f} s")
+        self.last_report = time.perf_counter()
 
 
-def quality(answers: Sequence[Answer], exact: Sequence[Answer]) -> tuple[np.ndarray, np.ndarray]:
-    """Per slide: ``engine.metrics`` precision and relative error of ``answers`` against ``exact``."""
-    return (np.array([metrics.precision(e, a) for a, e in zip(answers, exact)], np.float64),
-            np.array([metrics.relative_error(e, a) for a, e in zip(answers, exact)], np.float64))
-
-
-def write_segment(con, config: ReplayConfig, dataset: Dataset, run_id: str, progress: QueryProgress,
-                  slides: int, results: dict, summary: ReplaySummary) -> None:
-    """Insert one query's segment: answers, slide metrics (against the oracle) and snapshots."""
-    query_id, k = progress.query_id, progress.query.k
-    slide_numbers = np.arange(progress.next_slide, progress.next_slide + slides, dtype=np.int64)
-    ends = progress.origin + (slide_numbers + 1) * progress.query.slide
-    for spec in config.algorithms:
-        for shard in range(config.shards):
-            if not np.array_equal(results[(query_id, spec.label, shard)].ends, ends):
-                raise RuntimeError(f"task {(query_id, spec.label, shard)} replayed other slides than planned")
-    merged = {spec.label: merge_shards([results[(query_id, spec.label, shard)] for shard in range(config.shards)], k)
-              for spec in config.algorithms}
-    exact = merged[config.reference].answers
-    for label, slides_of in merged.items():
-        counts = np.array([len(a) for a in slides_of.answers], np.int64)
-        offsets = np.repeat(np.cumsum(counts) - counts, counts)
-        store.insert_columns(con, "answers", {
-            "run_id": [run_id] * int(counts.sum()), "query_id": np.full(counts.sum(), query_id, np.int32),
-            "algorithm": [label] * int(counts.sum()),
-            "slide": np.repeat(slide_numbers, counts), "end": np.repeat(ends, counts),
-            "rank": (np.arange(counts.sum()) - offsets + 1).astype(np.int32),
-            "object_id": np.concatenate([a.ids for a in slides_of.answers]),
-            "score": np.concatenate([a.scores for a in slides_of.answers])})
-        precision, error = quality(slides_of.answers, exact)
-        store.insert_columns(con, "slide_metrics", {
-            "run_id": [run_id] * slides, "query_id": np.full(slides, query_id, np.int32),
-            "algorithm": [label] * slides, "slide": slide_numbers, "end": ends,
-            "candidates": slides_of.candidates, "retained": slides_of.retained, "bytes": slides_of.bytes,
-            "seconds": slides_of.seconds, "precision": precision, "error": error})
-        totals = summary.totals[(query_id, label)]
-        totals.slides += slides
-        totals.precision += float(precision.sum())
-        totals.error += float(error.sum())
-        totals.candidates += int(slides_of.candidates.sum())
-        totals.seconds += float(slides_of.seconds.sum())
-        summary.answer_rows += int(counts.sum())
-    summary.slides_written += slides
-    last_seq = last_seq_before(progress.query, dataset.t, int(ends[-1]))
-    snapshots = [results[(query_id, spec.label, shard)] for spec in config.algorithms for shard in range(config.shards)]
-    store.insert_columns(con, "snapshots", {
-        "run_id": [run_id] * len(snapshots), "query_id": np.full(len(snapshots), query_id, np.int32),
-        "algorithm": [r.key[1] for r in snapshots], "shard": np.array([r.key[2] for r in snapshots], np.int32),
-        "slide": np.full(len(snapshots), slide_numbers[-1], np.int64),
-        "last_seq": np.full(len(snapshots), last_seq, np.int64),
-        "format_version": np.array([r.format_version for r in snapshots], np.int32),
-        "state": [r.state for r in snapshots], "checksum": [r.checksum for r in snapshots],
-        "created_at": [utcnow()] * len(snapshots)})
+def summarize(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySummary) -> None:
+    """Mean precision, error, candidates and ms/slide of the slides this replay wrote."""
+    summary.answer_rows = sum(load.answer_rows for load in loads)
+    with store.connection(plan.db) as con:
+        for load, progress in zip(loads, plan.progress):
+            rows = con.execute(
+                "SELECT algorithm, count(*), avg(precision), avg(error), avg(candidates), avg(seconds) "
+                "FROM slide_metrics WHERE run_id = ? AND query_id = ? AND slide >= ? GROUP BY algorithm",
+                [plan.run_id, load.query_id, progress.next_slide]).fetchall()
+            for label, *values in rows:
+                summary.totals[(load.query_id, label)] = tuple(values)
 
 
 @contextlib.contextmanager
 def exclusive_run(db: Path, run_id: str) -> Iterator[None]:
-    """Hold a per-run lock file so that two processes never replay the same run at once."""
-    lock_dir = Path(db).parent / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{run_id}.lock", "w") as handle:
+    """Hold a lock file per database file and run so that two processes never replay the same run."""
+    import fcntl
+
+    path = lock_path(db, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise InputError(f"run {run_id} is being replayed by another process") from None
+            raise InputError(f"run {run_id} of {db} is being replayed by another process") from None
         yield
 
 
@@ -473,12 +517,29 @@ def utcnow() -> dt.datetime:
 def format_summary(summary: ReplaySummary) -> str:
     lines = [f"[replay] run {summary.run_id}: {summary.slides_written:,} slides, "
              f"{summary.answer_rows:,} answer rows written"]
-    for (query_id, label), totals in sorted(summary.totals.items()):
-        n = max(totals.slides, 1)
-        lines.append(f"[replay]   query {query_id} {label:<12} precision {totals.precision / n:.4f}  "
-                     f"error {totals.error / n:.4g}  candidates {totals.candidates / n:,.1f}  "
-                     f"{1000 * totals.seconds / n:.3f} ms/slide")
+    for (query_id, label), (_, precision, error, candidates, seconds) in sorted(summary.totals.items()):
+        lines.append(f"[replay]   query {query_id} {label:<12} precision {precision:.4f}  "
+                     f"error {error:.4g}  candidates {candidates:,.1f}  {1000 * seconds:.3f} ms/slide")
     return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` once (later signals are ignored while it unwinds)."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum, frame):
+        for other in previous:
+            signal.signal(other, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    for signum in previous:
+        signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        for signum, action in previous.items():
+            signal.signal(signum, action)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -496,19 +557,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     began = time.perf_counter()
+    prepared: list[ReplayPlan] = []
 
     def job() -> int:
-        prepared = prepare(args.config, db=args.db, resume=args.resume, run_id=args.run_id)
-        if prepared.up_to_date:
-            print(prepared.up_to_date_message())
+        plan = prepare(args.config, db=args.db, resume=args.resume, run_id=args.run_id)
+        prepared.append(plan)
+        if plan.up_to_date:
+            print(plan.up_to_date_message())
             return 0
-        with spark_session("topk-replay", args.master) as spark:
-            summary = execute(spark, prepared)
+        with spark_session("topk-replay", args.master) as spark, interruptible():
+            print(f"[replay] Spark {spark.sparkContext.master} started in {time.perf_counter() - began:.1f} s")
+            summary = execute(spark, plan)
         print(format_summary(summary))
         print(f"[replay] done in {time.perf_counter() - began:.1f} s")
         return 0
 
-    return exit_status(job)
+    try:
+        with interruptible():
+            return exit_status(job)
+    except (Interrupted, KeyboardInterrupt) as stop:
+        signum = getattr(stop, "signum", signal.SIGINT)
+        where = (f"run {prepared[0].run_id} marked interrupted; continue it with --resume" if prepared
+                 else "nothing was written")
+        print(f"[replay] stopped by {signal.Signals(signum).name}: {where}", file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":

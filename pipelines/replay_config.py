@@ -5,22 +5,30 @@ A config is a JSON object::
     {
       "name": "demo",                 # optional: run name, default the file's stem
       "dataset": "spy",               # a dataset recorded by pipelines.ingest
-      "shards": 1,                    # optional: C, rows go to shard seq % C
-      "snapshot_every": 100,          # optional: slides between snapshots (default: about
-                                      # SEGMENT_ROWS rows' worth of slides)
+      "shards": 1,                    # optional: C; object streams shard by seq % C,
+                                      # attribute streams by a hash of the object id % C
+      "snapshot_every": 100,          # optional: slides per segment (loaded into DuckDB and
+                                      # snapshotted together; default about SEGMENT_ROWS rows)
+      "keep_snapshots": 2,            # optional: complete snapshots kept per task (default 2)
+      "plugins": ["my_algorithms"],   # optional: modules that register more algorithms
+                                      # (importable on the driver and every executor)
       "queries": [{"weights": {"notional": 1.0}, "k": 10, "window": 10000, "slide": 500,
                    "kind": "count"}],
       "algorithms": [{"name": "oracle"}, {"name": "mintopk", "params": {"prefilter": true}}]
     }
 
 ``weights`` is a list (one per dataset feature) or a mapping feature -> weight (missing
-features weigh 0). An algorithm entry may carry a ``label`` (its name in the results; by
-default the name, plus the parameters when there are any). The exact answer every metric is
-measured against comes from ``oracle``, which is added when the config does not list it.
+features, or streams of an attribute-stream dataset, weigh 0). An algorithm entry may carry a
+``label`` (its name in the results; by default the name, plus the parameters when there are
+any). The exact answer every metric is measured against comes from ``oracle`` (object
+streams) or ``oracle-incomplete`` (attribute streams), added when the config does not list it.
+Refused before Spark starts, besides malformed fields: a count window smaller than ``k``, a
+query whose weights are all 0, and algorithms of the other stream model than the dataset's.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +39,13 @@ from engine import Query
 
 from .errors import InputError
 
-REFERENCE = "oracle"
-SEGMENT_ROWS = 50_000
-"""Rows per segment when ``snapshot_every`` is not given (each segment is one Spark job)."""
-CONFIG_KEYS = {"name", "dataset", "shards", "snapshot_every", "queries", "algorithms"}
+REFERENCES = {"single": "oracle", "incomplete": "oracle-incomplete"}
+"""The exact algorithm every other is measured against, by stream model."""
+SEGMENT_ROWS = 250_000
+"""Rows per segment when ``snapshot_every`` is not given."""
+KEEP_SNAPSHOTS = 2
+CONFIG_KEYS = {"name", "dataset", "shards", "snapshot_every", "keep_snapshots", "plugins",
+               "queries", "algorithms"}
 QUERY_KEYS = {"weights", "k", "window", "slide", "kind"}
 ALGORITHM_KEYS = {"name", "params", "label"}
 
@@ -61,17 +72,23 @@ class ReplayConfig:
     algorithms: tuple[AlgorithmSpec, ...]
     shards: int = 1
     snapshot_every: int | None = None
-    """Slides per segment (snapshot, Spark job and transaction); ``None``: about :data:`SEGMENT_ROWS` rows."""
+    """Slides per segment (snapshot and DuckDB transaction); ``None``: about :data:`SEGMENT_ROWS` rows."""
+    keep_snapshots: int = KEEP_SNAPSHOTS
+    plugins: tuple[str, ...] = ()
+    stream: str = "single"
+    """The dataset's stream model: ``single`` (object stream) or ``incomplete`` (attribute streams)."""
 
     @property
     def reference(self) -> str:
-        """Label of the algorithm whose answers are exact (the oracle)."""
-        return next(spec.label for spec in self.algorithms if spec.name == REFERENCE)
+        """Label of the algorithm whose answers are exact (the oracle of the stream model)."""
+        return next(spec.label for spec in self.algorithms if spec.name == REFERENCES[self.stream])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, as stored in ``runs.config``."""
         return {"name": self.name, "dataset": self.dataset, "shards": self.shards,
-                "snapshot_every": self.snapshot_every, "reference": self.reference,
+                "snapshot_every": self.snapshot_every, "keep_snapshots": self.keep_snapshots,
+                "plugins": list(self.plugins), "stream": self.stream,
+                "reference": self.reference,
                 "queries": [query.to_dict() for query in self.queries],
                 "algorithms": [spec.to_dict() for spec in self.algorithms]}
 
@@ -99,11 +116,21 @@ def read_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def parse_config(data: dict[str, Any], features: Sequence[str]) -> ReplayConfig:
-    """Validate a raw config against the dataset's ``features``; problems raise :class:`InputError`."""
+def parse_config(data: dict[str, Any], features: Sequence[str], stream: str = "single") -> ReplayConfig:
+    """Validate a raw config against the dataset's ``features`` (stream names of an attribute-stream
+    dataset) and stream model; problems raise :class:`InputError`."""
     _check_keys(data, CONFIG_KEYS, "config")
     shards = _positive_int(data, "shards", 1)
     snapshot_every = _positive_int(data, "snapshot_every", None)
+    keep_snapshots = _positive_int(data, "keep_snapshots", KEEP_SNAPSHOTS)
+    plugins = data.get("plugins", [])
+    if not isinstance(plugins, list) or not all(isinstance(name, str) for name in plugins):
+        raise InputError("config: 'plugins' must be a list of module names")
+    for name in plugins:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise InputError(f"config: plugin {name!r} cannot be imported ({error})") from None
     queries = data.get("queries")
     if not isinstance(queries, list) or not queries:
         raise InputError("config: 'queries' must be a non-empty list")
@@ -111,15 +138,20 @@ def parse_config(data: dict[str, Any], features: Sequence[str]) -> ReplayConfig:
     algorithms = data.get("algorithms")
     if not isinstance(algorithms, list) or not algorithms:
         raise InputError("config: 'algorithms' must be a non-empty list")
-    specs = [_parse_algorithm(i, entry, parsed_queries) for i, entry in enumerate(algorithms)]
-    if not any(spec.name == REFERENCE for spec in specs):
-        specs.append(AlgorithmSpec(label=REFERENCE, name=REFERENCE))
+    specs = [_parse_algorithm(i, entry, parsed_queries, stream) for i, entry in enumerate(algorithms)]
+    reference = REFERENCES[stream]
+    if not any(spec.name == reference for spec in specs):
+        if reference not in {info.name for info in engine.available()}:
+            raise InputError(f"config: the reference algorithm {reference} is not registered in the engine")
+        specs.append(AlgorithmSpec(label=reference, name=reference))
     labels = [spec.label for spec in specs]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise InputError(f"config: algorithm labels must be unique, repeated: {', '.join(repeated)}")
     return ReplayConfig(name=str(data["name"]), dataset=data["dataset"], queries=parsed_queries,
-                        algorithms=tuple(specs), shards=shards, snapshot_every=snapshot_every)
+                        algorithms=tuple(specs), shards=shards, snapshot_every=snapshot_every,
+                        keep_snapshots=keep_snapshots, plugins=tuple(plugins),
+                        stream=stream)
 
 
 def _parse_query(index: int, query: Any, features: Sequence[str]) -> Query:
@@ -137,13 +169,20 @@ def _parse_query(index: int, query: Any, features: Sequence[str]) -> Query:
         raise InputError(f"config: query {index}: {len(weights)} weight(s) for {len(features)} "
                          f"feature(s) ({', '.join(features)})")
     try:
-        return Query(weights=weights, k=query.get("k"), window=query.get("window"),
-                     slide=query.get("slide"), kind=query.get("kind", "count"))
+        parsed = Query(weights=weights, k=query.get("k"), window=query.get("window"),
+                       slide=query.get("slide"), kind=query.get("kind", "count"))
     except ValueError as error:
         raise InputError(f"config: query {index}: {error}") from None
+    if parsed.kind == "count" and parsed.k > parsed.window:
+        raise InputError(f"config: query {index}: k ({parsed.k}) is larger than the count window "
+                         f"({parsed.window}); no answer could hold k objects")
+    if not any(parsed.weights):
+        raise InputError(f"config: query {index}: every weight is 0, so every object scores 0; "
+                         "give at least one feature a weight")
+    return parsed
 
 
-def _parse_algorithm(index: int, entry: Any, queries: Sequence[Query]) -> AlgorithmSpec:
+def _parse_algorithm(index: int, entry: Any, queries: Sequence[Query], stream: str) -> AlgorithmSpec:
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
         raise InputError(f"config: algorithm {index} must be an object with a 'name'")
     _check_keys(entry, ALGORITHM_KEYS, f"algorithm {index}")
@@ -156,9 +195,10 @@ def _parse_algorithm(index: int, entry: Any, queries: Sequence[Query]) -> Algori
     except ValueError as error:
         raise InputError(f"config: algorithm {index} ({name}): {error}") from None
     info = next(info for info in engine.available() if info.name == name)
-    if info.stream != "single":
-        raise InputError(f"config: algorithm {index} ({name}) reads {info.stream} streams; "
-                         "replay feeds object streams")
+    if info.stream != stream:
+        kind = "attribute streams (id, stream, value, t)" if stream == "incomplete" else "object streams"
+        raise InputError(f"config: algorithm {index} ({name}) reads {info.stream} streams, but the dataset "
+                         f"holds {kind}")
     label = entry.get("label") or (name if not params else
                                    f"{name}({','.join(f'{key}={params[key]}' for key in sorted(params))})")
     return AlgorithmSpec(label=str(label), name=name, params=dict(params))

@@ -1,136 +1,361 @@
-"""The Spark task of a replay: one (query, algorithm, shard) over one segment of slides.
+"""The Spark task of a replay: one (query, algorithm, shard) over its whole range, in one pass.
 
-A task starts from the algorithm's JSON state at the end of the previous segment (or a new
-algorithm), cuts the dataset rows of its segment into the query's slides with
-:func:`engine.slides` over the global ``seq`` / ``t``, keeps the rows of its shard
-(``seq % shards == shard``), and returns the answer and stats of every slide plus the new
-state as JSON text.  It runs on the executors and imports only the engine, numpy and pyarrow.
+A task starts from the algorithm's JSON state (the last complete snapshot, or a new
+algorithm), streams the dataset's rows in ``seq`` order as Arrow record batches straight from
+the Parquet files (:func:`read_rows`), cuts them into the query's slides with
+:func:`engine.slides` over the global ``seq`` / ``t``, keeps the rows of its shard, and runs the
+algorithm slide after slide to the end of the dataset.  Every ``segment`` slides it writes,
+each file atomically (temporary name, then rename), into its staging directory:
+
+1. ``answers-<first slide>.parquet``: the shard's answer of every slide of the segment;
+2. ``stats-<first slide>.parquet``: candidates, retained, bytes, measured bytes, seconds;
+3. ``state-<last slide>.json``: the algorithm's state (``engine`` JSON, with its checksum);
+4. ``done-<last slide>.json``: the marker saying 1-3 are complete.
+
+The driver bulk-loads complete segments into DuckDB (:mod:`pipelines.replay_load`) while the
+tasks run.  Between markers the task also refreshes ``progress.json`` (slides done so far)
+every :data:`PROGRESS_SECONDS`.  Tasks run on the executors and import only the engine,
+numpy and pyarrow.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import time
-from dataclasses import dataclass
-from itertools import islice
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 import engine
 from engine import Batch, Query
 
+CHUNK_ROWS = 1 << 16
+"""Rows per Arrow record batch a task reads at a time."""
+PROGRESS_SECONDS = 1.0
+"""How often a task refreshes its ``progress.json``."""
+ATTRIBUTE_COLUMNS = ("stream", "value")
+"""The columns that make a dataset an attribute-stream (incomplete) dataset."""
+HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+"""Fibonacci hashing: object ids that follow a pattern still spread evenly over the shards."""
+
+ANSWER_SCHEMA = pa.schema([("query_id", pa.int32()), ("algorithm", pa.string()), ("shard", pa.int32()),
+                           ("slide", pa.int64()), ("end", pa.int64()), ("object_id", pa.int64()),
+                           ("score", pa.float64()), ("seq", pa.int64())])
+STATS_SCHEMA = pa.schema([("query_id", pa.int32()), ("algorithm", pa.string()), ("shard", pa.int32()),
+                          ("slide", pa.int64()), ("end", pa.int64()), ("candidates", pa.int64()),
+                          ("retained", pa.int64()), ("bytes", pa.int64()), ("measured_bytes", pa.int64()),
+                          ("seconds", pa.float64())])
+
 
 @dataclass(frozen=True)
-class SegmentTask:
-    """What one task replays.
+class ReplayTask:
+    """What one task replays: ``slides`` slides from global slide ``first_slide`` on.
 
-    ``rows`` is the half-open range of ``seq`` the slides are cut from: it starts at the
-    first row of the segment's first slide and, for time windows, reaches one row past the
-    segment so that its trailing empty slides are cut too.  ``start`` is that first slide's
-    start boundary (a ``seq`` for count windows, a time for time windows).
+    ``first_row`` is the ``seq`` of the first row of that slide and ``start`` its start
+    boundary (a ``seq`` for count windows, a time for time windows).  ``shard_by`` is ``seq``
+    (object streams: ``seq % shards``) or ``id`` (attribute streams: a hash of the object id
+    ``% shards``, so that all attributes of an object meet in one shard).  A segment ends after
+    every global slide ``j`` with ``(j + 1) % segment == 0`` and after the last slide.
     """
 
     query_id: int
+    algorithm_index: int
     label: str
     algorithm: str
     params: dict[str, Any]
     query: dict[str, Any]
     shard: int
     shards: int
-    parquet: str
-    features: tuple[str, ...]
-    state: str | None
-    rows: tuple[int, int]
+    shard_by: str
+    source: str
+    columns: tuple[str, ...]
+    attribute: bool
+    first_slide: int
+    first_row: int
     start: int
     slides: int
+    segment: int
+    staging: str
+    plugins: tuple[str, ...] = ()
+    state: str | None = field(default=None, repr=False)
 
     @property
     def key(self) -> tuple[int, str, int]:
         return self.query_id, self.label, self.shard
 
+    @property
+    def directory(self) -> Path:
+        """Where this task writes its parts: ``<staging>/q<query>/a<algorithm>/s<shard>``."""
+        return task_directory(self.staging, self.query_id, self.algorithm_index, self.shard)
 
-@dataclass(frozen=True)
-class SegmentResult:
-    """Per slide: ``ends``, answer lengths ``counts`` and stats; answers flattened in slide order."""
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
 
-    key: tuple[int, str, int]
-    ends: np.ndarray
-    counts: np.ndarray
-    ids: np.ndarray
-    scores: np.ndarray
-    seq: np.ndarray
-    candidates: np.ndarray
-    retained: np.ndarray
-    bytes: np.ndarray
-    seconds: np.ndarray
-    state: str
-    checksum: str
-    format_version: int
+    @classmethod
+    def from_json(cls, text: str) -> "ReplayTask":
+        data = json.loads(text)
+        data["columns"] = tuple(data["columns"])
+        data["plugins"] = tuple(data["plugins"])
+        return cls(**data)
 
 
-_datasets: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+def task_directory(staging: str | Path, query_id: int, algorithm_index: int, shard: int) -> Path:
+    return Path(staging) / f"q{query_id}" / f"a{algorithm_index}" / f"s{shard}"
 
 
-def load_dataset(parquet: str, features: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(ids, t, x)`` of a dataset, read once per worker process and file version."""
-    stat = os.stat(parquet)
-    key = (parquet, stat.st_size, stat.st_mtime_ns, features)
-    if key not in _datasets:
-        table = pq.read_table(parquet, columns=["id", "seq", "t", *features])
+def part_name(kind: str, slide: int, suffix: str) -> str:
+    """``answers-000000000042.parquet``: zero-padded so that names sort like slide numbers."""
+    return f"{kind}-{slide:012d}.{suffix}"
+
+
+# --- reading a dataset in seq order -------------------------------------------------------------
+
+def dataset_files(source: str | Path) -> list[Path]:
+    """The Parquet files of a dataset: the file itself, or every ``*.parquet`` under a directory.
+
+    Files and directories whose name starts with ``_`` or ``.`` (Spark's ``_SUCCESS``,
+    ``_temporary``, checksums) are skipped.
+    """
+    source = Path(source)
+    if source.is_file():
+        return [source]
+    if not source.is_dir():
+        raise FileNotFoundError(f"{source}: no such dataset file or directory")
+    files = [path for path in sorted(source.rglob("*.parquet"))
+             if not any(part.startswith(("_", ".")) for part in path.relative_to(source).parts)]
+    if not files:
+        raise FileNotFoundError(f"{source}: no Parquet files")
+    return files
+
+
+def seq_ranges(path: Path) -> list[tuple[int, int, int]]:
+    """``(row group, min seq, max seq)`` of every non-empty row group of one file."""
+    metadata = pq.ParquetFile(path).metadata
+    column = metadata.schema.names.index("seq")
+    ranges = []
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        if row_group.num_rows == 0:
+            continue
+        stats = row_group.column(column).statistics
+        if stats is None or not stats.has_min_max:
+            seq = pq.ParquetFile(path).read_row_group(group, columns=["seq"]).column("seq").to_numpy()
+            ranges.append((group, int(seq.min()), int(seq.max())))
+        else:
+            ranges.append((group, int(stats.min), int(stats.max)))
+    return ranges
+
+
+def read_rows(source: str | Path, columns: tuple[str, ...], first_row: int = 0,
+              chunk_rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
+    """The rows ``seq >= first_row`` of a dataset, in ``seq`` order, as tables of ``seq`` + ``columns``.
+
+    Row groups are ordered by their ``seq`` statistics; row groups whose ranges overlap (several
+    partitions of one date, say) are read together and sorted by ``seq``, the others are
+    streamed.  Memory is one row group (or one overlapping group) at a time, ``O(chunk_rows)``
+    beyond that.  A gap or repeat in ``seq`` raises ``ValueError``.
+    """
+    pieces = sorted((low, high, path, group) for path in dataset_files(source)
+                    for group, low, high in seq_ranges(path) if high >= first_row)
+    wanted = ["seq", *columns]
+    expected = None
+    clusters: list[list[tuple]] = []
+    for piece in pieces:
+        if clusters and piece[0] <= max(p[1] for p in clusters[-1]):
+            clusters[-1].append(piece)
+        else:
+            clusters.append([piece])
+    for cluster in clusters:
+        tables = [pq.ParquetFile(path).read_row_group(group, columns=wanted) for _, _, path, group in cluster]
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        if len(tables) > 1:
+            table = table.sort_by("seq")
         seq = table.column("seq").to_numpy()
-        if not np.array_equal(seq, np.arange(len(seq))):
-            raise ValueError(f"{parquet}: seq must be 0..N-1 in row order")
-        x = np.column_stack([table.column(name).to_numpy().astype(np.float64) for name in features])
-        _datasets.clear()
-        _datasets[key] = (table.column("id").to_numpy(), table.column("t").to_numpy(), x)
-    return _datasets[key]
+        skip = int(np.searchsorted(seq, first_row, side="left"))
+        for offset in range(skip, table.num_rows, chunk_rows):
+            chunk = table.slice(offset, chunk_rows)
+            chunk_seq = chunk.column("seq").to_numpy()
+            if expected is None:
+                expected = first_row
+            if not np.array_equal(chunk_seq, np.arange(expected, expected + len(chunk_seq))):
+                raise ValueError(f"{source}: seq must run 0..N-1 without gaps (expected {expected}, "
+                                 f"found {int(chunk_seq[0])}..{int(chunk_seq[-1])})")
+            expected += len(chunk_seq)
+            yield chunk
 
 
-def run_segment(task: SegmentTask) -> SegmentResult:
-    """Replay ``task.slides`` slides from ``task.state`` and return their answers and stats."""
-    ids, t, x = load_dataset(task.parquet, task.features)
+def is_attribute_dataset(source: str | Path) -> bool:
+    """Whether the dataset's files have the attribute-stream columns ``stream`` and ``value``."""
+    names = pq.ParquetFile(dataset_files(source)[0]).schema_arrow.names
+    return all(name in names for name in ATTRIBUTE_COLUMNS)
+
+
+# --- cutting slides over Arrow chunks -----------------------------------------------------------
+
+def stream_slides(chunks: Iterator[pa.Table], query: Query, task_columns: tuple[str, ...], attribute: bool,
+                  first_row: int, start: int) -> Iterator[Batch]:
+    """The global slides of the rows ``chunks`` hold, cut by :func:`engine.slides` one chunk at a time.
+
+    Rows of an incomplete slide at the end of a chunk are carried to the next chunk, so the
+    batches are exactly those of one :func:`engine.slides` call over all rows.  ``index`` of
+    each batch is its ordinal in this call.
+    """
+    carry: dict[str, np.ndarray] | None = None
+    seq_start, boundary, index = first_row, start, 0
+    for chunk in chunks:
+        arrays = {name: chunk.column(name).to_numpy() for name in ("seq", "id", "t", *task_columns)}
+        if carry is not None:
+            arrays = {name: np.concatenate([carry[name], arrays[name]]) for name in arrays}
+        data = ((arrays["id"], arrays["stream"], arrays["value"], arrays["t"]) if attribute else
+                (arrays["id"], arrays["t"], np.column_stack([arrays[name] for name in task_columns])))
+        consumed = 0
+        for batch in engine.slides(data, query, seq_start=seq_start,
+                                   start=boundary if query.kind == "time" else None):
+            consumed += len(batch)
+            boundary = batch.end
+            yield Batch(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x, end=batch.end, index=index,
+                        stream=batch.stream, value=batch.value)
+            index += 1
+        seq_start += consumed
+        carry = {name: values[consumed:] for name, values in arrays.items()}
+
+
+def shard_mask(batch: Batch, shard: int, shards: int, shard_by: str) -> np.ndarray:
+    """Rows of ``batch`` in ``shard``: ``seq % shards`` or a hash of the object id ``% shards``."""
+    if shard_by == "seq":
+        return batch.seq % shards == shard
+    return id_shard(batch.ids, shards) == shard
+
+
+def id_shard(ids: np.ndarray, shards: int) -> np.ndarray:
+    """The shard of every object id (Fibonacci hashing, then ``% shards``).
+
+    >>> id_shard(np.array([0, 1, 2, 3]), 3).tolist()
+    [0, 0, 2, 0]
+    """
+    mixed = (np.asarray(ids, np.int64).astype(np.uint64) * HASH_MULTIPLIER) >> np.uint64(32)
+    return (mixed % np.uint64(shards)).astype(np.int64)
+
+
+def restrict(batch: Batch, mask: np.ndarray) -> Batch:
+    return Batch(ids=batch.ids[mask], seq=batch.seq[mask], t=batch.t[mask], x=batch.x[mask], end=batch.end,
+                 index=batch.index, stream=None if batch.stream is None else batch.stream[mask],
+                 value=None if batch.value is None else batch.value[mask])
+
+
+# --- the task ------------------------------------------------------------------------------------
+
+def write_atomically(path: Path, write) -> None:
+    """``write(temporary path)``, then rename: readers never see a half-written file."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    write(temporary)
+    os.replace(temporary, path)
+
+
+class SegmentWriter:
+    """Collects one segment's per-slide answers and stats and writes its four files."""
+
+    def __init__(self, task: ReplayTask) -> None:
+        self.task = task
+        self.directory = task.directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.slides: list[int] = []
+        self.ends: list[int] = []
+        self.counts: list[int] = []
+        self.answers: list[engine.Answer] = []
+        self.stats: list[tuple[int, int, int, int, float]] = []
+
+    def add(self, slide: int, end: int, answer: engine.Answer, stats: dict[str, Any], measured: int,
+            seconds: float) -> None:
+        self.slides.append(slide)
+        self.ends.append(end)
+        self.counts.append(len(answer))
+        self.answers.append(answer)
+        self.stats.append((int(stats["candidates"]), int(stats["retained"]), int(stats["bytes"]), measured, seconds))
+
+    def flush(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Write the segment (answers, stats, state, then the marker) and start the next one."""
+        task, first, last = self.task, self.slides[0], self.slides[-1]
+        counts = np.array(self.counts, np.int64)
+        rows, n = int(counts.sum()), len(self.slides)
+
+        def constant(value, length, kind):
+            return pa.array(np.full(length, value), kind) if kind != pa.string() else pa.array([value] * length, kind)
+
+        answers = pa.table([
+            constant(task.query_id, rows, pa.int32()), constant(task.label, rows, pa.string()),
+            constant(task.shard, rows, pa.int32()),
+            pa.array(np.repeat(np.array(self.slides, np.int64), counts)),
+            pa.array(np.repeat(np.array(self.ends, np.int64), counts)),
+            pa.array(np.concatenate([a.ids for a in self.answers]).astype(np.int64)),
+            pa.array(np.concatenate([a.scores for a in self.answers]).astype(np.float64)),
+            pa.array(np.concatenate([a.seq for a in self.answers]).astype(np.int64))], schema=ANSWER_SCHEMA)
+        candidates, retained, size, measured, seconds = zip(*self.stats)
+        stats = pa.table([
+            constant(task.query_id, n, pa.int32()), constant(task.label, n, pa.string()),
+            constant(task.shard, n, pa.int32()), pa.array(self.slides, pa.int64()), pa.array(self.ends, pa.int64()),
+            pa.array(candidates, pa.int64()), pa.array(retained, pa.int64()), pa.array(size, pa.int64()),
+            pa.array(measured, pa.int64()), pa.array(seconds, pa.float64())],
+            schema=STATS_SCHEMA)
+        write_atomically(self.directory / part_name("answers", first, "parquet"),
+                         lambda path: pq.write_table(answers, path))
+        write_atomically(self.directory / part_name("stats", first, "parquet"),
+                         lambda path: pq.write_table(stats, path))
+        write_atomically(self.directory / part_name("state", last, "json"),
+                         lambda path: path.write_text(json.dumps(state, separators=(",", ":"), allow_nan=False)))
+        marker = {"query_id": task.query_id, "algorithm": task.label, "shard": task.shard, "first_slide": first,
+                  "slide": last, "slides": n, "answer_rows": rows, "checksum": state["checksum"],
+                  "format_version": state["format_version"]}
+        write_atomically(self.directory / part_name("done", last, "json"), lambda path: path.write_text(json.dumps(marker)))
+        self._reset()
+        return marker
+
+
+def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
+    """Replay the task's range in one pass; yield the marker of every segment written."""
+    for module in task.plugins:
+        importlib.import_module(module)
     query = Query.from_dict(task.query)
     algorithm = (engine.restore(json.loads(task.state), query) if task.state is not None
                  else engine.create(task.algorithm, query, **task.params))
-    lo, hi = task.rows
-    stream = (ids[lo:hi], t[lo:hi], x[lo:hi])
-    batches = engine.slides(stream, query, seq_start=lo, start=task.start if query.kind == "time" else None)
-    ends, counts, answers, stats, seconds = [], [], [], [], []
-    for batch in islice(batches, task.slides):
+    chunks = read_rows(task.source, ("id", "t", *task.columns), task.first_row)
+    writer = SegmentWriter(task)
+    progress_file, last_progress = task.directory / "progress.json", time.monotonic()
+    done = 0
+    for batch in stream_slides(chunks, query, task.columns, task.attribute, task.first_row, task.start):
+        if done == task.slides:
+            break
+        slide = task.first_slide + batch.index
         if task.shards > 1:
-            batch = shard_of(batch, task.shard, task.shards)
+            batch = restrict(batch, shard_mask(batch, task.shard, task.shards, task.shard_by))
         began = time.perf_counter()
         algorithm.process(batch)
         answer = algorithm.topk()
-        seconds.append(time.perf_counter() - began)
-        ends.append(batch.end)
-        counts.append(len(answer))
-        answers.append(answer)
-        stats.append(algorithm.stats())
-    if len(ends) != task.slides:
-        raise ValueError(f"task {task.key}: rows {task.rows} hold {len(ends)} slides, expected {task.slides}")
-
-    state = algorithm.to_state()
-
-    def flat(name: str, dtype) -> np.ndarray:
-        return np.concatenate([getattr(a, name) for a in answers]).astype(dtype) if answers else np.empty(0, dtype)
-
-    def stat(name: str) -> np.ndarray:
-        return np.array([s[name] for s in stats], np.int64)
-
-    return SegmentResult(key=task.key, ends=np.array(ends, np.int64), counts=np.array(counts, np.int64),
-                         ids=flat("ids", np.int64), scores=flat("scores", np.float64), seq=flat("seq", np.int64),
-                         candidates=stat("candidates"), retained=stat("retained"), bytes=stat("bytes"),
-                         seconds=np.array(seconds, np.float64),
-                         state=json.dumps(state, separators=(",", ":"), allow_nan=False),
-                         checksum=state["checksum"], format_version=state["format_version"])
+        seconds = time.perf_counter() - began
+        stats = algorithm.stats()
+        writer.add(slide, batch.end, answer, stats, stats["measured_bytes"], seconds)
+        done += 1
+        if (slide + 1) % task.segment == 0 or done == task.slides:
+            yield writer.flush(algorithm.to_state())
+        if time.monotonic() - last_progress >= PROGRESS_SECONDS or done == task.slides:
+            write_atomically(progress_file, lambda path: path.write_text(json.dumps({"slides": done})))
+            last_progress = time.monotonic()
+    if done != task.slides:
+        raise ValueError(f"task {task.key}: the dataset holds {done} slides from slide {task.first_slide}, "
+                         f"expected {task.slides} (was it changed during the replay?)")
 
 
-def shard_of(batch: Batch, shard: int, shards: int) -> Batch:
-    """The rows of ``batch`` that belong to ``shard`` (``seq % shards``), same slide boundary."""
-    mask = batch.seq % shards == shard
-    return Batch(ids=batch.ids[mask], seq=batch.seq[mask], t=batch.t[mask], x=batch.x[mask],
-                 end=batch.end, index=batch.index)
+def run_partition(rows: Iterator) -> Iterator[str]:
+    """Spark ``mapPartitions`` body: every element is a task's JSON; yields segment markers as JSON."""
+    for text in rows:
+        for marker in run_task(ReplayTask.from_json(text)):
+            yield json.dumps(marker)

@@ -37,7 +37,8 @@ def start_spark(app_name: str, master: str | None = None) -> SparkSession:
     app_name
         Name shown in the Spark UI and logs.
     master
-        Spark master URL; default the ``SPARK_MASTER`` environment variable, else ``local[*]``.
+        Spark master URL; default the ``SPARK_MASTER`` environment variable, else the master
+        ``spark-submit`` was given, else ``local[*]``.
 
     Returns
     -------
@@ -47,12 +48,17 @@ def start_spark(app_name: str, master: str | None = None) -> SparkSession:
         and ``pipelines`` packages shipped to the executors (so any master works, not only
         local ones).
     """
-    master = master or os.environ.get("SPARK_MASTER") or "local[*]"
+    master = master or os.environ.get("SPARK_MASTER")
+    if master is None and not submitted():
+        master = "local[*]"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    master = master or os.environ.get("MASTER", "")
     spark = (
-        SparkSession.builder.appName(app_name)
-        .master(master)
+        builder
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -64,6 +70,11 @@ def start_spark(app_name: str, master: str | None = None) -> SparkSession:
     spark.sparkContext.setLogLevel("ERROR")
     _ship_packages(spark)
     return spark
+
+
+def submitted() -> bool:
+    """Whether this driver was launched by ``spark-submit`` (which sets the master itself)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 _shipped_to: set[str] = set()

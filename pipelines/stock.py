@@ -2,7 +2,9 @@
 
 Each zip holds one headerless CSV: ``time_ms`` (milliseconds since New York midnight),
 ``price`` (deci-cents), ``size`` (shares), ``exchange``, ``sale_condition``, ``suspicious``.
-The dataset rows are ``id, seq, t, notional, price, size`` (docs/CONTRACTS.md).
+The dataset rows are ``id, seq, t, notional, price, size`` (docs/CONTRACTS.md), partitioned
+by ``symbol`` and ``date``. One dataset may hold several symbols: a market-wide stream in
+time order, whose ids stay unique across symbols.
 
 Identical lines are *not* rejected as duplicates: several equal prints in the same
 millisecond are distinct real trades (47,880 of the 250,601 lines of SPY on 2013-10-07
@@ -12,16 +14,16 @@ repeat an earlier line).
 from __future__ import annotations
 
 import re
-import zipfile
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-import pyarrow as pa
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .cleaned import Cleaned
+from .cleaned import Cleaned, Raw
 from .errors import InputError
+from .ordering import with_seq
+from .rawfiles import lines_table, read_lines
 
 FEATURES = ("notional", "price", "size")
 T_UNIT = "ms"
@@ -31,7 +33,10 @@ FIELDS = 6
 PRICE_SCALE = 10_000.0
 MS_PER_DAY = 86_400_000
 LINES_PER_DAY = 10_000_000
-"""Room for the line number in an id: ``id = yyyymmdd * LINES_PER_DAY + line``."""
+"""Room for the line number in an id: ``id = symbol_index * ID_PER_SYMBOL + yyyymmdd * LINES_PER_DAY + line``."""
+ID_PER_SYMBOL = 10**15
+"""Room for ``yyyymmdd * LINES_PER_DAY + line`` in an id; ``symbol_index`` (< 9,223) goes above it."""
+PARTITION_BY = ("symbol", "date")
 
 REASONS = (
     "wrong_field_count",
@@ -59,67 +64,64 @@ def parse_file_name(path: Path) -> tuple[str, str]:
     return match["symbol"].upper(), match["date"]
 
 
-def default_name(paths: Sequence[Path]) -> str:
-    """The dataset name when none is given: the lower-case symbol (``spy``)."""
-    return parse_file_name(paths[0])[0].lower()
+def default_name(paths: Sequence[Path], options: dict[str, Any] | None = None) -> str:
+    """The dataset name when none is given: the lower-case symbols joined by ``-`` (``spy``, ``bac-spy``)."""
+    return "-".join(sorted({parse_file_name(path)[0].lower() for path in paths}))
 
 
-def extract(paths: Sequence[Path]) -> pa.Table:
+def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
+            existing: dict[str, Any] | None = None) -> Raw:
     """Read trade zips into raw lines, one row per CSV line, nothing parsed yet.
+
+    Parameters
+    ----------
+    paths
+        Trade files, any symbols, one file per (symbol, date).
+    options
+        Unused (the stock family has no options).
+    existing
+        The ``params`` of the dataset appended to: its ``symbols`` keep their index, new
+        symbols are added after them.
 
     Returns
     -------
-    pyarrow.Table
-        ``source_index`` (position of the file in ``paths``), ``source_file`` (its name),
-        ``date`` (``yyyymmdd`` from the file name), ``line`` (1-based line number) and
-        ``raw`` (the line's text).
+    Raw
+        ``table``: ``source_index`` (position of the file in ``paths``), ``source_file`` (its
+        name), ``symbol``, ``symbol_index`` (position in ``params["symbols"]``), ``date``
+        (``yyyymmdd`` from the file name), ``line`` (1-based line number) and ``raw`` (the
+        line's text); ``params``: ``{"symbols": [...]}``.
 
     Raises
     ------
     InputError
         A missing or unreadable file, a zip without exactly one member, a name without symbol
-        and date, inputs mixing symbols or repeating a date, or a file too long for the ids.
+        and date, two files for one symbol and date, or a file too long for the ids.
     """
-    parts, symbols, dates = [], set(), set()
-    for index, path in enumerate(paths):
-        symbol, date = parse_file_name(path)
-        if date in dates:
-            raise InputError(f"{path}: a second file for {date}; give one file per trading day")
-        symbols.add(symbol)
-        dates.add(date)
-        lines = _read_lines(path)
-        if len(lines) >= LINES_PER_DAY:
-            raise InputError(f"{path}: {len(lines):,} lines; at most {LINES_PER_DAY - 1:,} fit in an id")
-        parts.append(pa.table({
-            "source_index": pa.array([index] * len(lines), pa.int32()),
-            "source_file": pa.array([path.name] * len(lines), pa.string()),
-            "date": pa.array([date] * len(lines), pa.string()),
-            "line": pa.array(range(1, len(lines) + 1), pa.int64()),
-            "raw": pa.array(lines, pa.string()),
-        }))
-    if len(symbols) > 1:
-        raise InputError(f"inputs mix symbols {', '.join(sorted(symbols))}; a dataset holds one symbol")
-    return pa.concat_tables(parts)
+    names = [parse_file_name(path) for path in paths]
+    seen: dict[tuple[str, str], Path] = {}
+    for path, key in zip(paths, names):
+        if key in seen:
+            raise InputError(f"{path}: a second file for {key[0]} on {key[1]} (also {seen[key]}); "
+                             "give one file per symbol and trading day")
+        seen[key] = path
+    symbols = list((existing or {}).get("symbols", []))
+    for symbol in sorted({symbol for symbol, _ in names} - set(symbols)):
+        symbols.append(symbol)
+    if len(symbols) * ID_PER_SYMBOL > 2**63:
+        raise InputError(f"{len(symbols)} symbols do not fit in the ids")
+    lines = []
+    for path in paths:
+        lines.append(read_lines(path))
+        if len(lines[-1]) >= LINES_PER_DAY:
+            raise InputError(f"{path}: {len(lines[-1]):,} lines; at most {LINES_PER_DAY - 1:,} fit in an id")
+    table = lines_table(paths, lines, symbol=[symbol for symbol, _ in names],
+                        symbol_index=[symbols.index(symbol) for symbol, _ in names],
+                        date=[date for _, date in names])
+    return Raw(table=table, params={"symbols": symbols}, features=FEATURES)
 
 
-def _read_lines(path: Path) -> list[str]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.infolist() if not m.is_dir()]
-            if len(members) != 1:
-                raise InputError(f"{path}: expected one CSV inside the zip, found {len(members)} files")
-            data = archive.read(members[0])
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
-        raise InputError(f"{path}: cannot read the zip ({error})") from None
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
-
-
-def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None) -> Cleaned:
+def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
+              params: dict[str, Any] | None = None) -> Cleaned:
     """Validate, clean and order raw trade lines (no I/O).
 
     Parameters
@@ -131,13 +133,17 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None)
     t_after
         When appending: the dataset's last ``t``; earlier rows are rejected
         (``before_dataset_end``) so that ``t`` never decreases along ``seq``.
+    params
+        Unused (the symbol index is already a column of ``raw``).
 
     Returns
     -------
     Cleaned
-        ``rows``: ``id`` (``yyyymmdd * 10^7 + line``: unique, and names the source line),
-        ``seq`` (``seq_start ..`` in order of ``t``, then file, then line), ``t`` (UTC epoch
-        milliseconds), ``notional`` (dollars), ``price`` (dollars), ``size`` (shares);
+        ``rows``: ``id`` (``symbol_index * 10^15 + yyyymmdd * 10^7 + line``: unique across
+        symbols, and names the source line), ``seq`` (``seq_start ..`` in order of ``t``, then
+        file, then line), ``t`` (UTC epoch milliseconds), ``notional`` (dollars), ``price``
+        (dollars), ``size`` (shares), and the partition columns ``symbol`` and ``date``
+        (``yyyy-mm-dd``);
         ``rejected``: every other row with the first reason of :data:`REASONS` that applies.
     """
     fields = F.split("raw", ",", -1)
@@ -147,7 +153,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None)
 
     time_ms, price, size, suspicious = number(0), number(1), number(2), number(5)
     parsed = raw.select(
-        "source_index", "source_file", "line", "raw",
+        "source_index", "source_file", "line", "raw", "symbol", "symbol_index",
         F.size(fields).alias("field_count"),
         F.col("date").cast("long").alias("date"),
         time_ms.alias("time_ms"), price.alias("price"), size.alias("size"), suspicious.alias("suspicious"),
@@ -173,14 +179,16 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None)
     judged = parsed.withColumn("reason", reason)
 
     accepted = judged.where(F.col("reason").isNull()).withColumn("t", t)
-    arrival = Window.orderBy("t", "source_index", "line")
-    rows = accepted.select(
-        (F.col("date") * LINES_PER_DAY + F.col("line")).alias("id"),
-        (F.row_number().over(arrival) - 1 + F.lit(seq_start).cast("long")).alias("seq"),
+    rows = with_seq(accepted, ["t", "source_index", "line"], seq_start).select(
+        (F.col("symbol_index").cast("long") * ID_PER_SYMBOL + F.col("date") * LINES_PER_DAY
+         + F.col("line")).alias("id"),
+        "seq",
         "t",
         (F.col("price") / PRICE_SCALE * F.col("size")).alias("notional"),
         (F.col("price") / PRICE_SCALE).alias("price"),
         F.col("size").alias("size"),
+        "symbol",
+        F.date_format(F.to_date(F.col("date").cast("string"), "yyyyMMdd"), "yyyy-MM-dd").alias("date"),
     )
     rejected = judged.where(F.col("reason").isNotNull()).select("source_file", "line", "reason", "raw")
     return Cleaned(rows=rows, rejected=rejected)

@@ -3,13 +3,19 @@
 Every table of the contract is created here, with the contract's column names and types.
 Additions to the contract (allowed: new columns and tables only):
 
-- table ``rejected_rows``: every row ingest rejected, with its source file, line and reason.
+- table ``rejected_rows``: every row ingest rejected, with its source file, line and reason;
+- column ``slide_metrics.measured_bytes``: the engine's measured size of the algorithm's
+  structures (``stats()["measured_bytes"]``), beside the modelled ``bytes``; added to older
+  database files on connect;
+- column ``datasets.params`` (JSON): the trace family's settings (stock symbols, World Cup
+  sections, chunk length and byte scale, csv columns, generator settings), reused by ``--append``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -38,25 +44,30 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS slide_metrics (
         run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, slide BIGINT, "end" BIGINT,
         candidates BIGINT, retained BIGINT, bytes BIGINT, seconds DOUBLE, precision DOUBLE,
-        error DOUBLE)""",
+        error DOUBLE, measured_bytes BIGINT)""",
+    "ALTER TABLE slide_metrics ADD COLUMN IF NOT EXISTS measured_bytes BIGINT",
     """CREATE TABLE IF NOT EXISTS snapshots (
         run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, shard INTEGER, slide BIGINT,
         last_seq BIGINT, format_version INTEGER, state JSON, checksum VARCHAR,
         created_at TIMESTAMP)""",
     """CREATE TABLE IF NOT EXISTS rejected_rows (
         dataset VARCHAR, source_file VARCHAR, line BIGINT, reason VARCHAR, raw VARCHAR)""",
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS params JSON",
 )
 
 LOCK_RETRY_SECONDS = 0.5
+LOCK_WAIT_SECONDS = 30.0
 
 
-def connect(path: str | Path = DEFAULT_DB, *, wait_seconds: float = 30.0) -> duckdb.DuckDBPyConnection:
+def connect(path: str | Path = DEFAULT_DB, *, wait_seconds: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the database file read-write, creating its directory and the schema.
 
-    Another process holding the file (DuckDB allows one writer) is waited for up to
-    ``wait_seconds``; after that, or for a file that is not a DuckDB database,
-    :class:`StoreError` names the file and the problem.
+    Another process holding the file (DuckDB allows one writer, and a reader that keeps the
+    file open blocks writers too) is waited for up to ``wait_seconds`` (default
+    :data:`LOCK_WAIT_SECONDS`); after that, :class:`StoreError` says in one line which
+    process holds it.  A file that is not a DuckDB database also raises :class:`StoreError`.
     """
+    wait_seconds = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_seconds
@@ -65,19 +76,33 @@ def connect(path: str | Path = DEFAULT_DB, *, wait_seconds: float = 30.0) -> duc
             con = duckdb.connect(str(path))
             break
         except duckdb.IOException as error:
-            if "lock" not in str(error).lower() or time.monotonic() >= deadline:
-                raise StoreError(f"cannot open {path}: {error}") from None
+            if "lock" not in str(error).lower():
+                raise StoreError(f"cannot open {path}: {one_line(error)}") from None
+            if time.monotonic() >= deadline:
+                raise StoreError(held_message(path, error, wait_seconds)) from None
             time.sleep(LOCK_RETRY_SECONDS)
         except duckdb.Error as error:
-            raise StoreError(f"cannot open {path}: {error}") from None
+            raise StoreError(f"cannot open {path}: {one_line(error)}") from None
     ensure_schema(con)
     return con
 
 
+def one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def held_message(path: Path, error: BaseException, waited: float) -> str:
+    """One line naming the process that holds the database file, from DuckDB's lock error."""
+    found = re.search(r"held in (\S+) \(PID (\d+)\)", str(error))
+    holder = f"process {found.group(2)} ({found.group(1)})" if found else "another process"
+    return (f"{path} is held by {holder} for more than {waited:g} s; a long-lived reader (a dashboard "
+            "or duckdb shell keeping the file open) blocks writers: close it and retry")
+
+
 @contextlib.contextmanager
-def connection(path: str | Path = DEFAULT_DB) -> Iterator[duckdb.DuckDBPyConnection]:
+def connection(path: str | Path = DEFAULT_DB, *, wait_seconds: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """:func:`connect`, closed on exit (so other processes can open the file in between)."""
-    con = connect(path)
+    con = connect(path, wait_seconds=wait_seconds)
     try:
         yield con
     finally:

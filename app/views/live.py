@@ -1,196 +1,531 @@
-"""Live page: the engines run in the session while the query changes under them."""
+"""Live page: the engines run in the session while the query changes under them.
+
+Playback runs in a fragment (``st.fragment(run_every=...)``): each tick processes as many slides
+as the speed asks but never more than :data:`BUDGET` seconds of work, so a Pause click is
+served at the next tick and the page itself is not rerun while playing.
+
+A changed query builds new engines one window before the position shown
+(:func:`app.session.warm_start_slide`) and replays to it; past :data:`SHOW_PROGRESS_AFTER`
+seconds a progress bar and a Cancel button appear. A bad value keeps the last valid view, with
+the message and nearby valid values next to the input. The view (dataset, algorithms,
+parameters, query, slide, speed) lives in the URL.
+"""
+
+from __future__ import annotations
 
 from time import perf_counter
-from typing import Any
+from typing import Any, Iterator
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 import engine
-from app import charts, data, tables
-from engine import metrics
-from app.session import LiveRun, Setup
+from app import charts, data, live_state, presets, tables, units
+from app.session import LiveRun, Setup, warm_start_slide
 
-TICK = 0.5  # seconds between two play ticks
-SPEEDS = [1, 2, 5, 10, 20, 50, 100]  # choices of slides processed per play tick
+TICK = 1.0  # seconds between two playback ticks (one refresh per second)
+BUDGET = 0.6  # most seconds of engine work per tick (the rest of the second draws the page)
+SPEEDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # slides per second
 HISTORY = 500  # slides shown in the charts over time
-WINDOW_POINTS = 2000  # most window objects drawn in the score-vs-time plot
-TABLES_PER_ROW = 3  # top-k tables side by side
-DEFAULT_ALGORITHMS = ("oracle", "mintopk")
+WINDOW_POINTS = 300  # most window objects drawn per panel of the score-vs-time plot
+LAYER_POINTS = 400  # most objects drawn per SAO layer
+SHOW_PROGRESS_AFTER = 0.3  # seconds of rebuilding before a progress bar and Cancel appear
+DEFAULT_ALGORITHMS = {"single": ("oracle", "mintopk"), "incomplete": ("oracle-incomplete", "eaa", "approx")}
+TILES_PER_ROW = 3
 
-SINGLE = {info.name: info for info in engine.available() if info.stream == "single"}
+ss = st.session_state
+
+
+def algorithms_for(trace: data.Trace) -> dict[str, engine.AlgorithmInfo]:
+    """Every registered algorithm that reads this kind of stream (object streams: ``single``)."""
+    stream = getattr(trace, "stream", "single")
+    return {info.name: info for info in engine.available() if info.stream == stream}
+
+
+# ---------------------------------------------------------------- callbacks (run before the page)
+
+def apply_values(values: dict[str, Any]) -> None:
+    for key, value in values.items():
+        ss[key] = value
+
+
+def apply_preset(profile: presets.Profile) -> None:
+    preset = profile.preset(ss.get("preset", ""))
+    if preset is not None:
+        apply_values(live_state.preset_values(preset, profile))
+
+
+def switch_kind(profile: presets.Profile) -> None:
+    """A new window kind gets lengths that suit the dataset (e.g. 30 min / 1 min on trades)."""
+    ss.window, ss.slide = profile.defaults(ss.kind)
+
+
+def use_value(field: str, value: str) -> None:
+    ss[field] = value
+
+
+def toggle_play() -> None:
+    ss.playing = not ss.playing
+
+
+def step() -> None:
+    ss.playing = False
+    ss.live_run.step(1)
+
+
+def restart() -> None:
+    ss.playing = False
+    ss.pop("live_run", None)
+    ss.restart = True
+
+
+def cancel_rebuild(run: LiveRun) -> None:
+    """Put the sidebar back to the query still shown (``run``'s), which stops the rebuild."""
+    setup = run.setup
+    apply_values(live_state.setup_values(setup.query, setup.algorithms, setup.params, run.trace.features,
+                                         run.trace.t_unit))
+    ss.dataset = ss.query_for = setup.dataset
+    ss.live_note = "Rebuild cancelled: the query is back to the one shown."
+
+
+# ---------------------------------------------------------------- sidebar pieces
+
+def problem_below(problems: list[live_state.Problem], field: str) -> None:
+    """The message of a bad value right under its input, with buttons for nearby valid values."""
+    for problem in problems:
+        if problem.field != field:
+            continue
+        st.error(problem.message, icon=":material/error:")
+        if problem.suggestions:
+            columns = st.columns(len(problem.suggestions))
+            for column, value in zip(columns, problem.suggestions):
+                column.button(f"Use {value}", key=f"use_{field}_{value}", on_click=use_value, args=(field, value),
+                              width="stretch")
 
 
 def param_input(algorithm: str, name: str, default: Any) -> Any:
     """A sidebar widget for one algorithm parameter, chosen by the type of its default."""
-    key = f"param_{algorithm}_{name}"
+    key = live_state.param_key(algorithm, name)
     if isinstance(default, bool):
-        return st.checkbox(name, value=default, key=key, persist_state="session")
-    if isinstance(default, (int, float)):
-        return st.number_input(name, value=default, key=key, persist_state="session")
-    return st.text_input(name, value=str(default), key=key, persist_state="session")
+        return st.checkbox(name, value=default, key=key)
+    if isinstance(default, int):
+        return st.number_input(name, value=default, step=1, key=key)
+    if isinstance(default, float):
+        return st.number_input(name, value=default, key=key, format="%.6g")
+    return st.text_input(name, value=str(default), key=key)
 
 
-def ranking_changed_only(old: engine.Query, new: engine.Query) -> bool:
-    """Whether ``new`` differs from ``old`` in weights or ``k`` only (the same windows)."""
-    return (old.window, old.slide, old.kind) == (new.window, new.slide, new.kind) and (
-        old.weights, old.k) != (new.weights, new.k)
+# ---------------------------------------------------------------- rebuilding
+
+def new_run(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None) -> tuple[LiveRun, Iterator[float], str]:
+    """New engines and what they replay: up to ``old``'s rows, to slide ``at``, or the first window.
+
+    They start at the last full window before that point (:meth:`LiveRun.warm_start_slide`),
+    so a query change costs one window's work at any position of the trace.
+    """
+    if old is not None and old.trace.name == trace.name and old.rows:
+        run = LiveRun(trace, setup, warm_start_slide(trace, setup.query, old.rows))
+        return run, run.replay_steps(old.rows), f"the last window before row {old.rows:,}"
+    if at is not None:
+        first = max(0, at - setup.query.windows_per_object - 1)
+        run = LiveRun(trace, setup, first)
+        return run, slide_steps(run, at + 1 - first), f"slides {first:,} to {at:,}"
+    run = LiveRun(trace, setup)
+    return run, slide_steps(run, setup.query.windows_per_object), "the first window"
 
 
-def rebuild(old: LiveRun | None, trace: data.Trace, setup: Setup) -> LiveRun:
-    """New engines for ``setup``, replayed to where ``old`` was; records a note for the user.
+def slide_steps(run: LiveRun, slides: int, chunk: int = 20) -> Iterator[float]:
+    done = 0
+    while done < slides and not run.done:
+        done += run.step(min(chunk, slides - done))
+        yield done / slides
 
-    When only the weights or ``k`` changed, the old oracle first answers the new query from
-    its window at once (``oracle.query``), which the note contrasts with the replay.
+
+def rebuild(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None = None) -> LiveRun:
+    """New engines for ``setup``, brought to where ``old`` was (or to slide ``at``).
+
+    A rebuild that takes longer than :data:`SHOW_PROGRESS_AFTER` shows a progress bar and a
+    Cancel button (a click interrupts this loop; its callback restores the old query). When
+    only the weights or ``k`` changed, engines that answer any weights at once (the oracle,
+    SAO: a ``query(weights, k)`` method) answer from their current window first; the note
+    contrasts that with the replay.
     """
     new_q = setup.query
-    same_trace = old is not None and old.setup.dataset == setup.dataset
     instant = None
-    if same_trace and old.end is not None and ranking_changed_only(old.setup.query, new_q):
+    same_windows = old is not None and old.trace.name == trace.name and old.end is not None and (
+        old.setup.query.window, old.setup.query.slide, old.setup.query.kind) == (new_q.window, new_q.slide, new_q.kind)
+    others: dict[str, tuple[engine.Answer, float]] = {}  # other engines that answer any weights at once
+    if same_windows and (old.setup.query.weights, old.setup.query.k) != (new_q.weights, new_q.k):
         start = perf_counter()
         instant = old.oracle.query(new_q.weights, new_q.k)
         instant_ms = (perf_counter() - start) * 1e3
-    run = LiveRun(trace, setup)
+        for name, alg in old.engines.items():
+            if name != old.reference and callable(getattr(alg, "query", None)):
+                try:
+                    start = perf_counter()
+                    others[name] = (alg.query(new_q.weights, new_q.k), (perf_counter() - start) * 1e3)
+                except ValueError:
+                    continue
+    run, steps, what = new_run(old, trace, setup, at)
+    first = run.slide
     start = perf_counter()
-    with st.spinner("Rebuilding the engines and replaying the trace…"):
-        replayed = run.replay(old.rows) if same_trace else run.step(new_q.windows_per_object)
-    replay_s = perf_counter() - start
-    note = (f"Engines rebuilt and replayed {replayed} slides in {replay_s:.2f} s." if same_trace else
-            f"Engines started on the first window ({replayed} slides) in {replay_s:.2f} s.")
+    slot = st.empty()
+    bar = None
+    for fraction in steps:
+        if bar is None and perf_counter() - start > SHOW_PROGRESS_AFTER:
+            with slot.container():
+                left, right = st.columns([5, 1], vertical_alignment="center")
+                bar = left.progress(0.0)
+                if old is not None:
+                    right.button("Cancel", key="cancel_rebuild", icon=":material/cancel:", on_click=cancel_rebuild,
+                                 args=(old,), width="stretch")
+        if bar is not None:
+            bar.progress(min(1.0, fraction), text=f"Rebuilding the engines: replaying {what} · {fraction:.0%} · "
+                                                  f"slide {run.slide:,}")
+    slot.empty()
+    seconds = perf_counter() - start
+    note = (f"Engines rebuilt: replayed {run.slide - first:,} slides ({what}, up to row {run.rows:,}) "
+            f"in {seconds:.2f} s.")
     if instant is not None:
         same = "matches" if instant.ids.tolist() == run.exact.ids.tolist() else "differs from"
         note = (f"The oracle answered the new weights and k at once, from its current window in "
                 f"{instant_ms:.2f} ms without reprocessing (top ids {instant.ids[:5].tolist()}; "
-                f"{same} the replayed answer). {note}")
-    st.session_state.live_note = note
+                f"{same} the replayed answer). "
+                + "".join(f"{name} answered at once too, in {ms:.2f} ms (precision "
+                          f"{engine.metrics.precision(run.exact, answer):.2f} against the exact answer). "
+                          for name, (answer, ms) in others.items())
+                + note)
+    ss.live_note = note
     return run
 
 
-def toggle_play() -> None:
-    """Play or pause (a callback, so the fragment below sees the new state in this rerun)."""
-    st.session_state.playing = not st.session_state.playing
+# ---------------------------------------------------------------- panels
+
+def time_text(trace: data.Trace, profile: presets.Profile, seq: np.ndarray) -> list[str]:
+    """Time of day of each object (the date is in the status line)."""
+    return [units.format_time(int(trace.t[s]), trace.t_unit, profile.tz)[11:23] for s in seq]
 
 
-def step() -> None:
-    """Process one more slide."""
-    st.session_state.live_run.step(1)
+def with_time(frame: pd.DataFrame, trace: data.Trace, profile: presets.Profile) -> pd.DataFrame:
+    """``frame`` (with ``t``) plus ``when`` (wall-clock ms for the axes) and ``time`` (text)."""
+    if not profile.timed or frame.empty:
+        return frame.assign(when=frame.get("t", []), time="")
+    when = units.wall_clock_ms(frame["t"].to_numpy(np.int64), trace.t_unit, profile.tz)
+    text = pd.to_datetime(when, unit="ms").strftime("%H:%M:%S.%f").str[:-3]
+    return frame.assign(when=when, time=text)
 
 
-def restart() -> None:
-    """New engines for the same setup, back at the first window, paused."""
-    old: LiveRun = st.session_state.live_run
-    st.session_state.live_run = rebuild(None, old.trace, old.setup)
-    st.session_state.playing = False
-
-
-def render(run: LiveRun) -> None:
-    """The panels: position, top-k tables side by side, charts over time, the window plot."""
+def status(run: LiveRun, profile: presets.Profile) -> str:
     trace, q = run.trace, run.setup.query
-    status = f"Slide {run.slide} · window ends at {'seq' if q.kind == 'count' else 't'} {run.end} · " \
-             f"{run.rows:,} of {len(trace):,} rows"
-    st.progress(run.rows / max(1, len(trace)), text=status + (" · end of the trace" if run.done else ""))
+    if run.current is None:
+        return "No slide processed yet"
+    lo, hi = run.window_rows()
+    first, last = (trace.t[lo], trace.t[hi - 1]) if hi > lo else (None, None)
+    if profile.timed:
+        span = f"window {units.format_time(first, trace.t_unit, profile.tz)} → " \
+               f"{units.format_time(last, trace.t_unit, profile.tz)}" if first is not None else "empty window"
+    else:
+        span = f"window t {first:,} → {last:,}" if first is not None else "empty window"
+    return (f"Slide {run.current:,} · {span} · {hi - lo:,} objects in the window · "
+            f"{run.rows:,} of {len(trace):,} rows replayed")
 
-    shown = list(run.answers.items())
-    columns = [column for row in range(0, len(shown), TABLES_PER_ROW)
-               for column in st.columns(min(TABLES_PER_ROW, len(shown)))]
-    for column, (name, answer) in zip(columns, shown):
-        with column:
-            frame = tables.answer_frame(answer, run.exact)
-            wrong = int(frame["exact"].str.startswith("✗").sum())
-            st.markdown(f"**{name}** · {SINGLE[name].family}")
-            st.caption(f"precision {metrics.precision(run.exact, answer):.2f} · "
-                       f"{wrong} disagreement{'s' if wrong != 1 else ''} with the oracle")
-            st.table(tables.styled(frame), hide_index=True)
+
+def tiles(run: LiveRun) -> None:
+    """One bordered card per algorithm: precision, memory, ms per slide, candidates."""
+    history = run.metrics_frame(20)
+    names = list(run.answers)
+    for start in range(0, len(names), TILES_PER_ROW):
+        columns = st.columns(TILES_PER_ROW)
+        for column, name in zip(columns, names[start:start + TILES_PER_ROW]):
+            mine = history[history["algorithm"] == name]
+            last = mine.iloc[-1] if len(mine) else None
+            info = engine.registry.algorithm_class(name)
+            with column.container(border=True):
+                st.markdown(f"**{name}** <span style='color:gray'>· {'exact' if info.exact else 'approximate'}"
+                            f"</span>", unsafe_allow_html=True, help=info.summary)
+                a, b = st.columns(2)
+                c, d = st.columns(2)
+                a.metric("precision", "–" if last is None else f"{last['precision']:.2f}",
+                         help=charts.METRICS["precision"][1])
+                b.metric("memory", "–" if last is None else units.format_bytes(last["measured_bytes"]),
+                         help="measured size of the structures; modelled (SPEC cost model): "
+                              + ("–" if last is None else units.format_bytes(last["bytes"])))
+                c.metric("ms / slide", "–" if last is None else f"{mine['ms'].mean():.2f}",
+                         help=charts.METRICS["ms"][1] + " (mean of the last 20 slides)")
+                d.metric("candidates", "–" if last is None else f"{int(last['candidates']):,}",
+                         help=charts.METRICS["candidates"][1])
+
+
+def window_warnings(run: LiveRun) -> None:
+    lo, hi = run.window_rows()
+    k = run.setup.query.k
+    if run.current is not None and hi - lo < k:
+        st.warning(f"The current window holds only {hi - lo} object(s), fewer than k = {k}: every answer has "
+                   f"{hi - lo} row(s). Choose a longer window or a smaller k.", icon=":material/warning:")
+
+
+def metric_chart(field: str, chart) -> None:
+    """A full-width chart with its metric's definition as a caption."""
+    st.altair_chart(chart, width="stretch", height=charts.HEIGHT + 90)
+    st.caption(f"{charts.METRICS[field][0]}: {charts.METRICS[field][1]}.")
+
+
+def render(run: LiveRun, profile: presets.Profile) -> None:
+    """The panels: position, tiles, comparison table, charts over time, the window, layers."""
+    trace = run.trace
+    st.progress(run.rows / max(1, len(trace)), text=status(run, profile) + (" · end of the trace" if run.done else ""))
+    window_warnings(run)
+    tiles(run)
+
+    shown = {name: answer for name, answer in run.answers.items() if name != run.reference}
+    frame, wrong = tables.comparison(run.exact, shown, (lambda seq: time_text(trace, profile, seq))
+                                     if profile.timed else None)
+    st.markdown(f"**Top-{run.setup.query.k} at slide {run.current if run.current is not None else '–'}**: the exact "
+                f"answer ({run.reference}) rank by rank; one column per algorithm with the object id it returned; "
+                "highlighted cells differ from the exact answer.")
+    st.table(tables.styled(frame, wrong))
 
     history = run.metrics_frame(HISTORY)
-    left, right = st.columns(2)
-    left.altair_chart(charts.over_time(history, "precision", "Precision"))
-    right.altair_chart(charts.over_time(history, "error", "Relative score error"))
-    for column, field in zip(st.columns(3), ("candidates", "retained", "bytes")):
-        column.altair_chart(charts.over_time(history, field, f"{field.capitalize()} (log scale)", log=True))
-    left, right = st.columns(2)
-    left.altair_chart(charts.over_time(history, "ms", "Processing time per slide (ms)"))
-    right.altair_chart(charts.window_scores(run.window_frame(WINDOW_POINTS), run.candidates_frame(WINDOW_POINTS),
-                                            run.answers_frame(),
-                                            f"t ({trace.t_unit})"))
+    st.subheader("Over time", help="; ".join(f"**{name}**: {text}" for name, text in charts.METRICS.values()))
+    approximate = [n for n in run.setup.algorithms if not engine.registry.algorithm_class(n).exact]
+    if approximate:
+        metric_chart("precision", charts.over_time(history, "precision"))
+        metric_chart("error", charts.over_time(history, "error"))
+    else:
+        st.caption("Precision and error are not drawn: every selected algorithm is exact (precision 1, error 0). "
+                   "Select an approximate algorithm to see them.")
+    metric_chart("candidates", charts.over_time(history, "candidates", log=True))
+    metric_chart("retained", charts.over_time(history, "retained", log=True))
+    metric_chart("memory", charts.memory_over_time(history))
+    metric_chart("ms", charts.over_time(history, "ms", log=True))
+
+    panel_names = [n for n in run.setup.algorithms if n != run.reference] or [run.reference]
+    window = with_time(run.window_frame(WINDOW_POINTS), trace, profile)
+    candidates = with_time(run.candidates_frame(WINDOW_POINTS), trace, profile)
+    answers = with_time(run.answers_frame(), trace, profile)
+    if run.reference not in run.answers:
+        exact = pd.DataFrame({"algorithm": run.reference, "rank": np.arange(1, len(run.exact) + 1), "seq": run.exact.seq,
+                              "t": trace.t[run.exact.seq], "score": run.exact.scores})
+        answers = pd.concat([answers, with_time(exact, trace, profile)], ignore_index=True)
+    st.altair_chart(charts.window_panels(window, candidates, answers, panel_names, timed=profile.timed,
+                                         tz=profile.tz, columns=min(3, len(panel_names))))
+    if trace.stream == "incomplete":
+        bounds(run)
+    layered(run)
 
 
+def bounds(run: LiveRun) -> None:
+    """Attribute streams: every valid object's current score against the best it could reach."""
+    occurrences = int(run.setup.params.get("eaa", {}).get("occurrences", 1))
+    objects = run.objects_frame(occurrences)
+    if objects.empty:
+        return
+    kth = float(run.exact.scores[-1]) if len(run.exact) == run.setup.query.k else 0.0
+    in_answer = objects["id"].isin(run.exact.ids)
+    status = np.where(in_answer, "in the answer", np.where(objects["best"] >= kth, "may still enter", "cannot enter"))
+    st.altair_chart(charts.current_vs_best(objects.assign(status=status), kth), width="stretch")
+    st.caption(f"Best possible = current score + each weight of a stream the object has fewer than {occurrences} "
+               "valid tuple(s) in (values are at most 1), as EAA bounds it. Below the red line (the k-th current "
+               f"score) an object cannot enter the answer: {int((status == 'cannot enter').sum()):,} of "
+               f"{len(objects):,} objects could be dropped.")
+
+
+def layered(run: LiveRun) -> None:
+    """SAO's layers projected on two chosen features, for every algorithm that keeps layers."""
+    trace = run.trace
+    for name in run.setup.algorithms:
+        if len(trace.features) < 2 or run.layers(name) is None:
+            continue
+        features = list(trace.features)
+        left, right = st.columns(2)
+        a = left.selectbox("Horizontal feature", features, key=f"layers_a_{name}")
+        b = right.selectbox("Vertical feature", features, index=min(1, len(features) - 1), key=f"layers_b_{name}")
+        ia, ib = features.index(a), features.index(b)
+        frame = run.layers_frame(name, (ia, ib), LAYER_POINTS)
+        weights = run.setup.query.weights
+        st.altair_chart(charts.layers_projection(frame, (weights[ia], weights[ib]), a, b,
+                                                 f"{name}: layers projected on {a} and {b}"), width="stretch")
+
+
+# ---------------------------------------------------------------- the page
+
+PAGE_START = perf_counter()
 st.title("Live")
+
 db = data.db_path()
-names = []
+names: list[str] = []
 try:
     names += data.datasets(db)["name"].tolist()
 except data.MissingData as missing:
     st.info(f"{missing} Meanwhile the built-in synthetic stream is available.")
-names.append(data.SYNTHETIC)
+names += list(data.BUILT_IN)
 
-run: LiveRun | None = st.session_state.get("live_run")
-st.session_state.setdefault("playing", False)
+if "live_started" not in ss:  # a new session: the URL decides the view
+    ss.live_started = True
+    ss.url_pending = {key: st.query_params[key] for key in st.query_params}
+    ss.playing = False
+pending: dict[str, str] = ss.get("url_pending") or {}
+if pending.get("ds") in names:
+    ss.dataset = pending["ds"]
+if "dataset" in ss and ss.dataset not in names:
+    del ss.dataset
+
+run: LiveRun | None = ss.get("live_run")
 with st.sidebar:
-    dataset = st.selectbox("Dataset", names, key="dataset", persist_state="session")
-    algorithms = st.multiselect("Algorithms", list(SINGLE), default=[a for a in DEFAULT_ALGORITHMS if a in SINGLE],
-                                key="algorithms", persist_state="session",
-                                help="The oracle always runs as the exact reference.")
+    dataset = st.selectbox("Dataset", names, key="dataset")
 try:
     trace = run.trace if run is not None and run.trace.name == dataset else data.load_trace(db, dataset)
 except data.MissingData as missing:
     st.warning(str(missing))
     st.stop()
+profile = presets.profile(trace.name, trace.family, trace.features, trace.t_unit)
+catalogue = algorithms_for(trace)
 
+if ss.get("query_for") != trace.name:  # a new dataset: its default preset, then what the URL says
+    apply_values(live_state.preset_values(profile.default_preset, profile))
+    ss.query_for = trace.name
+    if pending:
+        apply_values(live_state.from_url(pending, profile))
+        if pending.get("alg"):
+            ss.algorithms = [a for a in pending["alg"].split(",") if a in catalogue]
+        if str(pending.get("speed", "")).isdigit() and int(pending["speed"]) in SPEEDS:
+            ss.speed = int(pending["speed"])
+if "algorithms" not in ss or (ss.algorithms and not set(ss.algorithms) & set(catalogue)):
+    ss.algorithms = [a for a in DEFAULT_ALGORITHMS[trace.stream] if a in catalogue]
+ss.algorithms = [a for a in ss.algorithms if a in catalogue]
+if trace.stream == "incomplete":  # monotone scores only: no negative weight
+    for feature in trace.features:
+        ss[live_state.weight_key(feature)] = max(0.0, float(ss.get(live_state.weight_key(feature), 0.0)))
+widget_values = {key: ss[key] for key in ("kind", "k", "window", "slide")} | {
+    live_state.weight_key(f): ss.get(live_state.weight_key(f), 0.0) for f in trace.features}
+ss.preset = live_state.matching_preset(widget_values, profile) or presets.CUSTOM
+
+problems: list[live_state.Problem] = []
+param_problems: dict[str, str] = {}
 with st.sidebar:
+    st.selectbox("Preset", [p.name for p in profile.presets] + [presets.CUSTOM], key="preset", on_change=apply_preset,
+                 args=(profile,), help="Named queries for this dataset; the first is the query `make run` replays "
+                                       "(compare it with the Runs page). Editing any value below makes it Custom.")
+    algorithms = st.multiselect("Algorithms", list(catalogue), key="algorithms",
+                                help="The oracle always runs as the exact reference; "
+                                     + "; ".join(f"**{i.name}**: {i.summary}" for i in catalogue.values()))
     st.subheader("Query")
-    kind = st.radio("Window kind", ["count", "time"], horizontal=True, key="kind", persist_state="session")
-    unit = "objects" if kind == "count" else trace.t_unit
-    k = st.number_input("k", min_value=1, value=10, step=1, key="k", persist_state="session")
-    window = st.number_input(f"Window ({unit})", min_value=1, value=1000, step=100, key="window",
-                             persist_state="session")
-    slide = st.number_input(f"Slide ({unit})", min_value=1, value=50, step=10, key="slide",
-                            persist_state="session", help="Must divide the window.")
-    st.caption("Weights (negative values rank small feature values first)")
-    weights = [st.slider(feature, -1.0, 1.0, 1.0, 0.05, key=f"w_{feature}", persist_state="session")
+    kind = st.radio("Window kind", ["count", "time"], horizontal=True, key="kind", on_change=switch_kind,
+                    args=(profile,), help="count: the last n objects; time: the objects of the last n time units.")
+    k = st.number_input("k", min_value=1, max_value=1000, step=1, key="k", help="Objects in every answer.")
+    unit_hint = "objects, e.g. 10,000 or 10k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
+    window_len, slide_len, problems = live_state.lengths(widget_values, profile)
+    st.text_input(f"Window ({unit_hint})", key="window", help="How much of the stream every answer covers.")
+    problem_below(problems, "window")
+    st.text_input(f"Slide ({'objects' if kind == 'count' else 'duration'})", key="slide",
+                  help="How far the window moves between two answers; the window must be a whole number of slides.")
+    problem_below(problems, "slide")
+    st.caption("Weights: score = Σ weight × feature; a negative weight ranks small values first."
+               if trace.stream == "single" else "Weights: score = Σ weight × (sum of the object's valid values "
+                                                "in that stream); weights are at least 0.")
+    lowest = 0.0 if trace.stream == "incomplete" else -1.0  # incomplete streams need monotone scores
+    weights = [st.slider(feature, lowest, 1.0, step=0.05, key=live_state.weight_key(feature))
                for feature in trace.features]
-    params = {}
+    try:
+        candidate = engine.Query(weights=weights, k=int(k), window=window_len, slide=slide_len, kind=kind) \
+            if not problems else None
+    except ValueError as exc:
+        candidate = None
+        problems.append(live_state.Problem("query", str(exc)))
+        st.error(str(exc), icon=":material/error:")
+    params: dict[str, dict[str, Any]] = {}
     for name in algorithms:
-        if SINGLE[name].defaults:
-            with st.expander(f"{name} parameters"):
-                params[name] = {key: param_input(name, key, default) for key, default in SINGLE[name].defaults.items()}
+        if catalogue[name].defaults:
+            with st.expander(f"{name} parameters", expanded=name in ss.get("param_errors", ())):
+                params[name] = {key: param_input(name, key, default) for key, default in catalogue[name].defaults.items()}
+                try:  # constructing an engine is cheap and checks the parameters the way playback would
+                    engine.create(name, candidate or engine.Query(weights=weights or [1.0], k=1, window=1, slide=1),
+                                  **params[name])
+                except ValueError as exc:
+                    param_problems[name] = str(exc)
+                    st.error(f"{exc}. Default: {catalogue[name].defaults}", icon=":material/error:")
 
+setup = None
 if not algorithms:
     st.info("Pick at least one algorithm in the sidebar.")
     st.stop()
-try:
-    setup = Setup(dataset, engine.Query(weights=weights, k=int(k), window=int(window), slide=int(slide), kind=kind),
-                  tuple(algorithms), params)
-except ValueError as exc:
-    st.error(f"Invalid query: {exc}")
-    st.stop()
-if run is None or run.setup != setup:
-    try:
-        run = st.session_state.live_run = rebuild(run, trace, setup)
-    except ValueError as exc:
-        st.error(f"Cannot start the engines: {exc}")
-        st.stop()
+ss.param_errors = tuple(param_problems)
+if candidate is not None and not param_problems:
+    setup = Setup(dataset, candidate, tuple(algorithms), params)
 
-playing = st.session_state.playing
+# Visible warnings about queries that are valid but probably not what the user meant.
+if setup is not None:
+    q = setup.query
+    if kind == "count" and q.k > q.window:
+        st.warning(f"k = {q.k} is larger than the window ({q.window:,} objects): answers can hold at most "
+                   f"{q.window:,} objects.", icon=":material/warning:")
+    if not any(q.weights):
+        st.warning("Every weight is 0, so every object scores 0 and the answer is simply the newest objects. "
+                   "Give at least one feature a weight.", icon=":material/warning:")
+    span = len(trace) if kind == "count" else int(trace.t[-1] - trace.t[0]) + 1 if len(trace) else 0
+    if q.window > span:
+        shown_span = live_state.typed(span, kind, trace.t_unit)
+        st.warning(f"The window ({live_state.typed(q.window, kind, trace.t_unit)}) is longer than the whole trace "
+                   f"({shown_span}): no window is ever full.", icon=":material/warning:")
+
+if setup is None:
+    if run is None:
+        st.error("The query in the sidebar is not valid yet (see the message next to the input).")
+        st.stop()
+    messages = [p.message for p in problems] + [f"{n}: {m}" for n, m in param_problems.items()]
+    st.warning(f"Still showing the last valid view: {'; '.join(messages)} (see the message next to the input in "
+               "the sidebar).", icon=":material/edit_note:")
+elif run is None or run.setup != setup:
+    at = None
+    if pending.get("at", "").isdigit():
+        at = int(pending["at"])
+    try:
+        run = ss.live_run = rebuild(None if ss.pop("restart", False) else run, trace, setup, at)
+        ss.url_pending = {}
+    except ValueError as exc:  # an engine refused its parameters or the query
+        if run is None:
+            st.error(f"Cannot start the engines: {exc}")
+            st.stop()
+        st.error(f"Cannot start the engines: {exc}. Still showing the last valid view.", icon=":material/error:")
+
+playing = bool(ss.playing) and not run.done
+ss.playing = playing
+ss.setdefault("speed", 20)
 play_col, step_col, restart_col, speed_col = st.columns([1, 1, 1, 4], vertical_alignment="bottom")
 play_col.button("Pause" if playing else "Play", key="play", on_click=toggle_play, type="primary", width="stretch",
                 icon=":material/pause:" if playing else ":material/play_arrow:", disabled=run.done and not playing)
 step_col.button("Step", key="step", icon=":material/skip_next:", on_click=step, disabled=run.done, width="stretch")
 restart_col.button("Restart", key="restart", icon=":material/replay:", on_click=restart, width="stretch")
-speed_col.select_slider("Slides per tick", SPEEDS, value=5, key="speed", persist_state="session")
-if "live_note" in st.session_state:
-    st.caption(st.session_state.live_note)
+speed_col.select_slider("Speed (slides per second)", SPEEDS, key="speed",
+                        help=f"Playback refreshes once per second and spends at most {BUDGET:.1f} s of it on the "
+                             "engines, so a fast speed may be capped by the machine.")
+if "live_note" in ss:
+    st.caption(ss.live_note)
+
+st.query_params.from_dict(live_state.to_url(run.setup.dataset, run.setup.algorithms, run.setup.query,
+                                            run.setup.params, run.trace.t_unit, run.current,
+                                            ss.speed if ss.speed != 20 else None))
 
 
 @st.fragment(run_every=TICK if playing else None)
 def live_panels() -> None:
-    """Advance while playing (a few slides per tick), then draw the panels."""
-    live: LiveRun = st.session_state.live_run
-    if st.session_state.playing:
-        live.step(st.session_state.speed)
+    """While playing: one tick of slides within the budget; then the panels."""
+    started = ss.pop("run_start", None) or perf_counter()  # a tick is timed from its own start
+    live: LiveRun = ss.live_run
+    if ss.playing:
+        start = perf_counter()
+        rows = live.rows
+        live.play(max(1, round(ss.speed * TICK)), BUDGET)
+        rate = (live.rows - rows) / TICK
+        st.caption(f"Playing: {rate:,.0f} objects/s of replay (engine time {perf_counter() - start:.2f} s per tick).")
         if live.done:
-            st.session_state.playing = False
-            st.rerun()
-    render(live)
+            ss.playing = False
+            st.rerun(scope="app")
+    render(live, profile)
+    st.caption(f"Computed in {perf_counter() - started:.2f} s on the server "
+               f"({'this refresh' if ss.playing else 'the whole page, engines included'}).")
 
 
+ss.run_start = PAGE_START
 live_panels()

@@ -1,27 +1,73 @@
-"""Runs page: browse pipeline runs stored in DuckDB and scrub through their slides."""
+"""Runs page: browse pipeline runs stored in DuckDB, scrub through their slides, compare two runs.
 
+Slides are numbered as on the Live page and in the ``slide`` column: from 0 at the start of
+the dataset. The metrics carry the same names and definitions as on Live (``charts.METRICS``).
+"""
+
+from __future__ import annotations
+
+import json
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from engine import Answer
-from app import charts, data, tables
+from app import charts, data, presets, tables, units
 
 CHART_SLIDES = 1000  # most slides drawn per chart; longer runs are thinned evenly
+REFERENCE = "oracle"
 
 
-def describe(row: pd.Series) -> str:
-    """One line for a query: id, k, window, slide, kind and weights."""
-    return (f"#{row.query_id}: k={row.k}, window={row.window}, slide={row.slide}, {row.kind}, "
-            f"weights={row.weights}")
+def weights_of(row: pd.Series) -> list[float]:
+    weights = json.loads(row.weights) if isinstance(row.weights, str) else list(row.weights)
+    return [float(w) for w in weights]
+
+
+def describe(row: pd.Series, features: list[str], t_unit: str) -> str:
+    """One line for a query with feature names: ``#0 · largest notional · k 10 · last 10,000 objects / 500``."""
+    weights = weights_of(row)
+    named = dict(zip(features, weights)) if len(features) == len(weights) else \
+        {f"feature {j}": w for j, w in enumerate(weights)}
+    if row.kind == "count":
+        span = f"last {units.format_count(int(row.window))} objects, slide {units.format_count(int(row.slide))}"
+    else:
+        span = f"last {units.format_duration(int(row.window), t_unit)}, " \
+               f"slide {units.format_duration(int(row.slide), t_unit)}"
+    return f"#{row.query_id} · {presets.describe_weights(named)} · k = {row.k} · {span} ({row.kind} window)"
 
 
 def as_answer(rows: pd.DataFrame) -> Answer:
     """An answer from stored ``answers`` rows (``seq`` is not stored: -1)."""
     ids = rows["object_id"].to_numpy(np.int64)
     return Answer(ids, rows["score"].to_numpy(np.float64), np.full(len(ids), -1, np.int64))
+
+
+def run_label(row) -> str:
+    started = f" · started {row.started_at:%Y-%m-%d %H:%M} UTC" if pd.notna(row.started_at) else ""
+    return f"{row.run_id} · {row.dataset} · {row.status}{started}"
+
+
+def thinned(metrics: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    first, last = int(metrics.slide.min()), int(metrics.slide.max())
+    stride = math.ceil((last - first + 1) / CHART_SLIDES)
+    return metrics[(metrics.slide - first) % stride == 0].assign(ms=lambda f: f.seconds * 1e3), stride
+
+
+def summary(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm over all slides: the Live tiles' metrics, averaged (memory: the peak)."""
+    grouped = metrics.assign(ms=metrics.seconds * 1e3).groupby("algorithm")
+    out = pd.DataFrame({
+        "slides": grouped.slide.count(),
+        "precision": grouped.precision.mean().round(4),
+        "relative score error": grouped.error.mean(),
+        "candidates": grouped.candidates.mean().round(1),
+        "memory (modelled, peak)": grouped.bytes.max().map(units.format_bytes),
+        "ms / slide": grouped.ms.mean().round(3),
+    })
+    return out.reset_index()
 
 
 st.title("Runs")
@@ -35,46 +81,150 @@ if runs.empty:
     st.info(f"No pipeline runs in `{db}` yet. {data.INGEST_HINT}")
     st.stop()
 
-labels = {r.run_id: f"{r.run_id} · {r.dataset} · {r.status} · {r.started_at:%Y-%m-%d %H:%M}"
-          if pd.notna(r.started_at) else f"{r.run_id} · {r.dataset} · {r.status}" for r in runs.itertuples()}
+labels = {r.run_id: run_label(r) for r in runs.itertuples()}
+if "run_id" not in st.session_state and st.query_params.get("run") in labels:
+    st.session_state.run_id = st.query_params["run"]
 run_id = st.selectbox("Run", list(labels), format_func=labels.get, key="run_id")
-st.dataframe(runs[runs.run_id == run_id], hide_index=True)
+run = runs[runs.run_id == run_id].iloc[0]
+info = data.dataset_info(db, run.dataset)
+tz = presets.TIME_ZONES.get(info["family"])
 
 queries = data.run_queries(db, run_id)
 if queries.empty:
     st.info("This run has no queries recorded.")
     st.stop()
-query_id = st.selectbox("Query", queries.query_id.tolist(), key="query_id",
-                        format_func=lambda qid: describe(queries[queries.query_id == qid].iloc[0]))
-slide_metrics = data.slide_metrics(db, run_id, query_id)
-if slide_metrics.empty:
+query_labels = {int(r.query_id): describe(r, info["features"], info["t_unit"]) for _, r in queries.iterrows()}
+if "query_id" not in st.session_state and str(st.query_params.get("query", "")).isdigit() \
+        and int(st.query_params["query"]) in query_labels:
+    st.session_state.query_id = int(st.query_params["query"])
+query_id = st.selectbox("Query", list(query_labels), key="query_id", format_func=query_labels.get)
+query = queries[queries.query_id == query_id].iloc[0]
+st.caption(f"Dataset `{run.dataset}` · {run.shards} shard(s) on `{run.spark_master}` · status {run.status}"
+           + (f" · finished {run.finished_at:%Y-%m-%d %H:%M:%S} UTC" if pd.notna(run.finished_at) else ""))
+
+metrics = data.slide_metrics(db, run_id, query_id)
+if metrics.empty:
     st.info("No slide of this query is recorded yet (the run may still be going).")
     st.stop()
 
-first, last = int(slide_metrics.slide.min()), int(slide_metrics.slide.max())
-slide = st.slider("Slide", first, last, last, key="run_slide") if last > first else first
-answers = data.answers_at(db, run_id, query_id, slide)
-end = slide_metrics.loc[slide_metrics.slide == slide, "end"]
-st.caption(f"Slide {slide} of {first}–{last}" + (f" · window ends at {int(end.iloc[0])}" if len(end) else ""))
+first, last = int(metrics.slide.min()), int(metrics.slide.max())
+if "run_slide" not in st.session_state:
+    wanted = st.query_params.get("slide", "")
+    st.session_state.run_slide = int(wanted) if str(wanted).isdigit() else last
+if not first <= st.session_state.run_slide <= last:
+    st.session_state.run_slide = last
+slide = st.slider("Slide (numbered from 0 at the start of the dataset, as on Live)", first, last,
+                  key="run_slide") if last > first else first
+try:  # the dataset itself, for times (cached after the first read)
+    trace = data.load_trace(db, run.dataset)
+except data.MissingData:
+    trace = None
+end = metrics.loc[metrics.slide == slide, "end"]
+if len(end):
+    boundary = int(end.iloc[0])
+    if query.kind == "count":
+        where = f"row {boundary:,}"
+        if trace is not None and 0 < boundary <= len(trace):
+            where += f" ({units.format_time(int(trace.t[boundary - 1]), trace.t_unit, tz)})"
+    else:
+        where = units.format_time(boundary, info["t_unit"], tz)
+    st.caption(f"Slide {slide:,} of {first:,}–{last:,} · the window ends before {where}")
+st.query_params.from_dict({"run": run_id, "query": str(query_id), "slide": str(slide)})
 
-algorithms = sorted(slide_metrics.algorithm.unique())
-exact = as_answer(answers[answers.algorithm == "oracle"]) if "oracle" in algorithms else None
+answers = data.answers_at(db, run_id, query_id, slide)
+algorithms = sorted(metrics.algorithm.unique(), key=lambda a: (a != REFERENCE, a))
+exact = as_answer(answers[answers.algorithm == REFERENCE]) if REFERENCE in algorithms else None
 if exact is None:
     st.caption("This run has no oracle answers, so disagreements are not marked "
                "(precision and error below were measured by the pipeline).")
-for column, name in zip(st.columns(len(algorithms)), algorithms):
-    with column:
-        st.markdown(f"**{name}**")
-        st.table(tables.styled(tables.answer_frame(as_answer(answers[answers.algorithm == name]), exact)),
-                 hide_index=True)
 
-stride = math.ceil((last - first + 1) / CHART_SLIDES)
-shown = slide_metrics[(slide_metrics.slide - first) % stride == 0].assign(ms=lambda f: f.seconds * 1e3)
+now = metrics[metrics.slide == slide].set_index("algorithm")
+columns = st.columns(min(3, len(algorithms)))
+for i, name in enumerate(algorithms):
+    with columns[i % len(columns)].container(border=True):
+        st.markdown(f"**{name}**")
+        if name not in now.index:
+            st.caption("no metrics at this slide")
+            continue
+        row = now.loc[name]
+        a, b = st.columns(2)
+        c, d = st.columns(2)
+        a.metric("precision", f"{row.precision:.2f}", help=charts.METRICS["precision"][1])
+        measured = row.get("measured_bytes", np.nan)
+        b.metric("memory", units.format_bytes(measured if pd.notna(measured) else row.bytes),
+                 help=("measured size of the structures" if pd.notna(measured) else
+                       "modelled (SPEC cost model); this run did not record the measured size")
+                 + f", summed over shards; modelled: {units.format_bytes(row.bytes)}")
+        c.metric("ms / slide", f"{row.seconds * 1e3:.2f}", help=charts.METRICS["ms"][1] + " (slowest shard)")
+        d.metric("candidates", f"{int(row.candidates):,}", help=charts.METRICS["candidates"][1])
+
+shown = {name: as_answer(answers[answers.algorithm == name]) for name in algorithms if name != REFERENCE}
+time_of = None
+if trace is not None and trace.t_unit in units.MS_PER and exact is not None:
+    rows_of = pd.Index(trace.ids).get_indexer(exact.ids)  # stored answers keep ids, not seq
+    times = {int(i): units.format_time(int(trace.t[r]), trace.t_unit, tz)[11:23] if r >= 0 else "–"
+             for i, r in zip(exact.ids, rows_of)}
+    time_of = lambda _seq: [times[int(i)] for i in exact.ids]  # noqa: E731 (the ids, in rank order)
+frame, wrong = tables.comparison(exact, shown, time_of)
+st.markdown(f"**Top-{query.k} at slide {slide}**: the exact answer rank by rank; one column per algorithm; "
+            "highlighted cells differ from the exact answer.")
+st.table(tables.styled(frame, wrong))
+st.download_button("Download every answer of this query (CSV)", partial(data.answers_csv, db, run_id, query_id),
+                   file_name=f"{run_id}-query{query_id}-answers.csv", mime="text/csv", icon=":material/download:",
+                   key="download_answers")
+
+chart_data, stride = thinned(metrics)
+st.subheader("Over time", help="; ".join(f"**{name}**: {text}" for name, text in charts.METRICS.values()))
 if stride > 1:
     st.caption(f"Charts show every {stride}th slide.")
-left, right = st.columns(2)
-left.altair_chart(charts.over_time(shown, "precision", "Precision", at=slide))
-right.altair_chart(charts.over_time(shown, "error", "Error", at=slide))
-for column, field in zip(st.columns(3), ("candidates", "retained", "bytes")):
-    column.altair_chart(charts.over_time(shown, field, f"{field.capitalize()} (log scale)", at=slide, log=True))
-st.altair_chart(charts.over_time(shown, "ms", "Processing time per slide (ms)", at=slide))
+if (metrics.precision == 1.0).all() and (metrics.error == 0.0).all():
+    st.caption("Precision and error are not drawn: every answer of this run was exact (precision 1, error 0).")
+else:
+    st.altair_chart(charts.over_time(chart_data, "precision", at=slide), width="stretch", height=330)
+    st.altair_chart(charts.over_time(chart_data, "error", at=slide), width="stretch", height=330)
+st.altair_chart(charts.over_time(chart_data, "candidates", at=slide, log=True), width="stretch", height=330)
+st.altair_chart(charts.over_time(chart_data, "retained", at=slide, log=True), width="stretch", height=330)
+st.altair_chart(charts.memory_over_time(chart_data, at=slide), width="stretch", height=330)
+st.caption("Memory: modelled by the SPEC cost model (dashed) and measured (solid, when the run recorded it), "
+           "summed over shards.")
+st.altair_chart(charts.over_time(chart_data, "ms", at=slide, log=True), width="stretch", height=330)
+
+st.subheader("Snapshots", help="Engine state saved by the pipeline; `replay --resume` continues from the last one.")
+try:
+    snapshots = data.snapshots(db, run_id, query_id)
+except data.MissingData as missing:
+    snapshots = pd.DataFrame()
+    st.caption(str(missing))
+if snapshots.empty:
+    st.caption("No snapshot recorded for this query.")
+else:
+    st.dataframe(snapshots.assign(size=snapshots.bytes.map(units.format_bytes), checksum=snapshots.checksum.str[:16])
+                 [["slide", "algorithm", "shard", "last_seq", "size", "checksum", "created_at"]],
+                 hide_index=True, width="stretch",
+                 column_config={"last_seq": st.column_config.NumberColumn("last seq", format="%d"),
+                                "checksum": st.column_config.TextColumn("checksum (first 16)"),
+                                "created_at": st.column_config.DatetimeColumn("time (UTC)",
+                                                                              format="YYYY-MM-DD HH:mm:ss")})
+
+st.subheader("Compare with another run")
+others = {f"{r.run_id}|{int(q.query_id)}": f"{labels[r.run_id]} · {describe(q, info['features'], info['t_unit'])}"
+          for r in runs.itertuples() for _, q in data.run_queries(db, r.run_id).iterrows()
+          if (r.run_id, int(q.query_id)) != (run_id, query_id)}
+if not others:
+    st.caption("There is no other run (or query) to compare with yet.")
+else:
+    other_key = st.selectbox("Other run and query", list(others), format_func=others.get, key="compare_with",
+                             index=None, placeholder="Choose a run to compare")
+    if other_key is not None:
+        other_run, other_query = other_key.split("|")
+        other = data.slide_metrics(db, other_run, int(other_query))
+        left, right = st.columns(2)
+        left.markdown(f"**This run** · {query_labels[query_id]}")
+        left.dataframe(summary(metrics), hide_index=True, width="stretch")
+        right.markdown(f"**{other_run}** · query #{other_query}")
+        right.dataframe(summary(other) if not other.empty else pd.DataFrame(), hide_index=True, width="stretch")
+        both = pd.concat([metrics.assign(run="this run"), other.assign(run=other_run)], ignore_index=True)
+        both_data, _ = thinned(both)
+        st.altair_chart(charts.over_time(both_data, "candidates", log=True, stroke="run"), width="stretch",
+                        height=330)
+        st.altair_chart(charts.over_time(both_data, "ms", log=True, stroke="run"), width="stretch", height=330)

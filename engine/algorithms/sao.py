@@ -395,6 +395,15 @@ class SAO(Algorithm):
         ids, scores, seq = (np.concatenate(column) for column in zip(*found))
         return Answer.ranked(ids, scores, seq, k)
 
+    def layers(self) -> list[np.ndarray]:
+        """``seq`` of the tuples of each layer, outermost first (``O(M)``).
+
+        Before the index is created (fewer than ``M`` tuples seen) the buffer is one layer.
+        """
+        if not self._created:
+            return [self._buffer.seq.copy()]
+        return [layer.rows.seq.copy() for layer in self._layers]
+
     def candidates(self) -> np.ndarray:
         if not self._created:
             return self._buffer.seq.copy()

@@ -20,8 +20,10 @@ RUN_QUERY = engine.Query(weights=[1.0, -0.5], k=5, window=200, slide=50, kind="c
 
 
 def oracle_answers(arrays, query: engine.Query, slides: int | None = None) -> list[engine.Answer]:
-    """The oracle's answer after each slide (the first ``slides`` ones), computed with the engine."""
-    oracle = engine.create("oracle", query)
+    """The oracle's answer after each slide (the first ``slides`` ones), computed with the engine.
+
+    Attribute streams (``(ids, stream, value, t)``) are answered by ``oracle-incomplete``."""
+    oracle = engine.create("oracle-incomplete" if len(arrays) == 4 else "oracle", query)
     out = []
     for batch in engine.slides(arrays, query):
         if slides is not None and len(out) == slides:
@@ -100,6 +102,33 @@ def filled_db(tmp_path, monkeypatch, trace) -> Path:
     return db
 
 
-def table_ids(table) -> list[int]:
-    """Object ids shown by an AppTest ``st.table`` of an answer."""
-    return table.value["id"].astype(np.int64).tolist()
+class ApproximateForTests(engine.algorithms.oracle.Oracle):
+    """An approximate algorithm for the tests: the oracle's answer with its last rank replaced
+    by the window's worst object, and three "layers" (for the layer projection panel)."""
+
+    name = "approx_for_tests"
+    summary = "the oracle with a wrong last rank (tests only)"
+    exact = False
+    defaults = {"layers": 3}
+
+    def topk(self) -> engine.Answer:
+        exact = super().topk()
+        if len(exact) < 2:
+            return exact
+        worst = self.query([-w for w in self.q.weights], 1)
+        keep = slice(0, len(exact) - 1)
+        return engine.Answer(np.append(exact.ids[keep], worst.ids), np.append(exact.scores[keep], -worst.scores),
+                             np.append(exact.seq[keep], worst.seq))
+
+    def layers(self) -> list[np.ndarray]:
+        seq = np.sort(self.candidates())
+        return [part for part in np.array_split(seq, self.params["layers"]) if len(part)]
+
+
+@pytest.fixture
+def approximate():
+    """``approx_for_tests`` registered for the duration of one test."""
+    from engine import registry
+    registry.register(ApproximateForTests)
+    yield ApproximateForTests.name
+    registry._REGISTRY.pop(ApproximateForTests.name)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import pytest
 import engine
 from app import data
 
-from .conftest import oracle_answers
+from .conftest import RUN_QUERY, oracle_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -39,14 +41,14 @@ def chromium() -> str:
 
 
 @pytest.fixture
-def server(tmp_path):
-    """The dashboard on a free port (no database: the built-in stream); stopped afterwards."""
+def server(tmp_path, filled_db):
+    """The dashboard on a free port over the test database (dataset ``demo``, run ``run-1``)."""
     port = free_port()
     log = open(tmp_path / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app/streamlit_app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false", "--", "--db", str(tmp_path / "absent.duckdb")],
+         "--browser.gatherUsageStats", "false", "--", "--db", str(filled_db)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
@@ -72,7 +74,29 @@ def server(tmp_path):
         log.close()
 
 
-def test_step_in_the_browser_shows_the_oracle_answer(chromium, server):
+SCREENSHOTS = ROOT / "var" / "screenshots"
+
+
+def screenshot(page, tmp_path: Path, name: str) -> Path:
+    """The page as the user sees it, into the test's folder and ``var/screenshots/`` (gitignored)."""
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, SCREENSHOTS / path.name)
+    return path
+
+
+def shown_slide(page) -> int:
+    text = page.get_by_text(re.compile(r"^Slide [0-9,]+ ·")).first.inner_text()
+    return int(text.split(" ·")[0].removeprefix("Slide ").replace(",", ""))
+
+
+def table_ids(page, column: int) -> list[int]:
+    rows = page.get_by_test_id("stTable").first.locator("tbody tr")
+    return [int(rows.nth(r).locator("td").nth(column).inner_text()) for r in range(rows.count())]
+
+
+def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
     query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50)
@@ -82,20 +106,61 @@ def test_step_in_the_browser_shows_the_oracle_answer(chromium, server):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(server)
+            page = browser.new_page(viewport={"width": 1400, "height": 2600})
+            page.goto(f"{server}/?ds=synthetic%3A+uniform")  # the URL picks the 20,000-row built-in stream
             step = page.get_by_role("button", name="Step")
             expect(step).to_be_enabled(timeout=30_000)
             step.click()
-            expect(page.get_by_text(f"Slide {slides} ·")).to_be_visible(timeout=30_000)
-            tables = page.get_by_test_id("stTable")
-            expect(tables).to_have_count(2)
-            for i in range(2):
-                rows = tables.nth(i).locator("tbody tr")
-                expect(rows).to_have_count(query.k)
-                cells = [rows.nth(r).locator("td").all_inner_texts() for r in range(query.k)]
-                assert [int(c[1]) for c in cells] == answer.ids.tolist()
-                assert [float(c[2]) for c in cells] == pytest.approx(answer.scores.tolist(), rel=1e-5)
-                assert {c[3] for c in cells} == {"✓"}
+            expect(page.get_by_text(f"Slide {slides - 1} ·")).to_be_visible(timeout=30_000)
+            table = page.get_by_test_id("stTable")
+            expect(table).to_have_count(1)
+            expect(table.locator("tbody tr")).to_have_count(query.k)
+            assert table_ids(page, 1) == answer.ids.tolist()  # exact id column
+            assert table_ids(page, 3) == answer.ids.tolist()  # mintopk column
+            assert "stock" not in page.url and "at=20" in page.url
+
+            # Play, then Pause: the slide stops moving within one tick (1 s, 20 slides at the default speed).
+            page.get_by_role("button", name="Play").click()
+            expect(page.get_by_role("button", name="Pause")).to_be_visible(timeout=20_000)
+            page.wait_for_function("() => /Slide (2[3-9]|[3-9][0-9]|[0-9]{3,}) ·/.test(document.body.innerText)",
+                                   timeout=40_000)
+            page.get_by_role("button", name="Pause").click()
+            expect(page.get_by_role("button", name="Play")).to_be_visible(timeout=20_000)
+            paused_at = shown_slide(page)
+            page.wait_for_timeout(2_500)
+            assert shown_slide(page) - paused_at <= 20
+            settled = shown_slide(page)
+            page.wait_for_timeout(1_500)
+            assert shown_slide(page) == settled
+            screenshot(page, tmp_path, "live-paused")
+
+            # k = 5: five rows, still the same position.
+            k = page.get_by_label("k", exact=True)
+            k.fill("5")
+            k.press("Enter")
+            expect(page.get_by_test_id("stTable").locator("tbody tr")).to_have_count(5, timeout=30_000)
+            assert shown_slide(page) == settled
+
+            # Time windows: lengths that suit the clock, no error, the same table shape.
+            page.get_by_test_id("stRadio").get_by_text("time", exact=True).click()
+            expect(page.get_by_role("textbox", name=re.compile(r"^Window"))).to_have_value("1000", timeout=30_000)
+            expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
+            expect(page.get_by_test_id("stTable").locator("tbody tr")).to_have_count(5, timeout=30_000)
+            assert "kind=time" in page.url
+            screenshot(page, tmp_path, "live-time-window")
+
+            # Runs: the run written by the fixtures, scrubbed with the same table.
+            page.get_by_role("link", name="Runs").click()
+            expect(page.get_by_text("Top-5 at slide")).to_be_visible(timeout=30_000)
+            last = len(oracle_answers(data.load_trace(Path(os.environ["TOPK_DB"]), "demo").arrays, RUN_QUERY)) - 1
+            expect(page.get_by_text(f"Top-5 at slide {last}")).to_be_visible()
+            expect(page.get_by_test_id("stTable").locator("tbody tr")).to_have_count(RUN_QUERY.k)
+            assert "run=run-1" in page.url
+            screenshot(page, tmp_path, "runs")
+
+            page.get_by_role("link", name="Benchmarks").click()
+            expect(page.get_by_role("heading", name="Benchmarks")).to_be_visible(timeout=30_000)
+            page.wait_for_timeout(1_000)
+            screenshot(page, tmp_path, "benchmarks")
         finally:
             browser.close()

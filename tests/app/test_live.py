@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import duckdb
 import numpy as np
+from streamlit.testing.v1 import AppTest
 
 import engine
-from app import data
+from app import data, tables
 
-from .conftest import oracle_answers, table_ids
+from .conftest import ENTRY, oracle_answers
 
 SYNTHETIC = data.synthetic_uniform()
 DEFAULT = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50, kind="count")
@@ -20,25 +21,45 @@ def expected(query: engine.Query, slides: int, trace: data.Trace = SYNTHETIC) ->
     return oracle_answers(trace.arrays, query, slides)[-1]
 
 
-def assert_shows(at, answer: engine.Answer, tables: int = 2) -> None:
-    """No exception, ``tables`` top-k tables, each equal to ``answer`` and marked as agreeing."""
+def comparison(at):
+    """The comparison table's frame (``rank``, ``exact id``, ``exact score``, one column per algorithm)."""
+    assert len(at.table) == 1, f"{len(at.table)} tables"
+    return at.table[0].value
+
+
+def assert_shows(at, answer: engine.Answer, algorithms=("mintopk",)) -> None:
+    """No exception or error; the comparison table shows ``answer`` as exact and for every algorithm."""
     assert not at.exception, at.exception
     assert not at.error, at.error[0].value
-    assert len(at.table) == tables
-    for table in at.table:
-        assert table_ids(table) == answer.ids.tolist()
-        np.testing.assert_allclose(table.value["score"].to_numpy(float), answer.scores, rtol=1e-12)
-        assert table.value["rank"].tolist() == list(range(1, len(answer) + 1))
-        assert set(table.value["exact"]) == {"✓"}
+    frame = comparison(at)
+    assert frame["rank"].tolist() == list(range(1, len(answer) + 1))
+    assert frame[tables.EXACT_ID].astype(np.int64).tolist() == answer.ids.tolist()
+    np.testing.assert_allclose(frame[tables.EXACT_SCORE].to_numpy(float), answer.scores, rtol=1e-12)
+    for name in algorithms:
+        assert frame[name].astype(np.int64).tolist() == answer.ids.tolist(), name
+
+
+def slide_shown(at) -> int:
+    """The slide number in the status line (``Slide N · ...``)."""
+    return int(at.get("progress")[0].proto.text.split(" ·")[0].removeprefix("Slide ").replace(",", ""))
+
+
+def warnings(at) -> str:
+    return " | ".join(w.value for w in at.warning)
 
 
 def test_opens_on_live_with_the_first_window_answered(app):
     app.run()
-    assert [m.value for m in app.markdown] == ["**oracle** · exact, single", "**mintopk** · exact, single"]
     assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
-    assert app.get("progress")[0].proto.text.startswith(f"Slide {FIRST_WINDOW} ")
-    titles = [chart.proto.spec for chart in app.get("vega_lite_chart")]
-    assert len(titles) == 7 and any("Processing time per slide" in spec for spec in titles)
+    assert slide_shown(app) == FIRST_WINDOW - 1  # slides are numbered from 0, as in the pipeline
+    assert app.selectbox(key="preset").value == "sum of all features, last 1,000 objects"
+    labels = [m.label for m in app.metric]
+    assert labels == ["precision", "memory", "ms / slide", "candidates"] * 2
+    assert all(m.help for m in app.metric)  # every tile defines its metric
+    specs = [chart.proto.spec for chart in app.get("vega_lite_chart")]
+    assert len(specs) == 5  # candidates, retained, memory, time per slide, the window
+    assert any('"measured"' in spec and '"modelled"' in spec for spec in specs)
+    assert any("not drawn: every selected algorithm is exact" in c.value for c in app.caption)
 
 
 def test_step_processes_one_more_slide(app):
@@ -46,6 +67,7 @@ def test_step_processes_one_more_slide(app):
     app.button(key="step").click().run()
     app.button(key="step").click().run()
     assert_shows(app, expected(DEFAULT, FIRST_WINDOW + 2))
+    assert slide_shown(app) == FIRST_WINDOW + 1
 
 
 def test_query_changes_rebuild_the_engines_at_the_same_position(app):
@@ -54,13 +76,14 @@ def test_query_changes_rebuild_the_engines_at_the_same_position(app):
     app.number_input(key="k").set_value(5).run()
     query = engine.Query(weights=[1.0, 1.0, 1.0], k=5, window=1000, slide=50)
     assert_shows(app, expected(query, FIRST_WINDOW + 1))
+    assert app.selectbox(key="preset").value == "Custom"
 
     app.slider(key="w_x_0").set_value(-0.5)
     app.slider(key="w_x_2").set_value(0.25).run()
     query = query.with_weights([-0.5, 1.0, 0.25])
     assert_shows(app, expected(query, FIRST_WINDOW + 1))
 
-    app.number_input(key="slide").set_value(100).run()  # 1050 rows hold 10 slides of 100
+    app.text_input(key="slide").set_value("100").run()  # 1050 rows hold 10 slides of 100
     query = engine.Query(weights=query.weights, k=5, window=1000, slide=100)
     assert_shows(app, expected(query, 10))
     app.button(key="step").click().run()
@@ -68,6 +91,14 @@ def test_query_changes_rebuild_the_engines_at_the_same_position(app):
 
     app.checkbox(key="param_mintopk_prefilter").uncheck().run()
     assert_shows(app, expected(query, 11))
+
+
+def test_lengths_typed_with_separators_and_suffixes(app):
+    app.run()
+    app.text_input(key="window").set_value("2k").run()
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW))  # same rows, other window
+    query = engine.Query(weights=DEFAULT.weights, k=10, window=2000, slide=50)
+    assert_shows(app, expected(query, FIRST_WINDOW))
 
 
 def test_new_weights_are_answered_at_once_by_the_oracle(app):
@@ -79,34 +110,114 @@ def test_new_weights_are_answered_at_once_by_the_oracle(app):
     assert_shows(app, answer)
 
 
-def test_time_windows(app):
+def test_presets_set_the_whole_query(app):
+    app.run()
+    app.selectbox(key="preset").set_value("largest x_0, last 1,000 objects").run()
+    assert [app.slider(key=f"w_x_{j}").value for j in range(3)] == [1.0, 0.0, 0.0]
+    assert_shows(app, expected(DEFAULT.with_weights([1.0, 0.0, 0.0]), FIRST_WINDOW))
+
+
+def test_switching_the_window_kind_picks_lengths_for_the_dataset(app):
     app.run()
     app.radio(key="kind").set_value("time").run()
+    assert (app.text_input(key="window").value, app.text_input(key="slide").value) == ("1000", "50")
     query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50, kind="time")
-    assert_shows(app, expected(query, FIRST_WINDOW))
+    # The old engines had replayed 1000 rows: the new ones stop at the last slide within them.
+    slides, rows = 0, 0
+    for batch in engine.slides(SYNTHETIC.arrays, query):
+        if rows + len(batch) > 1000:
+            break
+        slides, rows = slides + 1, rows + len(batch)
+    assert_shows(app, expected(query, slides))
     app.button(key="step").click().run()
-    assert_shows(app, expected(query, FIRST_WINDOW + 1))
+    assert_shows(app, expected(query, slides + 1))
+    app.radio(key="kind").set_value("count").run()
+    assert (app.text_input(key="window").value, app.text_input(key="slide").value) == ("1,000", "50")
 
 
-def test_invalid_query_shows_the_engine_message_not_a_traceback(app):
+def test_kind_switch_on_a_millisecond_clock_uses_minutes(app, filled_db):
     app.run()
-    app.number_input(key="slide").set_value(7).run()
+    app.selectbox(key="dataset").set_value("demo").run()
+    app.radio(key="kind").set_value("time").run()
+    assert (app.text_input(key="window").value, app.text_input(key="slide").value) == ("30 min", "1 min")
+    assert not app.exception and not app.error
+    # The demo trace spans about one second of milliseconds: say so instead of showing nothing.
+    assert "longer than the whole trace" in warnings(app)
+
+
+def test_invalid_input_keeps_the_last_view_and_suggests_valid_values(app):
+    app.run()
+    before = comparison(app)
+    app.text_input(key="slide").set_value("7").run()
     assert not app.exception
-    assert app.error[0].value == "Invalid query: window must be a multiple of slide (7), got 1000"
-    assert len(app.table) == 0
-    app.number_input(key="slide").set_value(50).run()
-    assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
+    assert [e.value for e in app.error] == ["the window (1,000) must be a whole number of slides (7)"]
+    assert "Still showing the last valid view" in warnings(app)
+    assert comparison(app).equals(before)  # tables, tiles and charts stay
+    assert len(app.get("vega_lite_chart")) == 5 and len(app.metric) == 8
+    suggestions = [b.label for b in app.button if b.key and b.key.startswith("use_slide_")]
+    assert suggestions == ["Use 5", "Use 8"]
+    app.button(key="use_slide_8").click().run()
+    assert app.text_input(key="slide").value == "8"
+    assert_shows(app, expected(engine.Query(weights=DEFAULT.weights, k=10, window=1000, slide=8),
+                               1000 // 8))
+
+    app.text_input(key="window").set_value("ten").run()
+    assert app.error[0].value.startswith('window: "ten" is not a number of objects')
+    assert comparison(app)["rank"].tolist() == list(range(1, 11))
+    app.text_input(key="window").set_value("4").run()
+    assert app.error[0].value == "slide (8) must not be longer than the window (4)"
 
 
-def test_play_advances_by_the_speed_and_pause_stops(app):
+def test_a_bad_algorithm_parameter_is_shown_next_to_it(app):
+    app.run()
+    app.multiselect(key="algorithms").set_value(["oracle", "mintopk", "tma"]).run()
+    before = comparison(app)
+    app.number_input(key="param_tma_cells_per_dim").set_value(-1).run()
+    assert not app.exception
+    assert "cells_per_dim must be >= 0" in app.error[0].value
+    assert "Still showing the last valid view" in warnings(app)
+    assert comparison(app).equals(before)
+
+
+def test_warnings_for_queries_that_are_valid_but_odd(app):
+    app.run()
+    app.text_input(key="window").set_value("5")
+    app.text_input(key="slide").set_value("5").run()
+    assert "k = 10 is larger than the window (5 objects)" in warnings(app)
+    for feature in SYNTHETIC.features:
+        app.slider(key=f"w_{feature}").set_value(0.0)
+    app.run()
+    assert "Every weight is 0" in warnings(app)
+    app.text_input(key="window").set_value("100k").run()
+    app.text_input(key="slide").set_value("50k").run()
+    assert "longer than the whole trace" in warnings(app)
+
+
+def test_play_advances_and_pause_stops_within_one_tick(app):
     app.run()
     app.select_slider(key="speed").set_value(10)
     app.button(key="play").click().run()
     assert app.button(key="play").label == "Pause"
+    assert slide_shown(app) == FIRST_WINDOW - 1 + 10  # one tick of 10 slides per second
     assert_shows(app, expected(DEFAULT, FIRST_WINDOW + 10))
     app.button(key="play").click().run()
     assert app.button(key="play").label == "Play"
-    assert_shows(app, expected(DEFAULT, FIRST_WINDOW + 10))
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW + 10))  # the pause run processed nothing
+    app.run()
+    assert slide_shown(app) == FIRST_WINDOW - 1 + 10
+
+
+def test_playback_stops_at_the_end_and_the_button_says_play(app, filled_db, trace):
+    app.run()
+    app.selectbox(key="dataset").set_value("demo").run()
+    app.text_input(key="window").set_value("200")
+    app.text_input(key="slide").set_value("100").run()
+    app.button(key="restart").click().run()
+    assert slide_shown(app) == 1
+    app.select_slider(key="speed").set_value(1000)
+    app.button(key="play").click().run()
+    assert app.get("progress")[0].proto.text.endswith("end of the trace")
+    assert app.button(key="play").label == "Play" and app.button(key="play").disabled
 
 
 def test_restart_goes_back_to_the_first_window(app):
@@ -116,12 +227,61 @@ def test_restart_goes_back_to_the_first_window(app):
     assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
 
 
+def test_url_state_round_trip(app):
+    app.run()
+    app.multiselect(key="algorithms").set_value(["oracle", "mintopk", "pretopk"])
+    app.number_input(key="k").set_value(7)
+    app.slider(key="w_x_1").set_value(-0.5).run()
+    app.button(key="step").click().run()
+    app.checkbox(key="param_pretopk_prefilter").uncheck().run()
+    params = {key: app.query_params[key] for key in app.query_params}
+    assert params["alg"] == "oracle,mintopk,pretopk" and params["k"] == "7" and params["w"] == "1,-0.5,1"
+    assert params["at"] == str(FIRST_WINDOW) and params["p.pretopk.prefilter"] == "false"
+    shown = comparison(app)
+
+    again = AppTest.from_file(ENTRY, default_timeout=60)
+    for key, value in params.items():
+        again.query_params[key] = value
+    again.run()
+    assert not again.exception
+    assert again.number_input(key="k").value == 7 and again.slider(key="w_x_1").value == -0.5
+    assert again.multiselect(key="algorithms").value == ["oracle", "mintopk", "pretopk"]
+    assert again.checkbox(key="param_pretopk_prefilter").value is False
+    assert slide_shown(again) == FIRST_WINDOW
+    assert comparison(again).equals(shown)
+
+
+def test_a_time_window_in_the_url(app, filled_db):
+    app.query_params.update({"ds": "demo", "kind": "time", "window": "200 ms", "slide": "100 ms", "w": "1,0"})
+    app.run()
+    assert not app.exception and not app.error
+    assert app.text_input(key="window").value == "200 ms"
+    assert app.selectbox(key="dataset").value == "demo"
+
+
+def test_an_approximate_algorithm_brings_precision_error_and_layers(app, approximate):
+    app.run()
+    app.multiselect(key="algorithms").set_value(["oracle", "mintopk", approximate]).run()
+    assert not app.exception
+    frame = comparison(app)
+    assert frame[approximate].tolist()[:-1] == frame["mintopk"].tolist()[:-1]
+    assert frame[approximate].iloc[-1] != frame["mintopk"].iloc[-1]
+    titles = " ".join(chart.proto.spec for chart in app.get("vega_lite_chart"))
+    assert "Precision" in titles and "Score error" in titles and "layers projected on x_0 and x_1" in titles
+    precision = [m.value for m in app.metric if m.label == "precision"]
+    assert precision == ["1.00", "1.00", "0.90"]
+    app.selectbox(key=f"layers_b_{approximate}").set_value("x_2").run()
+    assert not app.exception
+    app.slider(key="w_x_0").set_value(0.5).run()  # SAO-like engines answer new weights at once too
+    note = next(c.value for c in app.caption if "at once" in c.value)
+    assert f"{approximate} answered at once too" in note
+
+
 def test_oracle_stays_the_reference_when_not_shown(app):
     app.run()
     app.multiselect(key="algorithms").set_value(["pretopk"]).run()
-    assert [m.value for m in app.markdown] == ["**pretopk** · exact, single"]
     assert not any("at once" in caption.value for caption in app.caption)  # same query, other engines
-    assert_shows(app, expected(DEFAULT, FIRST_WINDOW), tables=1)
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW), algorithms=("pretopk",))
 
 
 def test_no_algorithm_selected(app):
@@ -136,7 +296,7 @@ def test_missing_database_says_to_run_make_run(app, missing_db):
     assert not app.exception
     assert f"No database at `{missing_db}` yet" in app.info[0].value
     assert "make run" in app.info[0].value
-    assert app.selectbox(key="dataset").options == [data.SYNTHETIC]
+    assert app.selectbox(key="dataset").options == [data.SYNTHETIC, data.SYNTHETIC_ATTRIBUTES]
 
 
 def test_empty_database_says_to_run_make_run(app, missing_db):
@@ -149,14 +309,12 @@ def test_empty_database_says_to_run_make_run(app, missing_db):
 def test_ingested_dataset_runs_to_its_end(app, filled_db, trace):
     app.run()
     app.selectbox(key="dataset").set_value("demo").run()
-    assert app.number_input(key="window").label == "Window (objects)"
     query = engine.Query(weights=[1.0, 1.0], k=10, window=1000, slide=50)
     assert_shows(app, expected(query, FIRST_WINDOW, trace))
-    assert table_ids(app.table[0])[0] >= 10_000  # the dataset's ids, not row numbers
+    assert comparison(app)[tables.EXACT_ID].astype(np.int64).iloc[0] >= 10_000  # the dataset's ids
     assert app.button(key="step").disabled  # 1000 rows: the first window was the last slide
     assert app.get("progress")[0].proto.text.endswith("end of the trace")
-    app.radio(key="kind").set_value("time").run()
-    assert app.number_input(key="window").label == "Window (ms)"
+    assert "1970-01-01" in app.get("progress")[0].proto.text  # a millisecond clock shows date-times
 
 
 def test_all_zero_weights_rank_the_newest_first(app):
@@ -167,3 +325,45 @@ def test_all_zero_weights_rank_the_newest_first(app):
     answer = expected(DEFAULT.with_weights([0.0, 0.0, 0.0]), FIRST_WINDOW)
     assert answer.ids.tolist() == list(range(999, 989, -1))
     assert_shows(app, answer)
+
+
+def test_attribute_streams_run_the_incomplete_algorithms_and_show_bounds(app):
+    trace = data.synthetic_attributes()
+    app.run()
+    app.selectbox(key="dataset").set_value(data.SYNTHETIC_ATTRIBUTES).run()
+    assert not app.exception and not app.error
+    algorithms = app.multiselect(key="algorithms")
+    assert algorithms.value == ["oracle-incomplete", "eaa", "approx"]
+    assert set(algorithms.options) == {i.name for i in engine.available() if i.stream == "incomplete"}
+    assert app.slider(key="w_stream_0").min == 0.0  # monotone scores only
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50)
+    answer = expected(query, query.windows_per_object, trace)
+    frame = comparison(app)
+    assert frame[tables.EXACT_ID].astype(np.int64).tolist() == answer.ids.tolist()
+    assert frame["eaa"].astype(np.int64).tolist() == answer.ids.tolist()
+    specs = " ".join(chart.proto.spec for chart in app.get("vega_lite_chart"))
+    assert "current against best possible score" in specs
+    assert "Precision" in specs  # approx is approximate
+    assert any("cannot enter the answer" in c.value for c in app.caption)
+
+
+def test_a_change_late_in_the_trace_replays_one_window(app):
+    app.query_params["at"] = "300"
+    app.run()
+    assert slide_shown(app) == 300
+    assert_shows(app, expected(DEFAULT, 301))
+    app.number_input(key="k").set_value(4).run()
+    query = engine.Query(weights=DEFAULT.weights, k=4, window=1000, slide=50)
+    assert slide_shown(app) == 300
+    assert_shows(app, expected(query, 301))
+    note = next(c.value for c in app.caption if "Engines rebuilt" in c.value)
+    assert f"Engines rebuilt: replayed {FIRST_WINDOW + 1} slides (the last window before row 15,050" in note
+
+
+def test_sao_layers_are_projected_when_sao_is_selected(app):
+    app.run()
+    app.multiselect(key="algorithms").set_value(["oracle", "mintopk", "sao"]).run()
+    assert not app.exception and not app.error
+    specs = " ".join(chart.proto.spec for chart in app.get("vega_lite_chart"))
+    assert "sao: layers projected on x_0 and x_1" in specs and "Precision" in specs
+    assert app.text_input(key="param_sao_allocation").value == "dynamic-errmin"

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import engine
-from app import charts, data, session, tables
+from app import charts, data, live_state, presets, session, tables, units
 from engine import metrics
 
 from .conftest import oracle_answers
@@ -20,7 +20,7 @@ def answer(ids, scores) -> engine.Answer:
     return engine.Answer(np.asarray(ids, np.int64), np.asarray(scores, np.float64), np.asarray(ids, np.int64))
 
 
-@pytest.mark.parametrize("module", [charts, data, session, tables])
+@pytest.mark.parametrize("module", [charts, data, live_state, presets, session, tables, units])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.failed == 0
@@ -29,45 +29,89 @@ def test_docstring_examples(module):
 # charts ---------------------------------------------------------------------------------------
 
 HISTORY = pd.DataFrame({"slide": [0, 1, 0, 1], "algorithm": ["oracle", "oracle", "mintopk", "mintopk"],
-                        "precision": [1.0, 1.0, 1.0, 0.5], "ms": [0.1, 0.2, 0.05, 0.04]})
+                        "precision": [1.0, 1.0, 1.0, 0.5], "ms": [0.1, 0.2, 0.05, 0.04],
+                        "candidates": [1000, 2000, 12, 0], "bytes": [8000, 16000, 96, 96],
+                        "measured_bytes": [9000, 17000, 400, 420]})
 
 
-def test_over_time_draws_one_line_per_algorithm():
-    chart = charts.over_time(HISTORY, "precision", "Precision")
+def test_over_time_draws_one_line_per_algorithm_with_the_metric_definition():
+    chart = charts.over_time(HISTORY, "precision")
     assert isinstance(chart, alt.Chart)
     spec = chart.to_dict()
-    assert spec["mark"]["type"] == "line" and spec["title"] == "Precision"
+    assert spec["mark"]["type"] == "line" and spec["title"]["text"] == "Precision"
     assert spec["encoding"]["x"]["field"] == "slide"
     assert spec["encoding"]["y"]["field"] == "precision"
     assert spec["encoding"]["color"]["field"] == "algorithm"
+    tips = [t["field"] for t in spec["encoding"]["tooltip"]]
+    assert "definition" in tips
+
+
+def test_log_axes_have_readable_ticks_and_drop_zeros():
+    spec = charts.over_time(HISTORY, "candidates", log=True).to_dict()
+    y = spec["encoding"]["y"]
+    assert y["scale"]["type"] == "log" and y["axis"]["values"] == [10, 100, 1000, 10000]
+    assert len(spec["datasets"][spec["data"]["name"]]) == 3  # the 0 cannot sit on a log axis
+    small = charts.over_time(HISTORY, "ms", log=True).to_dict()["encoding"]["y"]["axis"]
+    assert small["format"] == ",~g"  # 0.05 ms, never "50m"
+
+
+def test_memory_chart_shows_modelled_and_measured_in_kib():
+    spec = charts.memory_over_time(HISTORY).to_dict()
+    assert spec["encoding"]["y"]["field"] == "KiB"
+    rows = spec["datasets"][spec["data"]["name"]]
+    assert {r["memory"] for r in rows} == {"modelled", "measured"}
+    assert spec["encoding"]["strokeDash"]["field"] == "memory"
+    big = HISTORY.assign(bytes=HISTORY["bytes"] * 1000)
+    assert charts.memory_over_time(big).to_dict()["encoding"]["y"]["field"] == "MiB"
 
 
 def test_over_time_marks_a_slide_with_a_rule():
-    spec = charts.over_time(HISTORY, "ms", "Time", at=1).to_dict()
+    spec = charts.over_time(HISTORY, "ms", at=1).to_dict()
     line, rule = spec["layer"]
     assert line["mark"]["type"] == "line" and rule["mark"]["type"] == "rule"
     assert spec["datasets"][rule["data"]["name"]] == [{"slide": 1}]
 
 
-def test_window_scores_layers_points_candidates_and_answers():
+def test_window_panels_one_per_algorithm():
     window = pd.DataFrame({"t": [0, 1, 2, 3], "score": [0.1, 0.9, 0.4, 0.7]})
-    candidates = pd.DataFrame({"algorithm": ["mintopk"] * 3, "t": [1, 2, 3], "score": [0.9, 0.4, 0.7]})
-    answers = pd.DataFrame({"algorithm": ["oracle", "mintopk"], "rank": [1, 1], "t": [1, 1], "score": [0.9, 0.9]})
-    spec = charts.window_scores(window, candidates, answers, "t (ms)").to_dict()
-    points, kept, marks = spec["layer"]
+    candidates = pd.DataFrame({"algorithm": ["mintopk"] * 3 + ["sma"], "t": [1, 2, 3, 1],
+                               "score": [0.9, 0.4, 0.7, 0.9]})
+    answers = pd.DataFrame({"algorithm": ["oracle", "mintopk", "sma"], "rank": [1, 1, 1], "t": [1, 1, 1],
+                            "score": [0.9, 0.9, 0.9]})
+    chart = charts.window_panels(window, candidates, answers, ["mintopk", "sma"])
+    spec = chart.to_dict()
+    assert spec["facet"]["field"] == "algorithm" and spec["facet"]["sort"] == ["mintopk", "sma"]
+    points, kept, marks = spec["spec"]["layer"]
     assert points["mark"]["type"] == "circle" and marks["mark"]["type"] == "point"
-    assert len(spec["datasets"][kept["data"]["name"]]) == 3
-    assert marks["encoding"]["shape"]["field"] == "algorithm"
-    assert points["encoding"]["x"]["title"] == "t (ms)"
-    assert len(spec["datasets"][marks["data"]["name"]]) == 2
+    counts = chart.data.groupby(["algorithm", "role"]).size().to_dict()
+    assert counts == {("mintopk", "window"): 4, ("mintopk", "candidate"): 3, ("mintopk", "answer"): 1,
+                      ("sma", "window"): 4, ("sma", "candidate"): 1, ("sma", "answer"): 1}
 
 
-def test_benchmark_bars_group_algorithms_per_case():
-    frame = pd.DataFrame({"algorithm": ["oracle", "mintopk"], "case": ["stock", "stock"],
-                          "objects_per_s": [1e4, 1e6], "avg_candidates": [1000.0, 12.0]})
-    spec = charts.benchmark_bars(frame, "objects_per_s", "Throughput").to_dict()
-    assert spec["mark"]["type"] == "bar"
-    assert spec["encoding"]["x"]["field"] == "case" and spec["encoding"]["xOffset"]["field"] == "algorithm"
+def test_window_panels_on_a_clock_use_local_date_times():
+    window = pd.DataFrame({"t": [0], "when": [1000], "time": ["00:00:01.000"], "score": [1.0]})
+    empty = pd.DataFrame({"algorithm": [], "rank": [], "t": [], "when": [], "time": [], "score": []})
+    spec = charts.window_panels(window, empty, empty, ["a"], timed=True, tz="America/New_York").to_dict()
+    x = spec["spec"]["layer"][0]["encoding"]["x"]
+    assert x["field"] == "when" and x["type"] == "temporal" and x["scale"]["type"] == "utc"
+    assert x["title"] == "time (America/New_York)"
+
+
+def test_layers_projection_draws_the_query_direction():
+    frame = pd.DataFrame({"layer": [1, 1, 2], "seq": [1, 2, 3], "a": [0.9, 0.8, 0.1], "b": [0.9, 0.7, 0.2]})
+    spec = charts.layers_projection(frame, (1.0, 0.0), "x_0", "x_1").to_dict()
+    points, arrow = spec["layer"]
+    line = spec["datasets"][arrow["data"]["name"]]
+    assert line[1]["a"] > line[0]["a"] and line[1]["b"] == line[0]["b"]  # along x_0 only
+
+
+def test_benchmark_family_uses_full_case_labels_and_log_scale_over_decades():
+    frame = pd.DataFrame({"algorithm": ["oracle", "mintopk"], "case": ["uniform n=100000 s=10 k=10"] * 2,
+                          "objects_per_s": [1e4, 1e7]})
+    spec = charts.benchmark_family(frame, "objects_per_s", "Throughput").to_dict()
+    assert spec["mark"]["type"] == "bar" and spec["encoding"]["y"]["field"] == "case"
+    assert spec["encoding"]["x"]["scale"]["type"] == "log"
+    assert spec["encoding"]["y"]["axis"]["labelLimit"] >= 300
 
 
 # metrics and tables -------------------------------------------------------------------------
@@ -86,22 +130,18 @@ def test_equal_scores_with_other_ids_agree():
     assert metrics.precision(exact, tied) == 0.5
 
 
-def test_short_and_empty_answers():
-    exact = answer([3, 1], [0.9, 0.5])
-    assert metrics.disagreements(exact, answer([3, 1, 4], [0.9, 0.5, 0.2])).tolist() == [False, False, True]
-    assert metrics.precision(exact, engine.Answer.empty()) == 0.0
-    assert metrics.relative_error(exact, engine.Answer.empty()) == 1.0
-    assert metrics.precision(engine.Answer.empty(), engine.Answer.empty()) == 1.0
-
-
-def test_answer_frame_marks_disagreements_and_styles_them():
-    exact = answer([3, 1], [0.9, 0.5])
-    frame = tables.answer_frame(answer([3, 8, 4], [0.9, 0.4, 0.2]), exact)
-    assert frame.columns.tolist() == ["rank", "id", "score", "exact"]
-    assert frame["exact"].tolist() == ["✓", "✗ 1", "✗ none"]
-    style = tables.styled(frame).to_html().split("</style>")[0]
-    assert "_row1_col0" in style and "_row2_col3" in style and "_row0_" not in style
-    assert tables.answer_frame(exact, None)["exact"].tolist() == ["", ""]
+def test_comparison_marks_cells_that_differ_from_the_exact_answer():
+    exact = answer([3, 1, 2], [0.9, 0.5, 0.1])
+    frame, wrong = tables.comparison(exact, {"good": exact, "bad": answer([3, 8], [0.9, 0.4])},
+                                     time_of=lambda seq: [f"t{s}" for s in seq])
+    assert frame.columns.tolist() == ["rank", "exact id", "exact score", "time", "good", "bad"]
+    assert frame["bad"].tolist() == ["3", "8", "–"]
+    assert wrong["bad"].tolist() == [False, True, True] and not wrong["good"].any()
+    style = tables.styled(frame, wrong).to_html().split("</style>")[0]
+    assert "_row1_col5" in style and "_row2_col5" in style and "_row0_col5" not in style
+    assert "col4" not in style
+    plain, none = tables.comparison(None, {"a": exact})
+    assert plain.columns.tolist() == ["rank", "a"] and not none.any().any()
 
 
 # session ------------------------------------------------------------------------------------
@@ -185,3 +225,145 @@ def test_missing_things_raise_friendly_messages(filled_db, tmp_path):
     (tmp_path / "demo.parquet").unlink()
     with pytest.raises(data.MissingData, match="Parquet file .* of dataset `demo` is missing"):
         data.load_trace(filled_db, "demo")
+
+
+def test_play_stops_at_the_time_budget():
+    q = engine.Query(weights=[1.0, 0.0], k=3, window=40, slide=20)
+    run = session.LiveRun(TRACE, session.Setup("t", q, ("mintopk",)))
+    ticks = iter(range(100))
+    assert run.play(50, budget=3, clock=lambda: next(ticks)) == 3  # clock: 0 at start, 3 after the third slide
+    assert run.slide == 3
+    assert run.play(2, budget=100) == 2 and run.current == 4
+
+
+def test_replay_steps_report_progress_and_stop_where_replay_would():
+    q = engine.Query(weights=[1.0, 0.0], k=3, window=40, slide=20)
+    run = session.LiveRun(TRACE, session.Setup("t", q, ("mintopk",)))
+    fractions = list(run.replay_steps(rows=250, chunk=4))
+    assert fractions[-1] == run.rows / 250 and run.rows == 240 and fractions == sorted(fractions)
+
+
+# units, presets and the page state ------------------------------------------------------------
+
+def test_durations_and_counts_as_typed():
+    assert units.parse_duration("30 min", "ms") == 1_800_000
+    assert units.parse_duration("1 h", "ms") == 3_600_000
+    assert units.parse_duration("500 ms", "ms") == 500
+    assert units.parse_duration("2 s", "ms") == 2000
+    assert units.parse_count("10,000") == 10_000 and units.parse_count("10k") == 10_000
+    with pytest.raises(ValueError, match="unknown unit"):
+        units.parse_duration("3 min", "ordinal")
+    with pytest.raises(ValueError, match="not a duration"):
+        units.parse_duration("soon", "ms")
+    assert units.format_duration(1_800_000, "ms") == "30 min"
+    assert units.format_bytes(3 * 1024 * 1024) == "3 MiB"
+
+
+def test_stock_times_in_new_york():
+    assert units.format_time(1381152600000, "ms", "America/New_York") == "2013-10-07 09:30:00.000 EDT"
+    shifted = units.wall_clock_ms(np.array([1381152600000]), "ms", "America/New_York")
+    assert pd.to_datetime(shifted, unit="ms")[0].strftime("%H:%M") == "09:30"
+
+
+def test_the_stock_default_preset_is_the_make_run_query():
+    prof = presets.profile("spy", "stock", ("notional", "price", "size"), "ms")
+    default = prof.default_preset
+    assert default.name == "largest notional, last 10,000 trades (make run)"
+    values = live_state.preset_values(default, prof)
+    assert live_state.query_of(values, prof) == engine.Query(weights=[1.0, 0.0, 0.0], k=10, window=10_000, slide=500)
+    names = [p.name for p in prof.presets]
+    assert "largest notional, last 30 min" in names and "largest trades by size, last 10,000 trades" in names
+    thirty = live_state.query_of(live_state.preset_values(prof.preset("largest notional, last 30 min"), prof), prof)
+    assert (thirty.kind, thirty.window, thirty.slide) == ("time", 1_800_000, 60_000)
+    assert prof.tz == "America/New_York" and prof.defaults("time") == ("30 min", "1 min")
+
+
+def test_problems_suggest_the_nearest_valid_values():
+    prof = presets.profile("spy", "stock", ("notional", "price", "size"), "ms")
+    _, _, problems = live_state.lengths({"kind": "time", "window": "30 min", "slide": "7 min"}, prof)
+    assert problems[0].field == "slide" and problems[0].suggestions == ("6 min", "10 min")
+    _, _, problems = live_state.lengths({"kind": "time", "window": "30 parsecs", "slide": "1 min"}, prof)
+    assert problems[0].field == "window" and problems[0].suggestions == ("30 min",)
+
+
+def test_url_parameters_round_trip():
+    prof = presets.profile("x", "synthetic", ("a", "b"), "ordinal")
+    q = engine.Query(weights=[0.5, -1.0], k=4, window=600, slide=30, kind="time")
+    params = live_state.to_url("x", ["oracle", "tma"], q, {"tma": {"cells_per_dim": 4}}, "ordinal", 12)
+    values = live_state.from_url(params, prof)
+    assert live_state.query_of(values, prof) == q
+    assert values["param_tma_cells_per_dim"] == 4
+    assert live_state.from_url({"k": "-3", "w": "1", "kind": "sideways", "p.tma.bogus": "1"}, prof) == {}
+
+
+def test_cancel_puts_back_the_values_of_the_setup_shown():
+    prof = presets.profile("spy", "stock", ("notional", "price", "size"), "ms")
+    q = engine.Query(weights=[0.0, 1.0, -0.5], k=3, window=600_000, slide=30_000, kind="time")
+    values = live_state.setup_values(q, ["oracle", "sma"], {"sma": {"cells_per_dim": 2}}, prof.features, "ms")
+    assert live_state.query_of(values, prof) == q
+    assert values["window"] == "10 min" and values["slide"] == "30 s" and values["algorithms"] == ["oracle", "sma"]
+    assert values["param_sma_cells_per_dim"] == 2
+
+
+def test_partitioned_parquet_folders_are_read_in_seq_order(tmp_path, monkeypatch):
+    import duckdb
+    rows = pd.DataFrame({"id": [10, 11, 12, 13], "seq": [0, 1, 2, 3], "t": [5, 6, 7, 8],
+                         "notional": [1.0, 2.0, 3.0, 4.0], "price": [1.0] * 4, "size": [1.0, 2.0, 3.0, 4.0],
+                         "symbol": ["spy", "spy", "bac", "spy"], "date": ["d1", "d1", "d1", "d2"]})
+    folder = tmp_path / "spy"
+    with duckdb.connect() as con:
+        con.register("rows", rows)
+        con.execute(f"COPY rows TO '{folder}' (FORMAT parquet, PARTITION_BY (symbol, date))")
+    columns = data.read_parquet(str(folder), ("notional", "price", "size"))
+    assert columns["id"].tolist() == [10, 11, 12, 13]
+    assert columns["x"][:, 0].tolist() == [1.0, 2.0, 3.0, 4.0] and columns["x"].shape == (4, 3)
+
+
+def test_attribute_dataset_parquet_becomes_an_incomplete_trace(tmp_path):
+    import duckdb, json
+    db, parquet = tmp_path / "topk.duckdb", tmp_path / "wc.parquet"
+    with duckdb.connect(str(db)) as con:
+        con.register("rows", pd.DataFrame({"id": [7, 8, 7], "seq": [0, 1, 2], "t": [0, 0, 5], "stream": [0, 1, 1],
+                                           "value": [0.5, 0.25, 1.0]}))
+        con.execute(f"COPY rows TO '{parquet}' (FORMAT parquet)")
+        con.execute("CREATE TABLE datasets(name VARCHAR, family VARCHAR, features JSON, t_unit VARCHAR, "
+                    "parquet VARCHAR)")
+        con.execute("INSERT INTO datasets VALUES ('wc', 'worldcup', ?, 'ms', ?)",
+                    [json.dumps(["images", "english"]), str(parquet)])
+    trace = data.load_trace(db, "wc")
+    assert (trace.stream, trace.features, trace.family) == ("incomplete", ("images", "english"), "worldcup")
+    ids, stream, value, t = trace.arrays
+    assert ids.tolist() == [7, 8, 7] and stream.tolist() == [0, 1, 1] and value.tolist() == [0.5, 0.25, 1.0]
+
+
+def test_objects_frame_bounds_every_valid_object():
+    trace = data.synthetic_attributes(rows=400)
+    q = engine.Query(weights=[1.0, 0.5, 0.0], k=3, window=100, slide=50)
+    run = session.LiveRun(trace, session.Setup("a", q, ("eaa",)))
+    run.step(4)
+    objects = run.objects_frame()
+    valid = set(trace.ids[100:200].tolist())
+    assert set(objects["id"]) == valid
+    assert (objects["best"] >= objects["current"]).all()
+    top = objects.sort_values(["current", "seq"], ascending=False).head(3)
+    assert top["id"].tolist() == run.exact.ids.tolist()
+    assert run.reference == "oracle-incomplete"
+
+
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("trace", [TRACE, data.synthetic_attributes(rows=600)], ids=["objects", "attributes"])
+def test_a_warm_start_one_window_back_answers_like_a_full_replay(kind, trace):
+    exact = [i.name for i in engine.available() if i.exact and i.stream == trace.stream]
+    weights = [0.5, 1.0] if trace.stream == "single" else [0.5, 1.0, 0.25]
+    q = engine.Query(weights=weights, k=4, window=60, slide=20, kind=kind)
+    full = session.LiveRun(trace, session.Setup("t", q, tuple(exact)))
+    full.replay(450)
+    first = session.warm_start_slide(trace, q, 450)
+    assert first > 0
+    warm = session.LiveRun(trace, session.Setup("t", q, tuple(exact)), first)
+    assert warm.slide == first and warm.rows <= 450
+    warm.replay(450)
+    assert (warm.slide, warm.rows, warm.end) == (full.slide, full.rows, full.end)
+    for name in exact:
+        assert warm.answers[name].ids.tolist() == full.answers[name].ids.tolist(), name
+    assert warm.history[0]["slide"] == first

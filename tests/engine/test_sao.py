@@ -248,3 +248,15 @@ def test_property_invariants_hold_on_random_small_streams(d, layers, extra, seed
             assert all(c <= n for c, n in zip(alg.stats()["layer_counts"], quotas))
 
     run_checked(alg, list(engine.slides((np.arange(m), np.arange(m), x), q)), every=quota_check)
+
+
+def test_layers_split_the_candidates_by_the_layer_counts():
+    q = engine.Query(weights=[1.0, -1.0], k=5, window=400, slide=20)
+    alg = engine.create("sao", q, memory=60, layers=3)
+    for batch in engine.slides(stream("gaussian", 1200, 2, seed=4), q):
+        alg.process(batch)
+        layers = alg.layers()
+        assert np.array_equal(np.concatenate(layers), alg.candidates())
+        if len(layers) == 3:
+            assert [len(seq) for seq in layers] == alg.stats()["layer_counts"]
+    assert len(layers) == 3

@@ -1,10 +1,14 @@
-"""Ingest: the stock transform (pure, on DataFrames) and the whole job into Parquet + DuckDB."""
+"""Ingest: the stock transform (pure, on DataFrames), the whole job into partitioned Parquet + DuckDB,
+appends as new parts, several symbols in one dataset, and the refusals that leave everything unchanged."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import zipfile
+from collections import Counter
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -17,8 +21,8 @@ from pipelines.errors import InputError
 from pipelines.spark import PROJECT_ROOT
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
-RAW_SCHEMA = "source_index int, source_file string, date string, line long, raw string"
-ROWS_SCHEMA = "id long, seq long, t long, notional double, price double, size double"
+RAW_SCHEMA = "source_index int, source_file string, line long, raw string, symbol string, symbol_index long, date string"
+ROWS_SCHEMA = "id long, seq long, t long, notional double, price double, size double, symbol string, date string"
 REJECTED_SCHEMA = "source_file string, line long, reason string, raw string"
 OCT_7_0930_UTC_MS = 1_381_152_600_000
 """2013-10-07 09:30 New York (EDT, UTC-4) = 13:30 UTC."""
@@ -43,12 +47,14 @@ DIRTY_DAY_REJECTS = {"wrong_field_count": 2, "non_numeric": 2, "time_out_of_rang
 
 
 def raw_frame(spark, lines, date="20131007", source_file="spy_20131007_trade.zip", source_index=0, first_line=1):
-    return spark.createDataFrame([(source_index, source_file, date, first_line + i, text)
+    return spark.createDataFrame([(source_index, source_file, first_line + i, text, "SPY", 0, date)
                                   for i, text in enumerate(lines)], RAW_SCHEMA)
 
 
 def trade_row(date, line, seq, t, price, size):
-    return (int(date) * stock.LINES_PER_DAY + line, seq, t, price / 10_000 * size, price / 10_000, float(size))
+    iso = f"{date[:4]}-{date[4:6]}-{date[6:]}"
+    return (int(date) * stock.LINES_PER_DAY + line, seq, t, price / 10_000 * size, price / 10_000, float(size),
+            "SPY", iso)
 
 
 def test_transform_derives_time_features_and_arrival_order(spark):
@@ -107,28 +113,32 @@ def test_transform_for_append_continues_seq_and_rejects_earlier_rows(spark):
 def test_ingest_smoke_dirty_day_into_parquet_and_duckdb(spark, tmp_path):
     source = write_trade_zip(tmp_path, "SPY", "20131007", DIRTY_DAY)
     db = tmp_path / "topk.duckdb"
-    summary = ingest.ingest(spark, "stock", [source], db=db, out=tmp_path / "datasets", log=lambda _: None)
+    summary = ingest.ingest(spark, "stock", [source], db=db, out=tmp_path / "datasets", max_rejected=1.0,
+                            log=lambda _: None)
 
     accepted = len(DIRTY_DAY) - sum(DIRTY_DAY_REJECTS.values())
     assert (summary.name, summary.rows_read, summary.rejects, summary.rows_written) == (
         "spy", len(DIRTY_DAY), DIRTY_DAY_REJECTS, accepted)
     con = duckdb.connect(str(db), read_only=True)
-    name, family, sources, rows_read, rows_rejected, rejects, features, t_unit, t_min, t_max, parquet = con.execute(
-        "SELECT name, family, source_files, rows_read, rows_rejected, rejects, features, t_unit, t_min, t_max, "
-        "parquet FROM datasets").fetchone()
+    name, family, sources, rows_read, rows_rejected, rejects, features, t_unit, t_min, t_max, parquet, params = (
+        con.execute("SELECT name, family, source_files, rows_read, rows_rejected, rejects, features, t_unit, t_min, "
+                    "t_max, parquet, params FROM datasets").fetchone())
     assert (name, family, rows_read, rows_rejected, t_unit) == ("spy", "stock", 13, 8, "ms")
     assert json.loads(sources) == [str(source.resolve())]
     assert json.loads(rejects) == DIRTY_DAY_REJECTS
     assert json.loads(features) == ["notional", "price", "size"]
+    assert json.loads(params) == {"symbols": ["SPY"]}
     assert (t_min, t_max) == (OCT_7_0930_UTC_MS, OCT_7_0930_UTC_MS + 2_000)
     assert con.execute("SELECT reason, count(*) FROM rejected_rows WHERE dataset = 'spy' GROUP BY reason "
                        "ORDER BY reason").fetchall() == sorted((r, n) for r, n in DIRTY_DAY_REJECTS.items() if n)
     assert con.execute("SELECT line FROM rejected_rows WHERE reason = 'suspicious'").fetchall() == [(9,)]
     con.close()
 
-    table = pq.read_table(parquet)
-    assert table.schema.names == ["id", "seq", "t", "notional", "price", "size"]
-    assert [field.type for field in table.schema] == [pa.int64()] * 3 + [pa.float64()] * 3
+    assert parquet_parts(parquet) == ["symbol=SPY/date=2013-10-07"]
+    part = pq.read_table(next(Path(parquet).rglob("*.parquet")))
+    assert part.schema.names == ["id", "seq", "t", "notional", "price", "size"]
+    assert [field.type for field in part.schema] == [pa.int64()] * 3 + [pa.float64()] * 3
+    table = ingest.read_dataset(parquet)
     assert table.num_rows == accepted
     assert table.column("seq").to_pylist() == list(range(accepted))
     assert [i % stock.LINES_PER_DAY for i in table.column("id").to_pylist()] == [1, 3, 13, 2, 12]
@@ -137,16 +147,38 @@ def test_ingest_smoke_dirty_day_into_parquet_and_duckdb(spark, tmp_path):
     assert table.column("notional").to_pylist()[0] == 1674100 / 10_000 * 100
 
 
-def test_ingest_append_adds_a_day_after_the_dataset(spark, tmp_path):
+def parquet_parts(directory):
+    """The partition directories of a dataset, sorted."""
+    return sorted(str(path.parent.relative_to(directory)) for path in Path(directory).rglob("*.parquet"))
+
+
+def dataset_state(db, directory):
+    """Everything an ingest may change: the DuckDB rows and every Parquet file's bytes."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {table: con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall()
+                  for table in ("datasets", "rejected_rows")}
+    files = {str(path.relative_to(directory)): path.read_bytes()
+             for path in sorted(Path(directory).rglob("*")) if path.is_file()} if Path(directory).exists() else {}
+    return tables, files
+
+
+def test_ingest_append_adds_parts_after_the_dataset(spark, tmp_path):
     day1 = write_trade_zip(tmp_path, "SPY", "20131007", trade_lines(30, seed=1))
     day2 = write_trade_zip(tmp_path, "SPY", "20131008", trade_lines(20, seed=2))
     db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
     quiet = dict(db=db, out=out, log=lambda _: None)
     ingest.ingest(spark, "stock", [day1], **quiet)
-    first = pq.read_table(out / "spy.parquet")
-    summary = ingest.ingest(spark, "stock", [day2], append=True, **quiet)
+    first_files = dataset_state(db, out / "spy")[1]
+    first = ingest.read_dataset(out / "spy")
+    summary = ingest.ingest(spark, "stock", [day2], append=True, out=tmp_path / "elsewhere", db=db,
+                            log=lambda _: None)
 
-    both = pq.read_table(out / "spy.parquet")
+    assert summary.parquet == out / "spy"
+    assert not (tmp_path / "elsewhere").exists()
+    both_files = dataset_state(db, out / "spy")[1]
+    assert {name: data for name, data in both_files.items() if name in first_files} == first_files
+    assert parquet_parts(out / "spy") == ["symbol=SPY/date=2013-10-07", "symbol=SPY/date=2013-10-08"]
+    both = ingest.read_dataset(out / "spy")
     assert (summary.rows_written, summary.rows_total) == (20, 50)
     assert both.slice(0, 30).to_pylist() == first.to_pylist()
     assert both.column("seq").to_pylist() == list(range(50))
@@ -155,6 +187,73 @@ def test_ingest_append_adds_a_day_after_the_dataset(spark, tmp_path):
         assert con.execute("SELECT rows_read, json_array_length(source_files) FROM datasets").fetchone() == (50, 2)
     with pytest.raises(InputError, match="already in dataset"):
         ingest.ingest(spark, "stock", [day2], append=True, **quiet)
+
+
+def test_ingest_several_symbols_make_one_market_stream(spark, tmp_path):
+    spy = write_trade_zip(tmp_path, "SPY", "20131007", trade_lines(40, seed=3))
+    bac = write_trade_zip(tmp_path, "BAC", "20131007", trade_lines(25, seed=4))
+    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
+    summary = ingest.ingest(spark, "stock", [spy, bac], db=db, out=out, log=lambda _: None)
+
+    assert (summary.name, summary.rows_written) == ("bac-spy", 65)
+    assert parquet_parts(out / "bac-spy") == ["symbol=BAC/date=2013-10-07", "symbol=SPY/date=2013-10-07"]
+    table = ingest.read_dataset(out / "bac-spy", ["id", "seq", "t", "symbol"])
+    ids, t, symbols = (table.column(name).to_pylist() for name in ("id", "t", "symbol"))
+    assert table.column("seq").to_pylist() == list(range(65))
+    assert t == sorted(t)
+    assert len(set(ids)) == 65
+    assert Counter(symbols) == {"SPY": 40, "BAC": 25}
+    assert {i // stock.ID_PER_SYMBOL for i, s in zip(ids, symbols) if s == "BAC"} == {0}
+    assert {i // stock.ID_PER_SYMBOL for i, s in zip(ids, symbols) if s == "SPY"} == {1}
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert json.loads(con.execute("SELECT params FROM datasets").fetchone()[0]) == {"symbols": ["BAC", "SPY"]}
+
+
+def test_two_files_for_one_symbol_and_day_name_the_real_cause(tmp_path):
+    first = write_trade_zip(tmp_path, "SPY", "20131007", trade_lines(3, seed=1))
+    (tmp_path / "copy").mkdir()
+    second = write_trade_zip(tmp_path / "copy", "SPY", "20131007", trade_lines(3, seed=2))
+    with pytest.raises(InputError, match="a second file for SPY on 20131007"):
+        ingest.extract("stock", [first, second], db=tmp_path / "topk.duckdb", log=lambda _: None)
+
+
+def test_refusals_leave_duckdb_and_parquet_unchanged(spark, tmp_path):
+    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
+    quiet = dict(db=db, out=out, log=lambda _: None)
+    ingest.ingest(spark, "stock", [write_trade_zip(tmp_path, "SPY", "20131007", trade_lines(30, seed=1))], **quiet)
+    before = dataset_state(db, out / "spy")
+    empty = tmp_path / "spy_20131008_trade.zip"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("20131008_spy_Trade_Tick.csv", "")
+    all_bad = write_trade_zip(tmp_path, "SPY", "20131009", ["34200000,0,100,P,0,0", "x,1,1,P,0,0"])
+    dirty = write_trade_zip(tmp_path, "SPY", "20131010",
+                            trade_lines(16, seed=5) + ["34200000,0,100,P,0,0"] * 3 + ["1,2,3"])
+    earlier = write_trade_zip(tmp_path, "SPY", "20131004", trade_lines(5, seed=6))
+    refusals = [
+        (dict(inputs=[empty], append=True), "no rows to ingest"),
+        (dict(inputs=[all_bad], append=True), r"none of its 2 rows is accepted \(non_numeric 1, non_positive_price 1"),
+        (dict(inputs=[dirty], append=True), r"4 of 20 rows rejected \(20.0%.*non_positive_price 3, wrong_field_count 1"),
+        (dict(inputs=[earlier], append=True), "none of its 5 rows is accepted \\(before_dataset_end 5\\)"),
+        (dict(inputs=[empty]), "no rows to ingest"),
+        (dict(inputs=[dirty]), "rows rejected"),
+    ]
+    for arguments, message in refusals:
+        with pytest.raises(InputError, match=message):
+            ingest.ingest(spark, "stock", **arguments, **quiet)
+        assert dataset_state(db, out / "spy") == before
+    assert not list(out.glob(".*")), "no staging directory is left behind"
+
+
+def test_ingest_cli_refusal_is_one_line_and_status_2(tmp_path):
+    dirty = write_trade_zip(tmp_path, "SPY", "20131007", trade_lines(9, seed=5) + ["34200000,0,100,P,0,0"])
+    done = subprocess.run([sys.executable, "-m", "pipelines.ingest", "stock", "--input", str(dirty),
+                           "--max-rejected", "5%", "--db", str(tmp_path / "topk.duckdb"), "--out", str(tmp_path),
+                           "--master", "local[1]"], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].startswith("error: 1 of 10 rows rejected (10.0%")
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "spy").exists()
+    assert not (tmp_path / "topk.duckdb").exists()
 
 
 def unreadable_input(directory, kind):
@@ -167,7 +266,7 @@ def unreadable_input(directory, kind):
     return write_trade_zip(directory, "SPY", "20131007", ["1,2,3,P,0,0"]).rename(directory / "trades.zip")
 
 
-@pytest.mark.parametrize("kind, message", [("missing", "no such file"), ("not-a-zip", "cannot read the zip"),
+@pytest.mark.parametrize("kind, message", [("missing", "no such file"), ("not-a-zip", "cannot read the file"),
                                            ("bad-name", "not a trade file name")])
 def test_ingest_cli_unreadable_input_is_one_line_and_status_2(tmp_path, kind, message):
     path = unreadable_input(tmp_path, kind)

@@ -1,58 +1,169 @@
-"""The replay driver's pure steps: merging shards per slide and measuring against the oracle."""
+"""The replay's pure steps without Spark: reading rows in seq order, cutting slides chunk by chunk,
+sharding, and the DuckDB load that merges shards per slide and measures against the oracle."""
 
 from __future__ import annotations
 
+import datetime as dt
 import doctest
+import json
+import subprocess
+import sys
 
+import duckdb
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+import engine
 from engine import Answer
-from pipelines import replay, stock
-from pipelines.replay_tasks import SegmentResult
+from pipelines import replay, replay_load, replay_tasks, stock, store
+from pipelines.errors import StoreError
+from pipelines.replay_tasks import ReplayTask, SegmentWriter
 
 
-def answer(ids, scores, seq):
-    return Answer(np.array(ids, np.int64), np.array(scores, np.float64), np.array(seq, np.int64))
+def write_rows(path, seq, rng):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": seq + 1000, "seq": seq, "t": seq // 3, "x": rng.random(len(seq))}), path,
+                   row_group_size=7)
 
 
-def shard_result(shard, slides, seconds):
-    """A task result of two slides; ``slides`` holds (ids, scores, seq) per slide."""
-    return SegmentResult(
-        key=(0, "alg", shard), ends=np.array([10, 20]), counts=np.array([len(s[0]) for s in slides]),
-        ids=np.concatenate([np.array(s[0], np.int64) for s in slides]),
-        scores=np.concatenate([np.array(s[1], np.float64) for s in slides]),
-        seq=np.concatenate([np.array(s[2], np.int64) for s in slides]),
-        candidates=np.array([3, 4]), retained=np.array([5, 6]), bytes=np.array([70, 80]),
-        seconds=np.array(seconds), state="{}", checksum="", format_version=1)
+def test_read_rows_orders_partitioned_files_by_seq(tmp_path):
+    rng = np.random.default_rng(0)
+    seq = np.arange(100)
+    # two "dates", the second split over two "symbols" whose seq ranges interleave
+    write_rows(tmp_path / "date=2/symbol=B/part-0.parquet", seq[40:][seq[40:] % 2 == 1], rng)
+    write_rows(tmp_path / "date=1/symbol=A/part-0.parquet", seq[:40], rng)
+    write_rows(tmp_path / "date=2/symbol=A/part-0.parquet", seq[40:][seq[40:] % 2 == 0], rng)
+    (tmp_path / "_SUCCESS").write_text("")
+    got = np.concatenate([c.column("seq").to_numpy() for c in replay_tasks.read_rows(tmp_path, ("t",), 0, 16)])
+    assert got.tolist() == list(range(100))
+    tail = np.concatenate([c.column("seq").to_numpy() for c in replay_tasks.read_rows(tmp_path, ("t",), 55, 16)])
+    assert tail.tolist() == list(range(55, 100))
 
 
-def test_merge_shards_takes_the_top_k_of_the_union_per_slide():
-    even = shard_result(0, [([10, 12], [5.0, 1.0], [0, 2]), ([14], [7.0], [4])], [0.1, 0.4])
-    odd = shard_result(1, [([11, 13], [5.0, 3.0], [1, 3]), ([], [], [])], [0.3, 0.2])
-    merged = replay.merge_shards([even, odd], k=2)
-    assert [a.ids.tolist() for a in merged.answers] == [[11, 10], [14]]  # equal scores: newer first
-    assert [a.scores.tolist() for a in merged.answers] == [[5.0, 5.0], [7.0]]
-    assert merged.candidates.tolist() == [6, 8] and merged.retained.tolist() == [10, 12]
-    assert merged.bytes.tolist() == [140, 160] and merged.seconds.tolist() == [0.3, 0.4]
+def test_read_rows_refuses_a_gap_in_seq(tmp_path):
+    write_rows(tmp_path / "a.parquet", np.array([0, 1, 3]), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="without gaps"):
+        list(replay_tasks.read_rows(tmp_path / "a.parquet", ("t",)))
 
 
-def test_merge_of_one_shard_keeps_its_answers():
-    only = shard_result(0, [([10, 12], [5.0, 1.0], [0, 2]), ([14], [7.0], [4])], [0.1, 0.4])
-    merged = replay.merge_shards([only], k=2)
-    assert [a.ids.tolist() for a in merged.answers] == [[10, 12], [14]]
-    assert merged.candidates.tolist() == [3, 4]
+@pytest.mark.parametrize("kind, window, slide", [("count", 20, 5), ("time", 12, 4)])
+def test_slides_cut_chunk_by_chunk_equal_one_engine_slides_call(tmp_path, kind, window, slide):
+    rng = np.random.default_rng(1)
+    seq = np.arange(203)
+    t = np.cumsum(rng.integers(0, 3, len(seq)))
+    pq.write_table(pa.table({"id": seq + 7, "seq": seq, "t": t, "x": rng.random(len(seq))}), tmp_path / "d.parquet")
+    q = engine.Query(weights=[1.0], k=3, window=window, slide=slide, kind=kind)
+    expected = [(b.end, b.seq.tolist()) for b in engine.slides((seq + 7, t, rng.random(len(seq))), q)]
+    chunks = replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17)
+    start = int(t[0]) // slide * slide if kind == "time" else 0
+    got = [(b.end, b.seq.tolist()) for b in replay_tasks.stream_slides(chunks, q, ("x",), False, 0, start)]
+    assert got == expected
 
 
-def test_quality_measures_each_slide_against_the_exact_answer():
-    exact = [answer([1, 2, 3], [9.0, 8.0, 4.0], [1, 2, 3]), answer([], [], []), answer([5], [2.0], [5])]
-    got = [answer([1, 4], [9.0, 6.0], [1, 4]), answer([], [], []), answer([5], [2.0], [5])]
-    precision, error = replay.quality(got, exact)
-    assert precision.tolist() == pytest.approx([1 / 3, 1.0, 1.0])
-    assert error.tolist() == pytest.approx([(0.0 + 2.0 / 8.0 + 1.0) / 3, 0.0, 0.0])
+def test_id_shards_are_balanced_and_stable():
+    shards = replay_tasks.id_shard(np.arange(30_000) * 1000, 3)
+    assert set(np.bincount(shards).tolist()) and np.bincount(shards).min() > 9_000
+    assert replay_tasks.id_shard(np.array([42]), 3).tolist() == replay_tasks.id_shard(np.array([42]), 3).tolist()
 
 
-@pytest.mark.parametrize("module", [stock, replay], ids=lambda m: m.__name__)
+def stage(staging, label, index, shard, slides, answers, stats, state=None):
+    """Write one task's segment the way a task does."""
+    task = ReplayTask(query_id=0, algorithm_index=index, label=label, algorithm=label, params={},
+                      query={}, shard=shard, shards=2, shard_by="seq", source="", columns=(), attribute=False,
+                      first_slide=slides[0], first_row=0, start=0, slides=len(slides), segment=len(slides),
+                      staging=str(staging))
+    writer = SegmentWriter(task)
+    for slide, (ids, scores, seq), (candidates, measured, seconds) in zip(slides, answers, stats):
+        writer.add(slide, 10 * (slide + 1), Answer(np.array(ids, np.int64), np.array(scores, np.float64),
+                                                   np.array(seq, np.int64)),
+                   {"candidates": candidates, "retained": candidates, "bytes": 8 * candidates}, measured, seconds)
+    return writer.flush(state or {"checksum": f"c{label}{shard}", "format_version": 1, "data": {}})
+
+
+def test_load_merges_shards_per_slide_and_measures_against_the_oracle(tmp_path):
+    staging = tmp_path / "staging"
+    # slide 0: oracle shards hold 5.0 (seq 1) and 5.0 (seq 0): equal scores, newer first
+    stage(staging, "oracle", 0, 0, [0, 1], [([10, 12], [5.0, 1.0], [0, 2]), ([14], [7.0], [4])],
+          [(3, 100, 0.1), (4, 110, 0.4)])
+    stage(staging, "oracle", 0, 1, [0, 1], [([11, 13], [5.0, 3.0], [1, 3]), ([], [], [])],
+          [(2, 100, 0.3), (1, 90, 0.2)])
+    stage(staging, "alg", 1, 0, [0, 1], [([10], [5.0], [0]), ([], [], [])], [(1, 50, 0.0), (1, 50, 0.0)])
+    stage(staging, "alg", 1, 1, [0, 1], [([13], [3.0], [3]), ([], [], [])], [(1, 50, 0.0), (1, 50, 0.0)])
+    db = tmp_path / "t.duckdb"
+    load = replay_load.QueryLoad(query_id=0, k=2, next_slide=0, total_slides=2, origin=0, slide=10,
+                                 tasks=replay_load.staged_tasks(staging, 0, ["oracle", "alg"], 2))
+    markers = load.markers()
+    assert [m["slide"] for m in markers] == [1]
+    with store.connection(db) as con, store.transaction(con):
+        replay_load.register_metrics(con, "single")
+        assert replay_load.load(con, "r", load, markers, reference="oracle", keep_snapshots=2,
+                                created_at=dt.datetime(2026, 1, 1)) == 2
+    replay_load.remove_loaded(load, markers)
+    assert load.done and not any(staging.rglob("*.parquet"))
+    with duckdb.connect(str(db), read_only=True) as con:
+        answers = con.execute('SELECT algorithm, slide, rank, object_id, score FROM answers ORDER BY ALL').fetchall()
+        metrics = con.execute('SELECT algorithm, slide, "end", candidates, bytes, measured_bytes, seconds, '
+                              'precision, error FROM slide_metrics ORDER BY ALL').fetchall()
+        snapshots = con.execute("SELECT algorithm, shard, slide, checksum FROM snapshots ORDER BY ALL").fetchall()
+    assert answers == [("alg", 0, 1, 10, 5.0), ("alg", 0, 2, 13, 3.0),
+                       ("oracle", 0, 1, 11, 5.0), ("oracle", 0, 2, 10, 5.0), ("oracle", 1, 1, 14, 7.0)]
+    exact = Answer(np.array([11, 10]), np.array([5.0, 5.0]), np.zeros(2, np.int64))
+    got = Answer(np.array([10, 13]), np.array([5.0, 3.0]), np.zeros(2, np.int64))
+    assert metrics == [
+        ("alg", 0, 10, 2, 16, 100, 0.0, engine.metrics.precision(exact, got), engine.metrics.relative_error(exact, got)),
+        ("alg", 1, 20, 2, 16, 100, 0.0, 0.0, 1.0),
+        ("oracle", 0, 10, 5, 40, 200, 0.3, 1.0, 0.0),
+        ("oracle", 1, 20, 5, 40, 200, 0.4, 1.0, 0.0)]
+    assert snapshots == [("alg", 0, 1, "calg0"), ("alg", 1, 1, "calg1"), ("oracle", 0, 1, "coracle0"),
+                         ("oracle", 1, 1, "coracle1")]
+
+
+def test_snapshot_retention_keeps_the_last_complete_snapshots(tmp_path):
+    staging, db = tmp_path / "staging", tmp_path / "t.duckdb"
+    load = replay_load.QueryLoad(query_id=0, k=1, next_slide=0, total_slides=4, origin=0, slide=10,
+                                 tasks=replay_load.staged_tasks(staging, 0, ["oracle"], 1))
+    for slide in range(4):
+        stage(staging, "oracle", 0, 0, [slide], [([slide], [1.0], [slide])], [(1, 1, 0.0)],
+              state={"checksum": f"s{slide}", "format_version": 1, "data": {"slide": slide}})
+        if slide == 1:
+            continue  # two segments staged before the driver looks
+        with store.connection(db) as con, store.transaction(con):
+            replay_load.register_metrics(con, "single")
+            replay_load.load(con, "r", load, load.markers(), reference="oracle", keep_snapshots=2,
+                             created_at=dt.datetime(2026, 1, 1))
+        with duckdb.connect(str(db), read_only=True) as con:
+            kept = con.execute("SELECT slide, checksum, state FROM snapshots ORDER BY slide").fetchall()
+        assert [row[0] for row in kept] == [max(0, slide - 1), slide][-(slide + 1):]
+        assert all(json.loads(state)["data"]["slide"] == s and checksum == f"s{s}" for s, checksum, state in kept)
+
+
+@pytest.mark.parametrize("module", [stock, replay, replay_tasks], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert tried and not failures
+
+
+def test_a_long_lived_reader_gets_a_one_line_message_naming_it(tmp_path):
+    db = tmp_path / "held.duckdb"
+    store.connect(db).close()
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); "
+                               "print('ready', flush=True); time.sleep(60)", str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreError) as refused:
+            store.connect(db, wait_seconds=0.5)
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(refused.value)
+    assert "\n" not in message and f"process {holder.pid}" in message and "long-lived reader" in message
+
+
+def test_two_database_files_never_share_a_lock_or_staging(tmp_path):
+    a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    assert replay.lock_path(a, "run") != replay.lock_path(b, "run")
+    assert replay.staging_directory(a, "run") != replay.staging_directory(b, "run")
+    with replay.exclusive_run(a, "run"), replay.exclusive_run(b, "run"):
+        pass

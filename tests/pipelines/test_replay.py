@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
-import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import engine
-from pipelines import ingest, replay
+from pipelines import ingest, replay, replay_load, store
 from pipelines.errors import InputError
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
@@ -38,6 +43,10 @@ def write_config(directory, name, dataset, **extra):
 def rows_of(db, table, columns, run_id):
     with duckdb.connect(str(db), read_only=True) as con:
         return con.execute(f"SELECT {columns} FROM {table} WHERE run_id = ? ORDER BY {columns}", [run_id]).fetchall()
+
+
+def metrics_rows(db, run_id):
+    return rows_of(db, "slide_metrics", METRIC_COLUMNS, run_id)
 
 
 def table_counts(db):
@@ -104,6 +113,9 @@ def test_replay_writes_what_the_engine_answers(store_dir, full_run):
         assert [row[2:7] for row in metrics if row[1] == "oracle"] == stats
         assert {row[7:] for row in metrics} == {(1.0, 0.0)}
         assert {row[1] for row in metrics} == {"oracle", "mintopk"}
+    with duckdb.connect(str(db), read_only=True) as con:  # measured beside modelled bytes, every slide
+        assert con.execute("SELECT count(*), count(measured_bytes), min(measured_bytes) > 0 FROM slide_metrics "
+                           "WHERE run_id = ?", [full_run]).fetchone()[1:] == (len(metrics_rows(db, full_run)), True)
 
 
 def test_replay_snapshots_restore_to_the_last_answer(store_dir, full_run):
@@ -118,7 +130,9 @@ def test_replay_snapshots_restore_to_the_last_answer(store_dir, full_run):
         last_slide = last_slides[query_id]
         for algorithm in ("oracle", "mintopk"):
             mine = [s for s in snapshots if s[:3] == (query_id, algorithm, 0)]
-            assert len(mine) == math.ceil((last_slide + 1) / SNAPSHOT_EVERY)
+            segment_ends = sorted({min(end, last_slide) for end in range(SNAPSHOT_EVERY - 1, last_slide + SNAPSHOT_EVERY,
+                                                                          SNAPSHOT_EVERY)})
+            assert [s[3] for s in mine] == segment_ends[-2:]  # retention: the last two complete snapshots
             *_, slide, last_seq, version, state, checksum = mine[-1]
             restored = engine.restore(json.loads(state))
             assert (slide, version, checksum) == (last_slide, engine.FORMAT_VERSION, json.loads(state)["checksum"])
@@ -164,23 +178,26 @@ def test_resume_after_appended_day_equals_uninterrupted_run(spark, trades, store
 def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir, full_run, monkeypatch):
     db = store_dir / "topk.duckdb"
     config = write_config(store_dir, "killed", "full", snapshot_every=SNAPSHOT_EVERY)
-    original, calls = replay.write_segment, []
+    original_markers, original_load = replay_load.QueryLoad.markers, replay_load.load
 
-    def dies_in_the_second_segment(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
+    def one_segment_at_a_time(self):
+        return original_markers(self)[:1]
+
+    def dies_loading_the_second_segment_of_query_0(con, run_id, progress, markers, **kwargs):
+        if progress.query_id == 0 and progress.next_slide >= SNAPSHOT_EVERY:
             raise RuntimeError("killed")
-        return original(*args, **kwargs)
+        return original_load(con, run_id, progress, markers, **kwargs)
 
-    monkeypatch.setattr(replay, "write_segment", dies_in_the_second_segment)
+    monkeypatch.setattr(replay_load.QueryLoad, "markers", one_segment_at_a_time)
+    monkeypatch.setattr(replay_load, "load", dies_loading_the_second_segment_of_query_0)
     with pytest.raises(RuntimeError, match="killed"):
         replay.replay(spark, config, db=db, **quiet)
-    monkeypatch.setattr(replay, "write_segment", original)
+    monkeypatch.undo()
     with duckdb.connect(str(db), read_only=True) as con:
         run_id, status = con.execute("SELECT run_id, status FROM runs WHERE run_id LIKE 'killed-%'").fetchone()
         assert status == "failed"
-        assert con.execute("SELECT DISTINCT slide FROM slide_metrics WHERE run_id = ? ORDER BY slide",
-                           [run_id]).fetchall() == [(slide,) for slide in range(SNAPSHOT_EVERY)]
+        assert con.execute("SELECT DISTINCT slide FROM slide_metrics WHERE run_id = ? AND query_id = 0 "
+                           "ORDER BY slide", [run_id]).fetchall() == [(slide,) for slide in range(SNAPSHOT_EVERY)]
 
     resumed = replay.replay(spark, config, db=db, resume=True, **quiet)
     assert resumed.run_id == run_id
@@ -205,13 +222,22 @@ def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
     ({"queries": [{"weights": {"volume": 1.0}, "k": 1, "window": 4, "slide": 2}]}, "unknown feature(s) volume"),
     ({"queries": [{"weights": {"price": 1.0}, "k": 1, "window": 5, "slide": 2}]}, "window must be a multiple"),
     ({"shards": 0}, "shards must be an integer >= 1"),
+    ({"keep_snapshots": 0}, "keep_snapshots must be an integer >= 1"),
+    ({"queries": [{"weights": {"price": 1.0}, "k": 11, "window": 10, "slide": 5}]},
+     "k (11) is larger than the count window (10)"),
+    ({"queries": [{"weights": {"price": 0.0}, "k": 1, "window": 10, "slide": 5}]}, "every weight is 0"),
+    ({"queries": [{"weights": [0, 0, 0], "k": 1, "window": 10, "slide": 5, "kind": "time"}]}, "every weight is 0"),
 ])
-def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, tmp_path, capsys, change, message):
+def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, full_run, tmp_path, capsys, change, message):
+    """Refused before Spark starts, leaving the database exactly as it was."""
+    db = store_dir / "topk.duckdb"
     config = tmp_path / "bad.json"
     config.write_text(json.dumps({"dataset": "full", "queries": QUERIES, "algorithms": ALGORITHMS, **change}))
-    assert replay.main(["--config", str(config), "--db", str(store_dir / "topk.duckdb")]) == 2
+    before = table_counts(db)
+    assert replay.main(["--config", str(config), "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+    assert table_counts(db) == before
 
 
 def test_resume_refuses_a_corrupt_snapshot(spark, store_dir, tmp_path):
@@ -227,3 +253,153 @@ def test_resume_refuses_a_corrupt_snapshot(spark, store_dir, tmp_path):
                     "AND slide = ?", [json.dumps(state), run_id, slide])
     with pytest.raises(InputError, match="mintopk, shard 0 cannot be restored: state is corrupt"):
         replay.prepare(config, db=db, resume=True)
+
+
+# --- attribute streams (incomplete-stream algorithms), sharded by object id -----------------------
+
+STREAMS = ["images", "english", "french"]
+ATTRIBUTE_QUERIES = [
+    {"weights": {"images": 1.0, "english": 0.5, "french": 0.25}, "k": 5, "window": 300, "slide": 50, "kind": "count"},
+    {"weights": [0.2, 1.0, 1.0], "k": 4, "window": 240, "slide": 60, "kind": "time"},
+]
+
+
+def write_attribute_dataset(db, directory, name, rows=2_400, seed=3):
+    """An attribute-stream dataset (docs/CONTRACTS.md) in two date partitions, and its datasets row."""
+    rng = np.random.default_rng(seed)
+    seq = np.arange(rows)
+    ids = rng.integers(0, rows // 6, rows) * 1_000 + 17
+    table = {"id": ids, "seq": seq, "t": np.cumsum(rng.integers(0, 3, rows)),
+             "stream": rng.integers(0, len(STREAMS), rows), "value": np.round(rng.random(rows), 2)}
+    half = rows // 2
+    for part, rows_of_part in (("date=1", slice(0, half)), ("date=2", slice(half, rows))):
+        (directory / name / part).mkdir(parents=True)
+        pq.write_table(pa.table({key: values[rows_of_part] for key, values in table.items()}),
+                       directory / name / part / "part-0.parquet")
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": name, "family": "test-attribute", "features": STREAMS,
+                                           "parquet": str(directory / name), "t_unit": "s"})
+    return table
+
+
+@pytest.fixture(scope="module")
+def attribute_plugin(spark):
+    """The test double's module, importable on the driver and on every executor."""
+    path = Path(__file__).with_name("incomplete_double.py")
+    sys.path.insert(0, str(path.parent))
+    spark.sparkContext.addPyFile(str(path))
+    import incomplete_double  # noqa: F401
+
+    names = {info.name for info in engine.available() if info.stream == "incomplete"}
+    params = {"eaa": {"occurrences": 30}}  # objects repeat within a stream and window here
+    yield [{"name": name, "params": params.get(name, {})}
+           for name in sorted(names & {"oracle-incomplete", "sla", "eaa", "approx"})]
+    sys.path.remove(str(path.parent))
+
+
+def test_attribute_stream_replay_sharded_by_object_equals_unsharded(spark, store_dir, attribute_plugin, tmp_path):
+    db = store_dir / "topk.duckdb"
+    table = write_attribute_dataset(db, tmp_path, "attributes")
+    runs = {}
+    for shards in (1, 3):
+        config = tmp_path / f"attributes{shards}.json"
+        config.write_text(json.dumps({"name": f"attributes{shards}", "dataset": "attributes", "shards": shards,
+                                      "snapshot_every": 7, "plugins": ["incomplete_double"],
+                                      "queries": ATTRIBUTE_QUERIES, "algorithms": attribute_plugin}))
+        runs[shards] = replay.replay(spark, config, db=db, **quiet).run_id
+    exact_answers = {shards: [row for row in rows_of(db, "answers", ANSWER_COLUMNS, run) if row[1] != "approx"]
+                     for shards, run in runs.items()}
+    assert exact_answers[3] == exact_answers[1]  # approx estimates from per-shard sketches: not compared
+    metrics = rows_of(db, "slide_metrics", METRIC_COLUMNS, runs[3])
+    assert len({row[1] for row in metrics}) == len(attribute_plugin)
+    exact = [row for row in metrics if row[1].split("(")[0] in ("oracle-incomplete", "sla", "eaa")]
+    assert {row[7:] for row in exact} == {(1.0, 0.0)}
+
+    # the unsharded oracle equals the engine run directly over the merged stream
+    q = engine.Query(weights=[1.0, 0.5, 0.25], k=5, window=300, slide=50)
+    oracle = engine.create("oracle-incomplete", q)
+    expected = []
+    for batch in engine.slides((table["id"], table["stream"], table["value"], table["t"]), q):
+        oracle.process(batch)
+        answer = oracle.topk()
+        expected += [(batch.index, rank + 1, int(i), float(s)) for rank, (i, s) in enumerate(zip(answer.ids, answer.scores))]
+    stored = [(slide, rank, object_id, score) for query_id, algorithm, slide, _, rank, object_id, score
+              in rows_of(db, "answers", ANSWER_COLUMNS, runs[1]) if (query_id, algorithm) == (0, "oracle-incomplete")]
+    assert stored == expected and len(expected) > 100
+
+
+def test_attribute_datasets_refuse_object_stream_algorithms(store_dir, attribute_plugin, tmp_path):
+    db = store_dir / "topk.duckdb"
+    write_attribute_dataset(db, tmp_path, "attributes-refused")
+    config = tmp_path / "refused.json"
+    config.write_text(json.dumps({"dataset": "attributes-refused", "plugins": ["incomplete_double"],
+                                  "queries": ATTRIBUTE_QUERIES, "algorithms": [{"name": "mintopk"}]}))
+    with pytest.raises(InputError, match="reads single streams, but the dataset holds attribute streams"):
+        replay.prepare(config, db=db)
+
+
+# --- the command in its own process: signals and a real cluster master ---------------------------
+
+def replay_command(*args):
+    return [sys.executable, "-m", "pipelines.replay", *map(str, args)]
+
+
+def test_sigterm_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark, store_dir, tmp_path):
+    db = store_dir / "topk.duckdb"
+    rows = 60_000
+    rng = np.random.default_rng(11)
+    pq.write_table(pa.table({"id": np.arange(rows) + 5, "seq": np.arange(rows), "t": np.arange(rows),
+                             "price": np.round(rng.random(rows), 3)}), tmp_path / "long.parquet")
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "long", "family": "test", "features": ["price"],
+                                           "parquet": str(tmp_path / "long.parquet")})
+    query = {"weights": [1.0], "k": 3, "window": 200, "slide": 2, "kind": "count"}
+    config = tmp_path / "long.json"
+    config.write_text(json.dumps({"name": "long", "dataset": "long", "snapshot_every": 500, "queries": [query],
+                                  "algorithms": [{"name": "oracle"}, {"name": "mintopk"}]}))
+    staging = replay.staging_directory(db, "long-run")
+    process = subprocess.Popen(replay_command("--config", config, "--db", db, "--run-id", "long-run", "--master",
+                                              "local[2]"), cwd=Path(__file__).parents[2], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not any(staging.rglob("done-*.json")) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, (out, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    assert err.strip().splitlines()[-1] == ("[replay] stopped by SIGTERM: run long-run marked interrupted; "
+                                            "continue it with --resume")
+    assert rows_of(db, "runs", "status", "long-run") == [("interrupted",)]
+    with duckdb.connect(str(db), read_only=True) as con:
+        snapshot_slide, loaded = con.execute("SELECT (SELECT max(slide) FROM snapshots WHERE run_id = 'long-run'), "
+                                             "(SELECT max(slide) FROM answers WHERE run_id = 'long-run')").fetchone()
+    assert snapshot_slide == loaded  # answers and snapshots are written together
+
+    resumed = replay.replay(spark, config, db=db, resume=True, run_id="long-run", **quiet)
+    assert resumed.resumed and rows_of(db, "runs", "status", "long-run") == [("finished",)]
+    table = pq.read_table(tmp_path / "long.parquet")
+    q = engine.Query(**query)
+    oracle, expected = engine.create("oracle", q), []
+    for batch in engine.slides((table.column("id").to_numpy(), table.column("t").to_numpy(),
+                                table.column("price").to_numpy()), q):
+        oracle.process(batch)
+        expected += [(batch.index, rank + 1, int(i)) for rank, i in enumerate(oracle.topk().ids)]
+    for algorithm in ("oracle", "mintopk"):
+        stored = [(slide, rank, object_id) for _, label, slide, _, rank, object_id, _
+                  in rows_of(db, "answers", ANSWER_COLUMNS, "long-run") if label == algorithm]
+        assert stored == expected, algorithm
+
+
+def test_replay_on_a_local_cluster_gives_the_same_answers(store_dir, full_run, tmp_path):
+    """``local-cluster[2,1,1024]``: two executor JVMs, as a standalone cluster runs them."""
+    db = store_dir / "topk.duckdb"
+    config = write_config(tmp_path, "cluster", "full", shards=2, snapshot_every=SNAPSHOT_EVERY)
+    done = subprocess.run(replay_command("--config", config, "--db", db, "--run-id", "cluster-run", "--master",
+                                         "local-cluster[2,1,1024]"), cwd=Path(__file__).parents[2],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT spark_master, status FROM runs WHERE run_id = 'cluster-run'").fetchone() == (
+            "local-cluster[2,1,1024]", "finished")
+    assert rows_of(db, "answers", ANSWER_COLUMNS, "cluster-run") == rows_of(db, "answers", ANSWER_COLUMNS, full_run)

@@ -134,15 +134,24 @@ class CandidateSet:
         (``O(|C|)`` vectorised plus ``O(log |C|)`` per entry)."""
         score, seq = self.score, self.seq
         negated = -score
-        positions = []
-        for value, s, _, _ in entries:
-            lo = int(np.searchsorted(negated, -value, side="left"))
-            hi = int(np.searchsorted(negated, -value, side="right"))
-            positions.append(lo + int(np.count_nonzero(seq[lo:hi] > s)) if hi > lo else lo)
-        new = ([e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries], [e[3] for e in entries],
-               list(counts), [part] * len(entries))
-        self._set(tuple(np.insert(column, positions, np.asarray(add, column.dtype))
-                        for column, add in zip(self.columns, new)))
+        values = np.array([e[0] for e in entries], np.float64)
+        positions = np.searchsorted(negated, -values, side="left")
+        ends = np.searchsorted(negated, -values, side="right")
+        for j in np.flatnonzero(ends > positions).tolist():  # equal scores: newer first
+            positions[j] += int(np.count_nonzero(seq[positions[j]:ends[j]] > entries[j][1]))
+        places = np.asarray(positions, np.int64) + np.arange(len(entries))
+        keep = np.ones(len(score) + len(entries), bool)
+        keep[places] = False
+        new = (values, np.array([e[1] for e in entries], np.int64),
+               np.array([e[2] for e in entries], np.int64), np.array([e[3] for e in entries], np.int64),
+               np.asarray(counts, np.int64), np.full(len(entries), part, np.int64))
+        columns = []
+        for column, add in zip(self.columns, new):
+            out = np.empty(len(keep), column.dtype)
+            out[keep] = column
+            out[places] = add
+            columns.append(out)
+        self._set(tuple(columns))
 
     def top(self, k: int) -> Top:
         return (self.score[:k], self.seq[:k], self.ids[:k], self.t[:k])
@@ -175,6 +184,7 @@ class CandidateSet:
         assert np.array_equal(order, np.arange(len(self))), "C is not sorted best first"
         assert len(np.unique(self.seq)) == len(self), "duplicate candidates"
         assert np.all((self.count >= 0) & (self.count < self.k)), "a dominance counter is outside 0..k-1"
-        for i in range(len(self)):
-            newer_above = np.count_nonzero((self.part[:i] > self.part[i]))
-            assert self.count[i] >= newer_above, "a counter misses a candidate of a later partition"
+        for part in np.unique(self.part).tolist():
+            later_before = np.cumsum(self.part > part) - (self.part > part)
+            rows = self.part == part
+            assert np.all(self.count[rows] >= later_before[rows]), "a counter misses a candidate of a later partition"

@@ -38,6 +38,19 @@ LAYOUT = {
 
 FORMING_STATES = ("forming", "ready")
 
+RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
+"""One record array per raw slide (one array header per slide instead of four)."""
+
+
+def _record(top: Top) -> np.ndarray:
+    rows = np.empty(len(top[0]), RAW)
+    rows["score"], rows["seq"], rows["id"], rows["t"] = top
+    return rows
+
+
+def _columns(rows: np.ndarray) -> Top:
+    return (rows["score"], rows["seq"], rows["id"], rows["t"])
+
 
 def _f(value: float):
     return value if math.isfinite(value) else repr(float(value))
@@ -218,7 +231,7 @@ class SAPBase(Algorithm):
         self._expiry = 1 if q.kind == "count" else 3
         self._unit_slides = self._choose_unit_slides()
         self._slide: int | None = None
-        self._raw: dict[int, Top] = {}
+        self._raw: dict[int, np.ndarray] = {}
         self._raw_size = 0
         self._parts: deque[Partition] = deque()
         self._serial = 0
@@ -278,9 +291,9 @@ class SAPBase(Algorithm):
         bound = gone * self._s
         front.in_c -= self._C.expire(bound)
         self._M.expire(bound)
-        top = self._raw.pop(gone, None)
-        if top is not None:
-            self._raw_size -= len(top[0])
+        rows = self._raw.pop(gone, None)
+        if rows is not None:
+            self._raw_size -= len(rows)
         if front.last <= gone:
             self._M.clear()
             self._release(front)
@@ -322,7 +335,7 @@ class SAPBase(Algorithm):
             chosen = top_indices(values, arrivals[1], k)
             self._counters["prefiltered"] += m - len(chosen)
             top = tuple(column[chosen] for column in arrivals)
-            self._raw[e] = top
+            self._raw[e] = _record(top)
             self._raw_size += len(chosen)
         else:
             top = arrivals
@@ -392,9 +405,9 @@ class SAPBase(Algorithm):
         if not part.raw:
             return
         for slide in range(part.first, part.last + 1):
-            top = self._raw.pop(slide, None)
-            if top is not None:
-                self._raw_size -= len(top[0])
+            rows = self._raw.pop(slide, None)
+            if rows is not None:
+                self._raw_size -= len(rows)
         part.raw = False
         part.top = None
         part.top_seqs = set()
@@ -466,9 +479,10 @@ class SAPBase(Algorithm):
         dominated ``k`` times.  Appendix C: only the best ``k - P.rho`` of a slide can be
         meaningful (they expire together).  The rest are offered newest first.
         """
-        top = self._raw.get(slide)
-        if top is None:
+        rows = self._raw.get(slide)
+        if rows is None:
             return
+        top = _columns(rows)
         values, seqs = top[0], top[1]
         n = len(values) if theta is None else count_above(values, seqs, theta)
         n = min(n, builder.capacity)
@@ -517,7 +531,7 @@ class SAPBase(Algorithm):
         parts = [self._C.seq, self._open_top[1]]
         if self._filling is not None:
             parts.append(self._filling.top[1])
-        parts.append(np.fromiter(self._M._where, np.int64, len(self._M)))
+        parts.append(self._M.seqs())
         return np.concatenate(parts).astype(np.int64)
 
     def _open_size(self) -> int:
@@ -544,7 +558,7 @@ class SAPBase(Algorithm):
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
         return {"candidates": self._C.rows(), "slide": self._slide, "serial": self._serial,
-                "raw": [[slide, *_top_out(top)] for slide, top in sorted(self._raw.items())],
+                "raw": [[slide, *_top_out(_columns(rows))] for slide, rows in sorted(self._raw.items())],
                 "partitions": [p.to_json() for p in self._parts],
                 "open": [u.to_json() for u in self._open], "open_top": _top_out(self._open_top),
                 "filling": None if self._filling is None else self._filling.to_json(),
@@ -562,7 +576,7 @@ class SAPBase(Algorithm):
             if len(row) != 5:
                 raise ValueError("a raw slide must be [slide, scores, seq, ids, t]")
             top = _top_in(row[1:])
-            self._raw[int(row[0])] = top
+            self._raw[int(row[0])] = _record(top)
             self._raw_size += len(top[0])
         self._parts = deque(Partition.from_json(p, self._k) for p in data["partitions"])
         self._open = [Unit.from_json(u) for u in data["open"]]
@@ -626,15 +640,17 @@ class SAPBase(Algorithm):
         for u in self._open + ([self._filling] if self._filling else []):
             raw_slides.update(range(u.first, u.last + 1))
         assert set(self._raw) <= raw_slides, "a raw slide outside the retained partitions"
-        assert self._raw_size == sum(len(t[0]) for t in self._raw.values())
-        for slide, top in self._raw.items():
+        assert self._raw_size == sum(len(rows) for rows in self._raw.values())
+        for slide, rows in self._raw.items():
+            top = _columns(rows)
             keys = top[1] if self._expiry == 1 else top[3]
             assert np.all((keys >= (slide - 1) * self._s) & (keys < slide * self._s)), "raw slide keys"
             assert len(top[0]) <= k
         for u in self._open + ([self._filling] if self._filling else []):
             expected = empty_top()
             for slide in range(u.first, u.last + 1):
-                expected = merge_tops(expected, self._raw.get(slide, empty_top()), k)
+                rows = self._raw.get(slide)
+                expected = merge_tops(expected, empty_top() if rows is None else _columns(rows), k)
             assert np.array_equal(expected[1], u.top[1]), "a unit's top k disagrees with its slides"
         if self._open:
             expected = empty_top()

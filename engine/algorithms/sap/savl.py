@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections import deque
 
+import numpy as np
 from sortedcontainers import SortedList
 
 
@@ -164,6 +165,10 @@ class MeaningfulSet:
         self._tops = SortedList()
         self._where = {}
         self._oldest_first = deque()
+
+    def seqs(self) -> np.ndarray:
+        """``seq`` of every entry (``O(|M|)``)."""
+        return np.fromiter(self._where, np.int64, len(self._where))
 
     def entries(self) -> list[tuple]:
         return [entry for stack in self.stacks for entry in stack]

@@ -1,0 +1,188 @@
+"""The Live page's state as plain data: widget values <-> query <-> URL query parameters.
+
+No Streamlit here: the page reads and writes ``st.session_state`` / ``st.query_params`` with
+these functions, and the tests check the round trip without a server.
+
+URL parameters: ``ds`` dataset, ``alg`` algorithms (comma separated), ``kind``, ``k``,
+``window`` and ``slide`` as typed (``30 min``), ``w`` weights in feature order (comma
+separated), ``p.<algorithm>.<parameter>`` non-default algorithm parameters, ``at`` the slide
+shown, ``speed`` slides per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import engine
+from app import units
+from app.presets import Preset, Profile
+
+
+def weight_key(feature: str) -> str:
+    return f"w_{feature}"
+
+
+def param_key(algorithm: str, name: str) -> str:
+    return f"param_{algorithm}_{name}"
+
+
+def typed(value: int, kind: str, t_unit: str) -> str:
+    """A window or slide length as the user would type it for ``kind``."""
+    return units.format_count(value) if kind == "count" else units.format_duration(value, t_unit)
+
+
+def preset_values(preset: Preset, profile: Profile) -> dict[str, Any]:
+    """Widget values that show ``preset`` on ``profile``'s dataset."""
+    values: dict[str, Any] = {"kind": preset.kind, "k": preset.k, "window": preset.window, "slide": preset.slide}
+    for feature, weight in zip(profile.features, preset.weight_vector(profile.features)):
+        values[weight_key(feature)] = weight
+    return values
+
+
+def matching_preset(values: Mapping[str, Any], profile: Profile) -> str | None:
+    """Name of the preset whose query the widget ``values`` show, else ``None``."""
+    for preset in profile.presets:
+        try:
+            if query_of(values, profile) == query_of(preset_values(preset, profile), profile):
+                return preset.name
+        except ValueError:
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A bad value: the widget it belongs to, the message, and nearby valid typed values."""
+
+    field: str
+    message: str
+    suggestions: tuple[str, ...] = ()
+
+
+def lengths(values: Mapping[str, Any], profile: Profile) -> tuple[int | None, int | None, list[Problem]]:
+    """Parse the typed window and slide; problems name the field and suggest valid values.
+
+    Examples
+    --------
+    >>> from app.presets import profile
+    >>> prof = profile("x", "synthetic", ("a",), "ordinal")
+    >>> lengths({"kind": "count", "window": "1,000", "slide": "7"}, prof)[2][0].suggestions
+    ('5', '8')
+    """
+    kind, t_unit = values["kind"], profile.t_unit
+    problems: list[Problem] = []
+    parsed: dict[str, int | None] = {}
+    for field in ("window", "slide"):
+        try:
+            text = str(values[field])
+            parsed[field] = units.parse_count(text, field) if kind == "count" else \
+                units.parse_duration(text, t_unit, field)
+        except ValueError as exc:
+            parsed[field] = None
+            default = profile.defaults(kind)[0 if field == "window" else 1]
+            problems.append(Problem(field, str(exc), (default,)))
+    window, slide = parsed["window"], parsed["slide"]
+    if window is not None and slide is not None:
+        step = units.granularity(slide, t_unit) if kind == "time" else 1
+        if slide > window:
+            problems.append(Problem("slide", f"slide ({typed(slide, kind, t_unit)}) must not be longer than the "
+                                             f"window ({typed(window, kind, t_unit)})",
+                                    tuple(typed(s, kind, t_unit) for s in units.nearest_slides(window, slide, step))))
+        elif window % slide:
+            problems.append(Problem("slide", f"the window ({typed(window, kind, t_unit)}) must be a whole number "
+                                             f"of slides ({typed(slide, kind, t_unit)})",
+                                    tuple(typed(s, kind, t_unit) for s in units.nearest_slides(window, slide, step))))
+    return window, slide, problems
+
+
+def query_of(values: Mapping[str, Any], profile: Profile) -> engine.Query:
+    """The query the widget ``values`` describe; ``ValueError`` when a value is bad."""
+    window, slide, problems = lengths(values, profile)
+    if problems:
+        raise ValueError(problems[0].message)
+    weights = [float(values.get(weight_key(f), 0.0)) for f in profile.features]
+    return engine.Query(weights=weights, k=int(values["k"]), window=window, slide=slide, kind=values["kind"])
+
+
+def setup_values(query: engine.Query, algorithms: Sequence[str], params: Mapping[str, Mapping[str, Any]],
+                 features: Sequence[str], t_unit: str) -> dict[str, Any]:
+    """Widget values that show a setup again (Cancel of a rebuild puts the sidebar back with these).
+
+    Examples
+    --------
+    >>> q = engine.Query(weights=[1.0, 0.0], k=5, window=1_800_000, slide=60_000, kind="time")
+    >>> setup_values(q, ["oracle"], {"mintopk": {"prefilter": False}}, ["a", "b"], "ms")["slide"]
+    '1 min'
+    """
+    values: dict[str, Any] = {"kind": query.kind, "k": query.k, "window": typed(query.window, query.kind, t_unit),
+                              "slide": typed(query.slide, query.kind, t_unit), "algorithms": list(algorithms)}
+    values.update({weight_key(f): w for f, w in zip(features, query.weights)})
+    values.update({param_key(name, key): value for name, chosen in params.items() for key, value in chosen.items()})
+    return values
+
+
+def to_url(dataset: str, algorithms: Sequence[str], query: engine.Query, params: Mapping[str, Mapping[str, Any]],
+           t_unit: str, at: int | None, speed: int | None = None) -> dict[str, str]:
+    """URL query parameters of a view.
+
+    Examples
+    --------
+    >>> q = engine.Query(weights=[1.0, 0.0], k=5, window=1_800_000, slide=60_000, kind="time")
+    >>> to_url("spy", ["oracle", "mintopk"], q, {"mintopk": {"prefilter": False}}, "ms", 41)
+    {'ds': 'spy', 'alg': 'oracle,mintopk', 'kind': 'time', 'k': '5', 'window': '30 min', 'slide': '1 min', \
+'w': '1,0', 'at': '41', 'p.mintopk.prefilter': 'false'}
+    """
+    out = {"ds": dataset, "alg": ",".join(algorithms), "kind": query.kind, "k": str(query.k),
+           "window": typed(query.window, query.kind, t_unit), "slide": typed(query.slide, query.kind, t_unit),
+           "w": ",".join(f"{w:g}" for w in query.weights)}
+    if at is not None:
+        out["at"] = str(at)
+    if speed is not None:
+        out["speed"] = str(speed)
+    defaults = {info.name: info.defaults for info in engine.available()}
+    for name, values in params.items():
+        for key, value in values.items():
+            if defaults.get(name, {}).get(key) != value:
+                out[f"p.{name}.{key}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def from_url(params: Mapping[str, str], profile: Profile) -> dict[str, Any]:
+    """Widget values (session-state keys) from URL parameters about ``profile``'s dataset.
+
+    Unknown or malformed parameters are skipped (a shared link from an older page version must
+    still open); the widgets then show their own validation messages.
+
+    Examples
+    --------
+    >>> from app.presets import profile
+    >>> prof = profile("x", "synthetic", ("a", "b"), "ordinal")
+    >>> from_url({"k": "5", "w": "1,-0.5", "kind": "time", "p.mintopk.prefilter": "false"}, prof)
+    {'kind': 'time', 'k': 5, 'w_a': 1.0, 'w_b': -0.5, 'param_mintopk_prefilter': False}
+    """
+    values: dict[str, Any] = {}
+    if params.get("kind") in ("count", "time"):
+        values["kind"] = params["kind"]
+    if str(params.get("k", "")).isdigit() and int(params["k"]) >= 1:
+        values["k"] = int(params["k"])
+    for field in ("window", "slide"):
+        if params.get(field):
+            values[field] = str(params[field])
+    if params.get("w"):
+        try:
+            weights = [float(w) for w in str(params["w"]).split(",")]
+            if len(weights) == len(profile.features):
+                values.update({weight_key(f): max(-1.0, min(1.0, w)) for f, w in zip(profile.features, weights)})
+        except ValueError:
+            pass
+    defaults = {info.name: info.defaults for info in engine.available()}
+    for key, value in params.items():
+        parts = key.split(".")
+        if len(parts) == 3 and parts[0] == "p" and parts[2] in defaults.get(parts[1], {}):
+            default = defaults[parts[1]][parts[2]]
+            try:
+                values[param_key(parts[1], parts[2])] = engine.base.coerce_param(parts[1], parts[2], default, value)
+            except ValueError:
+                pass
+    return values

@@ -1,0 +1,148 @@
+"""Named queries per dataset and the defaults that suit its clock and size.
+
+The default preset of a dataset is the query ``make run`` replays (``pipelines/configs/demo.json``)
+when that config is about the dataset, so Live and Runs show the same query at once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from app import units
+
+DEMO_CONFIG = Path(__file__).resolve().parent.parent / "pipelines" / "configs" / "demo.json"
+TIME_ZONES = {"stock": "America/New_York", "taxi": "America/New_York", "worldcup": "Europe/Paris"}
+"""Time zone of each dataset family's clock (the exchange's for trades, the city's for taxis, the
+host country's for the 1998 World Cup logs, which are recorded in GMT)."""
+CUSTOM = "Custom"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named query: weights by feature name (missing ones weigh 0) and typed window/slide.
+
+    ``window`` and ``slide`` are what the user would type (``"30 min"``, ``"10,000"``).
+    """
+
+    name: str
+    weights: dict[str, float]
+    k: int
+    window: str
+    slide: str
+    kind: str = "count"
+    note: str = ""
+
+    def weight_vector(self, features: Sequence[str]) -> list[float]:
+        return [float(self.weights.get(f, 0.0)) for f in features]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one dataset is shown: its clock, time zone, presets and per-kind defaults."""
+
+    name: str
+    family: str
+    features: tuple[str, ...]
+    t_unit: str
+    tz: str | None
+    presets: tuple[Preset, ...] = field(default_factory=tuple)
+
+    @property
+    def timed(self) -> bool:
+        """Whether ``t`` is a real clock (epoch ms), shown as date-times."""
+        return self.t_unit in units.MS_PER
+
+    def defaults(self, kind: str) -> tuple[str, str]:
+        """Typed ``(window, slide)`` that suit this dataset for a window kind.
+
+        >>> stock = profile("spy", "stock", ("notional", "price", "size"), "ms")
+        >>> stock.defaults("time"), stock.defaults("count")
+        (('30 min', '1 min'), ('10,000', '500'))
+        """
+        if kind == "time":
+            return ("30 min", "1 min") if self.timed else ("1000", "50")
+        return ("10,000", "500") if self.family == "stock" else ("1,000", "50")
+
+    def preset(self, name: str) -> Preset | None:
+        return next((p for p in self.presets if p.name == name), None)
+
+    @property
+    def default_preset(self) -> Preset:
+        return self.presets[0]
+
+
+def demo_query(dataset: str, path: Path = DEMO_CONFIG) -> dict | None:
+    """The first query ``make run`` replays when its config is about ``dataset``, else ``None``."""
+    try:
+        config = json.loads(path.read_text())
+        if config.get("dataset") != dataset or not config.get("queries"):
+            return None
+        return config["queries"][0]
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def describe_weights(weights: dict[str, float]) -> str:
+    """``{"notional": 1}`` as ``largest notional``; a mix as ``notional − 0.5·size``.
+
+    >>> describe_weights({"notional": 1.0, "price": 0.0}), describe_weights({"notional": 1.0, "size": -0.5})
+    ('largest notional', 'notional − 0.5·size')
+    """
+    used = {f: w for f, w in weights.items() if w}
+    if len(used) == 1:
+        (feature, weight), = used.items()
+        return f"{'largest' if weight > 0 else 'smallest'} {feature}"
+    text = ""
+    for feature, weight in used.items():
+        term = feature if abs(weight) == 1 else f"{abs(weight):g}·{feature}"
+        text += (" − " if weight < 0 else " + ") + term if text else ("−" if weight < 0 else "") + term
+    return text or "all weights 0"
+
+
+def profile(name: str, family: str, features: Sequence[str], t_unit: str) -> Profile:
+    """The profile of a dataset, with its presets (the ``make run`` query first when it has one)."""
+    features = tuple(features)
+    presets: list[Preset] = []
+    demo = demo_query(name)
+    if demo is not None:
+        weights = demo["weights"]
+        if isinstance(weights, list):
+            weights = dict(zip(features, weights))
+        kind = demo.get("kind", "count")
+        window, slide = int(demo["window"]), int(demo["slide"])
+        fmt = (lambda v: units.format_count(v)) if kind == "count" else (lambda v: units.format_duration(v, t_unit))
+        span = f"last {fmt(window)} {'trades' if family == 'stock' else 'objects'}" if kind == "count" \
+            else f"last {fmt(window)}"
+        presets.append(Preset(f"{describe_weights(weights)}, {span} (make run)", weights, int(demo["k"]),
+                              fmt(window), fmt(slide), kind, note="the query `make run` replays"))
+    if family == "stock" and {"notional", "size", "price"} <= set(features):
+        presets += [
+            Preset("largest notional, last 30 min", {"notional": 1.0}, 10, "30 min", "1 min", "time"),
+            Preset("largest trades by size, last 10,000 trades", {"size": 1.0}, 10, "10,000", "500", "count"),
+            Preset("highest price, last 5 min", {"price": 1.0}, 10, "5 min", "10 s", "time"),
+            Preset("lowest price, last 5 min", {"price": -1.0}, 10, "5 min", "10 s", "time"),
+        ]
+    elif family == "taxi" and {"fare", "tip", "distance"} <= set(features):
+        presets += [
+            Preset("largest tips, last 30 min", {"tip": 1.0}, 10, "30 min", "1 min", "time"),
+            Preset("longest trips, last 10,000 trips", {"distance": 1.0}, 10, "10,000", "500", "count"),
+            Preset("highest fares, last 1 h", {"fare": 1.0}, 10, "1 h", "5 min", "time"),
+        ]
+    elif family == "worldcup":
+        presets += [
+            Preset("most bytes over every section, last 30 min", {f: 1.0 for f in features}, 10, "30 min", "1 min",
+                   "time"),
+            Preset("most bytes over every section, last 10,000 tuples", {f: 1.0 for f in features}, 10, "10,000",
+                   "500", "count"),
+        ] + ([Preset("most image bytes, last 30 min", {"images": 1.0}, 10, "30 min", "1 min", "time")]
+             if "images" in features else [])
+    elif features:
+        presets += [
+            Preset("sum of all features, last 1,000 objects", {f: 1.0 for f in features}, 10, "1,000", "50"),
+            Preset(f"largest {features[0]}, last 1,000 objects", {features[0]: 1.0}, 10, "1,000", "50"),
+        ]
+    unique = {p.name: p for p in presets}
+    return Profile(name, family, features, t_unit, TIME_ZONES.get(family), tuple(unique.values()))

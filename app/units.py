@@ -1,0 +1,231 @@
+"""Reading and writing the quantities a user types or reads: durations, counts, times, bytes.
+
+Pure functions, no Streamlit. Durations are kept in the trace's time unit (``"ms"`` for the
+stock traces, ``"ordinal"`` for a unitless clock); what the user types is parsed back to it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+MS_PER = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+"""Milliseconds per duration unit, largest last."""
+
+UNIT_NAMES = {"ms": "ms", "msec": "ms", "millisecond": "ms", "milliseconds": "ms",
+              "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+              "m": "min", "min": "min", "mins": "min", "minute": "min", "minutes": "min",
+              "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+              "d": "d", "day": "d", "days": "d"}
+COUNT_SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000}
+_NUMBER = r"([0-9][0-9_,]*(?:\.[0-9]+)?|\.[0-9]+)"
+
+
+def parse_count(text: str, what: str = "value") -> int:
+    """A positive whole number typed as ``10000``, ``10,000`` or ``10k``.
+
+    Raises ``ValueError`` with a message meant for the user.
+
+    Examples
+    --------
+    >>> parse_count("10,000"), parse_count("2.5k"), parse_count(" 7 ")
+    (10000, 2500, 7)
+    >>> parse_count("ten", "window")
+    Traceback (most recent call last):
+    ...
+    ValueError: window: "ten" is not a number of objects (try 10000 or 10k)
+    """
+    match = re.fullmatch(_NUMBER + r"\s*([kKmM]?)", text.strip())
+    if not match:
+        raise ValueError(f'{what}: "{text.strip()}" is not a number of objects (try 10000 or 10k)')
+    value = float(match.group(1).replace(",", "").replace("_", "")) * COUNT_SUFFIX[match.group(2).lower()]
+    if not value.is_integer() or value < 1:
+        raise ValueError(f"{what} must be a whole number >= 1, got {text.strip()}")
+    return int(value)
+
+
+def parse_duration(text: str, t_unit: str, what: str = "value") -> int:
+    """A duration typed as ``30 min``, ``1 h``, ``500 ms`` or ``1.5 s``, in ``t_unit``.
+
+    A bare number is taken in ``t_unit`` itself. A clock without a unit (``"ordinal"``)
+    takes bare numbers only.
+
+    Examples
+    --------
+    >>> parse_duration("30 min", "ms"), parse_duration("1h", "ms"), parse_duration("500 ms", "ms")
+    (1800000, 3600000, 500)
+    >>> parse_duration("250", "ordinal")
+    250
+    >>> parse_duration("0.5 ms", "ms", "slide")
+    Traceback (most recent call last):
+    ...
+    ValueError: slide must be a whole number of ms >= 1, got 0.5 ms
+    """
+    clean = text.strip()
+    match = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]*)", clean)
+    if not match:
+        raise ValueError(f'{what}: "{clean}" is not a duration (try {example_durations(t_unit)})')
+    number = float(match.group(1).replace(",", "").replace("_", ""))
+    unit = match.group(2).lower()
+    if not unit:
+        value = number
+    elif t_unit in MS_PER and unit in UNIT_NAMES:
+        value = number * MS_PER[UNIT_NAMES[unit]] / MS_PER[t_unit]
+    else:
+        raise ValueError(f'{what}: unknown unit "{match.group(2)}" (try {example_durations(t_unit)})')
+    if not value.is_integer() or value < 1:
+        raise ValueError(f"{what} must be a whole number of {unit_label(t_unit)} >= 1, got {clean}")
+    return int(value)
+
+
+def example_durations(t_unit: str) -> str:
+    """How to type a duration on this clock, for messages."""
+    return "30 min, 1 h, 500 ms" if t_unit in MS_PER else "a whole number such as 500"
+
+
+def unit_label(t_unit: str) -> str:
+    """The clock's unit in words (``"ms"`` or ``"time units"``)."""
+    return t_unit if t_unit in MS_PER else "time units"
+
+
+def format_duration(value: int, t_unit: str) -> str:
+    """``value`` (in ``t_unit``) in the largest unit that shows it exactly.
+
+    Examples
+    --------
+    >>> format_duration(1_800_000, "ms"), format_duration(90_000, "ms"), format_duration(1500, "ms")
+    ('30 min', '90 s', '1500 ms')
+    >>> format_duration(250, "ordinal")
+    '250'
+    """
+    if t_unit not in MS_PER:
+        return f"{value:,}".replace(",", "")
+    ms = value * MS_PER[t_unit]
+    for unit in ("d", "h", "min", "s"):
+        if ms % MS_PER[unit] == 0:
+            return f"{ms // MS_PER[unit]} {unit}"
+    return f"{ms} ms"
+
+
+def format_count(value: int) -> str:
+    """``10000`` as ``10,000``."""
+    return f"{value:,}"
+
+
+def format_bytes(value: float) -> str:
+    """Bytes in B, KiB, MiB or GiB with three significant digits.
+
+    Examples
+    --------
+    >>> format_bytes(512), format_bytes(4456), format_bytes(8_502_822)
+    ('512 B', '4.35 KiB', '8.11 MiB')
+    """
+    if not math.isfinite(value):
+        return "–"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(value) >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def bytes_unit(largest: float) -> tuple[str, int]:
+    """``(name, size)`` of the unit that suits values up to ``largest`` bytes on an axis."""
+    if largest >= 4 << 20:
+        return "MiB", 1 << 20
+    return "KiB", 1 << 10
+
+
+def tz_info(tz: str | None) -> ZoneInfo | timezone:
+    """A time zone by name (``None`` = UTC)."""
+    return ZoneInfo(tz) if tz else timezone.utc
+
+
+def format_time(t: int | None, t_unit: str, tz: str | None) -> str:
+    """An event time as a date-time in ``tz`` (epoch ``ms`` clocks) or as a plain number.
+
+    Examples
+    --------
+    >>> format_time(1381148299950, "ms", "America/New_York")
+    '2013-10-07 08:18:19.950 EDT'
+    >>> format_time(1234, "ordinal", None)
+    't = 1,234'
+    """
+    if t is None:
+        return "–"
+    if t_unit not in MS_PER:
+        return f"t = {int(t):,}"
+    moment = datetime.fromtimestamp(int(t) * MS_PER[t_unit] / 1000, tz=tz_info(tz))
+    return f"{moment:%Y-%m-%d %H:%M:%S}.{moment.microsecond // 1000:03d} {moment:%Z}"
+
+
+def wall_clock_ms(t: np.ndarray, t_unit: str, tz: str | None) -> np.ndarray:
+    """Epoch-ms numbers that show ``tz``'s wall-clock time when read as UTC (for Vega-Lite axes).
+
+    Vega-Lite shows times in the browser's zone or in UTC; shifting by the zone's offset and
+    plotting on a UTC scale shows the dataset's own local time everywhere.
+
+    Examples
+    --------
+    >>> wall_clock_ms(np.array([1381148299950]), "ms", "America/New_York").tolist()
+    [1381133899950]
+    """
+    ms = np.asarray(t, dtype=np.int64) * MS_PER.get(t_unit, 1)
+    if len(ms) == 0:
+        return ms
+    zone = tz_info(tz)
+    # The offset changes at most at daylight-saving switches: look it up at distinct hours only.
+    hours = ms // 3_600_000
+    unique, inverse = np.unique(hours, return_inverse=True)
+    offsets = np.array([datetime.fromtimestamp(h * 3600, tz=zone).utcoffset().total_seconds() * 1000
+                        for h in unique], dtype=np.int64)
+    return ms + offsets[inverse]
+
+
+def divisors(n: int) -> list[int]:
+    """Every divisor of ``n`` in increasing order (``O(sqrt n)``).
+
+    >>> divisors(12)
+    [1, 2, 3, 4, 6, 12]
+    """
+    small, large = [], []
+    for d in range(1, math.isqrt(n) + 1):
+        if n % d == 0:
+            small.append(d)
+            if d != n // d:
+                large.append(n // d)
+    return small + large[::-1]
+
+
+def nearest_slides(window: int, slide: int, granularity: int = 1) -> list[int]:
+    """The divisors of ``window`` closest to ``slide`` (one below, one above when they exist).
+
+    Divisors that are multiples of ``granularity`` (a whole minute, say) are preferred.
+
+    >>> nearest_slides(1000, 7), nearest_slides(1000, 5000)
+    ([5, 8], [1000])
+    >>> nearest_slides(1_800_000, 420_000, 60_000)
+    [360000, 600000]
+    """
+    found = [d for d in divisors(window) if d % granularity == 0] or divisors(window)
+    below = [d for d in found if d <= slide]
+    above = [d for d in found if d > slide]
+    return ([below[-1]] if below else []) + ([above[0]] if above else [])
+
+
+def granularity(value: int, t_unit: str) -> int:
+    """The largest of 1 min, 1 s, 1 unit that ``value`` (in ``t_unit``) reaches, in ``t_unit``.
+
+    >>> granularity(420_000, "ms"), granularity(1500, "ms"), granularity(7, "ordinal")
+    (60000, 1000, 1)
+    """
+    if t_unit not in MS_PER:
+        return 1
+    for unit in ("min", "s"):
+        size = MS_PER[unit] // MS_PER[t_unit]
+        if value >= size:
+            return size
+    return 1

@@ -1,0 +1,232 @@
+"""Replay on Spark against the engine alone (issue 9), over the SPY + BAC 5-day market stream.
+
+(a) ``oracle``, count window 100,000, slide 100 (engine time dominates): wall time at C = 1 and
+    C = 2; target C = 2 at least 1.6x faster.
+(b) 4 queries x 4 algorithms at C = 1: replay wall time less Spark's start-up, against the same
+    tasks run one after the other in one process by the engine alone; target <= 0.75x.
+(c) peak memory (proportional set size, so pages shared by forked workers count once) of the
+    replay's whole process tree (driver, JVM, Python workers); target < 2 GB.
+
+Every replay runs as its own ``python -m pipelines.replay`` process on ``local[2]``; its log
+gives Spark's start-up and the replay's end.  The market dataset is built once under
+``var/bench``: ``python -m pipelines.ingest stock`` of the five SPY and the five BAC days (one
+symbol per dataset, as the current ingest writes), merged by time into one stream (``seq``
+re-assigned, BAC ids offset so that ids stay unique).  Quick mode replays a small synthetic
+stream instead, in the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import engine
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "var" / "bench"
+DB = WORK / "bench.duckdb"
+STOCK = Path(os.environ.get("TOPK_STOCK_DATA", "/work/shared/data/stock"))
+DAYS = ["20131007", "20131008", "20131009", "20131010", "20131011"]
+BAC_ID_OFFSET = 10 ** 16
+FEATURES = ["notional", "price", "size"]
+MASTER = "local[2]"
+
+ENGINE_QUERY = {"weights": {"notional": 1.0}, "k": 10, "window": 100_000, "slide": 100, "kind": "count"}
+MIXED_QUERIES = [
+    {"weights": {"notional": 1.0}, "k": 10, "window": 10_000, "slide": 100, "kind": "count"},
+    {"weights": {"price": 1.0, "size": 0.001}, "k": 10, "window": 100_000, "slide": 1_000, "kind": "count"},
+    {"weights": {"notional": 1.0}, "k": 10, "window": 60_000, "slide": 10_000, "kind": "time"},
+    {"weights": {"size": 1.0}, "k": 20, "window": 600_000, "slide": 60_000, "kind": "time"},
+]
+MIXED_ALGORITHMS = ["oracle", "mintopk", "pretopk", "sma"]
+QUICK_ROWS = 60_000
+
+
+def run(quick: bool = False) -> list[dict]:
+    WORK.mkdir(parents=True, exist_ok=True)
+    dataset = quick_dataset() if quick else market_dataset()
+    rows = []
+    engine_query = dict(ENGINE_QUERY, window=10_000, slide=10) if quick else ENGINE_QUERY
+    single = {}
+    for shards in (1, 2):
+        result = replay_process(f"engine-c{shards}", dataset, [engine_query], ["oracle"], shards)
+        single[shards] = result
+        rows.append(row("a", f"oracle n={engine_query['window']} s={engine_query['slide']} C={shards}", result))
+    rows[-1]["speedup"] = single[1]["replay_s"] / single[2]["replay_s"]
+    queries = [dict(q, window=q["window"] // 10, slide=q["slide"] // 10) for q in MIXED_QUERIES] if quick else MIXED_QUERIES
+    mixed = replay_process("mixed", dataset, queries, MIXED_ALGORITHMS, 1)
+    alone = engine_alone(dataset, queries, MIXED_ALGORITHMS)
+    rows.append(row("b", f"{len(queries)} queries x {len(MIXED_ALGORITHMS)} algorithms C=1", mixed,
+                    engine_alone_s=alone, vs_engine_alone=mixed["replay_s"] / alone))
+    return rows
+
+
+def row(part: str, case: str, result: dict, **extra) -> dict:
+    return {"bench": "replay", "part": part, "case": case, "rows": result["rows"], "slides": result["slides"],
+            "wall_s": result["wall_s"], "spark_start_s": result["spark_start_s"], "replay_s": result["replay_s"],
+            "peak_tree_mb": result["peak_bytes"] / 2 ** 20, **extra}
+
+
+# --- data ------------------------------------------------------------------------------------------
+
+def market_dataset() -> tuple[str, Path]:
+    """``market``: SPY and BAC, five days each, merged by time (ingested once, then reused)."""
+    parquet = WORK / "market.parquet"
+    if not (parquet.exists() and dataset_recorded("market")):
+        parts = []
+        for symbol, offset in (("spy", 0), ("bac", BAC_ID_OFFSET)):
+            name = f"{symbol}5"
+            if not dataset_recorded(name):
+                files = [STOCK / f"{symbol}_{day}_trade.zip" for day in DAYS]
+                subprocess.run([sys.executable, "-m", "pipelines.ingest", "stock", "--input", *map(str, files),
+                                "--db", str(DB), "--out", str(WORK), "--name", name, "--master", MASTER],
+                               cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+            table = pq.read_table(recorded_parquet(name))
+            parts.append((table, offset, symbol))
+        ids = np.concatenate([t.column("id").to_numpy() + offset for t, offset, _ in parts])
+        times = np.concatenate([t.column("t").to_numpy() for t, _, _ in parts])
+        source_seq = np.concatenate([t.column("seq").to_numpy() for t, _, _ in parts])
+        source = np.concatenate([np.full(t.num_rows, i) for i, (t, _, _) in enumerate(parts)])
+        order = np.lexsort((source_seq, source, times))
+        columns = {"id": ids[order], "seq": np.arange(len(order)), "t": times[order]}
+        for feature in FEATURES:
+            columns[feature] = np.concatenate([t.column(feature).to_numpy() for t, _, _ in parts])[order]
+        pq.write_table(pa.table(columns), parquet, row_group_size=1 << 20)
+        record("market", parquet, "stock (SPY + BAC merged by time)")
+    return "market", parquet
+
+
+def quick_dataset() -> tuple[str, Path]:
+    parquet = WORK / "quick.parquet"
+    rng = np.random.default_rng(5)
+    t = np.cumsum(rng.integers(0, 40, QUICK_ROWS))
+    pq.write_table(pa.table({"id": np.arange(QUICK_ROWS), "seq": np.arange(QUICK_ROWS), "t": t,
+                             **{f: rng.random(QUICK_ROWS) * 100 for f in FEATURES}}), parquet)
+    record("quick", parquet, "synthetic")
+    return "quick", parquet
+
+
+def dataset_recorded(name: str) -> bool:
+    if not DB.exists():
+        return False
+    with duckdb.connect(str(DB)) as con:
+        try:
+            return con.execute("SELECT count(*) FROM datasets WHERE name = ?", [name]).fetchone()[0] > 0
+        except duckdb.CatalogException:
+            return False
+
+
+def recorded_parquet(name: str) -> str:
+    with duckdb.connect(str(DB)) as con:
+        return con.execute("SELECT parquet FROM datasets WHERE name = ?", [name]).fetchone()[0]
+
+
+def record(name: str, parquet: Path, family: str) -> None:
+    from pipelines import store
+
+    with store.connection(DB) as con:
+        store.insert_row(con, "datasets", {"name": name, "family": family, "features": FEATURES,
+                                           "parquet": str(parquet), "t_unit": "ms"}, replace=True)
+
+
+# --- measuring -------------------------------------------------------------------------------------
+
+def replay_process(name: str, dataset: tuple[str, Path], queries: list[dict], algorithms: list[str],
+                   shards: int) -> dict:
+    """Run one replay as its own process; wall time, Spark start-up and the tree's peak memory."""
+    config = WORK / f"{name}.json"
+    config.write_text(json.dumps({"name": name, "dataset": dataset[0], "shards": shards, "queries": queries,
+                                  "algorithms": [{"name": a} for a in algorithms]}))
+    began = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "pipelines.replay", "--config", str(config), "--db", str(DB),
+                                "--master", MASTER], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    peak = PeakMemory(process.pid)
+    out, err = process.communicate()
+    wall = time.perf_counter() - began
+    peak.stop()
+    if process.returncode != 0:
+        raise RuntimeError(f"replay {name} failed: {err.strip().splitlines()[-1:]}")
+    started = float(re.search(r"Spark \S+ started in ([\d.]+) s", out).group(1))
+    done = float(re.search(r"done in ([\d.]+) s", out).group(1))
+    slides = int(re.search(r": ([\d,]+) slides,", out).group(1).replace(",", ""))
+    return {"wall_s": wall, "spark_start_s": started, "replay_s": done - started, "peak_bytes": peak.peak,
+            "slides": slides, "rows": pq.ParquetFile(dataset[1]).metadata.num_rows}
+
+
+def engine_alone(dataset: tuple[str, Path], queries: list[dict], algorithms: list[str]) -> float:
+    """Seconds to run every (query, algorithm) one after the other in this process, as a task does:
+    process, topk and stats (modelled and measured bytes) per slide."""
+    table = pq.read_table(dataset[1])
+    ids, t = table.column("id").to_numpy(), table.column("t").to_numpy()
+    x = np.column_stack([table.column(f).to_numpy() for f in FEATURES])
+    began = time.perf_counter()
+    for spec in queries:
+        weights = [spec["weights"].get(f, 0.0) for f in FEATURES]
+        query = engine.Query(weights=weights, k=spec["k"], window=spec["window"], slide=spec["slide"], kind=spec["kind"])
+        for name in algorithms:
+            algorithm = engine.create(name, query)
+            for batch in engine.slides((ids, t, x), query):
+                algorithm.process(batch)
+                algorithm.topk()
+                algorithm.stats()
+    return time.perf_counter() - began
+
+
+class PeakMemory:
+    """Polls the proportional set size of a process and all its descendants (Linux ``/proc``)."""
+
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        self.pid, self.every, self.peak = pid, every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.every):
+            self.peak = max(self.peak, sum(pss(pid) for pid in tree(self.pid)))
+
+
+def tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def pss(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^Pss:\s+(\d+) kB", text, re.M)
+    return int(found.group(1)) * 1024 if found else 0
+
+
+COLUMNS = ["part", "case", "rows", "slides", "spark_start_s", "replay_s", "speedup", "engine_alone_s",
+           "vs_engine_alone", "peak_tree_mb"]

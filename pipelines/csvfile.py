@@ -1,0 +1,158 @@
+"""The ``csv`` trace family: bring your own stream.
+
+Any comma-separated file with a header (plain or ``.gz`` / ``.bz2`` / ``.zip``) holding an id
+column, a time column and numeric feature columns, all named on the command line
+(``--id-column``, ``--time-column``, ``--feature-columns a,b,c``). Fields are split on commas
+(no quoting). ``id`` and ``t`` must be integers (``t`` in the unit given by ``--time-unit``,
+default ``ordinal``); features any finite numbers. Rows are ordered by ``t`` (then file, then
+line). The dataset rows are ``id, seq, t, <features...>``, not partitioned (``t`` has no
+calendar meaning in general).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from .cleaned import Cleaned, Raw
+from .errors import InputError
+from .ordering import with_seq
+from .rawfiles import lines_table, per_file, read_lines
+
+PARTITION_BY = ()
+DEFAULT_T_UNIT = "ordinal"
+REASONS = (
+    "wrong_field_count",
+    "non_numeric",
+    "non_integer",
+    "duplicate_id",
+    "before_dataset_end",
+)
+"""Why a row is rejected, in the order the checks apply: a field count other than the header's;
+an id, time or feature that is not a finite number; an id or time with a fractional part or
+beyond 64 bits; an id seen on an earlier row (the first one is kept); (``--append``) a time
+before the dataset's last ``t``."""
+
+
+def default_name(paths: Sequence[Path], options: dict[str, Any] | None = None) -> str:
+    """The first file's name without its suffixes (``trips.csv.gz`` -> ``trips``)."""
+    return Path(paths[0]).name.split(".")[0] if paths else "csv"
+
+
+def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) -> dict[str, Any]:
+    """The column choice: the dataset's when appending (options must agree), else the options."""
+    options = options or {}
+    features = options.get("feature_columns") or []
+    if isinstance(features, str):
+        features = [name.strip() for name in features.split(",") if name.strip()]
+    chosen = {"id_column": options.get("id_column"), "time_column": options.get("time_column"),
+              "features": list(features), "t_unit": options.get("time_unit") or DEFAULT_T_UNIT}
+    if existing:
+        given = {key: value for key, value in chosen.items() if value and key != "t_unit"}
+        differing = [key for key, value in given.items() if existing[key] != value]
+        if differing:
+            raise InputError(f"the dataset was ingested with {', '.join(f'{k}={existing[k]}' for k in differing)}")
+        return dict(existing)
+    missing = [flag for flag, key in (("--id-column", "id_column"), ("--time-column", "time_column"),
+                                      ("--feature-columns", "features")) if not chosen[key]]
+    if missing:
+        raise InputError(f"the csv family needs {', '.join(missing)}")
+    names = [chosen["id_column"], chosen["time_column"], *chosen["features"]]
+    if len(set(names)) != len(names):
+        raise InputError(f"a column is named twice in --id-column, --time-column, --feature-columns: {names}")
+    return chosen
+
+
+def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
+            existing: dict[str, Any] | None = None) -> Raw:
+    """Read the files' lines (header removed) with the positions of the chosen columns.
+
+    Returns
+    -------
+    Raw
+        ``table``: ``source_index``, ``source_file``, ``line`` (the header is line 1), ``raw``;
+        ``params["_layout"]`` (not recorded): per file, the positions of the id, time and
+        feature columns and the header's field count.
+
+    Raises
+    ------
+    InputError
+        Missing options, an unreadable file, or a header without a chosen column.
+    """
+    params = settings(options, existing)
+    wanted = [params["id_column"], params["time_column"], *params["features"]]
+    bodies, positions, widths = [], [], []
+    for path in paths:
+        lines = read_lines(path)
+        header = [name.strip() for name in lines[0].split(",")] if lines else []
+        if lines:
+            missing = [name for name in wanted if name not in header]
+            if missing:
+                raise InputError(f"{path}: no column {', '.join(missing)} in the header {lines[0][:200]!r}")
+        positions.append([header.index(name) if name in header else 0 for name in wanted])
+        widths.append(len(header))
+        bodies.append(lines[1:])
+    table = lines_table(paths, bodies, first_line=[2] * len(paths))
+    return Raw(table=table, params={**params, "_layout": {"positions": positions, "width": widths}},
+               features=tuple(params["features"]))
+
+
+def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
+              params: dict[str, Any] | None = None) -> Cleaned:
+    """Validate rows, keep the first row of each id and order by ``t`` (no I/O)."""
+    features = list(params["features"])
+    fields = F.split("raw", ",", -1)
+
+    def number(index: int) -> Column:
+        position = per_file([p[index] + 1 for p in params["_layout"]["positions"]])
+        return F.try_element_at(fields, position.cast("int")).try_cast("double")
+
+    parsed = raw.select("source_index", "source_file", "line", "raw",
+                        (F.size(fields) == per_file(params["_layout"]["width"])).alias("fits"),
+                        number(0).alias("id_value"), number(1).alias("t_value"),
+                        *[number(2 + i).alias(f"_f{i}") for i in range(len(features))])
+
+    def finite(name: str) -> Column:
+        value = F.col(name)
+        return value.isNotNull() & ~F.isnan(value) & (F.abs(value) != float("inf"))
+
+    def integral(name: str) -> Column:
+        value = F.col(name)
+        return (F.floor(value) == value) & (F.abs(value) < 2.0**63)
+
+    checks = [
+        ("wrong_field_count", ~F.col("fits")),
+        ("non_numeric", ~_all([finite("id_value"), finite("t_value"), *[finite(f"_f{i}") for i in range(len(features))]])),
+        ("non_integer", ~(integral("id_value") & integral("t_value"))),
+    ]
+    reason = F.lit(None).cast("string")
+    for name, failed in reversed(checks):
+        reason = F.when(failed, F.lit(name)).otherwise(reason)
+    judged = parsed.withColumn("reason", reason)
+    first_of_id = Window.partitionBy("id_value").orderBy("source_index", "line")
+    valid = judged.where(F.col("reason").isNull()).withColumn("occurrence", F.row_number().over(first_of_id))
+    t = F.col("t_value").cast("long")
+    later = (F.when(F.col("occurrence") > 1, F.lit("duplicate_id"))
+             .when(F.lit(False) if t_after is None else t < F.lit(t_after), F.lit("before_dataset_end")))
+    valid = valid.withColumn("reason", later)
+    accepted = valid.where(F.col("reason").isNull()).withColumn("t", t)
+    rows = with_seq(accepted, ["t", "source_index", "line"], seq_start).select(
+        F.col("id_value").cast("long").alias("id"),
+        "seq",
+        "t",
+        *[F.col(f"_f{i}").alias(name) for i, name in enumerate(features)],
+    )
+    columns = ("source_file", "line", "reason", "raw")
+    rejected = (judged.where(F.col("reason").isNotNull()).select(*columns)
+                .unionByName(valid.where(F.col("reason").isNotNull()).select(*columns)))
+    return Cleaned(rows=rows, rejected=rejected)
+
+
+def _all(conditions: list[Column]) -> Column:
+    result = F.lit(True)
+    for condition in conditions:
+        result = result & condition
+    return result

@@ -1,0 +1,199 @@
+"""The driver side of a replay: bulk-load the segments the tasks staged into DuckDB.
+
+A segment of a query is complete when every (algorithm, shard) task of the query has written
+its ``done-<last slide>.json`` marker (:mod:`pipelines.replay_tasks`).  Complete segments are
+loaded in one DuckDB transaction per query and call:
+
+- **answers**: DuckDB reads the shards' answer parts (Parquet) and keeps, per algorithm and
+  slide, the top ``k`` of their union with a window function
+  (``row_number() OVER (PARTITION BY algorithm, slide ORDER BY score DESC, seq DESC)``: the
+  engine's total order, so the merge is exact wherever the shards' local top-k contain the
+  global one);
+- **slide_metrics**: the shards' stats summed (``seconds``: the slowest shard), and precision
+  and error of every algorithm against the reference per slide, computed by
+  ``engine.metrics`` registered as DuckDB functions over the merged answers;
+- **snapshots**: every task's state at the segment's last slide (read by DuckDB from the
+  staged JSON), keeping only the last ``keep_snapshots`` slides per (query, algorithm, shard).
+
+Loaded files are removed from the staging directory after the commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from engine import Answer, metrics
+
+from .replay_tasks import part_name, task_directory
+
+ERROR_METRICS: dict[str, Callable[[Answer, Answer], float]] = {
+    "single": metrics.relative_error,
+    "incomplete": metrics.absolute_error,
+}
+"""``slide_metrics.error`` by stream model: SAO's relative error, or paper 003's ``(1/k) Σ |a_i - b_i|``."""
+
+
+@dataclass
+class QueryLoad:
+    """Where the loading of one query stands, and the task directories it loads from."""
+
+    query_id: int
+    k: int
+    next_slide: int
+    total_slides: int
+    origin: int
+    slide: int
+    tasks: list[tuple[str, int, Path]]
+    """``(algorithm label, shard, staging directory)`` of every task of the query."""
+    loaded_this_run: int = 0
+    answer_rows: int = 0
+    last_seq: Callable[[int], int] = field(default=lambda end: end - 1, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.next_slide >= self.total_slides
+
+    def markers(self) -> list[dict]:
+        """The markers of the complete segments not loaded yet, in slide order (first task's view)."""
+        finished: dict[int, dict] | None = None
+        for _, _, directory in self.tasks:
+            mine = {}
+            if directory.is_dir():
+                for path in directory.glob("done-*.json"):
+                    slide = int(path.stem.split("-")[1])
+                    if slide >= self.next_slide:
+                        mine[slide] = path
+            finished = mine if finished is None else {s: p for s, p in finished.items() if s in mine}
+        return [json.loads(path.read_text()) for _, path in sorted((finished or {}).items())]
+
+    def replayed(self) -> int:
+        """Slides every task of the query has replayed (from the tasks' progress files)."""
+        counts = []
+        for _, _, directory in self.tasks:
+            try:
+                counts.append(json.loads((directory / "progress.json").read_text())["slides"])
+            except (OSError, ValueError, KeyError):
+                counts.append(0)
+        return max(self.next_slide, self.next_slide - self.loaded_this_run + min(counts, default=0))
+
+
+def staged_tasks(staging: Path, query_id: int, labels: list[str], shards: int) -> list[tuple[str, int, Path]]:
+    return [(label, shard, task_directory(staging, query_id, index, shard))
+            for index, label in enumerate(labels) for shard in range(shards)]
+
+
+def register_metrics(con, stream: str) -> None:
+    """``topk_precision`` and ``topk_error`` in ``con``: ``engine.metrics`` over (ids, scores) lists."""
+    error = ERROR_METRICS[stream]
+
+    def answer(ids, scores) -> Answer:
+        ids = np.asarray(ids, np.int64)
+        return Answer(ids, np.asarray(scores, np.float64), np.zeros(len(ids), np.int64))
+
+    def precision(exact_ids, exact_scores, ids, scores) -> float:
+        return metrics.precision(answer(exact_ids, exact_scores), answer(ids, scores))
+
+    def relative(exact_ids, exact_scores, ids, scores) -> float:
+        return error(answer(exact_ids, exact_scores), answer(ids, scores))
+
+    types = ["BIGINT[]", "DOUBLE[]", "BIGINT[]", "DOUBLE[]"]
+    for name, function in (("topk_precision", precision), ("topk_error", relative)):
+        try:
+            con.remove_function(name)
+        except Exception:  # noqa: BLE001 - not registered on this connection yet
+            pass
+        con.create_function(name, function, types, "DOUBLE", side_effects=False)
+
+
+def load(con, run_id: str, progress: QueryLoad, markers: list[dict], *, reference: str, keep_snapshots: int,
+         created_at: dt.datetime) -> int:
+    """Insert the segments of ``markers`` (one query, all tasks complete) inside the caller's transaction.
+
+    Returns the number of slides loaded; ``progress.next_slide`` moves past them.
+    """
+    first, last = markers[0]["first_slide"], markers[-1]["slide"]
+    if first != progress.next_slide:
+        raise RuntimeError(f"query {progress.query_id}: staged segments start at slide {first}, "
+                           f"expected {progress.next_slide}")
+    answers = [str(d / part_name("answers", m["first_slide"], "parquet")) for _, _, d in progress.tasks for m in markers]
+    stats = [str(d / part_name("stats", m["first_slide"], "parquet")) for _, _, d in progress.tasks for m in markers]
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE merged AS
+        SELECT algorithm, slide, "end", object_id, score,
+               row_number() OVER (PARTITION BY algorithm, slide ORDER BY score DESC, seq DESC)::INTEGER AS rank
+        FROM read_parquet(?) QUALIFY rank <= ?""", [answers, progress.k])
+    con.execute("""
+        INSERT INTO answers (run_id, query_id, algorithm, slide, "end", rank, object_id, score)
+        SELECT ?, ?, algorithm, slide, "end", rank, object_id, score FROM merged ORDER BY algorithm, slide, rank""",
+                [run_id, progress.query_id])
+    answer_rows = con.execute("SELECT count(*) FROM merged").fetchone()[0]
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE ranked AS
+        SELECT algorithm, slide, list(object_id ORDER BY rank) AS ids, list(score ORDER BY rank) AS scores
+        FROM merged GROUP BY algorithm, slide""")
+    con.execute("""
+        INSERT INTO slide_metrics (run_id, query_id, algorithm, slide, "end", candidates, retained, bytes,
+                                   measured_bytes, seconds, precision, error)
+        WITH shards AS (
+            SELECT algorithm, slide, any_value("end") AS "end", sum(candidates) AS candidates,
+                   sum(retained) AS retained, sum(bytes) AS bytes,
+                   sum(measured_bytes) AS measured_bytes,
+                   max(seconds) AS seconds
+            FROM read_parquet(?) GROUP BY algorithm, slide),
+        both_answers AS (
+            SELECT s.*, coalesce(a.ids, []::BIGINT[]) AS ids, coalesce(a.scores, []::DOUBLE[]) AS scores,
+                   coalesce(r.ids, []::BIGINT[]) AS exact_ids, coalesce(r.scores, []::DOUBLE[]) AS exact_scores
+            FROM shards s
+            LEFT JOIN ranked a ON a.algorithm = s.algorithm AND a.slide = s.slide
+            LEFT JOIN ranked r ON r.algorithm = ? AND r.slide = s.slide)
+        SELECT ?, ?, algorithm, slide, "end", candidates, retained, bytes, measured_bytes, seconds,
+               topk_precision(exact_ids, exact_scores, ids, scores), topk_error(exact_ids, exact_scores, ids, scores)
+        FROM both_answers ORDER BY algorithm, slide""", [stats, reference, run_id, progress.query_id])
+    slides = last - first + 1
+    written = con.execute("SELECT count(*) FROM slide_metrics WHERE run_id = ? AND query_id = ? AND slide BETWEEN ? AND ?",
+                          [run_id, progress.query_id, first, last]).fetchone()[0]
+    if written != slides * len({label for label, _, _ in progress.tasks}):
+        raise RuntimeError(f"query {progress.query_id}: slides {first}..{last} staged {written} metric rows, "
+                           f"expected {slides} per algorithm")
+    kept = markers[-keep_snapshots:]
+    for label, shard, directory in progress.tasks:
+        for marker in kept:
+            slide = marker["slide"]
+            end = progress.origin + (slide + 1) * progress.slide
+            meta = json.loads((directory / part_name("done", slide, "json")).read_text())
+            con.execute("""
+                INSERT INTO snapshots (run_id, query_id, algorithm, shard, slide, last_seq, format_version, state,
+                                       checksum, created_at)
+                SELECT ?, ?, ?, ?, ?, ?, ?, content, ?, ? FROM read_text(?)""",
+                        [run_id, progress.query_id, label, shard, slide, progress.last_seq(end),
+                         meta["format_version"], meta["checksum"], created_at,
+                         str(directory / part_name("state", slide, "json"))])
+    con.execute("""
+        DELETE FROM snapshots WHERE run_id = ? AND query_id = ? AND slide < (
+            SELECT min(slide) FROM (SELECT DISTINCT slide FROM snapshots WHERE run_id = ? AND query_id = ?
+                                    ORDER BY slide DESC LIMIT ?))""",
+                [run_id, progress.query_id, run_id, progress.query_id, keep_snapshots])
+    progress.next_slide = last + 1
+    progress.loaded_this_run += slides
+    progress.answer_rows += answer_rows
+    return slides
+
+
+def remove_loaded(progress: QueryLoad, markers: list[dict]) -> None:
+    """Delete the staged files of loaded segments (after the commit)."""
+    for _, _, directory in progress.tasks:
+        for marker in markers:
+            for name in (part_name("answers", marker["first_slide"], "parquet"),
+                         part_name("stats", marker["first_slide"], "parquet"),
+                         part_name("state", marker["slide"], "json"), part_name("done", marker["slide"], "json")):
+                try:
+                    os.remove(directory / name)
+                except FileNotFoundError:
+                    pass

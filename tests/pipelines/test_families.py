@@ -1,0 +1,296 @@
+"""Ingest of the taxi, worldcup, csv and synthetic families on small real samples, into Parquet + DuckDB.
+
+Each expectation is computed here independently (plain Python over the same lines), not by
+the pipeline's code.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import gzip
+import hashlib
+import io
+import json
+import re
+import tarfile
+from collections import Counter, defaultdict
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import duckdb
+import numpy as np
+import pytest
+
+from engine import generators
+from pipelines import ingest, worldcup
+from pipelines.errors import InputError
+from pipelines.spark import PROJECT_ROOT
+
+SAMPLES = PROJECT_ROOT / "sample_data"
+NEW_YORK = ZoneInfo("America/New_York")
+quiet = dict(log=lambda _: None)
+
+
+def datasets_row(db, name):
+    with duckdb.connect(str(db), read_only=True) as con:
+        cursor = con.execute("SELECT * FROM datasets WHERE name = ?", [name])
+        names = [d[0] for d in cursor.description]
+        row = dict(zip(names, cursor.fetchone()))
+    return {key: json.loads(value) if key in ("rejects", "features", "params", "source_files") else value
+            for key, value in row.items()}
+
+
+# ---------------------------------------------------------------- taxi
+
+TAXI_ROWS = 150
+TAXI_DIRT = [
+    # each: (line text with fields changed, reason)
+    ({"trip_distance": "abc"}, "non_numeric"),
+    ({"pickup_datetime": "2019-13-45 99:00:00"}, "bad_time"),
+    ({"pickup_datetime": "2018-12-31 23:50:00", "dropoff_datetime": "2019-01-01 00:10:00"}, "time_out_of_range"),
+    ({"dropoff_datetime": "PICKUP"}, "non_positive_duration"),
+    ({"trip_distance": "0.0"}, "zero_distance"),
+    ({"tip_amount": "-1.5"}, "negative_amount"),
+]
+
+
+def taxi_sample(directory: Path, month: str) -> Path:
+    """The first TAXI_ROWS trips of a real month, and (for January) one dirty copy per reason."""
+    with gzip.open(SAMPLES / "taxi" / f"yellow_tripdata_sample_2019-{month}.csv.gz", "rt") as source:
+        lines = source.read().splitlines()[: TAXI_ROWS + 1]
+    header = lines[0].split(",")
+    if month == "01":
+        template = lines[1].split(",")
+        for changes, _ in TAXI_DIRT:
+            row = list(template)
+            for column, value in changes.items():
+                row[header.index(column)] = row[header.index("pickup_datetime")] if value == "PICKUP" else value
+            lines.append(",".join(row))
+        lines.append("1,2,3")
+    path = directory / f"yellow_tripdata_sample_2019-{month}.csv.gz"
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    return path
+
+
+def expected_trips(paths):
+    """Accepted trips as (id, t, duration, distance, speed, fare, tip), judged like the family's documentation says."""
+    trips, rejects = [], Counter()
+    for path in paths:
+        year, month = re.search(r"(\d{4})-(\d{2})", path.name).groups()
+        month = int(year + month)
+        with gzip.open(path, "rt") as source:
+            rows = list(csv.reader(source))
+        header = rows[0]
+        for line, row in enumerate(rows[1:], start=2):
+            if len(row) != len(header):
+                rejects["wrong_field_count"] += 1
+                continue
+            field = dict(zip(header, row))
+            amounts = [field[c] for c in ingest.taxi.AMOUNT_COLUMNS]
+            try:
+                distance, fare, tip = float(field["trip_distance"]), float(field["fare_amount"]), float(field["tip_amount"])
+                money = [float(a) for a in amounts if a != ""]
+            except ValueError:
+                rejects["non_numeric"] += 1
+                continue
+            try:
+                pickup = dt.datetime.strptime(field["pickup_datetime"], "%Y-%m-%d %H:%M:%S")
+                dropoff = dt.datetime.strptime(field["dropoff_datetime"], "%Y-%m-%d %H:%M:%S")
+            except ValueError:
+                rejects["bad_time"] += 1
+                continue
+            duration = (dropoff - pickup).total_seconds()
+            reason = ("time_out_of_range" if pickup.year * 100 + pickup.month != month else
+                      "non_positive_duration" if duration <= 0 else "zero_distance" if distance <= 0 else
+                      "negative_amount" if min(money) < 0 else None)
+            if reason:
+                rejects[reason] += 1
+                continue
+            t = int(pickup.replace(tzinfo=NEW_YORK).timestamp() * 1000)
+            trips.append((month * 10**8 + line, t, duration, distance, distance / (duration / 3600), fare, tip))
+    return trips, rejects
+
+
+def test_taxi_ingest_orders_trips_by_pickup_and_rejects_by_reason(spark, tmp_path):
+    paths = [taxi_sample(tmp_path, "01"), taxi_sample(tmp_path, "02")]
+    db = tmp_path / "topk.duckdb"
+    summary = ingest.ingest(spark, "taxi", paths, db=db, out=tmp_path / "datasets", max_rejected=0.1, **quiet)
+    trips, rejects = expected_trips(paths)
+    trips.sort(key=lambda trip: (trip[1], trip[0]))
+
+    assert {reason for _, reason in TAXI_DIRT} | {"wrong_field_count"} <= set(rejects)
+    assert summary.rejects == {reason: rejects[reason] for reason in ingest.taxi.REASONS}
+    table = ingest.read_dataset(summary.parquet)
+    assert table.column_names == ["id", "seq", "t", "duration", "distance", "speed", "fare", "tip", "date"]
+    assert table.column("seq").to_pylist() == list(range(len(trips)))
+    got = list(zip(*(table.column(name).to_pylist()
+                     for name in ("id", "t", "duration", "distance", "speed", "fare", "tip"))))
+    assert [trip[:2] for trip in got] == [trip[:2] for trip in trips]
+    np.testing.assert_allclose([trip[2:] for trip in got], [trip[2:] for trip in trips], rtol=1e-12)
+    assert set(table.column("date").to_pylist()) >= {"2019-01-01", "2019-02-01"}
+    row = datasets_row(db, "taxi")
+    assert (row["family"], row["rows_read"], row["t_unit"]) == ("taxi", 2 * TAXI_ROWS + len(TAXI_DIRT) + 1, "ms")
+    assert row["features"] == ["duration", "distance", "speed", "fare", "tip"]
+
+
+def test_taxi_header_only_file_is_refused(spark, tmp_path):
+    path = tmp_path / "yellow_tripdata_2019-03.csv"
+    path.write_text(",".join(["vendor_id", *ingest.taxi.REQUIRED_COLUMNS, *ingest.taxi.AMOUNT_COLUMNS]) + "\n")
+    with pytest.raises(InputError, match="no rows to ingest"):
+        ingest.ingest(spark, "taxi", [path], db=tmp_path / "topk.duckdb", out=tmp_path, **quiet)
+    assert not (tmp_path / "topk.duckdb").exists() and not (tmp_path / "taxi").exists()
+
+
+# ---------------------------------------------------------------- worldcup
+
+WORLDCUP_LINES = 3_000
+NOTICE_SHA256 = "e137f8f15ce5363e6efa4ddd61bd1430c87c93b9d97db828eeaf6d85ff79f445"
+"""Of the notice as distributed with the data (``/work/shared/data/worldcup``)."""
+WORLDCUP_DIRT = ["abc,30/Apr/1998,22:00:05,/images/a.gif,200,10",
+                 "7,31/Apr/1998,22:00:05,/images/a.gif,200,10",
+                 "7,30/Apr/1998,22:00:05,/images/a.gif,200,many",
+                 "7,30/Apr/1998,22:00:05"]
+
+
+def worldcup_sample(directory: Path) -> tuple[Path, list[str]]:
+    """The first WORLDCUP_LINES real requests (+ dirty ones), archived with the notice like the real sample."""
+    with tarfile.open(SAMPLES / "worldcup" / "wc_day6_1_sample.tar.bz2") as archive:
+        member = next(m for m in archive.getmembers() if m.isfile())
+        lines = archive.extractfile(member).read().decode("latin-1").splitlines()[:WORLDCUP_LINES]
+    lines += WORLDCUP_DIRT
+    path = directory / "wc_sample.tar.bz2"
+    with tarfile.open(path, "w:bz2") as archive:
+        for name, data in (("wc_sample.csv", ("\n".join(lines) + "\n").encode("latin-1")),
+                           ("HP_COPYRIGHT_NOTICE.txt", (SAMPLES / "worldcup" / "HP_COPYRIGHT_NOTICE.txt").read_bytes())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path, lines
+
+
+def expected_chunks(lines, sections=worldcup.DEFAULT_SECTIONS, delta_t_ms=5_000):
+    """{(t, stream, client): bytes} of the valid requests."""
+    chunks = defaultdict(float)
+    for line in lines:
+        fields = line.split(",")
+        if len(fields) < 6 or not fields[0].isdigit() or not (fields[-1] == "-" or fields[-1].isdigit()):
+            continue
+        try:
+            when = dt.datetime.strptime(f"{fields[1]} {fields[2]}", "%d/%b/%Y %H:%M:%S").replace(tzinfo=dt.timezone.utc)
+        except ValueError:
+            continue
+        section = ",".join(fields[3:-2]).lstrip("/").split("/")[0].split("?")[0]
+        stream = sections.index(section) if section in sections else len(sections)
+        ms = int(when.timestamp() * 1000)
+        chunks[(ms // delta_t_ms * delta_t_ms, stream, int(fields[0]))] += 0 if fields[-1] == "-" else int(fields[-1])
+    return chunks
+
+
+def test_worldcup_ingest_is_an_attribute_stream_of_bytes_per_chunk(spark, tmp_path):
+    path, lines = worldcup_sample(tmp_path)
+    db = tmp_path / "topk.duckdb"
+    summary = ingest.ingest(spark, "worldcup", [path], db=db, out=tmp_path / "datasets", **quiet)
+
+    chunks = expected_chunks(lines)
+    scale = max(chunks.values())
+    assert summary.rejects == {"wrong_field_count": 1, "bad_client": 1, "bad_time": 1, "bad_size": 1,
+                               "before_dataset_end": 0}
+    table = ingest.read_dataset(summary.parquet)
+    assert table.column_names == ["id", "seq", "t", "stream", "value", "date"]
+    assert table.column("seq").to_pylist() == list(range(len(chunks)))
+    expected = sorted((t, stream, client, data / scale) for (t, stream, client), data in chunks.items())
+    got = list(zip(*(table.column(name).to_pylist() for name in ("t", "stream", "id", "value"))))
+    assert [chunk[:3] for chunk in got] == [chunk[:3] for chunk in expected]
+    np.testing.assert_allclose([chunk[3] for chunk in got], [chunk[3] for chunk in expected], rtol=1e-12)
+    assert max(table.column("value").to_pylist()) == 1.0
+    row = datasets_row(db, "worldcup")
+    assert row["features"] == ["images", "english", "french", "other"]
+    assert row["params"] == {"sections": ["images", "english", "french"], "delta_t_ms": 5_000, "bytes_scale": scale}
+    assert (row["family"], row["rows_read"], row["rows_rejected"]) == ("worldcup", len(lines), len(WORLDCUP_DIRT))
+
+
+def test_worldcup_sections_and_chunk_length_are_options(spark, tmp_path):
+    path, lines = worldcup_sample(tmp_path)
+    summary = ingest.ingest(spark, "worldcup", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                            options={"sections": "english,images", "delta_t_ms": 60_000}, **quiet)
+    chunks = expected_chunks(lines, sections=("english", "images"), delta_t_ms=60_000)
+    table = ingest.read_dataset(summary.parquet)
+    got = Counter(table.column("stream").to_pylist())
+    assert got == Counter(stream for _, stream, _ in chunks)
+
+
+def test_worldcup_sample_travels_with_its_unmodified_notice():
+    notice = (SAMPLES / "worldcup" / "HP_COPYRIGHT_NOTICE.txt").read_bytes()
+    assert hashlib.sha256(notice).hexdigest() == NOTICE_SHA256
+
+
+# ---------------------------------------------------------------- csv
+
+CSV_LINES = [
+    "when,who,speed,load,comment",
+    "30,3,1.5,2,a",
+    "10,1,0.5,1,b",
+    "20,2,2.5,3,c",
+    "20,4,x,3,d",        # non_numeric
+    "25,5.5,1,1,e",      # non_integer
+    "40,2,9,9,f",        # duplicate_id (2 came first)
+    "50,6,1,1",          # wrong_field_count
+    "45,7,-1,0.25,g",
+]
+
+
+def test_csv_ingest_uses_the_named_columns(spark, tmp_path):
+    path = tmp_path / "my_stream.csv.gz"
+    path.write_bytes(gzip.compress(("\n".join(CSV_LINES) + "\n").encode()))
+    db = tmp_path / "topk.duckdb"
+    options = {"id_column": "who", "time_column": "when", "feature_columns": "speed,load"}
+    summary = ingest.ingest(spark, "csv", [path], db=db, out=tmp_path / "datasets", max_rejected=1.0,
+                            options=options, **quiet)
+
+    assert summary.name == "my_stream"
+    assert summary.rejects == {"wrong_field_count": 1, "non_numeric": 1, "non_integer": 1, "duplicate_id": 1,
+                               "before_dataset_end": 0}
+    table = ingest.read_dataset(summary.parquet)
+    assert table.to_pylist() == [
+        {"id": 1, "seq": 0, "t": 10, "speed": 0.5, "load": 1.0},
+        {"id": 2, "seq": 1, "t": 20, "speed": 2.5, "load": 3.0},
+        {"id": 3, "seq": 2, "t": 30, "speed": 1.5, "load": 2.0},
+        {"id": 7, "seq": 3, "t": 45, "speed": -1.0, "load": 0.25},
+    ]
+    with pytest.raises(InputError, match="no column nope"):
+        ingest.extract("csv", [path], db=db, options={**options, "feature_columns": "speed,nope"}, **quiet)
+    with pytest.raises(InputError, match="--id-column"):
+        ingest.extract("csv", [path], db=db, options={"time_column": "when", "feature_columns": "speed"}, **quiet)
+
+
+# ---------------------------------------------------------------- synthetic
+
+def test_synthetic_object_and_attribute_streams_and_append(spark, tmp_path):
+    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
+    first = ingest.ingest(spark, "synthetic:anti-correlated", db=db, out=out,
+                          options={"rows": 300, "dims": 3, "seed": 4}, **quiet)
+    table = ingest.read_dataset(first.parquet)
+    ids, t, x = generators.anti_correlated(300, d=3, seed=4)
+    assert table.column_names == ["id", "seq", "t", "x_0", "x_1", "x_2"]
+    assert np.array_equal(np.column_stack([table.column(f"x_{i}").to_numpy() for i in range(3)]), x)
+    assert table.column("id").to_pylist() == ids.tolist() == table.column("seq").to_pylist()
+
+    more = ingest.ingest(spark, "synthetic:anti-correlated", db=db, out=out, append=True, options={"rows": 100},
+                         **quiet)
+    table = ingest.read_dataset(more.parquet)
+    assert (more.rows_written, more.rows_total) == (100, 400)
+    assert table.column("seq").to_pylist() == list(range(400)) == table.column("t").to_pylist()
+    assert len(set(table.column("id").to_pylist())) == 400
+    assert datasets_row(db, "anti-correlated")["params"]["seed"] == 5
+
+    attribute = ingest.ingest(spark, "synthetic:correlated-streams", db=db, out=out,
+                              options={"rows": 200, "dims": 2}, **quiet)
+    table = ingest.read_dataset(attribute.parquet)
+    ids, stream, value, t = generators.correlated_streams(200, streams=2, seed=0)
+    assert table.column_names == ["id", "seq", "t", "stream", "value"]
+    assert table.column("id").to_pylist() == ids.tolist()
+    assert table.column("stream").to_pylist() == stream.tolist()
+    assert datasets_row(db, "correlated-streams")["features"] == ["s_0", "s_1"]
+    with pytest.raises(InputError, match="unknown trace family 'synthetic:nope'"):
+        ingest.extract("synthetic:nope", db=db, **quiet)
