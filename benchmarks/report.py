@@ -130,7 +130,10 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
     if "module" in target and "metric" not in target:     # the module owns the figure and its table
         rows = grid[grid["module"] == target["module"]] if "module" in grid else grid.iloc[0:0]
         if rows.empty:
-            out["why"] = f"`{target['module']}.py` is not in this run"
+            quick = "quick" in grid and grid["quick"].fillna(False).astype(bool).any()
+            out["why"] = (f"`{target['module']}.py` starts Spark: full run only (`make bench`)"
+                          if quick and target["module"] in ("bench_ingest", "bench_replay")
+                          else f"`{target['module']}.py` is not in this run")
         else:
             failed = rows[rows["status"] != "ok"] if "status" in rows else rows.iloc[0:0]
             out["verdict"] = "see module table" if failed.empty else "module failed"

@@ -4,7 +4,8 @@
    oracle and DuckDB SQL on TIME-U, TIME-R, stock, taxi, the SAO sets and the incomplete
    streams (``benchmarks.harness``).
 2. Every module ``benchmarks/bench_*.py`` present (each exposes ``COLUMNS`` and
-   ``run(quick) -> list[dict]``); one that fails is reported and the others still run.
+   ``run(quick) -> list[dict]``); one that fails is reported and the others still run.  The
+   quick run leaves out the modules that start Spark (``SPARK_MODULES``; ``--with-spark``).
 3. Every row gets the run's provenance (``run_id``, when, cores, CPU model, Python, git
    commit, load average: the machine may be shared) and is appended to the DuckDB table
    ``bench_results`` (default ``var/bench.duckdb``, a file of its own so a benchmark never
@@ -51,6 +52,11 @@ STORED = {"run_id": "VARCHAR", "run_at": "TIMESTAMPTZ", "quick": "BOOLEAN", "mod
           "peak_tracemalloc_bytes": "BIGINT", "precision": "DOUBLE", "status": "VARCHAR",
           "cores": "INTEGER", "cpu_model": "VARCHAR", "python": "VARCHAR", "machine": "VARCHAR",
           "git_commit": "VARCHAR", "load_1m": "DOUBLE", "load_5m": "DOUBLE", "row_json": "JSON"}
+
+
+SPARK_MODULES = ("bench_ingest", "bench_replay")
+"""Modules that start Spark (tens of seconds each, minutes on a busy machine): the full run only,
+unless ``--quick --with-spark`` or ``--only`` names them."""
 
 
 def discover() -> list[str]:
@@ -173,12 +179,21 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small cases only (a couple of minutes)")
     parser.add_argument("--families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES),
                         help="grid families to run (default: all)")
-    parser.add_argument("--only", nargs="*", default=modules, choices=modules,
-                        help="bench_*.py modules to run (default: every one present; none: --only)")
+    parser.add_argument("--only", nargs="*", default=None, choices=modules,
+                        help="bench_*.py modules to run (default: every one present, with --quick all but the "
+                             "Spark ones; none: --only)")
+    parser.add_argument("--with-spark", action="store_true",
+                        help=f"with --quick, run the Spark modules too ({', '.join(SPARK_MODULES)})")
     parser.add_argument("--db", type=pathlib.Path, default=DEFAULT_DB, help="DuckDB file for bench_results")
     parser.add_argument("--results", type=pathlib.Path, default=RESULTS, help="directory of the CSV files")
     parser.add_argument("--no-report", action="store_true", help="do not regenerate docs/REPORT.md")
     args = parser.parse_args(argv)
+    if args.only is None:
+        skipped = [m for m in modules if m in SPARK_MODULES] if args.quick and not args.with_spark else []
+        args.only = [m for m in modules if m not in skipped]
+        if skipped:
+            print(f"quick run: {', '.join(skipped)} start Spark and run in the full run only "
+                  "(--with-spark to include them)", flush=True)
     started = time.perf_counter()
     meta = machine_info()
     meta["run_id"] = f"{meta['when']}-{uuid.uuid4().hex[:6]}"
