@@ -231,8 +231,9 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
             context.append(f"{target['algorithm']} {fmt(row.get('objects_per_s'))} objects/s"
                            + (f", oracle {fmt(oracle['objects_per_s'].iloc[0])}" if len(oracle) else ""))
         timed = {"vs_oracle", "objects_per_s", "speedup", "vs_engine_alone", "rows_per_s", "median_query_us"}
-        if metric in timed and "load_1m" in row and not pd.isna(row["load_1m"]):
-            context.append(f"load average {fmt(row['load_1m'])} on {fmt(row.get('cores'))} cores during the run")
+        load = row.get("load_1m_at", row.get("load_1m"))
+        if metric in timed and load is not None and not pd.isna(load):
+            context.append(f"load average {fmt(load)} on {fmt(row.get('cores'))} cores when it ran")
     out["why"] = "; ".join(context)
     return out
 
@@ -823,6 +824,9 @@ def modules_section(frames: dict[str, pd.DataFrame]) -> str:
 
 def header(frames: dict[str, pd.DataFrame]) -> str:
     first = next(iter(frames.values())).iloc[0]
+    loads = pd.concat([f["load_1m_at"] for f in frames.values() if "load_1m_at" in f]).dropna() \
+        if any("load_1m_at" in f for f in frames.values()) else pd.Series(dtype=float)
+    during = f"; {fmt(loads.min())}-{fmt(loads.max())} while cases ran" if len(loads) else ""
     quick = bool(first.get("quick"))
     kind = ("QUICK RUN (`make bench-quick`): small windows and short timings, for shape and smoke "
             "only; regenerate with `make bench` for the figures the issues ask for."
@@ -838,7 +842,7 @@ def header(frames: dict[str, pd.DataFrame]) -> str:
         "|---|---|---|---|---|---|---|",
         f"| {first.get('run_id')} | {first.get('when')} | `{str(first.get('commit'))[:12]}{'+dirty' if str(first.get('commit')).endswith('+dirty') else ''}` | "
         f"{first.get('cores')} x {first.get('cpu_model')} | {first.get('python')} | "
-        f"{fmt(first.get('load_1m'))} / {fmt(first.get('load_1m_end'))} on {first.get('cores')} cores | "
+        f"{fmt(first.get('load_1m'))} / {fmt(first.get('load_1m_end'))} on {first.get('cores')} cores{during} | "
         f"{fmt(first.get('total_seconds'))} s |",
         "",
         "Timings are CPU seconds of the benchmark process (`time.process_time`), median of several "

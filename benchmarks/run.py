@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import pathlib
 import sys
 import time
@@ -59,6 +60,14 @@ SPARK_MODULES = ("bench_ingest", "bench_replay")
 unless ``--quick --with-spark`` or ``--only`` names them."""
 
 
+def load_now() -> float:
+    """The 1-minute load average now (each case and module records it: the machine may be shared)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return float("nan")
+
+
 def discover() -> list[str]:
     """Names of the ``benchmarks/bench_*.py`` modules present, sorted."""
     return sorted(path.stem for path in HERE.glob("bench_*.py"))
@@ -79,6 +88,9 @@ def run_grid(families: list[str], quick: bool) -> list[dict]:
                 part = [{"bench": f"grid-{case.family}", "family": case.family, "sweep": case.sweep,
                          "case": case.label, "workload": case.workload, "algorithm": "(case)",
                          "status": f"error: {type(error).__name__}: {error}"}]
+            load = load_now()
+            for row in part:
+                row["load_1m_at"] = load
             print(f"  [{number}/{len(cases)}] {case.label}: {len(part)} rows in "
                   f"{time.perf_counter() - started:.1f} s", flush=True)
             found += part
@@ -103,8 +115,10 @@ def run_modules(names: list[str], quick: bool) -> list[dict]:
             traceback.print_exc()
             found = [{"bench": name.removeprefix("bench_"), "status": f"error: {type(error).__name__}: {error}"}]
         seconds = round(time.perf_counter() - started, 1)
+        load = load_now()
         for row in found:
             row["module"] = name
+            row["load_1m_at"] = load
             row["module_seconds"] = seconds
             row.setdefault("bench", name.removeprefix("bench_"))
             row.setdefault("status", "ok")
