@@ -53,8 +53,8 @@ def fmt(value, digits: int = 3) -> str:
         value = float(f"{value:.{digits}g}")
         for size, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
             if abs(value) >= size:
-                return f"{value / size:.{digits}g}{unit}"
-        return f"{value:.{digits}g}"
+                return f"{value / size:.{max(digits, len(str(int(abs(value) / size))))}g}{unit}"
+        return f"{value:.{max(digits, len(str(int(abs(value)))))}g}"
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
