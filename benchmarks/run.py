@@ -55,8 +55,9 @@ STORED = {"run_id": "VARCHAR", "run_at": "TIMESTAMPTZ", "quick": "BOOLEAN", "mod
           "git_commit": "VARCHAR", "load_1m": "DOUBLE", "load_5m": "DOUBLE", "row_json": "JSON"}
 
 
-SPARK_MODULES = ("bench_ingest", "bench_replay")
-"""Modules that start Spark (tens of seconds each, minutes on a busy machine): the full run only,
+SPARK_MODULES = ("bench_ingest", "bench_replay", "bench_dashboard")
+"""Modules that start Spark or need what it made (tens of seconds each, minutes on a busy machine;
+``bench_dashboard`` drives Chromium on the database ``make run`` fills): the full run only,
 unless ``--quick --with-spark`` or ``--only`` names them."""
 
 
