@@ -32,7 +32,7 @@ RESULTS = HERE / "results"
 REPORT = ROOT / "docs" / "REPORT.md"
 PLOTS = ROOT / "docs" / "report"
 PAPER = HERE / "paper_figures.json"
-SPARK_MODULE_NAMES = ("bench_ingest", "bench_replay")     # left out of quick runs (benchmarks.run)
+HEAVY_MODULE_NAMES = ("bench_dashboard", "bench_ingest", "bench_replay")   # not in quick runs (benchmarks.run)
 PAPER_NAMES = {"time-u": "TIME-U", "time-r": "TIME-R", "stock": "STOCK", "taxi": "TRIP"}
 
 
@@ -134,8 +134,8 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
         rows = grid[grid["module"] == target["module"]] if "module" in grid else grid.iloc[0:0]
         if rows.empty:
             quick = "quick" in grid and grid["quick"].fillna(False).astype(bool).any()
-            out["why"] = (f"`{target['module']}.py` starts Spark: full run only (`make bench`)"
-                          if quick and target["module"] in SPARK_MODULE_NAMES
+            out["why"] = (f"`{target['module']}.py` starts Spark or a browser: full run only (`make bench`)"
+                          if quick and target["module"] in HEAVY_MODULE_NAMES
                           else f"`{target['module']}.py` is not in this run")
         else:
             failed = rows[rows["status"] != "ok"] if "status" in rows else rows.iloc[0:0]
@@ -163,8 +163,8 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
         out["why"] = f"{', '.join(missing)} not registered at this commit"
         return out
     if rows.empty:
-        spark = module in SPARK_MODULE_NAMES
-        out["why"] = ("starts Spark: full run only (`make bench`)" if spark and grid["quick"].any()
+        spark = module in HEAVY_MODULE_NAMES
+        out["why"] = ("starts Spark or a browser: full run only (`make bench`)" if spark and grid["quick"].any()
                       else "case only in the full run (`make bench`)" if grid["quick"].any()
                       else "case not in the results")
         return out
