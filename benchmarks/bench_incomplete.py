@@ -13,13 +13,76 @@ batches.
 
 from __future__ import annotations
 
+import datetime as dt
+import tarfile
 import time
+from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
 import engine
 from benchmarks.common import table
 from engine.generators import correlated_streams
+
+WORLDCUP_SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "worldcup" / "wc_day6_1_sample.tar.bz2"
+WORLDCUP_SECTIONS = ("images", "english", "french")
+"""The default sections of ``pipelines/worldcup.py``; every other request goes to stream 3 (``other``)."""
+WORLDCUP_CHUNK_MS = 5_000
+
+
+def worldcup_stream(hours: tuple[str, ...] | None = None, path: Path = WORLDCUP_SAMPLE):
+    """The real World Cup sample as ``pipelines.worldcup`` ingests it, without Spark.
+
+    One tuple per (site section, 5 s chunk, client) in the ingest's order (``t``, stream,
+    client), ``value`` = the chunk's bytes over the largest chunk's bytes *of the loaded
+    requests*.  ``hours`` keeps the requests whose ``dd/Mon/yyyy,HH`` prefix is listed (e.g.
+    ``("01/May/1998,12",)``, about 8,000 tuples an hour in the afternoon); ``None``: all
+    200,000 requests (24 hours, 159,704 tuples, about 10 s to parse).  Returns ``(ids,
+    stream, value, t)`` arrays for :func:`engine.slides`.
+    """
+    with tarfile.open(path) as archive:
+        member = next(m for m in archive.getmembers() if m.isfile() and m.name.endswith(".csv"))
+        lines = archive.extractfile(member).read().decode("latin-1").splitlines()
+    chunks: dict[tuple[int, int, int], float] = defaultdict(float)
+    for line in lines:
+        fields = line.split(",")
+        if hours is not None and f"{fields[1]},{fields[2][:2]}" not in hours:
+            continue
+        if len(fields) < 6 or not fields[0].isdigit() or not (fields[-1] == "-" or fields[-1].isdigit()):
+            continue
+        when = dt.datetime.strptime(f"{fields[1]} {fields[2]}", "%d/%b/%Y %H:%M:%S").replace(tzinfo=dt.timezone.utc)
+        section = ",".join(fields[3:-2]).lstrip("/").split("/")[0].split("?")[0]
+        stream = WORLDCUP_SECTIONS.index(section) if section in WORLDCUP_SECTIONS else len(WORLDCUP_SECTIONS)
+        chunk = int(when.timestamp() * 1000) // WORLDCUP_CHUNK_MS * WORLDCUP_CHUNK_MS
+        chunks[(chunk, stream, int(fields[0]))] += 0 if fields[-1] == "-" else int(fields[-1])
+    keys = sorted(chunks)
+    scale = max(max(chunks.values()), 1.0)
+    t, stream, ids = (np.array(column, np.int64) for column in zip(*keys))
+    value = np.array([chunks[key] / scale for key in keys])
+    return ids, stream, value, t
+
+
+def max_occurrences(ids: np.ndarray, stream: np.ndarray, keys: np.ndarray, window: int) -> int:
+    """The most tuples one object has in one stream within one window (``O(m)``): EAA's ``m``.
+
+    ``keys`` are the expiry keys (``seq`` for count windows, ``t`` for time windows); a
+    window holds the keys in ``[T - window, T)``.
+
+    >>> max_occurrences(np.array([1, 1, 2, 1]), np.array([0, 0, 0, 0]), np.arange(4), 3)
+    2
+    """
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    most, oldest = 0, 0
+    pairs = list(zip(ids.tolist(), stream.tolist()))
+    for newest, pair in enumerate(pairs):
+        counts[pair] += 1
+        while keys[oldest] <= keys[newest] - window:
+            counts[pairs[oldest]] -= 1
+            oldest += 1
+        most = max(most, counts[pair])
+    return most
+
 
 MEMORY = 30
 """The generator's per-stream memory ``C`` (not given by the paper; see the module notes)."""
