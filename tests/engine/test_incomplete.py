@@ -358,6 +358,7 @@ def test_eaa_rejects_more_occurrences_than_promised():
     ("eaa", {"occurrences": 0}, "occurrences must be >= 1, got 0"),
     ("eaa", {"occurrences_per": "slide"}, "occurrences_per must be one of validity, window, got 'slide'"),
     ("approx", {"bitmaps": 0}, "bitmaps must be >= 1, got 0"),
+    ("approx", {"repeats": -1}, "repeats must be 0 \\(estimate\\) or >= 1, got -1"),
 ])
 def test_bad_parameters(name, params, message):
     with pytest.raises(ValueError, match=message):
