@@ -86,7 +86,11 @@ class EAA(AttributeAlgorithm):
 
     Exact when no object occurs more than ``occurrences`` times in one stream while it stays
     valid (``m = 1``: the paper's "at most once"); an entry that sees more raises
-    ``ValueError``.  Costs per tuple: ``O(r (d + log N))`` for ``r`` live instances of the
+    ``ValueError``.  With ``occurrences_per="window"`` the promise is per window instead (for
+    objects that stay valid indefinitely, like World Cup clients): instance ``p^j``'s bound
+    adds ``m - c_i`` with ``c_i`` its own tuples in stream ``i``, since every tuple it covers
+    lies in the one window starting at ``p^j.t``; ``m`` = the count window's length is always
+    sound.  Costs per tuple: ``O(r (d + log N))`` for ``r`` live instances of the
     object plus one step per scanned entry.
 
     ``retained`` counts instances, ``candidates`` objects with a live instance.  ``bytes``:
