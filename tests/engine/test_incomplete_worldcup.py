@@ -11,6 +11,8 @@ window can hold (sound by construction of the ingest).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,22 @@ def test_approx_runs_on_repeated_clients(worldcup):
         approx.check()
         precision.append(engine.metrics.precision(oracle.topk(), approx.topk()))
     assert np.mean(precision) >= 0.9
+
+
+@pytest.mark.parametrize("name", ["eaa", "approx"])
+def test_snapshot_mid_sample_continues_exactly(worldcup, name):
+    params = eaa_params(worldcup, COUNT) if name == "eaa" else {}
+    batches = list(engine.slides(worldcup, COUNT))[:60]
+    uninterrupted = engine.create(name, COUNT, **params)
+    first = engine.create(name, COUNT, **params)
+    for batch in batches[:30]:
+        uninterrupted.process(batch)
+        first.process(batch)
+    resumed = engine.restore(json.loads(json.dumps(first.to_state(), allow_nan=False)), query=COUNT)
+    assert resumed.params == first.params and resumed._stats() == first._stats()
+    for batch in batches[30:]:
+        uninterrupted.process(batch)
+        resumed.process(batch)
+        assert np.array_equal(uninterrupted.topk().ids, resumed.topk().ids)
+        assert np.array_equal(uninterrupted.topk().scores, resumed.topk().scores)
+    resumed.check()
