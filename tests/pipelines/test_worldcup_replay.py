@@ -1,6 +1,6 @@
 """The real World Cup sample ingested and replayed through the incomplete-stream algorithms.
 
-Twenty minutes of the sample (``sample_data/worldcup``, 12:00-12:20 on 1 May 1998) are
+Twelve minutes of the sample (``sample_data/worldcup``, 12:00-12:12 on 1 May 1998) are
 ingested by the ``worldcup`` family and replayed with the queries and algorithms of
 ``pipelines/configs/worldcup.json``, unsharded and with 3 shards (by client): ``sla`` and
 ``eaa`` answer exactly as ``oracle-incomplete`` at every slide, in both runs, although
@@ -20,7 +20,7 @@ from pipelines import ingest, replay
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_data" / "worldcup"
 CONFIG = Path(__file__).resolve().parents[2] / "pipelines" / "configs" / "worldcup.json"
-MINUTES = tuple(f"01/May/1998,12:{minute:02d}" for minute in range(20))
+MINUTES = tuple(f"01/May/1998,12:{minute:02d}" for minute in range(12))
 ANSWER_COLUMNS = 'query_id, algorithm, slide, rank, object_id, score'
 quiet = dict(log=lambda _: None)
 
@@ -55,7 +55,7 @@ def answers(db: Path, run_id: str) -> dict[str, list[tuple]]:
 def test_sharded_worldcup_replay_is_exact_for_sla_and_eaa(spark, tmp_path):
     db = tmp_path / "topk.duckdb"
     summary = ingest.ingest(spark, "worldcup", [worldcup_slice(tmp_path)], db=db, out=tmp_path / "datasets", **quiet)
-    assert summary.rows_written > 2_000 and summary.rows_rejected == 0
+    assert summary.rows_written > 1_000 and summary.rows_rejected == 0
     shipped = json.loads(CONFIG.read_text())
     assert shipped["dataset"] == "worldcup"
     runs = {}
@@ -66,7 +66,7 @@ def test_sharded_worldcup_replay_is_exact_for_sla_and_eaa(spark, tmp_path):
     for shards, by_algorithm in runs.items():
         assert set(by_algorithm) == {"oracle-incomplete", "sla", "eaa", "approx"}
         exact = by_algorithm["oracle-incomplete"]
-        assert len({(query_id, slide) for query_id, slide, *_ in exact}) > 40
+        assert len({(query_id, slide) for query_id, slide, *_ in exact}) > 20
         assert {query_id for query_id, *_ in exact} == {0, 1}
         assert by_algorithm["sla"] == exact, f"sla, {shards} shard(s)"
         assert by_algorithm["eaa"] == exact, f"eaa, {shards} shard(s)"
