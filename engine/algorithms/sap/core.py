@@ -11,7 +11,6 @@ only in how they cut partitions (:meth:`SAPBase._unit_done`) and how they build 
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -233,7 +232,7 @@ class SAPBase(Algorithm):
         self._slide: int | None = None
         self._raw: dict[int, np.ndarray] = {}
         self._raw_size = 0
-        self._parts: deque[Partition] = deque()
+        self._parts: list[Partition] = []
         self._serial = 0
         self._open: list[Unit] = []
         self._open_top: Top = empty_top()
@@ -300,7 +299,7 @@ class SAPBase(Algorithm):
         if front.last <= gone:
             self._M.clear()
             self._release(front)
-            parts.popleft()
+            del parts[0]
         else:
             self._refill(front)
 
@@ -584,7 +583,7 @@ class SAPBase(Algorithm):
             top = _top_in(row[1:])
             self._raw[int(row[0])] = _record(top)
             self._raw_size += len(top[0])
-        self._parts = deque(Partition.from_json(p, self._k) for p in data["partitions"])
+        self._parts = [Partition.from_json(p, self._k) for p in data["partitions"]]
         self._open = [Unit.from_json(u) for u in data["open"]]
         self._open_top = _top_in(data["open_top"])
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
