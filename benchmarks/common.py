@@ -214,12 +214,16 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+OUTPUTS = (":!benchmarks/results", ":!docs/REPORT.md", ":!docs/report")
+"""What a benchmark run writes: changes there do not make the measured code dirty."""
+
+
 def git_commit() -> str:
-    """The commit of the working tree (``+dirty`` when it has uncommitted changes)."""
+    """The commit of the working tree (``+dirty`` when its code has uncommitted changes)."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                                 check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ".", *OUTPUTS], cwd=ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
         return commit + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
