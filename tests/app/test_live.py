@@ -333,14 +333,14 @@ def test_attribute_streams_run_the_incomplete_algorithms_and_show_bounds(app):
     app.selectbox(key="dataset").set_value(data.SYNTHETIC_ATTRIBUTES).run()
     assert not app.exception and not app.error
     algorithms = app.multiselect(key="algorithms")
-    assert algorithms.value == ["oracle-incomplete", "eaa", "approx"]
+    assert algorithms.value == ["oracle-incomplete", "sla", "approx"]
     assert set(algorithms.options) == {i.name for i in engine.available() if i.stream == "incomplete"}
     assert app.slider(key="w_stream_0").min == 0.0  # monotone scores only
     query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50)
     answer = expected(query, query.windows_per_object, trace)
     frame = comparison(app)
     assert frame[tables.EXACT_ID].astype(np.int64).tolist() == answer.ids.tolist()
-    assert frame["eaa"].astype(np.int64).tolist() == answer.ids.tolist()
+    assert frame["sla"].astype(np.int64).tolist() == answer.ids.tolist()
     specs = " ".join(chart.proto.spec for chart in app.get("vega_lite_chart"))
     assert "current against best possible score" in specs
     assert "Precision" in specs  # approx is approximate
