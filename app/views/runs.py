@@ -176,7 +176,7 @@ st.download_button("Download every answer of this query (CSV)", partial(data.ans
 chart_data, stride = thinned(metrics)
 st.subheader("Over time", help="; ".join(f"**{name}**: {text}" for name, text in charts.METRICS.values()))
 if stride > 1:
-    st.caption(f"Charts show every {stride}th slide.")
+    st.caption(f"Charts show one slide in {stride}.")
 if (metrics.precision == 1.0).all() and (metrics.error == 0.0).all():
     st.caption("Precision and error are not drawn: every answer of this run was exact (precision 1, error 0).")
 else:
