@@ -16,8 +16,9 @@ Two sections (column ``section``), one process and the same batches for every al
 * ``memory``: the issue-12 review workload (uniform, n = 100,000, s = 1,000, k = 10, 300
   slides) for every registered single-stream algorithm: objects/s (timed as above, without
   tracemalloc; the k-skyband's target is ``KSKYBAND_TARGET``), then a second run under
-  tracemalloc: ``bytes``, ``measured_bytes``, ``traced_bytes`` (tracemalloc, algorithm alive,
-  input excluded) and the ratios ``model_vs_measured`` and ``measured_vs_traced``.
+  tracemalloc: ``bytes``, ``measured_bytes``, ``traced_bytes`` (tracemalloc: what deleting the
+  live algorithm frees, so input and module-level caches are excluded) and the ratios
+  ``model_vs_measured`` and ``measured_vs_traced``.
 """
 
 from __future__ import annotations
@@ -103,15 +104,17 @@ def memory_table(quick: bool) -> list[dict]:
         speed = measure(info.name, q, batches, n // s, QUICK_BUDGET if quick else BUDGET)
         gc.collect()
         tracemalloc.start()
-        before = tracemalloc.get_traced_memory()[0]
         alg = engine.create(info.name, q)
         for batch in batches:
             alg.process(batch)
             alg.topk()
-        gc.collect()
-        traced = tracemalloc.get_traced_memory()[0] - before
-        tracemalloc.stop()
         stats = alg.stats()
+        gc.collect()
+        alive = tracemalloc.get_traced_memory()[0]
+        del alg
+        gc.collect()
+        traced = alive - tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
         rows.append({"bench": "competitors", "section": "memory", "algorithm": info.name,
                      "case": f"uniform n={n} s={s} k={k} {slides} slides", "n": n, "s": s, "k": k, "c_nw": n // s,
                      "distribution": "uniform", "avg_candidates": speed["avg_candidates"],
@@ -121,7 +124,6 @@ def memory_table(quick: bool) -> list[dict]:
                      "measured_bytes": stats["measured_bytes"], "traced_bytes": traced,
                      "model_vs_measured": stats["bytes"] / stats["measured_bytes"],
                      "measured_vs_traced": stats["measured_bytes"] / traced})
-        del alg
     return rows
 
 

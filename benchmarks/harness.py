@@ -56,7 +56,7 @@ def stream_for(case: Case, quick: bool, budget_rows: int):
 def max_occurrences(data, query) -> int:
     """Most times one (object, stream) pair occurs within one window of an attribute stream.
 
-    EAA's ``occurrences`` parameter (paper Section 5) must bound it; the harness measures it on
+    EAA's ``occurrences`` parameter (paper Section 5, with ``occurrences_per="window"``) must bound it; the harness measures it on
     the stream and passes it to every algorithm that takes the parameter.  Count windows
     (rows); ``O(m log m)``.
     """
@@ -120,7 +120,8 @@ def run_case(case: Case, quick: bool, log=print) -> list[dict]:
         log(f"  skip {case.label}: the stream holds only {len(batches)} slides")
         return []
     names = [oracle_name] + ([SQL] if case.family != "sao" else []) + others
-    measured = {"occurrences": max_occurrences(data, query)} if case.stream == "incomplete" else {}
+    measured = ({"occurrences": max_occurrences(data, query), "occurrences_per": "window"}
+                if case.stream == "incomplete" else {})
     rows, found, reference = [], {}, None
     for name in names:
         row = _row(case, name, quick)

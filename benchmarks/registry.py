@@ -23,7 +23,7 @@ The grids scale the papers' to a 2-core machine and a Python engine:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import engine
 
@@ -42,7 +42,6 @@ class Case:
     kind: str = "count"
     options: tuple = ()  # workload options, e.g. (("drift", 1.0),)
     params: tuple = ()   # algorithm parameters, e.g. (("memory", 500),)
-    weights: tuple = field(default=())
 
     @property
     def stream(self) -> str:
@@ -54,8 +53,8 @@ class Case:
         return f"{self.workload} n={self.n} k={self.k} s={self.s}{' d=%d' % self.d if self.d > 1 else ''}{extra}"
 
     def query(self) -> engine.Query:
-        weights = self.weights or (1.0,) * self.d
-        return engine.Query(weights=weights, k=self.k, window=self.n, slide=self.s, kind=self.kind)
+        """Weights all 1 (the papers' sum over features or streams)."""
+        return engine.Query(weights=(1.0,) * self.d, k=self.k, window=self.n, slide=self.s, kind=self.kind)
 
 
 def is_index(info: engine.AlgorithmInfo) -> bool:
@@ -178,7 +177,3 @@ def incomplete_cases(quick: bool) -> list[Case]:
     cases += [worldcup("streams", streams=d) for d in (2, 3, 4)]
     cases += [worldcup("n", n=w) for w in (500, 750, 1_000)]
     return _unique(cases)
-
-
-def all_cases(quick: bool) -> list[Case]:
-    return sap_cases(quick) + sao_cases(quick) + incomplete_cases(quick)

@@ -32,6 +32,7 @@ RESULTS = HERE / "results"
 REPORT = ROOT / "docs" / "REPORT.md"
 PLOTS = ROOT / "docs" / "report"
 PAPER = HERE / "paper_figures.json"
+SPARK_MODULE_NAMES = ("bench_ingest", "bench_replay")     # left out of quick runs (benchmarks.run)
 PAPER_NAMES = {"time-u": "TIME-U", "time-r": "TIME-R", "stock": "STOCK", "taxi": "TRIP"}
 
 
@@ -52,8 +53,8 @@ def fmt(value, digits: int = 3) -> str:
         value = float(f"{value:.{digits}g}")
         for size, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
             if abs(value) >= size:
-                return f"{value / size:.{digits}g}{unit}"
-        return f"{value:.{digits}g}"
+                return f"{value / size:.{max(digits, len(str(int(abs(value) / size))))}g}{unit}"
+        return f"{value:.{max(digits, len(str(int(abs(value)))))}g}"
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
@@ -127,10 +128,15 @@ def ok(frame: pd.DataFrame) -> pd.DataFrame:
 def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> dict:
     """Measured value, verdict and the data-driven reason for one target of the issues."""
     out = {"issue": target["issue"], "target": target["text"], "measured": "", "verdict": "not measured", "why": ""}
+    module = target.get("module") or (f"bench_{target['where']['bench']}"
+                                      if isinstance(target["where"], dict) and "bench" in target["where"] else None)
     if "module" in target and "metric" not in target:     # the module owns the figure and its table
         rows = grid[grid["module"] == target["module"]] if "module" in grid else grid.iloc[0:0]
         if rows.empty:
-            out["why"] = f"`{target['module']}.py` is not in this run"
+            quick = "quick" in grid and grid["quick"].fillna(False).astype(bool).any()
+            out["why"] = (f"`{target['module']}.py` starts Spark: full run only (`make bench`)"
+                          if quick and target["module"] in SPARK_MODULE_NAMES
+                          else f"`{target['module']}.py` is not in this run")
         else:
             failed = rows[rows["status"] != "ok"] if "status" in rows else rows.iloc[0:0]
             out["verdict"] = "see module table" if failed.empty else "module failed"
@@ -144,7 +150,10 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
             if key not in rows:
                 rows = rows.iloc[0:0]
                 break
-            rows = sweep_rows(rows, value) if key == "sweep" else rows[rows[key] == value]
+            if key == "sweep":
+                rows = sweep_rows(rows, value)
+            else:
+                rows = rows[rows[key].isin(value)] if isinstance(value, list) else rows[rows[key] == value]
         if len(rows):
             break
     wanted = [target["algorithm"]] if "algorithm" in target else target.get("order", [])
@@ -154,7 +163,10 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
         out["why"] = f"{', '.join(missing)} not registered at this commit"
         return out
     if rows.empty:
-        out["why"] = "case only in the full run (`make bench`)" if grid["quick"].any() else "case not in the results"
+        spark = module in SPARK_MODULE_NAMES
+        out["why"] = ("starts Spark: full run only (`make bench`)" if spark and grid["quick"].any()
+                      else "case only in the full run (`make bench`)" if grid["quick"].any()
+                      else "case not in the results")
         return out
     metric = target["metric"]
     if "order" in target:
@@ -192,7 +204,8 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
         failed = rows[rows["algorithm"] == target["algorithm"]] if "algorithm" in target else rows
         out["why"] = failed["status"].iloc[0] if len(failed) else "no row"
         return out
-    value = float(mine[metric].iloc[0])
+    present = mine.dropna(subset=[metric])
+    value = float(present[metric].max() if target.get("aggregate") == "max" else present[metric].iloc[0])
     context = []
     if "relative_to" in target:
         other = ok(rows[rows["algorithm"] == target["relative_to"]])
@@ -213,12 +226,14 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
         for key in ("avg_candidates", "vs_oracle", "precision"):
             if key in row and not pd.isna(row[key]) and key != metric:
                 context.append(f"{key} {fmt(row[key])}")
-        if metric in ("vs_oracle", "objects_per_s"):
+        if metric in ("vs_oracle", "objects_per_s") and "algorithm" in target:
             oracle = ok(rows[rows["algorithm"] == "oracle"])
             context.append(f"{target['algorithm']} {fmt(row.get('objects_per_s'))} objects/s"
                            + (f", oracle {fmt(oracle['objects_per_s'].iloc[0])}" if len(oracle) else ""))
-            if "load_1m" in row and not pd.isna(row["load_1m"]):
-                context.append(f"load average {fmt(row['load_1m'])} on {fmt(row.get('cores'))} cores during the run")
+        timed = {"vs_oracle", "objects_per_s", "speedup", "vs_engine_alone", "rows_per_s", "median_query_us"}
+        load = row.get("load_1m_at", row.get("load_1m"))
+        if metric in timed and load is not None and not pd.isna(load):
+            context.append(f"load average {fmt(load)} on {fmt(row.get('cores'))} cores when it ran")
     out["why"] = "; ".join(context)
     return out
 
@@ -809,6 +824,9 @@ def modules_section(frames: dict[str, pd.DataFrame]) -> str:
 
 def header(frames: dict[str, pd.DataFrame]) -> str:
     first = next(iter(frames.values())).iloc[0]
+    loads = pd.concat([f["load_1m_at"] for f in frames.values() if "load_1m_at" in f]).dropna() \
+        if any("load_1m_at" in f for f in frames.values()) else pd.Series(dtype=float)
+    during = f"; {fmt(loads.min())}-{fmt(loads.max())} while cases ran" if len(loads) else ""
     quick = bool(first.get("quick"))
     kind = ("QUICK RUN (`make bench-quick`): small windows and short timings, for shape and smoke "
             "only; regenerate with `make bench` for the figures the issues ask for."
@@ -824,7 +842,7 @@ def header(frames: dict[str, pd.DataFrame]) -> str:
         "|---|---|---|---|---|---|---|",
         f"| {first.get('run_id')} | {first.get('when')} | `{str(first.get('commit'))[:12]}{'+dirty' if str(first.get('commit')).endswith('+dirty') else ''}` | "
         f"{first.get('cores')} x {first.get('cpu_model')} | {first.get('python')} | "
-        f"{fmt(first.get('load_1m'))} / {fmt(first.get('load_1m_end'))} on {first.get('cores')} cores | "
+        f"{fmt(first.get('load_1m'))} / {fmt(first.get('load_1m_end'))} on {first.get('cores')} cores{during} | "
         f"{fmt(first.get('total_seconds'))} s |",
         "",
         "Timings are CPU seconds of the benchmark process (`time.process_time`), median of several "

@@ -4,7 +4,8 @@
    oracle and DuckDB SQL on TIME-U, TIME-R, stock, taxi, the SAO sets and the incomplete
    streams (``benchmarks.harness``).
 2. Every module ``benchmarks/bench_*.py`` present (each exposes ``COLUMNS`` and
-   ``run(quick) -> list[dict]``); one that fails is reported and the others still run.
+   ``run(quick) -> list[dict]``); one that fails is reported and the others still run.  The
+   quick run leaves out the modules that start Spark (``SPARK_MODULES``; ``--with-spark``).
 3. Every row gets the run's provenance (``run_id``, when, cores, CPU model, Python, git
    commit, load average: the machine may be shared) and is appended to the DuckDB table
    ``bench_results`` (default ``var/bench.duckdb``, a file of its own so a benchmark never
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import pathlib
 import sys
 import time
@@ -53,6 +55,20 @@ STORED = {"run_id": "VARCHAR", "run_at": "TIMESTAMPTZ", "quick": "BOOLEAN", "mod
           "git_commit": "VARCHAR", "load_1m": "DOUBLE", "load_5m": "DOUBLE", "row_json": "JSON"}
 
 
+SPARK_MODULES = ("bench_ingest", "bench_replay", "bench_dashboard")
+"""Modules that start Spark or need what it made (tens of seconds each, minutes on a busy machine;
+``bench_dashboard`` drives Chromium on the database ``make run`` fills): the full run only,
+unless ``--quick --with-spark`` or ``--only`` names them."""
+
+
+def load_now() -> float:
+    """The 1-minute load average now (each case and module records it: the machine may be shared)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return float("nan")
+
+
 def discover() -> list[str]:
     """Names of the ``benchmarks/bench_*.py`` modules present, sorted."""
     return sorted(path.stem for path in HERE.glob("bench_*.py"))
@@ -73,6 +89,9 @@ def run_grid(families: list[str], quick: bool) -> list[dict]:
                 part = [{"bench": f"grid-{case.family}", "family": case.family, "sweep": case.sweep,
                          "case": case.label, "workload": case.workload, "algorithm": "(case)",
                          "status": f"error: {type(error).__name__}: {error}"}]
+            load = load_now()
+            for row in part:
+                row["load_1m_at"] = load
             print(f"  [{number}/{len(cases)}] {case.label}: {len(part)} rows in "
                   f"{time.perf_counter() - started:.1f} s", flush=True)
             found += part
@@ -97,8 +116,10 @@ def run_modules(names: list[str], quick: bool) -> list[dict]:
             traceback.print_exc()
             found = [{"bench": name.removeprefix("bench_"), "status": f"error: {type(error).__name__}: {error}"}]
         seconds = round(time.perf_counter() - started, 1)
+        load = load_now()
         for row in found:
             row["module"] = name
+            row["load_1m_at"] = load
             row["module_seconds"] = seconds
             row.setdefault("bench", name.removeprefix("bench_"))
             row.setdefault("status", "ok")
@@ -173,12 +194,21 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small cases only (a couple of minutes)")
     parser.add_argument("--families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES),
                         help="grid families to run (default: all)")
-    parser.add_argument("--only", nargs="*", default=modules, choices=modules,
-                        help="bench_*.py modules to run (default: every one present; none: --only)")
+    parser.add_argument("--only", nargs="*", default=None, choices=modules,
+                        help="bench_*.py modules to run (default: every one present, with --quick all but the "
+                             "Spark ones; none: --only)")
+    parser.add_argument("--with-spark", action="store_true",
+                        help=f"with --quick, run the Spark modules too ({', '.join(SPARK_MODULES)})")
     parser.add_argument("--db", type=pathlib.Path, default=DEFAULT_DB, help="DuckDB file for bench_results")
     parser.add_argument("--results", type=pathlib.Path, default=RESULTS, help="directory of the CSV files")
     parser.add_argument("--no-report", action="store_true", help="do not regenerate docs/REPORT.md")
     args = parser.parse_args(argv)
+    if args.only is None:
+        skipped = [m for m in modules if m in SPARK_MODULES] if args.quick and not args.with_spark else []
+        args.only = [m for m in modules if m not in skipped]
+        if skipped:
+            print(f"quick run: {', '.join(skipped)} start Spark and run in the full run only "
+                  "(--with-spark to include them)", flush=True)
     started = time.perf_counter()
     meta = machine_info()
     meta["run_id"] = f"{meta['when']}-{uuid.uuid4().hex[:6]}"

@@ -344,7 +344,8 @@ def answer_lines(algorithm: Algorithm, data: tuple) -> Iterator[str]:
         yield json.dumps({"slide": batch.index, "end": batch.end,
                           "ids": answer.ids.tolist(), "scores": answer.scores.tolist(),
                           "candidates": int(stats["candidates"]), "retained": int(stats["retained"]),
-                          "bytes": int(stats["bytes"])}) + "\n"
+                          "bytes": int(stats["bytes"]),
+                          "measured_bytes": int(stats["measured_bytes"])}) + "\n"
 
 
 def _new_file_mode() -> int:
@@ -432,7 +433,10 @@ input (a header row, columns matched by name):
   incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1], weights >= 0)
 
 output: one JSON line per slide boundary passed:
-  {"slide": j, "end": T, "ids": [...], "scores": [...], "candidates": c, "retained": r, "bytes": b}
+  {"slide": j, "end": T, "ids": [...], "scores": [...], "candidates": c, "retained": r,
+   "bytes": b, "measured_bytes": mb}
+  bytes: the paper-style cost model (8 B per value, id, seq, t, pointer, counter); measured_bytes:
+  the real size of the algorithm's structures in bytes (within 25% of tracemalloc)
 
 Bad arguments or input: one "error:" line on stderr naming the file, line and problem, exit
 status 2, and the output file is left as it was.

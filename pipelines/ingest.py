@@ -17,6 +17,7 @@ over the new rows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -26,11 +27,12 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -44,6 +46,8 @@ DEFAULT_OUT = Path("var/datasets")
 SAMPLE_DATA = PROJECT_ROOT / "sample_data"
 DEFAULT_MAX_REJECTED = 0.05
 REJECT_EXAMPLES = 3
+RAW_ROWS_PER_PIECE = 20_000
+"""At least this many raw rows per staging Parquet file (a few files per core)."""
 TOP_REASONS = 3
 
 
@@ -169,7 +173,7 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         raise InputError(f"dataset {name!r} has features {existing['features']}, the inputs give {list(raw.features)}")
     log(f"[ingest] {raw.table.num_rows:,} rows read from {len(inputs) or 'the generator'}"
         f"{' file(s)' if inputs else ''}")
-    parquet = Path(existing["parquet"]) if existing else Path(out).resolve() / name
+    parquet = Path(existing["parquet"]) if existing else Path(out).resolve() / f"{name}.parquet"
     return Extracted(family_name=family_name, family=family, name=name, inputs=inputs, raw=raw, db=Path(db),
                      parquet=parquet, max_rejected=max_rejected, existing=existing)
 
@@ -181,9 +185,8 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
     family, existing, name, raw = extracted.family, extracted.existing, extracted.name, extracted.raw
     rows_read = raw.table.num_rows
     log(f"[ingest] cleaning on Spark ({spark.sparkContext.master})")
-    with stage_progress(spark, log, rows=rows_read):
-        cleaned = family.transform(spark.createDataFrame(raw.table),
-                                   seq_start=existing["rows"] if existing else 0,
+    with stage_progress(spark, log, rows=rows_read), _raw_frame(spark, raw.table, extracted.parquet) as raw_frame:
+        cleaned = family.transform(raw_frame, seq_start=existing["rows"] if existing else 0,
                                    t_after=existing["t_max"] if existing else None, params=raw.params)
         rejected = cleaned.rejected.toArrow()
         rejects = {reason: 0 for reason in family.reasons}
@@ -213,6 +216,26 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
     previous_rows = existing["rows"] if existing else 0
     return IngestSummary(name=name, rows_read=rows_read, rejects=rejects, rows_written=facts["rows"],
                          rows_total=previous_rows + facts["rows"], parquet=extracted.parquet, seconds=seconds)
+
+
+@contextlib.contextmanager
+def _raw_frame(spark: SparkSession, table: pa.Table, dataset: Path) -> Iterator[DataFrame]:
+    """The raw rows as a DataFrame that Spark reads in parallel, from staging Parquet files.
+
+    Not ``spark.createDataFrame(table)``: that makes a local relation, which is shipped inside
+    every task's plan and which the optimizer (``ConvertToLocalRelation``) evaluates on the
+    driver, in one thread. The staging directory sits next to the dataset (a path the
+    executors can read, as they must read the dataset) and is removed afterwards.
+    """
+    staging = Path(tempfile.mkdtemp(prefix=f".{dataset.name}-raw-", dir=_parent(dataset)))
+    try:
+        pieces = max(1, min(spark.sparkContext.defaultParallelism * 2, table.num_rows // RAW_ROWS_PER_PIECE))
+        step = -(-table.num_rows // pieces) if table.num_rows else 1
+        for index in range(pieces):
+            pq.write_table(table.slice(index * step, step), staging / f"raw-{index:05d}.parquet")
+        yield spark.read.parquet(str(staging))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def family_by_name(name: str) -> Family:
@@ -283,26 +306,29 @@ def _publish(extracted: Extracted, written: Path, facts: Any, rejects: dict[str,
     """Move the written parts into the dataset and record it in DuckDB; undo the move if DuckDB fails.
 
     A new dataset replaces the old directory in two renames; an append moves each new part
-    into its partition directory (part names hold Spark's unique job id, so they never clash).
+    into its partition directory (part names hold their first ``seq``, so they never clash).
     """
     existing, target = extracted.existing, extracted.parquet
-    parts = sorted(path.relative_to(written) for path in written.rglob("*.parquet"))
+    parts = _name_parts_by_seq(written)
     if not parts:
         raise RuntimeError(f"Spark wrote no Parquet part under {written}")
     moved: list[Path] = []
     retired = None
+    created: list[Path] = []
     if existing:
         for part in parts:
             destination = target / part
-            destination.parent.mkdir(parents=True, exist_ok=True)
+            for directory in reversed(destination.relative_to(target).parents[:-1]):
+                if not (target / directory).exists():
+                    (target / directory).mkdir()
+                    created.append(target / directory)
             os.replace(written / part, destination)
             moved.append(destination)
+        os.utime(target)  # the dataset directory's mtime says "changed" to readers that cache on it
     else:
         if target.exists():
             retired = target.with_name(f".{target.name}-retired-{uuid.uuid4().hex[:8]}")
             os.replace(target, retired)
-        for leftover in written.rglob("_SUCCESS"):
-            leftover.unlink()
         os.replace(written, target)
     try:
         _record(extracted, facts, rejects, rejected, learned)
@@ -310,6 +336,8 @@ def _publish(extracted: Extracted, written: Path, facts: Any, rejects: dict[str,
         if existing:
             for path in moved:
                 path.unlink(missing_ok=True)
+            for directory in reversed(created):
+                directory.rmdir()
         else:
             shutil.rmtree(target, ignore_errors=True)
             if retired is not None:
@@ -318,6 +346,25 @@ def _publish(extracted: Extracted, written: Path, facts: Any, rejects: dict[str,
     if retired is not None:
         shutil.rmtree(retired, ignore_errors=True)
     log(f"[ingest] {len(parts)} Parquet part(s) {'added to' if existing else 'written to'} {target}")
+
+
+def _name_parts_by_seq(written: Path) -> list[Path]:
+    """Rename each part ``seq-<first seq, 12 digits>.parquet`` (relative paths returned).
+
+    Within a partition directory the names then sort in ``seq`` order, also across appends,
+    so a reader listing one partition's files reads its rows in order.
+    """
+    for leftover in [*written.rglob(".*.crc"), *written.rglob("_SUCCESS")]:
+        leftover.unlink()
+    parts = []
+    for path in sorted(written.rglob("*.parquet")):
+        metadata = pq.ParquetFile(path).metadata
+        seq_column = metadata.schema.names.index("seq")
+        first = min(metadata.row_group(g).column(seq_column).statistics.min for g in range(metadata.num_row_groups))
+        named = path.with_name(f"seq-{first:012d}.parquet")
+        os.replace(path, named)
+        parts.append(named.relative_to(written))
+    return sorted(parts)
 
 
 def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected: pa.Table,

@@ -5,30 +5,29 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-ROW_IN_PARTITION_BITS = 33
-"""``monotonically_increasing_id`` puts the partition id above bit 33 and the row's position below."""
+BUCKETS = 64
+"""Ranges of the leading order column that are numbered independently (then offset)."""
 
 
-def with_seq(frame: DataFrame, order: list[str], seq_start: int = 0) -> DataFrame:
+def with_seq(frame: DataFrame, order: list[str], seq_start: int = 0, buckets: int = BUCKETS) -> DataFrame:
     """``frame`` with a ``seq`` column counting ``seq_start ..`` in the total order ``order``.
 
-    The rows are range-partitioned and sorted by ``order`` (a key that is unique per row,
-    so the result does not depend on the partitioning); each row's position within its
-    partition comes from ``monotonically_increasing_id`` and the partitions' offsets from
-    a running sum over the (few) partition sizes, broadcast back. So no step holds all the
-    rows in one task, unlike ``row_number()`` over an unpartitioned window.
-
-    The sorted rows are materialised once (an eager local checkpoint: a computation, no
-    I/O of the caller's), because the sizes and the rows must come from the same
-    partitioning and a range partitioning is sampled anew each time it is computed.
+    ``order`` must be unique per row and start with a numeric column (the event time). Its
+    range is cut into ``buckets`` equal ranges; each bucket is numbered by ``row_number()``
+    in its own window partition, and offset by the sizes of the buckets before it (a
+    running sum over ``buckets`` counts, broadcast back). So no step holds all the rows in
+    one task, unlike ``row_number()`` over an unpartitioned window, and the result is
+    deterministic (no sampled range partitioning). One small action reads the column's range.
     """
-    ordered = (frame.orderBy(*order).withColumn("_position", F.monotonically_increasing_id())
-               .localCheckpoint(eager=True))
-    ordered = ordered.withColumn("_partition", F.shiftright("_position", ROW_IN_PARTITION_BITS))
-    sizes = ordered.groupBy("_partition").agg(F.count(F.lit(1)).alias("_size"))
-    offsets = sizes.select("_partition", (F.sum("_size").over(Window.orderBy("_partition")) - F.col("_size"))
+    low, high = frame.agg(F.min(order[0]), F.max(order[0])).first()
+    if low is None:
+        return frame.withColumn("seq", F.lit(0).cast("long"))
+    width = (int(high) - int(low)) // buckets + 1
+    tagged = frame.withColumn("_bucket", F.floor((F.col(order[0]) - F.lit(int(low))) / F.lit(width)).cast("long"))
+    sizes = tagged.groupBy("_bucket").agg(F.count(F.lit(1)).alias("_size"))
+    offsets = sizes.select("_bucket", (F.sum("_size").over(Window.orderBy("_bucket")) - F.col("_size"))
                            .alias("_offset"))
-    in_partition = F.col("_position") - F.shiftleft("_partition", ROW_IN_PARTITION_BITS)
-    return (ordered.join(F.broadcast(offsets), "_partition")
-            .withColumn("seq", F.col("_offset") + in_partition + F.lit(seq_start).cast("long"))
-            .drop("_position", "_partition", "_offset"))
+    rank = F.row_number().over(Window.partitionBy("_bucket").orderBy(*order))
+    return (tagged.join(F.broadcast(offsets), "_bucket")
+            .withColumn("seq", F.col("_offset") + rank - 1 + F.lit(seq_start).cast("long"))
+            .drop("_bucket", "_offset"))

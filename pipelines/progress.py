@@ -17,6 +17,8 @@ from pyspark.sql import SparkSession
 
 POLL_SECONDS = 0.5
 REPORT_EVERY_SECONDS = 5.0
+QUIET_REPORT_SECONDS = 30.0
+"""A stage whose finished tasks did not change is reported again only after this long."""
 
 
 @contextlib.contextmanager
@@ -35,12 +37,14 @@ def stage_progress(spark: SparkSession, log: Callable[[str], None], *, rows: int
     what
         What a row is, for the message.
     every
-        Seconds between two lines of the same stage; a stage shorter than this is not reported.
+        Seconds between two lines of the same stage (a stage shorter than this is not
+        reported); a line comes when more tasks have finished, or every
+        :data:`QUIET_REPORT_SECONDS` while none does.
     """
     tracker = spark.sparkContext.statusTracker()
     stop = threading.Event()
     first_seen: dict[int, float] = {}
-    last_report: dict[int, float] = {}
+    last_report: dict[int, tuple[float, int]] = {}
 
     def poll() -> None:
         while not stop.wait(POLL_SECONDS):
@@ -50,13 +54,15 @@ def stage_progress(spark: SparkSession, log: Callable[[str], None], *, rows: int
                 if info is None or info.numTasks == 0:
                     continue
                 started = first_seen.setdefault(stage_id, now)
-                if now - last_report.get(stage_id, started) < every:
+                reported_at, reported_done = last_report.get(stage_id, (started, 0))
+                changed = info.numCompletedTasks != reported_done
+                if now - reported_at < every or not (changed or now - reported_at >= QUIET_REPORT_SECONDS):
                     continue
-                last_report[stage_id] = now
+                last_report[stage_id] = (now, info.numCompletedTasks)
                 done = rows * info.numCompletedTasks / info.numTasks
                 rate = done / max(now - started, 1e-9)
-                log(f"[spark] stage {stage_id} ({info.name.split(' at ')[0]}): {info.numCompletedTasks}/"
-                    f"{info.numTasks} tasks, ~{done:,.0f} {what}, {rate:,.0f} {what.split()[0]}/s")
+                log(f"[spark] stage {stage_id}: {info.numCompletedTasks}/{info.numTasks} tasks, "
+                    f"~{done:,.0f} {what}, {rate:,.0f} {what.split()[0]}/s")
 
     thread = threading.Thread(target=poll, name="spark-progress", daemon=True)
     thread.start()

@@ -106,6 +106,8 @@ class ReplaySummary:
     resumed: bool
     slides_written: int = 0
     answer_rows: int = 0
+    load_seconds: float = 0.0
+    loads: int = 0
     totals: dict[tuple[int, str], tuple[int, float, float, float, float]] = field(default_factory=dict)
 
 
@@ -445,6 +447,7 @@ def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySumma
     pending = [(load, markers) for load in loads if not load.done for markers in [load.markers()] if markers]
     if not pending:
         return
+    began = time.perf_counter()
     config = plan.config
     with store.connection(plan.db) as con:
         replay_load.register_metrics(con, config.stream)
@@ -457,6 +460,8 @@ def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySumma
                                 [utcnow(), plan.run_id])
             replay_load.remove_loaded(load, markers)
             summary.slides_written += slides
+            summary.loads += 1
+    summary.load_seconds += time.perf_counter() - began
 
 
 class ProgressReporter:
@@ -516,7 +521,8 @@ def utcnow() -> dt.datetime:
 
 def format_summary(summary: ReplaySummary) -> str:
     lines = [f"[replay] run {summary.run_id}: {summary.slides_written:,} slides, "
-             f"{summary.answer_rows:,} answer rows written"]
+             f"{summary.answer_rows:,} answer rows written in {summary.loads:,} transactions "
+             f"({summary.load_seconds:.1f} s of loading on the driver)"]
     for (query_id, label), (_, precision, error, candidates, seconds) in sorted(summary.totals.items()):
         lines.append(f"[replay]   query {query_id} {label:<12} precision {precision:.4f}  "
                      f"error {error:.4g}  candidates {candidates:,.1f}  {1000 * seconds:.3f} ms/slide")

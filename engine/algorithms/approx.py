@@ -28,7 +28,8 @@ class Approx(EAA):
     inclusion-exclusion; clipped to ``[0, 1]``, and 1 when ``|⋈_I|`` is not positive).  For a
     stream where ``p`` has been seen ``n_y`` times the bound adds ``max(0, m̂_y - n_y)``.
     ``m̂_y`` estimates the occurrences of one object in stream ``y`` from the data: the
-    stream's tuples in the window over its distinct ids (sketch), rounded, at least 1.
+    stream's tuples in the window over its distinct ids (sketch), rounded, at least 1; the
+    ``repeats`` parameter fixes it instead (0, the default: estimate).
     Estimates are refreshed once per slide, after the slide's tuples enter the sketches.
     A ``bestscore`` never rises (new estimates are capped by the old one) and never falls
     below ``currentscore``.  Approximate: an object whose true best exceeds the estimate may
@@ -52,12 +53,14 @@ class Approx(EAA):
     name = "approx"
     summary = "approximate EAA: best scores from FM-sketch appearance correlations (CIKM 2009)"
     exact = False
-    defaults = {"bitmaps": 64}
+    defaults = {"bitmaps": 64, "repeats": 0}
 
     def _reset_bounds(self) -> None:
         d = self.q.dimensions
         if self.params["bitmaps"] < 1:
             raise ValueError(f"bitmaps must be >= 1, got {self.params['bitmaps']}")
+        if self.params["repeats"] < 0:
+            raise ValueError(f"repeats must be 0 (estimate) or >= 1, got {self.params['repeats']}")
         self._sketches = SlidingSketches(d, bitmaps=self.params["bitmaps"])
         self._slide_counts: deque = deque()
         self._start = 0
@@ -81,6 +84,9 @@ class Approx(EAA):
         self._probabilities.clear()
         tuples = np.sum([counts for _, counts in self._slide_counts], axis=0) if self._slide_counts else None
         for y in range(self.q.dimensions):
+            if self.params["repeats"]:
+                self._repeats[y] = self.params["repeats"]
+                continue
             if tuples is None or not tuples[y]:
                 self._repeats[y] = 1
                 continue

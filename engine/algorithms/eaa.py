@@ -28,6 +28,10 @@ ENTRY_WORDS = 2
 
 INFINITY = float("inf")
 
+SCOPES = ("validity", "window")
+"""What the ``occurrences`` bound ``m`` counts: an object's tuples in one stream while it stays
+valid (the paper's "at most once" for ``m = 1``), or within any one window."""
+
 
 class Instance:
     """One aggregated instance ``p^j`` of an object (Section 3.2.1).
@@ -82,7 +86,11 @@ class EAA(AttributeAlgorithm):
 
     Exact when no object occurs more than ``occurrences`` times in one stream while it stays
     valid (``m = 1``: the paper's "at most once"); an entry that sees more raises
-    ``ValueError``.  Costs per tuple: ``O(r (d + log N))`` for ``r`` live instances of the
+    ``ValueError``.  With ``occurrences_per="window"`` the promise is per window instead (for
+    objects that stay valid indefinitely, like World Cup clients): instance ``p^j``'s bound
+    adds ``m - c_i`` with ``c_i`` its own tuples in stream ``i``, since every tuple it covers
+    lies in the one window starting at ``p^j.t``; ``m`` = the count window's length is always
+    sound.  Costs per tuple: ``O(r (d + log N))`` for ``r`` live instances of the
     object plus one step per scanned entry.
 
     ``retained`` counts instances, ``candidates`` objects with a live instance.  ``bytes``:
@@ -103,7 +111,8 @@ class EAA(AttributeAlgorithm):
 
     name = "eaa"
     summary = "EAA: aggregated instances, interval dominance, k dominance set (CIKM 2009)"
-    defaults = {"occurrences": 1}
+    defaults = {"occurrences": 1, "occurrences_per": "validity"}
+    _per_window = False
 
     def _reset(self) -> None:
         self._reset_bounds()
@@ -123,17 +132,34 @@ class EAA(AttributeAlgorithm):
         self._occurrences = self.params["occurrences"]
         if self._occurrences < 1:
             raise ValueError(f"occurrences must be >= 1, got {self._occurrences}")
+        if self.params["occurrences_per"] not in SCOPES:
+            raise ValueError(f"occurrences_per must be one of {', '.join(SCOPES)}, "
+                             f"got {self.params['occurrences_per']!r}")
+        self._per_window = self.params["occurrences_per"] == "window"
 
     def _bound(self, instance: Instance, record: Record) -> float:
-        """The highest score ``instance`` can reach while it lives (``O(d)``)."""
+        """The highest score ``instance`` can reach while it lives (``O(d)``).
+
+        Per validity period, the object's occurrences ``n_i`` since its entry was made count;
+        per window, the instance's own: every tuple it will ever cover lies in the one window
+        that starts at its time, so at most ``m`` per stream.
+        """
         m = self._occurrences
-        return combine([s + (m - n) for s, n in zip(instance.sums, record.counts)], self.q.weights)
+        counts = instance.counts if self._per_window else record.counts
+        return combine([s + (m - n) for s, n in zip(instance.sums, counts)], self.q.weights)
 
     def _count_occurrence(self, oid: int, stream: int, record: Record) -> None:
         record.counts[stream] += 1
-        if record.counts[stream] > self._occurrences:
+        if not self._per_window and record.counts[stream] > self._occurrences:
             raise ValueError(f"{self.name}: object {oid} occurred {record.counts[stream]} times in stream {stream} "
                              f"while valid, more than occurrences={self._occurrences}; raise the parameter")
+
+    def _check_window_occurrences(self, instance: Instance, stream: int) -> None:
+        """Per window: an instance covers one window, so more than ``m`` tuples break the promise."""
+        if self._per_window and instance.counts[stream] > self._occurrences:
+            raise ValueError(f"{self.name}: object {instance.oid} occurred {instance.counts[stream]} times in "
+                             f"stream {stream} within one window, more than occurrences={self._occurrences}; "
+                             "raise the parameter")
 
     def _begin(self, batch: Batch) -> None:
         """Hook run once per slide before its tuples (the approximate algorithm's sketches)."""
@@ -190,6 +216,7 @@ class EAA(AttributeAlgorithm):
         old_current, old_best = instance.current, instance.best
         instance.sums[stream] += value
         instance.counts[stream] += 1
+        self._check_window_occurrences(instance, stream)
         instance.current = combine(instance.sums, self.q.weights)
         instance.best = max(instance.current, min(old_best, self._bound(instance, record)))
         self._csorted.remove((old_current, instance.uid))

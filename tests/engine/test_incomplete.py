@@ -157,6 +157,32 @@ def test_generated_streams(name, case):
     compare(name, data, query, {"occurrences": repeats} if name == "eaa" else {})
 
 
+@settings(max_examples=80, deadline=None)
+@given(case=attribute_cases(), spare=st.integers(0, 1))
+def test_eaa_with_occurrences_per_window(case, spare):
+    """Per-window promise: ``m`` = the most tuples of one object in one stream in any window."""
+    query, (ids, stream, value, t), _ = case
+    most = 1
+    for end in range(len(ids)):
+        inside = (t > t[end] - query.window) & (np.arange(len(ids)) <= end)
+        same = inside & (ids == ids[end]) & (stream == stream[end])
+        most = max(most, int(same.sum()))
+    compare("eaa", (ids, stream, value, t), query, {"occurrences": most + spare, "occurrences_per": "window"})
+
+
+def test_eaa_per_window_rejects_more_occurrences_than_promised():
+    query = engine.Query(weights=[1.0], k=1, window=10, slide=1)
+    eaa = engine.create("eaa", query, occurrences=1, occurrences_per="window")
+    with pytest.raises(ValueError, match="object 5 occurred 2 times in stream 0 within one window.*occurrences=1"):
+        for batch in engine.slides(([5, 5], [0, 0], [0.5, 0.5], [0, 1]), query):
+            eaa.process(batch)
+    timed = engine.Query(weights=[1.0], k=1, window=10, slide=1, kind="time")
+    far_apart = engine.create("eaa", timed, occurrences=1, occurrences_per="window")
+    for batch in engine.slides(([5, 5], [0, 0], [0.5, 0.5], [0, 10]), timed):
+        far_apart.process(batch)
+    assert far_apart.topk().scores.tolist() == [0.5]
+
+
 @pytest.mark.parametrize("k_max", [1, 3, 50])
 def test_sla_view_sizes(k_max):
     rng = np.random.default_rng(k_max)
@@ -330,7 +356,9 @@ def test_eaa_rejects_more_occurrences_than_promised():
 @pytest.mark.parametrize("name,params,message", [
     ("sla", {"k_max": 2}, "k_max must be 0 \\(meaning 2k\\) or >= k \\(3\\), got 2"),
     ("eaa", {"occurrences": 0}, "occurrences must be >= 1, got 0"),
+    ("eaa", {"occurrences_per": "slide"}, "occurrences_per must be one of validity, window, got 'slide'"),
     ("approx", {"bitmaps": 0}, "bitmaps must be >= 1, got 0"),
+    ("approx", {"repeats": -1}, "repeats must be 0 \\(estimate\\) or >= 1, got -1"),
 ])
 def test_bad_parameters(name, params, message):
     with pytest.raises(ValueError, match=message):

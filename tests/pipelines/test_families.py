@@ -139,7 +139,7 @@ def test_taxi_header_only_file_is_refused(spark, tmp_path):
     path.write_text(",".join(["vendor_id", *ingest.taxi.REQUIRED_COLUMNS, *ingest.taxi.AMOUNT_COLUMNS]) + "\n")
     with pytest.raises(InputError, match="no rows to ingest"):
         ingest.ingest(spark, "taxi", [path], db=tmp_path / "topk.duckdb", out=tmp_path, **quiet)
-    assert not (tmp_path / "topk.duckdb").exists() and not (tmp_path / "taxi").exists()
+    assert not (tmp_path / "topk.duckdb").exists() and not (tmp_path / "taxi.parquet").exists()
 
 
 # ---------------------------------------------------------------- worldcup

@@ -17,7 +17,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import ingest, stock
-from pipelines.errors import InputError
+from pipelines.errors import InputError, StoreError
 from pipelines.spark import PROJECT_ROOT
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
@@ -168,17 +168,17 @@ def test_ingest_append_adds_parts_after_the_dataset(spark, tmp_path):
     db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
     quiet = dict(db=db, out=out, log=lambda _: None)
     ingest.ingest(spark, "stock", [day1], **quiet)
-    first_files = dataset_state(db, out / "spy")[1]
-    first = ingest.read_dataset(out / "spy")
+    first_files = dataset_state(db, out / "spy.parquet")[1]
+    first = ingest.read_dataset(out / "spy.parquet")
     summary = ingest.ingest(spark, "stock", [day2], append=True, out=tmp_path / "elsewhere", db=db,
                             log=lambda _: None)
 
-    assert summary.parquet == out / "spy"
+    assert summary.parquet == out / "spy.parquet"
     assert not (tmp_path / "elsewhere").exists()
-    both_files = dataset_state(db, out / "spy")[1]
+    both_files = dataset_state(db, out / "spy.parquet")[1]
     assert {name: data for name, data in both_files.items() if name in first_files} == first_files
-    assert parquet_parts(out / "spy") == ["symbol=SPY/date=2013-10-07", "symbol=SPY/date=2013-10-08"]
-    both = ingest.read_dataset(out / "spy")
+    assert parquet_parts(out / "spy.parquet") == ["symbol=SPY/date=2013-10-07", "symbol=SPY/date=2013-10-08"]
+    both = ingest.read_dataset(out / "spy.parquet")
     assert (summary.rows_written, summary.rows_total) == (20, 50)
     assert both.slice(0, 30).to_pylist() == first.to_pylist()
     assert both.column("seq").to_pylist() == list(range(50))
@@ -196,8 +196,8 @@ def test_ingest_several_symbols_make_one_market_stream(spark, tmp_path):
     summary = ingest.ingest(spark, "stock", [spy, bac], db=db, out=out, log=lambda _: None)
 
     assert (summary.name, summary.rows_written) == ("bac-spy", 65)
-    assert parquet_parts(out / "bac-spy") == ["symbol=BAC/date=2013-10-07", "symbol=SPY/date=2013-10-07"]
-    table = ingest.read_dataset(out / "bac-spy", ["id", "seq", "t", "symbol"])
+    assert parquet_parts(out / "bac-spy.parquet") == ["symbol=BAC/date=2013-10-07", "symbol=SPY/date=2013-10-07"]
+    table = ingest.read_dataset(out / "bac-spy.parquet", ["id", "seq", "t", "symbol"])
     ids, t, symbols = (table.column(name).to_pylist() for name in ("id", "t", "symbol"))
     assert table.column("seq").to_pylist() == list(range(65))
     assert t == sorted(t)
@@ -221,7 +221,7 @@ def test_refusals_leave_duckdb_and_parquet_unchanged(spark, tmp_path):
     db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
     quiet = dict(db=db, out=out, log=lambda _: None)
     ingest.ingest(spark, "stock", [write_trade_zip(tmp_path, "SPY", "20131007", trade_lines(30, seed=1))], **quiet)
-    before = dataset_state(db, out / "spy")
+    before = dataset_state(db, out / "spy.parquet")
     empty = tmp_path / "spy_20131008_trade.zip"
     with zipfile.ZipFile(empty, "w") as archive:
         archive.writestr("20131008_spy_Trade_Tick.csv", "")
@@ -240,8 +240,26 @@ def test_refusals_leave_duckdb_and_parquet_unchanged(spark, tmp_path):
     for arguments, message in refusals:
         with pytest.raises(InputError, match=message):
             ingest.ingest(spark, "stock", **arguments, **quiet)
-        assert dataset_state(db, out / "spy") == before
+        assert dataset_state(db, out / "spy.parquet") == before
     assert not list(out.glob(".*")), "no staging directory is left behind"
+
+
+def test_a_failed_duckdb_write_undoes_the_parquet_move(spark, tmp_path, monkeypatch):
+    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
+    quiet = dict(db=db, out=out, log=lambda _: None)
+    ingest.ingest(spark, "stock", [write_trade_zip(tmp_path, "SPY", "20131007", trade_lines(30, seed=1))], **quiet)
+    before = dataset_state(db, out / "spy.parquet")
+
+    def locked(*_, **__):
+        raise StoreError("cannot open topk.duckdb: locked")
+
+    monkeypatch.setattr(ingest, "_record", locked)
+    day2 = write_trade_zip(tmp_path, "SPY", "20131008", trade_lines(20, seed=2))
+    for append in (True, False):
+        with pytest.raises(StoreError):
+            ingest.ingest(spark, "stock", [day2], append=append, **quiet)
+        assert dataset_state(db, out / "spy.parquet") == before
+    assert sorted(path.name for path in out.iterdir()) == ["spy.parquet"]
 
 
 def test_ingest_cli_refusal_is_one_line_and_status_2(tmp_path):
@@ -252,7 +270,7 @@ def test_ingest_cli_refusal_is_one_line_and_status_2(tmp_path):
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].startswith("error: 1 of 10 rows rejected (10.0%")
     assert "Traceback" not in done.stderr
-    assert not (tmp_path / "spy").exists()
+    assert not (tmp_path / "spy.parquet").exists()
     assert not (tmp_path / "topk.duckdb").exists()
 
 

@@ -11,7 +11,6 @@ only in how they cut partitions (:meth:`SAPBase._unit_done`) and how they build 
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -233,11 +232,12 @@ class SAPBase(Algorithm):
         self._slide: int | None = None
         self._raw: dict[int, np.ndarray] = {}
         self._raw_size = 0
-        self._parts: deque[Partition] = deque()
+        self._parts: list[Partition] = []
         self._serial = 0
         self._open: list[Unit] = []
         self._open_top: Top = empty_top()
         self._filling: Unit | None = None
+        self._open_cache: Top | None = None
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
@@ -273,8 +273,10 @@ class SAPBase(Algorithm):
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
+        self._open_cache = None
         self._expire(e)
         self._arrive(e, values, arrivals)
+        self._open_cache = None
         self._advance_formation(e)
         self._activate_front()
         self._after_step(e)
@@ -297,7 +299,7 @@ class SAPBase(Algorithm):
         if front.last <= gone:
             self._M.clear()
             self._release(front)
-            parts.popleft()
+            del parts[0]
         else:
             self._refill(front)
 
@@ -415,10 +417,13 @@ class SAPBase(Algorithm):
             unit.top = None
 
     def _open_tops(self) -> Top:
-        top = self._open_top
-        if self._filling is not None:
-            top = merge_tops(top, self._filling.top, self._k)
-        return top
+        """The best ``k`` of the open partition and the filling unit (cached per slide)."""
+        if self._open_cache is None:
+            top = self._open_top
+            if self._filling is not None:
+                top = merge_tops(top, self._filling.top, self._k)
+            self._open_cache = top
+        return self._open_cache
 
     def _later_top(self, part: Partition) -> Top:
         """The best ``k`` objects known to be newer than ``part``: candidates of later
@@ -578,7 +583,7 @@ class SAPBase(Algorithm):
             top = _top_in(row[1:])
             self._raw[int(row[0])] = _record(top)
             self._raw_size += len(top[0])
-        self._parts = deque(Partition.from_json(p, self._k) for p in data["partitions"])
+        self._parts = [Partition.from_json(p, self._k) for p in data["partitions"]]
         self._open = [Unit.from_json(u) for u in data["open"]]
         self._open_top = _top_in(data["open_top"])
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])

@@ -9,8 +9,6 @@ the oldest object of its stack.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import deque
-
 import numpy as np
 from sortedcontainers import SortedList
 
@@ -101,7 +99,8 @@ class MeaningfulSet:
         self.stacks: list[list[tuple]] = []
         self._tops = SortedList()
         self._where: dict[int, int] = {}
-        self._oldest_first: deque = deque()
+        self._oldest_first: list[tuple] = []
+        self._head = 0
 
     def __len__(self) -> int:
         return len(self._where)
@@ -111,7 +110,7 @@ class MeaningfulSet:
 
     def absorb(self, stacks: list[list[tuple]]) -> None:
         """Add finished stacks (``O(E log E)`` for ``E`` entries)."""
-        entries = list(self._oldest_first)
+        entries = self._oldest_first[self._head:]
         for stack in stacks:
             if not stack:
                 continue
@@ -123,7 +122,8 @@ class MeaningfulSet:
                 self._where[entry[1]] = index
             entries.extend(stack)
         entries.sort(key=lambda e: e[1])
-        self._oldest_first = deque(entries)
+        self._oldest_first = entries
+        self._head = 0
 
     def best(self) -> tuple | None:
         """The best entry (``O(1)``)."""
@@ -149,8 +149,10 @@ class MeaningfulSet:
         """Drop entries whose expiry key is below ``bound``; returns how many."""
         queue, where, position = self._oldest_first, self._where, self._expiry
         gone = 0
-        while queue and queue[0][position] < bound:
-            entry = queue.popleft()
+        head = self._head
+        while head < len(queue) and queue[head][position] < bound:
+            entry = queue[head]
+            head += 1
             index = where.get(entry[1])
             if index is None:
                 continue
@@ -158,13 +160,18 @@ class MeaningfulSet:
             self._tops.remove((entry[0], entry[1], index))
             self._pop_top(index)
             gone += 1
+        if 2 * head > len(queue):
+            del queue[:head]
+            head = 0
+        self._head = head
         return gone
 
     def clear(self) -> None:
         self.stacks = []
         self._tops = SortedList()
         self._where = {}
-        self._oldest_first = deque()
+        self._oldest_first = []
+        self._head = 0
 
     def seqs(self) -> np.ndarray:
         """``seq`` of every entry (``O(|M|)``)."""
@@ -189,5 +196,5 @@ class MeaningfulSet:
                 tops.append((stack[-1][0], stack[-1][1], index))
         assert count == len(self._where), "entry index has extra entries"
         assert list(self._tops) == sorted(tops), "tree of tops disagrees with the stacks"
-        alive = [e[1] for e in self._oldest_first if e[1] in self._where]
+        alive = [e[1] for e in self._oldest_first[self._head:] if e[1] in self._where]
         assert sorted(alive) == sorted(self._where) and alive == sorted(alive), "expiry queue"

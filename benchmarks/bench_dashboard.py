@@ -1,6 +1,6 @@
 """Measure the Live page as a user feels it, in a real browser: knob-to-table latency and playback rate.
 
-``python -m app.responsiveness --db var/topk.duckdb [--dataset spy] [--seconds 10]`` starts
+``python -m benchmarks.bench_dashboard --db var/topk.duckdb [--dataset spy] [--seconds 10]`` starts
 ``streamlit run`` on a free port, opens the Live page in headless Chromium with every
 registered single-stream algorithm (six on main today), and reports
 
@@ -9,7 +9,7 @@ registered single-stream algorithm (six on main today), and reports
 - ``playback_objects_per_s``: trace rows replayed per second of wall-clock time while playing
   at the highest speed (one refresh per second), from the page's own status line.
 
-Also exposes ``COLUMNS`` and ``run(quick)`` like the ``benchmarks`` modules, so ``make bench``
+Exposes ``COLUMNS`` and ``run(quick)`` like every ``benchmarks`` module, so ``make bench``
 can list it. A measurement, never a test assertion.
 """
 
