@@ -303,8 +303,8 @@ def render(run: LiveRun, profile: presets.Profile) -> None:
     frame, wrong = tables.comparison(run.exact, shown, (lambda seq: time_text(trace, profile, seq))
                                      if profile.timed else None)
     st.markdown(f"**Top-{run.setup.query.k} at slide {run.current if run.current is not None else '–'}**: the exact "
-                f"answer ({run.reference}) rank by rank; one column per algorithm with the object id it returned; "
-                "highlighted cells differ from the exact answer.")
+                f"answer ({run.reference}) rank by rank; one column per algorithm: ✓ where it "
+                "returned the exact object, else the id it returned, highlighted when it differs from the exact answer.")
     st.table(tables.styled(frame, wrong))
 
     history = run.metrics_frame(HISTORY)
