@@ -168,8 +168,9 @@ if trace is not None and trace.t_unit in units.MS_PER and exact is not None:
              for i, r in zip(exact.ids, rows_of)}
     time_of = lambda _seq: [times[int(i)] for i in exact.ids]  # noqa: E731 (the ids, in rank order)
 frame, wrong = tables.comparison(exact, shown, time_of)
-st.markdown(f"**Top-{query.k} at slide {slide}**: the exact answer rank by rank; one column per algorithm: ✓ where it "
-            "returned the exact object, else the id it returned, highlighted when it differs from the exact answer.")
+st.markdown(f"**Top-{query.k} at slide {slide}**: the exact answer rank by rank; one column per algorithm: "
+            "✓ where it returned the exact object, else the id it returned, highlighted when it differs from the "
+            "exact answer.")
 st.table(tables.styled(frame, wrong))
 st.download_button("Download every answer of this query (CSV)", partial(data.answers_csv, db, run_id, query_id),
                    file_name=f"{run_id}-query{query_id}-answers.csv", mime="text/csv", icon=":material/download:",
