@@ -203,7 +203,8 @@ def window_panels(window: pd.DataFrame, candidates: pd.DataFrame, answers: pd.Da
     x = time_encoding(timed, tz)
     y = alt.Y("score:Q", title="score (log scale)" if log else "score",
               scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
-              axis=alt.Axis(format="~s", values=log_ticks(scores)) if log else alt.Axis(format="~s"))
+              axis=alt.Axis(format=tick_format(log_ticks(scores)), values=log_ticks(scores)) if log else
+              alt.Axis(format="~s" if scores.abs().max() >= 1000 else ",~g"))
     time_tip = alt.Tooltip("time:N", title="time") if timed else alt.Tooltip("t:Q")
     tips = ["algorithm:N", "rank:Q", time_tip, alt.Tooltip("score:Q", format=",.6~g")]
     base = alt.Chart(width=width, height=200).encode(x=x, y=y)

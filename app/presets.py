@@ -90,6 +90,11 @@ def replayed_queries(dataset: str, folder: Path = CONFIGS) -> list[dict]:
     return found
 
 
+def objects_word(family: str) -> str:
+    """What the objects of a dataset family are called in labels (``trades``, ``trips``, ...)."""
+    return {"stock": "trades", "taxi": "trips", "worldcup": "tuples"}.get(family, "objects")
+
+
 def describe_weights(weights: dict[str, float]) -> str:
     """``{"notional": 1}`` as ``largest notional``; a mix as ``notional − 0.5·size``.
 
@@ -111,7 +116,7 @@ def profile(name: str, family: str, features: Sequence[str], t_unit: str) -> Pro
     """The profile of a dataset, with its presets (the ``make run`` query first when it has one)."""
     features = tuple(features)
     presets: list[Preset] = []
-    things = {"stock": "trades", "taxi": "trips", "worldcup": "tuples"}.get(family, "objects")
+    things = objects_word(family)
     for replayed in replayed_queries(name):
         try:
             weights = replayed["weights"]

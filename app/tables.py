@@ -1,8 +1,9 @@
 """The comparison table: the exact answer rank by rank, one column per algorithm.
 
-A cell holds the object id the algorithm returned at that rank; cells that differ from the
-exact answer (by :func:`engine.metrics.disagreements`: another object of another score, or a
-missing rank) are highlighted.
+A cell holds ``✓`` where the algorithm returned the exact object at that rank, else the id it
+returned; cells that differ from the exact answer (by :func:`engine.metrics.disagreements`:
+another object of another score, or a missing rank) are highlighted. (Another object with
+the same score is shown by id but not highlighted: ties may go either way.)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from engine import metrics
 DISAGREE = "background-color: rgba(255, 75, 75, 0.30); font-weight: 600"
 EXACT_ID, EXACT_SCORE, EXACT_TIME = "exact id", "exact score", "time"
 MISSING = "–"
+SAME = "✓"
 
 
 def comparison(exact: Answer | None, answers: Mapping[str, Answer],
@@ -40,7 +42,7 @@ def comparison(exact: Answer | None, answers: Mapping[str, Answer],
     >>> b = Answer(np.array([7, 4]), np.array([3.0, 2.5]), np.array([7, 4]))
     >>> frame, wrong = comparison(b, {"x": a})
     >>> frame.to_dict("list")
-    {'rank': [1, 2], 'exact id': ['7', '4'], 'exact score': [3.0, 2.5], 'x': ['7', '9']}
+    {'rank': [1, 2], 'exact id': ['7', '4'], 'exact score': [3.0, 2.5], 'x': ['✓', '9']}
     >>> wrong["x"].tolist()
     [False, True]
     """
@@ -59,7 +61,11 @@ def comparison(exact: Answer | None, answers: Mapping[str, Answer],
             frame[EXACT_TIME] = list(time_of(exact.seq)) + [MISSING] * (depth - len(exact))
             wrong[EXACT_TIME] = False
     for name, answer in answers.items():
-        frame[name] = column(answer.ids)
+        cells = column(answer.ids)
+        if exact is not None:
+            cells = [SAME if i < len(exact) and i < len(answer) and answer.ids[i] == exact.ids[i] else cell
+                     for i, cell in enumerate(cells)]
+        frame[name] = cells
         if exact is None:
             wrong[name] = False
             continue

@@ -77,8 +77,10 @@ def tick_budget(render_s: float) -> float:
     return max(0.1, min(BUDGET, TICK - render_s - 0.15))
 
 
-def toggle_play() -> None:
-    ss.playing = not ss.playing
+def set_playing(playing: bool) -> None:
+    """Play or pause. The button passes the state it offers, not a toggle: a click delivered
+    twice (a rerun request coalesced with a playback tick) must not undo itself."""
+    ss.playing = playing
 
 
 def step() -> None:
@@ -142,8 +144,8 @@ def new_run(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None
 
         def steps() -> Iterator[float]:
             yield from run.replay_steps(old.rows)
-            if run.slide < first_window:  # the old position lies before the new first window: show that one
-                yield from slide_steps(run, first_window - run.slide)
+            if run.current is None:  # the old position ends before the first new slide: show the first window
+                yield from slide_steps(run, first_window)
 
         return run, steps(), f"the last window before row {old.rows:,}"
     if at is not None:
@@ -301,8 +303,8 @@ def render(run: LiveRun, profile: presets.Profile) -> None:
     frame, wrong = tables.comparison(run.exact, shown, (lambda seq: time_text(trace, profile, seq))
                                      if profile.timed else None)
     st.markdown(f"**Top-{run.setup.query.k} at slide {run.current if run.current is not None else '–'}**: the exact "
-                f"answer ({run.reference}) rank by rank; one column per algorithm with the object id it returned; "
-                "highlighted cells differ from the exact answer.")
+                f"answer ({run.reference}) rank by rank; one column per algorithm: ✓ where it "
+                "returned the exact object, else the id it returned, highlighted when it differs from the exact answer.")
     st.table(tables.styled(frame, wrong))
 
     history = run.metrics_frame(HISTORY)
@@ -526,7 +528,7 @@ playing = bool(ss.playing) and not run.done
 ss.playing = playing
 ss.setdefault("speed", 20)
 play_col, step_col, restart_col, speed_col = st.columns([1, 1, 1, 4], vertical_alignment="bottom")
-play_col.button("Pause" if playing else "Play", key="play", on_click=toggle_play, type="primary", width="stretch",
+play_col.button("Pause" if playing else "Play", key="play", on_click=set_playing, args=(not playing,), type="primary", width="stretch",
                 icon=":material/pause:" if playing else ":material/play_arrow:", disabled=run.done and not playing)
 step_col.button("Step", key="step", icon=":material/skip_next:", on_click=step, disabled=run.done, width="stretch")
 restart_col.button("Restart", key="restart", icon=":material/replay:", on_click=restart, width="stretch")

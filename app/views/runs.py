@@ -26,13 +26,14 @@ def weights_of(row: pd.Series) -> list[float]:
     return [float(w) for w in weights]
 
 
-def describe(row: pd.Series, features: list[str], t_unit: str) -> str:
+def describe(row: pd.Series, features: list[str], t_unit: str, family: str = "") -> str:
     """One line for a query with feature names: ``#0 · largest notional · k 10 · last 10,000 objects / 500``."""
     weights = weights_of(row)
     named = dict(zip(features, weights)) if len(features) == len(weights) else \
         {f"feature {j}": w for j, w in enumerate(weights)}
     if row.kind == "count":
-        span = f"last {units.format_count(int(row.window))} objects, slide {units.format_count(int(row.slide))}"
+        span = f"last {units.format_count(int(row.window))} {presets.objects_word(family)}, " \
+               f"slide {units.format_count(int(row.slide))}"
     else:
         span = f"last {units.format_duration(int(row.window), t_unit)}, " \
                f"slide {units.format_duration(int(row.slide), t_unit)}"
@@ -93,7 +94,8 @@ queries = data.run_queries(db, run_id)
 if queries.empty:
     st.info("This run has no queries recorded.")
     st.stop()
-query_labels = {int(r.query_id): describe(r, info["features"], info["t_unit"]) for _, r in queries.iterrows()}
+query_labels = {int(r.query_id): describe(r, info["features"], info["t_unit"], info["family"])
+                for _, r in queries.iterrows()}
 if "query_id" not in st.session_state and str(st.query_params.get("query", "")).isdigit() \
         and int(st.query_params["query"]) in query_labels:
     st.session_state.query_id = int(st.query_params["query"])
@@ -166,8 +168,9 @@ if trace is not None and trace.t_unit in units.MS_PER and exact is not None:
              for i, r in zip(exact.ids, rows_of)}
     time_of = lambda _seq: [times[int(i)] for i in exact.ids]  # noqa: E731 (the ids, in rank order)
 frame, wrong = tables.comparison(exact, shown, time_of)
-st.markdown(f"**Top-{query.k} at slide {slide}**: the exact answer rank by rank; one column per algorithm; "
-            "highlighted cells differ from the exact answer.")
+st.markdown(f"**Top-{query.k} at slide {slide}**: the exact answer rank by rank; one column per algorithm: "
+            "✓ where it returned the exact object, else the id it returned, highlighted when it differs from the "
+            "exact answer.")
 st.table(tables.styled(frame, wrong))
 st.download_button("Download every answer of this query (CSV)", partial(data.answers_csv, db, run_id, query_id),
                    file_name=f"{run_id}-query{query_id}-answers.csv", mime="text/csv", icon=":material/download:",
@@ -176,7 +179,7 @@ st.download_button("Download every answer of this query (CSV)", partial(data.ans
 chart_data, stride = thinned(metrics)
 st.subheader("Over time", help="; ".join(f"**{name}**: {text}" for name, text in charts.METRICS.values()))
 if stride > 1:
-    st.caption(f"Charts show every {stride}th slide.")
+    st.caption(f"Charts show one slide in {stride}.")
 if (metrics.precision == 1.0).all() and (metrics.error == 0.0).all():
     st.caption("Precision and error are not drawn: every answer of this run was exact (precision 1, error 0).")
 else:
@@ -207,7 +210,9 @@ else:
                                                                               format="YYYY-MM-DD HH:mm:ss")})
 
 st.subheader("Compare with another run")
-others = {f"{r.run_id}|{int(q.query_id)}": f"{labels[r.run_id]} · {describe(q, info['features'], info['t_unit'])}"
+infos = {name: data.dataset_info(db, name) for name in runs.dataset.unique()}
+others = {f"{r.run_id}|{int(q.query_id)}": f"{labels[r.run_id]} · "
+          f"{describe(q, infos[r.dataset]['features'], infos[r.dataset]['t_unit'], infos[r.dataset]['family'])}"
           for r in runs.itertuples() for _, q in data.run_queries(db, r.run_id).iterrows()
           if (r.run_id, int(q.query_id)) != (run_id, query_id)}
 if not others:

@@ -135,13 +135,13 @@ def test_comparison_marks_cells_that_differ_from_the_exact_answer():
     frame, wrong = tables.comparison(exact, {"good": exact, "bad": answer([3, 8], [0.9, 0.4])},
                                      time_of=lambda seq: [f"t{s}" for s in seq])
     assert frame.columns.tolist() == ["rank", "exact id", "exact score", "time", "good", "bad"]
-    assert frame["bad"].tolist() == ["3", "8", "–"]
+    assert frame["bad"].tolist() == ["✓", "8", "–"] and frame["good"].tolist() == ["✓"] * 3
     assert wrong["bad"].tolist() == [False, True, True] and not wrong["good"].any()
     style = tables.styled(frame, wrong).to_html().split("</style>")[0]
     assert "_row1_col5" in style and "_row2_col5" in style and "_row0_col5" not in style
     assert "col4" not in style
     plain, none = tables.comparison(None, {"a": exact})
-    assert plain.columns.tolist() == ["rank", "a"] and not none.any().any()
+    assert plain.columns.tolist() == ["rank", "a"] and not none.any().any() and plain["a"].tolist() == ["3", "1", "2"]
 
 
 # session ------------------------------------------------------------------------------------
