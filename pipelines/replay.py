@@ -43,7 +43,11 @@ from .replay_tasks import ReplayTask, is_attribute_dataset, read_rows, run_parti
 from .spark import spark_session
 
 POLL_SECONDS = 0.5
-"""How often the driver looks for complete segments while the job runs."""
+"""How often the driver checks on the job (and a signal) while it runs."""
+LOAD_SECONDS = 10.0
+"""How often the driver loads complete segments while the job runs: each load costs a
+connection, a transaction and a checkpoint, and keeps only the last snapshots of its
+segments, so loading several segments at once is cheaper than one at a time."""
 PROGRESS_SECONDS = 5.0
 """How often the driver logs progress inside the job."""
 
@@ -414,17 +418,21 @@ def run_job(spark: SparkSession, plan: ReplayPlan, summary: ReplaySummary, log: 
     reporter = ProgressReporter(loads, log, began)
     thread = threading.Thread(target=job, name="replay-job", daemon=True)
     thread.start()
+    last_load = time.perf_counter()
     try:
         while thread.is_alive():
             thread.join(POLL_SECONDS)
-            load_complete(plan, loads, summary)
+            if time.perf_counter() - last_load >= LOAD_SECONDS:
+                load_complete(plan, loads, summary)
+                last_load = time.perf_counter()
             reporter.maybe_report()
     except BaseException:
         with contextlib.suppress(Exception):
             context.cancelJobGroup(f"replay-{plan.run_id}")
         thread.join(30)
         raise
-    load_complete(plan, loads, summary)
+    while load_complete(plan, loads, summary):
+        pass
     if "error" in outcome:
         raise RuntimeError(f"replay task failed: {task_failure(outcome['error'])}") from None
     if not all(load.done for load in loads):
@@ -442,11 +450,11 @@ def task_failure(error: BaseException) -> str:
     return python[-1] if python else (lines[0] if lines else type(error).__name__)
 
 
-def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySummary) -> None:
-    """Load every complete segment not loaded yet: one transaction per query."""
+def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySummary) -> bool:
+    """Load every complete segment not loaded yet, one transaction per query; whether any was."""
     pending = [(load, markers) for load in loads if not load.done for markers in [load.markers()] if markers]
     if not pending:
-        return
+        return False
     began = time.perf_counter()
     config = plan.config
     with store.connection(plan.db) as con:
@@ -462,6 +470,7 @@ def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySumma
             summary.slides_written += slides
             summary.loads += 1
     summary.load_seconds += time.perf_counter() - began
+    return True
 
 
 class ProgressReporter:
