@@ -144,10 +144,10 @@ def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
 
             # Time windows: lengths that suit the clock, no error, the same table shape.
             page.get_by_test_id("stRadio").get_by_text("time", exact=True).click()
+            expect(page).to_have_url(re.compile(r"kind=time"), timeout=30_000)  # the rerun has happened
             expect(page.get_by_role("textbox", name=re.compile(r"^Window"))).to_have_value("1000", timeout=30_000)
             expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
             expect(page.get_by_test_id("stTable").locator("tbody tr")).to_have_count(5, timeout=30_000)
-            assert "kind=time" in page.url
             screenshot(page, tmp_path, "live-time-window")
 
             # Runs: the run written by the fixtures, scrubbed with the same table.
