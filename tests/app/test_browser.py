@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -43,12 +44,17 @@ def chromium() -> str:
 @pytest.fixture
 def server(tmp_path, filled_db):
     """The dashboard on a free port over the test database (dataset ``demo``, run ``run-1``)."""
+    yield from serve(filled_db, tmp_path)
+
+
+def serve(db: Path, tmp_path: Path):
+    """Run ``streamlit run`` on a free port over ``db``; yields its URL, stops it afterwards."""
     port = free_port()
     log = open(tmp_path / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app/streamlit_app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false", "--", "--db", str(filled_db)],
+         "--browser.gatherUsageStats", "false", "--", "--db", str(db)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
@@ -164,4 +170,42 @@ def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
             page.wait_for_timeout(1_000)
             screenshot(page, tmp_path, "benchmarks")
         finally:
+            browser.close()
+
+
+@pytest.fixture
+def pipeline_db(tmp_path) -> Path:
+    """A database filled by the real pipelines: a synthetic ingest, then a Spark replay."""
+    db, config = tmp_path / "pipeline.duckdb", tmp_path / "replay.json"
+    config.write_text(json.dumps({
+        "name": "browser", "dataset": "uni", "shards": 2,
+        "queries": [{"weights": {"x_0": 1.0, "x_1": 0.5}, "k": 4, "window": 400, "slide": 100, "kind": "count"}],
+        "algorithms": [{"name": "oracle"}, {"name": "sap"}, {"name": "sao", "params": {"memory": 40}}]}))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    for command in (["pipelines.ingest", "synthetic:time-u", "--rows", "2000", "--dims", "2", "--name", "uni",
+                     "--out", str(tmp_path / "datasets")],
+                    ["pipelines.replay", "--config", str(config)]):
+        done = subprocess.run([sys.executable, "-m", *command, "--db", str(db)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{command[0]} failed:\n{done.stdout}\n{done.stderr}"
+    return db
+
+
+def test_runs_page_on_a_run_made_by_the_pipeline(chromium, pipeline_db, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    import duckdb
+
+    with duckdb.connect(str(pipeline_db), read_only=True) as con:
+        run_id, = con.execute("SELECT run_id FROM runs WHERE status = 'finished'").fetchone()
+        last, = con.execute("SELECT max(slide) FROM answers WHERE algorithm = 'oracle'").fetchone()
+    for url in serve(pipeline_db, tmp_path):
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            page.goto(f"{url}/runs?run={run_id}")
+            expect(page.get_by_text(f"Top-4 at slide {last}")).to_be_visible(timeout=60_000)
+            expect(page.get_by_test_id("stTable").first.locator("tbody tr")).to_have_count(4)
+            expect(page.get_by_text("sap").first).to_be_visible()
+            screenshot(page, tmp_path, "runs-pipeline")
             browser.close()
