@@ -10,6 +10,7 @@ only in how they cut partitions (:meth:`SAPBase._unit_done`) and how they build 
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import Any
 
@@ -249,8 +250,9 @@ class SAPBase(Algorithm):
     def _reset_variant(self) -> None:
         """Variant state (TBUI)."""
 
+    @abc.abstractmethod
     def _choose_unit_slides(self) -> int:
-        raise NotImplementedError
+        """Slides in the next unit (the variant's partitioning rule)."""
 
     # ----------------------------------------------------------------- per slide
     def process(self, batch: Batch) -> None:
@@ -355,8 +357,9 @@ class SAPBase(Algorithm):
     def _observe(self, values: np.ndarray) -> None:
         """Variant hook on every slide's scores (TBUI)."""
 
+    @abc.abstractmethod
     def _unit_done(self, unit: Unit) -> None:
-        raise NotImplementedError
+        """A unit is complete: the variant decides whether it ends the open partition."""
 
     # ----------------------------------------------------------------- partitions
     def _finalize(self, units: list[Unit], top: Top) -> None:
