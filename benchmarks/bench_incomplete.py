@@ -84,6 +84,17 @@ def max_occurrences(ids: np.ndarray, stream: np.ndarray, keys: np.ndarray, windo
     return most
 
 
+def evaluate(algorithms: dict, precision: list, error: list, sizes: dict) -> None:
+    """One evaluated slide: EAA must equal the brute force; approx's precision and error against
+    it, and every algorithm's retained size, are appended."""
+    exact, approximate = algorithms["oracle-incomplete"].topk(), algorithms["approx"].topk()
+    assert np.array_equal(algorithms["eaa"].topk().ids, exact.ids), "eaa differs from the brute force"
+    precision.append(engine.metrics.precision(exact, approximate))
+    error.append(engine.metrics.absolute_error(exact, approximate))
+    for name, algorithm in algorithms.items():
+        sizes[name].append(algorithm.stats()["retained"])
+
+
 MEMORY = 30
 """The generator's per-stream memory ``C`` (not given by the paper; see the module notes)."""
 
@@ -121,12 +132,7 @@ def run_case(streams: int, window: int, k: int, xi: float, memory: int = MEMORY,
             algorithm.topk()
             seconds[name] += time.process_time() - started
         if batch.end > 2 * window:
-            exact, approximate = algorithms["oracle-incomplete"].topk(), algorithms["approx"].topk()
-            assert np.array_equal(algorithms["eaa"].topk().ids, exact.ids), "eaa differs from the brute force"
-            precision.append(engine.metrics.precision(exact, approximate))
-            error.append(engine.metrics.absolute_error(exact, approximate))
-            for name, algorithm in algorithms.items():
-                sizes[name].append(algorithm.stats()["retained"])
+            evaluate(algorithms, precision, error, sizes)
     tuples = sum(len(batch) for batch in batches)
     return {"size_sla": float(np.mean(sizes["sla"])), "size_eaa": float(np.mean(sizes["eaa"])),
             "size_approx": float(np.mean(sizes["approx"])), "precision_approx": float(np.mean(precision)),
@@ -164,12 +170,7 @@ def run_worldcup(streams: int = 2, hours: tuple[str, ...] = WORLDCUP_HOURS, repe
         for algorithm in algorithms.values():
             algorithm.process(batch)
         if batch.end > 2 * window:
-            exact, approximate = algorithms["oracle-incomplete"].topk(), algorithms["approx"].topk()
-            assert np.array_equal(algorithms["eaa"].topk().ids, exact.ids), "eaa differs from the brute force"
-            precision.append(engine.metrics.precision(exact, approximate))
-            error.append(engine.metrics.absolute_error(exact, approximate))
-            for name, algorithm in algorithms.items():
-                sizes[name].append(algorithm.stats()["retained"])
+            evaluate(algorithms, precision, error, sizes)
     return {"bench": "incomplete", "case": f"worldcup: d={streams} W={window} k={k} m={most} repeats={repeats or 'est.'}",
             "streams": streams, "window": window, "k": k, "size_sla": float(np.mean(sizes["oracle-incomplete"])),
             "size_eaa": float(np.mean(sizes["eaa"])), "size_approx": float(np.mean(sizes["approx"])),

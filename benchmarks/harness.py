@@ -20,6 +20,7 @@ import numpy as np
 import engine
 from benchmarks import workloads
 from benchmarks.baselines import DuckDBAttributeWindow, DuckDBWindow
+from benchmarks.bench_incomplete import max_occurrences
 from benchmarks.common import TooSlow, measure_runs
 from benchmarks.registry import Case, algorithms, params_for
 
@@ -51,21 +52,6 @@ def stream_for(case: Case, quick: bool, budget_rows: int):
         return (ids, stream, value, t), len(ids)
     data = workloads.object_stream(case.workload, m, case.n, quick, d=case.d, **options)
     return data, workloads.trace_length(case.workload, quick, **options)
-
-
-def max_occurrences(data, query) -> int:
-    """Most times one (object, stream) pair occurs within one window of an attribute stream.
-
-    EAA's ``occurrences`` parameter (paper Section 5, with ``occurrences_per="window"``) must bound it; the harness measures it on
-    the stream and passes it to every algorithm that takes the parameter.  Count windows
-    (rows); ``O(m log m)``.
-    """
-    ids, stream, _, _ = data
-    pairs = np.unique(np.stack([ids, stream], axis=1), axis=0, return_inverse=True)[1].ravel()
-    position = np.arange(len(ids), dtype=np.int64)
-    keys = np.sort(pairs.astype(np.int64) * (len(ids) + query.window + 1) + position)
-    inside = np.searchsorted(keys, keys + query.window, side="left") - np.arange(len(keys))
-    return int(inside.max()) if len(keys) else 1
 
 
 def timed_rows(case: Case) -> int:
@@ -122,7 +108,8 @@ def run_case(case: Case, quick: bool, log=print) -> list[dict]:
     names = [oracle_name] + ([SQL] if case.family != "sao" else []) + others
     # Repeated (object, stream) pairs (World Cup clients) need EAA's per-window promise of the
     # measured bound; streams without repeats (the paper's generator) keep its tighter default.
-    repeats = max_occurrences(data, query) if case.stream == "incomplete" else 1
+    repeats = max_occurrences(data[0], data[1], np.arange(len(data[0])), query.window) \
+        if case.stream == "incomplete" else 1
     measured = {"occurrences": repeats, "occurrences_per": "window"} if repeats > 1 else {}
     rows, found, reference = [], {}, None
     for name in names:
