@@ -7,13 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from ..attributes import combine
+from ..attributes import attribute_sum, combine
 from ..base import WORD
 from ..fmsketch import SlidingSketches
-from ..jsondata import ints_in
+from ..jsondata import floats_in, floats_out, ints_in
 from ..registry import register
 from ..stream import Batch
 from .eaa import EAA, Instance, Record
+
+UNSEEN_VALUES = ("mean", "max")
+"""What one occurrence not seen yet adds to a best score, times its probability: the window's
+mean value in that stream (its expected value), or the largest value, 1 (the paper's formula)."""
 
 
 @register
@@ -21,22 +25,27 @@ class Approx(EAA):
     """EAA with best scores estimated from appearance correlations between streams.
 
     Like :class:`EAA`, but an instance's ``bestscore`` takes, for a stream ``y`` where its
-    object ``p`` has not been seen, ``m̂_y · Pr(X_y = 1 | X_I = 1)`` instead of the maximum:
-    ``I`` is the set of streams where ``p`` has been seen, and the probability is
-    ``|⋈_{I ∪ {y}}| / |⋈_I|``, join sizes of the current window estimated by per-stream
-    sliding-window FM sketches (:mod:`engine.fmsketch`; unions by OR, intersections by
-    inclusion-exclusion; clipped to ``[0, 1]``, and 1 when ``|⋈_I|`` is not positive).  For a
-    stream where ``p`` has been seen ``n_y`` times the bound adds ``max(0, m̂_y - n_y)``.
+    object ``p`` has not been seen, ``m̂_y · Pr(X_y = 1 | X_I = 1) · v̂_y`` instead of the
+    maximum ``m · 1``: ``I`` is the set of streams where ``p`` has been seen, and the
+    probability is ``|⋈_{I ∪ {y}}| / |⋈_I|``, join sizes of the current window estimated by
+    per-stream sliding-window FM sketches (:mod:`engine.fmsketch`; unions by OR, intersections
+    by inclusion-exclusion; clipped to ``[0, 1]``, and 1 when ``|⋈_I|`` is not positive).  For
+    a stream where ``p`` has been seen ``n_y`` times the bound adds ``max(0, m̂_y - n_y) · v̂_y``.
     ``m̂_y`` estimates the occurrences of one object in stream ``y`` from the data: the
     stream's tuples in the window over its distinct ids (sketch), rounded, at least 1; the
-    ``repeats`` parameter fixes it instead (0, the default: estimate).
+    ``repeats`` parameter fixes it instead (0, the default: estimate).  ``v̂_y``, the value an
+    occurrence not seen yet is counted with, is set by ``unseen_value``: ``"mean"`` (default)
+    the mean value of stream ``y``'s tuples in the window (1 while it has none), so that an
+    unseen attribute counts its expected value ``Pr · E[value]``; ``"max"`` the largest value,
+    1, which is the paper's formula read literally (``ṽ_b(y) = Pr``) and prunes less (see
+    ``docs/algorithms/incomplete.md`` for the numbers behind the default).
     Estimates are refreshed once per slide, after the slide's tuples enter the sketches.
     A ``bestscore`` never rises (new estimates are capped by the old one) and never falls
     below ``currentscore``.  Approximate: an object whose true best exceeds the estimate may
     be dropped too early.
 
     ``retained`` counts instances; ``bytes`` adds the sketches (``d · bitmaps · 32``
-    timestamps) and ``d`` tuple counters per slide of the window.
+    timestamps) and ``2d`` counters per slide of the window (tuples and value sums per stream).
 
     Examples
     --------
@@ -53,7 +62,7 @@ class Approx(EAA):
     name = "approx"
     summary = "approximate EAA: best scores from FM-sketch appearance correlations (CIKM 2009)"
     exact = False
-    defaults = {"bitmaps": 64, "repeats": 0}
+    defaults = {"bitmaps": 64, "repeats": 0, "unseen_value": "mean"}
 
     def _reset_bounds(self) -> None:
         d = self.q.dimensions
@@ -61,28 +70,35 @@ class Approx(EAA):
             raise ValueError(f"bitmaps must be >= 1, got {self.params['bitmaps']}")
         if self.params["repeats"] < 0:
             raise ValueError(f"repeats must be 0 (estimate) or >= 1, got {self.params['repeats']}")
+        if self.params["unseen_value"] not in UNSEEN_VALUES:
+            raise ValueError(f"unseen_value must be one of {', '.join(UNSEEN_VALUES)}, "
+                             f"got {self.params['unseen_value']!r}")
         self._sketches = SlidingSketches(d, bitmaps=self.params["bitmaps"])
         self._slide_counts: deque = deque()
         self._start = 0
         self._unions: dict[int, float] = {}
         self._probabilities: dict[tuple[int, int], float] = {}
         self._repeats = [1] * d
+        self._values = [1.0] * d
 
     def _begin(self, batch: Batch) -> None:
-        ids, stream, _, keys, _ = self._tuples(batch)
+        ids, stream, value, keys, _ = self._tuples(batch)
         d = self.q.dimensions
         self._start = batch.window_start(self.q)
         self._sketches.add(stream, ids, keys)
-        self._slide_counts.append((batch.end, np.bincount(stream, minlength=d).tolist()))
+        self._slide_counts.append((batch.end, np.bincount(stream, minlength=d).tolist(),
+                                   np.bincount(stream, weights=value, minlength=d).tolist()))
         while self._slide_counts[0][0] - self.q.slide < self._start:
             self._slide_counts.popleft()
         self._estimate()
 
     def _estimate(self) -> None:
-        """Fresh per-slide estimates: caches cleared, ``m̂_y`` from tuples over distinct ids."""
+        """Fresh per-slide estimates: caches cleared, ``m̂_y`` from tuples over distinct ids,
+        ``v̂_y`` (``O(d · (slides + B L))``)."""
         self._unions.clear()
         self._probabilities.clear()
-        tuples = np.sum([counts for _, counts in self._slide_counts], axis=0) if self._slide_counts else None
+        self._values = self._value_estimates()
+        tuples = np.sum([counts for _, counts, _ in self._slide_counts], axis=0) if self._slide_counts else None
         for y in range(self.q.dimensions):
             if self.params["repeats"]:
                 self._repeats[y] = self.params["repeats"]
@@ -92,6 +108,15 @@ class Approx(EAA):
                 continue
             distinct = self._sketches.union([y], self._start)
             self._repeats[y] = max(1, int(round(tuples[y] / distinct)))
+
+    def _value_estimates(self) -> list[float]:
+        """``v̂_y`` per stream: 1 (``"max"``), or the window's mean value (1 with no tuple)."""
+        d = self.q.dimensions
+        if self.params["unseen_value"] == "max" or not self._slide_counts:
+            return [1.0] * d
+        tuples = [sum(counts[y] for _, counts, _ in self._slide_counts) for y in range(d)]
+        sums = [attribute_sum(sums[y] for _, _, sums in self._slide_counts) for y in range(d)]
+        return [min(1.0, total / n) if n else 1.0 for total, n in zip(sums, tuples)]
 
     def _probability(self, seen: list[int], y: int) -> float:
         """Estimated ``Pr(X_y = 1 | X_seen = 1)`` in the current window."""
@@ -108,9 +133,9 @@ class Approx(EAA):
         values = []
         for y, (total, n) in enumerate(zip(instance.sums, record.counts)):
             if n:
-                values.append(total + max(0, self._repeats[y] - n))
+                values.append(total + max(0, self._repeats[y] - n) * self._values[y])
             else:
-                values.append(self._repeats[y] * self._probability(seen, y))
+                values.append(self._repeats[y] * self._probability(seen, y) * self._values[y])
         return combine(values, self.q.weights)
 
     def _count_occurrence(self, oid: int, stream: int, record: Record) -> None:
@@ -126,24 +151,29 @@ class Approx(EAA):
         if self._end is not None:
             assert self._start == self._end - self.q.window, "sketch window start"
             assert stamps.max() < self._end, "a sketch bit set in the future"
-        ends = [end for end, _ in self._slide_counts]
+        ends = [end for end, _, _ in self._slide_counts]
         assert all(a < b for a, b in zip(ends, ends[1:])), "slide counters out of order"
         assert all(end - self.q.slide >= self._start for end in ends), "slide counter outside the window"
-        assert all(len(counts) == self.q.dimensions and min(counts) >= 0 for _, counts in self._slide_counts)
+        for _, counts, sums in self._slide_counts:
+            assert len(counts) == len(sums) == self.q.dimensions and min(counts) >= 0, "slide counters"
+            assert all(0.0 <= total <= n for total, n in zip(sums, counts)), "slide value sums outside [0, tuples]"
         assert all(r >= 1 for r in self._repeats), "estimated repeats below 1"
+        assert self._values == self._value_estimates(), "stale value estimates"
+        assert all(0.0 <= v <= 1.0 for v in self._values), "value estimate outside [0, 1]"
 
     def _stats(self) -> dict[str, Any]:
         out = super()._stats()
-        sketch_words = self._sketches.stamps.size + self.q.dimensions * len(self._slide_counts)
+        sketch_words = self._sketches.stamps.size + 2 * self.q.dimensions * len(self._slide_counts)
         out["bytes"] += WORD * sketch_words
         out["sketch_bytes"] = WORD * sketch_words
         out["estimated_repeats"] = max(self._repeats)
+        out["estimated_value"] = max(self._values)
         return out
 
     def dump_state(self) -> dict[str, Any]:
         data = super().dump_state()
         data["sketches"] = self._sketches.stamps.ravel().tolist()
-        data["slide_counts"] = [[end, counts] for end, counts in self._slide_counts]
+        data["slide_counts"] = [[end, counts, floats_out(sums)] for end, counts, sums in self._slide_counts]
         data["start"] = self._start
         return data
 
@@ -152,11 +182,12 @@ class Approx(EAA):
         if stamps.size != self._sketches.stamps.size:
             raise ValueError(f"sketches hold {stamps.size} timestamps, expected {self._sketches.stamps.size}")
         self._sketches.stamps = stamps.reshape(self._sketches.stamps.shape)
-        for end, counts in data["slide_counts"]:
+        for end, counts, sums in data["slide_counts"]:
             counts = ints_in(counts, "slide_counts").tolist()
-            if len(counts) != self.q.dimensions:
+            sums = floats_in(sums).tolist()
+            if len(counts) != self.q.dimensions or len(sums) != self.q.dimensions:
                 raise ValueError("slide counts have the wrong number of streams")
-            self._slide_counts.append((int(end), counts))
+            self._slide_counts.append((int(end), counts, sums))
         self._start = int(data["start"])
         self._estimate()
         super().load_state(data)
