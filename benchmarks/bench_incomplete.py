@@ -7,6 +7,10 @@ answers after a warm-up of two windows (the paper averages 50 evaluations).  Cou
 of ``W`` tuples of the merged stream, slide ``W / 10``, weights all 1 (sum).  The paper does
 not give the generator's per-stream memory ``C``; ``C = 30`` is chosen once so that EAA's
 size on Table 1's first row is near the paper's, and every other row follows untuned.
+``approx`` runs with its default ``unseen_value="mean"`` (an occurrence not seen yet counts its
+probability times the stream's mean value in the window); Table 1's first row, Table 2's
+``k = 100`` row and the World Cup ``d = 2`` row are also run with ``"max"``, the paper's formula
+read literally (probability times 1), for comparison.
 Throughput (tuples per CPU second) of ``sla``, ``eaa`` and ``approx`` is measured on the same
 batches.
 """
@@ -113,15 +117,19 @@ FIGURE_5 = [("figure 5", 2, window, 10, xi) for window in (500, 1000) for xi in 
 WINDOWS = [("window", 3, window, 10, 0.5) for window in (500, 2000, 4000)]
 MEMORIES = [(100, ("generator C", 3, 1000, 10, 0.5)), (1000, ("generator C", 3, 1000, 10, 0.5))]
 QUICK = [("table 1", 3, 1000, 10, 0.5), ("table 2", 3, 1000, 100, 0.5), ("figure 5", 2, 500, 10, 0.9)]
+LITERAL = [("table 1", 3, 1000, 10, 0.5), ("table 2", 3, 1000, 100, 0.5)]
+"""Rows also run with ``unseen_value="max"``, the paper's formula read literally, for comparison."""
 
 
-def run_case(streams: int, window: int, k: int, xi: float, memory: int = MEMORY, seed: int = 7) -> dict:
+def run_case(streams: int, window: int, k: int, xi: float, memory: int = MEMORY, seed: int = 7,
+             unseen_value: str = "mean") -> dict:
     """Run the four algorithms over one generated stream; averages over the evaluated slides."""
     slide = window // 10
     query = engine.Query(weights=[1.0] * streams, k=k, window=window, slide=slide)
     data = correlated_streams(2 * window + EVALUATIONS * slide, streams=streams, seed=seed, reuse=xi, memory=memory)
     batches = list(engine.slides(data, query))
-    algorithms = {name: engine.create(name, query) for name in ("oracle-incomplete", "sla", "eaa", "approx")}
+    algorithms = {name: engine.create(name, query) for name in ("oracle-incomplete", "sla", "eaa")}
+    algorithms["approx"] = engine.create("approx", query, unseen_value=unseen_value)
     seconds = dict.fromkeys(algorithms, 0.0)
     sizes = {name: [] for name in algorithms}
     precision, error = [], []
@@ -147,12 +155,13 @@ WORLDCUP_PAPER = (217.46, 80.1, 0.92, 0.0113)
 
 
 def run_worldcup(streams: int = 2, hours: tuple[str, ...] = WORLDCUP_HOURS, repeats: int = 0,
-                 window: int = 500, k: int = 20) -> dict:
+                 unseen_value: str = "mean", window: int = 500, k: int = 20) -> dict:
     """EAA and ``approx`` on the real World Cup sample, as the paper's Table 3 (count window ``W``, slide ``W/10``).
 
     ``streams = 2`` keeps the two largest sections (images, english), as the paper's two
     servers; 4 keeps every stream.  EAA gets the per-window promise measured on the data
-    (:func:`max_occurrences`); ``approx`` estimates repeats (``repeats = 0``) or takes them fixed.
+    (:func:`max_occurrences`); ``approx`` estimates repeats (``repeats = 0``) or takes them fixed,
+    and counts an occurrence not seen yet with ``unseen_value``.
     Precision and error over every slide after two windows.
     """
     ids, stream, value, t = worldcup_stream(hours)
@@ -163,7 +172,7 @@ def run_worldcup(streams: int = 2, hours: tuple[str, ...] = WORLDCUP_HOURS, repe
     most = max_occurrences(ids, stream, seq, window)
     algorithms = {"oracle-incomplete": engine.create("oracle-incomplete", query),
                   "eaa": engine.create("eaa", query, occurrences=most, occurrences_per="window"),
-                  "approx": engine.create("approx", query, repeats=repeats)}
+                  "approx": engine.create("approx", query, repeats=repeats, unseen_value=unseen_value)}
     sizes = {name: [] for name in algorithms}
     precision, error = [], []
     for batch in engine.slides((ids, stream, value, seq), query):
@@ -171,30 +180,36 @@ def run_worldcup(streams: int = 2, hours: tuple[str, ...] = WORLDCUP_HOURS, repe
             algorithm.process(batch)
         if batch.end > 2 * window:
             evaluate(algorithms, precision, error, sizes)
-    return {"bench": "incomplete", "case": f"worldcup: d={streams} W={window} k={k} m={most} repeats={repeats or 'est.'}",
+    return {"bench": "incomplete",
+            "case": f"worldcup: d={streams} W={window} k={k} m={most} repeats={repeats or 'est.'} v={unseen_value}",
             "streams": streams, "window": window, "k": k, "size_sla": float(np.mean(sizes["oracle-incomplete"])),
             "size_eaa": float(np.mean(sizes["eaa"])), "size_approx": float(np.mean(sizes["approx"])),
             "precision_approx": float(np.mean(precision)), "error_approx": float(np.mean(error)),
             **dict(zip(["paper_size_eaa", "paper_size_approx", "paper_precision", "paper_error"], WORLDCUP_PAPER))}
 
 
-WORLDCUP_CASES = [(2, 0), (2, 1), (4, 0), (4, 1)]
-"""(streams, approx's repeats): estimated and fixed at 1."""
+WORLDCUP_CASES = [(2, 0, "mean"), (2, 1, "mean"), (2, 0, "max"), (4, 0, "mean"), (4, 1, "mean")]
+"""(streams, approx's repeats, unseen_value): repeats estimated or fixed at 1; ``"max"`` is the
+paper's formula read literally (an unseen occurrence counts ``Pr · 1``), for comparison."""
 
 
 def run(quick: bool = False) -> list[dict]:
-    cases = [(MEMORY, case) for case in (QUICK if quick else list(PAPER) + FIGURE_5 + WINDOWS)]
+    cases = [(MEMORY, case, "mean") for case in (QUICK if quick else list(PAPER) + FIGURE_5 + WINDOWS)]
+    extra = [] if quick else [(memory, case, "mean") for memory, case in MEMORIES] + [
+        (MEMORY, case, "max") for case in LITERAL]
     rows = []
-    for memory, case in cases + ([] if quick else MEMORIES):
+    for memory, case, unseen_value in cases + extra:
         label, streams, window, k, xi = case
-        row = {"bench": "incomplete", "case": f"{label}: d={streams} W={window} k={k} xi={xi} C={memory}",
+        literal = " v=max" if unseen_value == "max" else ""
+        row = {"bench": "incomplete", "case": f"{label}: d={streams} W={window} k={k} xi={xi} C={memory}{literal}",
                "streams": streams, "window": window, "k": k, "xi": xi, "memory": memory,
-               **run_case(streams, window, k, xi, memory)}
+               **run_case(streams, window, k, xi, memory, unseen_value=unseen_value)}
         if case in PAPER:
             row.update(zip(["paper_size_eaa", "paper_size_approx", "paper_precision", "paper_error"], PAPER[case]))
         rows.append(row)
     hours = WORLDCUP_HOURS[:2] if quick else WORLDCUP_HOURS
-    rows += [run_worldcup(streams, hours, repeats) for streams, repeats in (WORLDCUP_CASES[:2] if quick else WORLDCUP_CASES)]
+    rows += [run_worldcup(streams, hours, repeats, unseen_value)
+             for streams, repeats, unseen_value in (WORLDCUP_CASES[:2] if quick else WORLDCUP_CASES)]
     return rows
 
 

@@ -257,6 +257,21 @@ def test_approx_keeps_fewer_instances_than_eaa_at_good_precision():
     assert precision >= 0.8 and error < 0.05
 
 
+def test_expected_unseen_values_prune_more_than_the_literal_bound_and_precision_rises_with_k():
+    # The default counts an unseen occurrence as Pr x the stream's mean value (0.5 here, values
+    # uniform); the literal bound Pr x 1 keeps more.  Floors are sane values for a seeded stream,
+    # not figures computed by the code under test.
+    data = correlated_streams(5000, streams=3, seed=11, reuse=0.5, memory=30)
+    small = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=100)
+    large = engine.Query(weights=[1.0, 1.0, 1.0], k=50, window=1000, slide=100)
+    precision, error, (size, eaa_size) = run_precision(small, data)
+    literal_precision, _, (literal_size, _) = run_precision(small, data, {"unseen_value": "max"})
+    large_precision, _, (large_size, large_eaa_size) = run_precision(large, data)
+    assert size < 0.7 * literal_size < 0.7 * eaa_size
+    assert 0.7 <= precision <= literal_precision and error < 0.05
+    assert large_size < large_eaa_size and large_precision > precision
+
+
 def test_approx_answers_are_valid_objects_with_their_partial_scores():
     query = engine.Query(weights=[1.0, 2.0], k=5, window=50, slide=5, kind="time")
     ids, stream, value, _ = correlated_streams(600, streams=2, seed=9, reuse=0.7, memory=20)
@@ -359,6 +374,7 @@ def test_eaa_rejects_more_occurrences_than_promised():
     ("eaa", {"occurrences_per": "slide"}, "occurrences_per must be one of validity, window, got 'slide'"),
     ("approx", {"bitmaps": 0}, "bitmaps must be >= 1, got 0"),
     ("approx", {"repeats": -1}, "repeats must be 0 \\(estimate\\) or >= 1, got -1"),
+    ("approx", {"unseen_value": "median"}, "unseen_value must be one of mean, max, got 'median'"),
 ])
 def test_bad_parameters(name, params, message):
     with pytest.raises(ValueError, match=message):
