@@ -119,6 +119,11 @@ def sweep_rows(frame: pd.DataFrame, sweep: str) -> pd.DataFrame:
     return frame[frame["sweep"].fillna("").str.split(",").apply(lambda names: sweep in names)]
 
 
+def registered_any(test) -> bool:
+    """Whether some registered algorithm passes ``test`` (an empty section says which reason holds)."""
+    return any(test(info) for info in engine.available())
+
+
 def ok(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["status"] == "ok"] if "status" in frame else frame
 
@@ -619,7 +624,9 @@ def sao_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
         out.append(f"- *Paper ({claim['source']})*: {claim['text']}")
     data = grid[grid["family"] == "sao"] if "family" in grid else grid.iloc[0:0]
     if data.empty:
-        out.append("\nNo any-weights index (`sao`) registered at this commit: this section fills in when it lands.\n")
+        out.append("\nNo any-weights index (`sao`) registered at this commit: this section fills in when it lands.\n"
+                   if not registered_any(lambda info: info.name == "sao")
+                   else "\nNo SAO grid results in these results files (`grid-sao.csv`): run `make bench`.\n")
         return "\n".join(out)
     data = data.assign(m_over_w_pct=100 * data.get("param_memory", np.nan) / data["n"])
     columns = ["algorithm", "avg_error", "max_error", "avg_range_error", "filtering_ratio", "objects_per_s",
@@ -710,7 +717,10 @@ def incomplete_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
     data = grid[grid["family"] == "incomplete"] if "family" in grid else grid.iloc[0:0]
     if data.empty:
         out.append("\nNo incomplete-stream algorithms registered at this commit: this section fills in when "
-                   "`oracle-incomplete`, `sla`, `eaa` and `approx` land. The paper's tables, for reference:\n")
+                   "`oracle-incomplete`, `sla`, `eaa` and `approx` land. The paper's tables, for reference:\n"
+                   if not registered_any(lambda info: info.stream == "incomplete")
+                   else "\nNo incomplete-stream grid results in these results files (`grid-incomplete.csv`): run "
+                   "`make bench`. The paper's tables, for reference:\n")
     published = (("correlated", {"n": 1000, "k": 10, "opt_xi": 0.5}, "d", "table1_streams", "streams"),
                  ("correlated", {"n": 1000, "d": 3, "opt_xi": 0.5}, "k", "table2_k", "k"),
                  ("worldcup", {"n": 500, "k": 20}, "d", "table3_worldcup_streams", "streams"),
@@ -822,15 +832,41 @@ def modules_section(frames: dict[str, pd.DataFrame]) -> str:
 
 # --------------------------------------------------------------------------- header and methods
 
+def runs_of(frames: dict[str, pd.DataFrame]) -> list[tuple[pd.Series, list[str]]]:
+    """Each run the results come from (its first row) and the benchmarks it wrote, newest first.
+
+    A run with ``--families``/``--only`` replaces the CSV files of what it ran only, so the
+    files may come from several runs."""
+    runs: dict = {}
+    for bench, frame in frames.items():
+        firsts = frame.drop_duplicates("run_id") if "run_id" in frame else frame.iloc[:1]
+        for _, row in firsts.iterrows():
+            runs.setdefault(row.get("run_id"), (row, []))[1].append(bench)
+    return sorted(runs.values(), key=lambda run: str(run[0].get("when")), reverse=True)
+
+
 def header(frames: dict[str, pd.DataFrame]) -> str:
-    first = next(iter(frames.values())).iloc[0]
+    runs = runs_of(frames)
     loads = pd.concat([f["load_1m_at"] for f in frames.values() if "load_1m_at" in f]).dropna() \
         if any("load_1m_at" in f for f in frames.values()) else pd.Series(dtype=float)
     during = f"; {fmt(loads.min())}-{fmt(loads.max())} while cases ran" if len(loads) else ""
-    quick = bool(first.get("quick"))
+    quick = [bool(first.get("quick")) for first, _ in runs]
     kind = ("QUICK RUN (`make bench-quick`): small windows and short timings, for shape and smoke "
             "only; regenerate with `make bench` for the figures the issues ask for."
-            if quick else "Full run (`make bench`).")
+            if all(quick) else "Full run (`make bench`)." if not any(quick) else
+            "Full and QUICK runs mixed: the benchmarks of the quick runs (marked below) have small windows "
+            "and short timings; regenerate with `make bench` for the figures the issues ask for.")
+    if len(runs) > 1:
+        kind += f" The results come from {len(runs)} runs (one row each below, with the benchmarks it wrote)."
+    lines = []
+    for first, benches in runs:
+        commit = str(first.get("commit"))
+        lines.append(
+            f"| {first.get('run_id')} | {first.get('when')} | `{commit[:12]}{'+dirty' if commit.endswith('+dirty') else ''}` | "
+            f"{first.get('cores')} x {first.get('cpu_model')} | {first.get('python')} | "
+            f"{fmt(first.get('load_1m'))} / {fmt(first.get('load_1m_end'))} on {first.get('cores')} cores"
+            f"{during if len(runs) == 1 else ''} | {fmt(first.get('total_seconds'))} s |"
+            + (f" {', '.join(benches)}{' (quick run)' if first.get('quick') else ''} |" if len(runs) > 1 else ""))
     return "\n".join([
         "# Top-k Watch: benchmark and paper-reproduction report",
         "",
@@ -838,12 +874,10 @@ def header(frames: dict[str, pd.DataFrame]) -> str:
         "",
         f"**{kind}**",
         "",
-        "| run | when (UTC) | commit | machine | Python | load average (1 min) at start / end | total |",
-        "|---|---|---|---|---|---|---|",
-        f"| {first.get('run_id')} | {first.get('when')} | `{str(first.get('commit'))[:12]}{'+dirty' if str(first.get('commit')).endswith('+dirty') else ''}` | "
-        f"{first.get('cores')} x {first.get('cpu_model')} | {first.get('python')} | "
-        f"{fmt(first.get('load_1m'))} / {fmt(first.get('load_1m_end'))} on {first.get('cores')} cores{during} | "
-        f"{fmt(first.get('total_seconds'))} s |",
+        "| run | when (UTC) | commit | machine | Python | load average (1 min) at start / end | total |"
+        + (" benchmarks |" if len(runs) > 1 else ""),
+        "|---|---|---|---|---|---|---|" + ("---|" if len(runs) > 1 else ""),
+        *lines,
         "",
         "Timings are CPU seconds of the benchmark process (`time.process_time`), median of several "
         "timed runs after a warm-up run; a load average above the number of cores means other work "
@@ -895,7 +929,8 @@ METHODS = """## Method
   (main fields as columns, `when`, `case`, `commit` named `run_at`, `case_name`, `git_commit`; the
   whole row in `row_json`; file `var/bench.duckdb`; a file of its own so a benchmark never contends for the pipelines' lock on
   `var/topk.duckdb`; `python -m benchmarks.run --db var/topk.duckdb` puts it there) and written as
-  `benchmarks/results/<bench>.csv` (latest run) plus `latest.json` for the dashboard.
+  `benchmarks/results/<bench>.csv` (the latest run of each benchmark: a run with `--families` or
+  `--only` replaces only the files of what it ran) plus `latest.json` (that run's rows) for the dashboard.
 """
 
 

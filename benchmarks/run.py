@@ -10,8 +10,9 @@
    commit, load average: the machine may be shared) and is appended to the DuckDB table
    ``bench_results`` (default ``var/bench.duckdb``, a file of its own so a benchmark never
    waits for the pipelines' lock on ``var/topk.duckdb``; ``--db`` chooses another) and
-   written as CSV, one file per benchmark, in ``benchmarks/results/`` (the latest run;
-   ``latest.json`` holds all its rows for the dashboard).
+   written as CSV, one file per benchmark, in ``benchmarks/results/`` (the latest run of each
+   benchmark: a run replaces the files of the families and modules it ran and keeps the others';
+   ``latest.json`` holds all this run's rows for the dashboard).
 4. ``docs/REPORT.md`` and its plots are regenerated from those CSV files
    (``benchmarks.report``).
 """
@@ -170,13 +171,23 @@ def store(rows: list[dict], db: pathlib.Path) -> None:
         con.unregister("incoming")
 
 
-def write_csv(rows: list[dict], results: pathlib.Path) -> list[pathlib.Path]:
-    """One CSV per benchmark (``bench``) plus ``latest.json``; files of older runs removed."""
+def write_csv(rows: list[dict], results: pathlib.Path, ran: set[str] | None = None) -> list[pathlib.Path]:
+    """One CSV per benchmark (``bench``) plus ``latest.json`` (this run's rows).
+
+    ``ran`` names what this run measured: the grid families as ``grid-<family>`` and the
+    ``bench_*`` modules.  The CSV files those wrote in an earlier run are removed (a benchmark
+    that ran now replaces its old file even if it now writes another, or none); the CSV files of
+    benchmarks that did not run this time are kept, so ``--only``/``--families`` runs do not
+    erase the others' latest results.  Default: what ``rows`` name (``bench`` and ``module``).
+    """
     results.mkdir(parents=True, exist_ok=True)
-    for old in results.glob("*.csv"):
-        old.unlink()
-    written = []
     frame = pd.DataFrame(rows)
+    benches = set(frame["bench"].dropna()) if "bench" in frame else set()
+    ran = set(ran if ran is not None else benches | (set(frame["module"].dropna()) if "module" in frame else set()))
+    for old in results.glob("*.csv"):
+        if old.stem in benches or old.stem in ran or _modules_of(old) & ran:
+            old.unlink()
+    written = []
     for bench, part in frame.groupby("bench", sort=True):
         path = results / f"{bench}.csv"
         part.dropna(axis=1, how="all").to_csv(path, index=False)
@@ -186,6 +197,15 @@ def write_csv(rows: list[dict], results: pathlib.Path) -> list[pathlib.Path]:
     tmp.write_text(json.dumps(rows, indent=1))
     tmp.replace(path)
     return written
+
+
+def _modules_of(csv: pathlib.Path) -> set[str]:
+    """The ``bench_*`` modules whose rows a results CSV holds (its ``module`` column)."""
+    try:
+        frame = pd.read_csv(csv, usecols=lambda column: column == "module")
+    except (ValueError, pd.errors.EmptyDataError):
+        return set()
+    return set(frame["module"].dropna().astype(str)) - {"harness"} if "module" in frame else set()
 
 
 def main(argv=None) -> int:
@@ -222,7 +242,7 @@ def main(argv=None) -> int:
         print("no results")
         return 1
     store(rows, args.db)
-    written = write_csv(rows, args.results)
+    written = write_csv(rows, args.results, ran={f"grid-{family}" for family in args.families} | set(args.only))
     print(f"saved {len(rows)} rows to {args.db} (bench_results) and {len(written)} CSV files in {args.results}")
     if not args.no_report:
         from benchmarks import report
