@@ -211,6 +211,26 @@ def test_an_algorithm_registered_later_is_picked_up(monkeypatch):
     assert registry.params_for(info, case) == {"memory": 50}    # parameters it does not take are left out
 
 
+def test_run_case_measures_every_algorithm_of_its_family_including_a_later_one(monkeypatch):
+    from engine.algorithms.oracle import Oracle
+
+    class LaterOracle(Oracle):
+        name = "later-oracle"
+
+    monkeypatch.setitem(engine.registry._REGISTRY, LaterOracle.name, LaterOracle)
+    monkeypatch.setattr(harness, "settings",
+                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 10.0, "refill_budget": 5.0})
+    rows = harness.run_case(Case("sap", "default", "time-u", 40, 3, 10), quick=True, log=lambda *args: None)
+    expected = {i.name for i in engine.available() if i.stream == "single" and not registry.is_index(i)}
+    assert {row["algorithm"] for row in rows} == expected | {"duckdb-sql"}
+    assert len(rows) == len(expected) + 1 and "later-oracle" in expected and "sao" not in expected
+    assert all(row["status"] == "ok" for row in rows), [(row["algorithm"], row["status"]) for row in rows]
+    # every exact one answered like the oracle at every timed slide
+    for row in rows:
+        if row["exact"]:
+            assert row["agrees_with_oracle"] is True and row["precision"] == 1.0, row["algorithm"]
+
+
 # --------------------------------------------------------------------------- 3. measurement
 
 def runs_of(rates) -> Runs:
