@@ -384,7 +384,8 @@ def test_write_csv_replaces_only_the_files_of_what_ran(tmp_path):
            {"bench": "renamed", "module": "bench_x", "run_id": "a"},      # bench_x used to write this one
            {"bench": "other", "module": "bench_y", "run_id": "a"}]
     run.write_csv(old, tmp_path)
-    new = [{"bench": "grid-sap", "module": "harness", "run_id": "b"}, {"bench": "x", "module": "bench_x", "run_id": "b"}]
+    new = [{"bench": "grid-sap", "module": "harness", "run_id": "b"},
+           {"bench": "x", "module": "bench_x", "run_id": "b"}]
     written = run.write_csv(new, tmp_path, ran={"grid-sap", "grid-incomplete", "bench_x"})
     assert sorted(p.name for p in written) == ["grid-sap.csv", "x.csv"]
     files = {p.stem: pd.read_csv(p)["run_id"].tolist() for p in tmp_path.glob("*.csv")}
