@@ -14,10 +14,10 @@ JVM, Python workers; ``/proc``), and of the engine alone (``time.process_time``)
 most 1.5x, the issue's "both cores busy, at most 1.5x overhead").
 
 Every replay runs as its own ``python -m pipelines.replay`` process on ``local[2]``; its log
-gives Spark's start-up and the replay's end.  The market dataset is built once under
-``var/bench``: ``python -m pipelines.ingest stock`` of the five SPY and the five BAC days (one
-symbol per dataset, as the current ingest writes), merged by time into one stream (``seq``
-re-assigned, BAC ids offset so that ids stay unique).  Quick mode replays a small synthetic
+gives Spark's start-up and the replay's time (``replay_s``: from the session being ready to
+the run marked finished in DuckDB, so neither Spark's start-up nor its stop).  The market dataset is built once under
+``var/bench``: ``python -m pipelines.ingest stock`` of the five SPY and the five BAC days into
+one market-wide dataset (ids unique across symbols, ``seq`` in time order).  Quick mode replays a small synthetic
 stream instead, in the same way.
 """
 
@@ -38,13 +38,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import engine
+from pipelines.replay_tasks import dataset_files
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "var" / "bench"
 DB = WORK / "bench.duckdb"
 STOCK = Path(os.environ.get("TOPK_STOCK_DATA", "/work/shared/data/stock"))
 DAYS = ["20131007", "20131008", "20131009", "20131010", "20131011"]
-BAC_ID_OFFSET = 10 ** 16
 FEATURES = ["notional", "price", "size"]
 MASTER = "local[2]"
 
@@ -89,30 +89,13 @@ def row(part: str, case: str, result: dict, **extra) -> dict:
 # --- data ------------------------------------------------------------------------------------------
 
 def market_dataset() -> tuple[str, Path]:
-    """``market``: SPY and BAC, five days each, merged by time (ingested once, then reused)."""
-    parquet = WORK / "market.parquet"
-    if not (parquet.exists() and dataset_recorded("market")):
-        parts = []
-        for symbol, offset in (("spy", 0), ("bac", BAC_ID_OFFSET)):
-            name = f"{symbol}5"
-            if not dataset_recorded(name):
-                files = [STOCK / f"{symbol}_{day}_trade.zip" for day in DAYS]
-                subprocess.run([sys.executable, "-m", "pipelines.ingest", "stock", "--input", *map(str, files),
-                                "--db", str(DB), "--out", str(WORK), "--name", name, "--master", MASTER],
-                               cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-            table = pq.read_table(recorded_parquet(name))
-            parts.append((table, offset, symbol))
-        ids = np.concatenate([t.column("id").to_numpy() + offset for t, offset, _ in parts])
-        times = np.concatenate([t.column("t").to_numpy() for t, _, _ in parts])
-        source_seq = np.concatenate([t.column("seq").to_numpy() for t, _, _ in parts])
-        source = np.concatenate([np.full(t.num_rows, i) for i, (t, _, _) in enumerate(parts)])
-        order = np.lexsort((source_seq, source, times))
-        columns = {"id": ids[order], "seq": np.arange(len(order)), "t": times[order]}
-        for feature in FEATURES:
-            columns[feature] = np.concatenate([t.column(feature).to_numpy() for t, _, _ in parts])[order]
-        pq.write_table(pa.table(columns), parquet, row_group_size=1 << 20)
-        record("market", parquet, "stock (SPY + BAC merged by time)")
-    return "market", parquet
+    """``market``: SPY and BAC, five days each, one multi-symbol stock dataset (ingested once, then reused)."""
+    if not dataset_recorded("market"):
+        files = [STOCK / f"{symbol}_{day}_trade.zip" for symbol in ("spy", "bac") for day in DAYS]
+        subprocess.run([sys.executable, "-m", "pipelines.ingest", "stock", "--input", *map(str, files),
+                        "--db", str(DB), "--out", str(WORK), "--name", "market", "--master", MASTER],
+                       cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return "market", Path(recorded_parquet("market"))
 
 
 def quick_dataset() -> tuple[str, Path]:
@@ -168,18 +151,18 @@ def replay_process(name: str, dataset: tuple[str, Path], queries: list[dict], al
     if process.returncode != 0:
         raise RuntimeError(f"replay {name} failed: {err.strip().splitlines()[-1:]}")
     started = float(re.search(r"Spark \S+ started in ([\d.]+) s", out).group(1))
-    done = float(re.search(r"done in ([\d.]+) s", out).group(1))
+    replayed = float(re.search(r"finished in DuckDB: ([\d.]+) s", out).group(1))
     slides = int(re.search(r": ([\d,]+) slides,", out).group(1).replace(",", ""))
     loading = float(re.search(r"\(([\d.]+) s of loading", out).group(1))
-    return {"wall_s": wall, "spark_start_s": started, "replay_s": done - started, "peak_bytes": peak.peak,
+    return {"wall_s": wall, "spark_start_s": started, "replay_s": replayed, "peak_bytes": peak.peak,
             "load_s": loading, "cpu_s": cpu,
-            "slides": slides, "rows": pq.ParquetFile(dataset[1]).metadata.num_rows}
+            "slides": slides, "rows": sum(pq.read_metadata(path).num_rows for path in dataset_files(dataset[1]))}
 
 
 def engine_alone(dataset: tuple[str, Path], queries: list[dict], algorithms: list[str]) -> tuple[float, float]:
     """Seconds to run every (query, algorithm) one after the other in this process, as a task does:
     process, topk and stats (modelled and measured bytes) per slide.  Returns wall and CPU seconds."""
-    table = pq.read_table(dataset[1])
+    table = pq.read_table(dataset[1]).sort_by("seq")
     ids, t = table.column("id").to_numpy(), table.column("t").to_numpy()
     x = np.column_stack([table.column(f).to_numpy() for f in FEATURES])
     began, began_cpu = time.perf_counter(), time.process_time()

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .jsondata import pack
+from .jsondata import pack, pack_text
 from .memory import OBJECT_FIELDS, WORD, Footprint, deep_size
 from .query import Query
 from .ranking import Answer
@@ -97,16 +97,18 @@ class Algorithm(abc.ABC):
         parts = self.footprints()
         if parts is not None:
             out["bytes"] = sum(part.modelled for part in parts)
-        out["measured_bytes"] = self.measured_bytes()
+        out["measured_bytes"] = self.measured_bytes(parts)
         return out
 
-    def measured_bytes(self) -> int:
+    def measured_bytes(self, parts: list[Footprint] | None = None) -> int:
         """The real size of the working structures (settings excluded).
 
         With footprints: their measured sizes plus a deep walk of the other attributes, which
-        never enters the structures (``O(k)``); without: a deep walk of everything.
+        never enters the structures (``O(k)``); without: a deep walk of everything.  ``parts``
+        are the footprints when the caller has them already.
         """
-        parts = self.footprints()
+        if parts is None:
+            parts = self.footprints()
         if parts is None:
             return deep_size(self.__dict__, exclude=(self.q, self.params))
         owners = tuple(owner for part in parts for owner in part.owners)
@@ -127,6 +129,10 @@ class Algorithm(abc.ABC):
     def to_state(self) -> dict[str, Any]:
         """A JSON-serialisable snapshot; :func:`engine.restore` continues from it exactly."""
         return pack(self.name, self.q.to_dict(), self.params, self.dump_state())
+
+    def to_state_text(self) -> tuple[str, str]:
+        """:meth:`to_state` as JSON text, and its checksum; the data is encoded once."""
+        return pack_text(self.name, self.q.to_dict(), self.params, self.dump_state())
 
     def __repr__(self) -> str:
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())

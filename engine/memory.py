@@ -146,6 +146,9 @@ PY_FLOAT = python_bytes(0.5)
 """A Python float (a score)."""
 
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None))
+_PLAIN_ATOMS = frozenset({int, float, str, bytes, complex})
+"""Exact atom types: sized at once, before the general checks (most objects walked are these)."""
+_FREE = frozenset({type(None), bool})
 _SKIP = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
 
@@ -170,7 +173,15 @@ def deep_size(root: object, exclude: tuple = ()) -> int:
     total = 0
     while stack:
         obj = stack.pop()
-        if id(obj) in seen or isinstance(obj, _SKIP) or obj is None or isinstance(obj, bool):
+        kind = type(obj)
+        if kind in _FREE or id(obj) in seen:
+            continue
+        if kind in _PLAIN_ATOMS:
+            seen.add(id(obj))
+            if kind is not int or not -5 <= obj <= 256:
+                total += sys.getsizeof(obj)
+            continue
+        if isinstance(obj, _SKIP) or isinstance(obj, bool):
             continue
         seen.add(id(obj))
         if isinstance(obj, int) and -5 <= obj <= 256:

@@ -32,6 +32,8 @@ from .memory import array_bytes, deep_size
         self._cols = {name: np.empty((capacity, *shape), dtype) for name, (dtype, shape) in self._specs.items()}
         self._head = 0
         self._tail = 0
+        self._overhead = 0
+        self._overhead = deep_size(self, exclude=tuple(self._cols.values()))
 
     def __len__(self) -> int:
         return self._tail - self._head
@@ -68,9 +70,12 @@ from .memory import array_bytes, deep_size
         return len(self._cols[next(iter(self._cols))])
 
     def measured_bytes(self) -> int:
-        """Real size: every column at its capacity plus the buffer object (``O(columns)``)."""
-        columns = tuple(self._cols.values())
-        return array_bytes(columns) + deep_size(self, exclude=columns)
+        """Real size: every column at its capacity plus the buffer object (``O(columns)``).
+
+        The buffer object (its attributes, the column specs and the dict of columns) keeps its
+        size for life, so it is measured once, when the buffer is made.
+        """
+        return array_bytes(self._cols.values()) + self._overhead
 
     def view(self, column: str) -> np.ndarray:
         """The live window's column, oldest first (a view: do not keep it across appends)."""

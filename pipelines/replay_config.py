@@ -41,7 +41,7 @@ from .errors import InputError
 
 REFERENCES = {"single": "oracle", "incomplete": "oracle-incomplete"}
 """The exact algorithm every other is measured against, by stream model."""
-SEGMENT_ROWS = 250_000
+SEGMENT_ROWS = 1_000_000
 """Rows per segment when ``snapshot_every`` is not given."""
 KEEP_SNAPSHOTS = 2
 CONFIG_KEYS = {"name", "dataset", "shards", "snapshot_every", "keep_snapshots", "plugins",

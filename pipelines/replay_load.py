@@ -11,7 +11,9 @@ loaded in one DuckDB transaction per query and call:
   global one);
 - **slide_metrics**: the shards' stats summed (``seconds``: the slowest shard), and precision
   and error of every algorithm against the reference per slide, computed by
-  ``engine.metrics`` registered as DuckDB functions over the merged answers;
+  ``engine.metrics`` registered as DuckDB functions over the merged answers (called only
+  where an answer differs from the reference's: an equal answer has precision 1 and error 0
+  by the metrics' definitions);
 - **snapshots**: every task's state at the segment's last slide (read by DuckDB from the
   staged JSON), keeping only the last ``keep_snapshots`` slides per (query, algorithm, shard).
 
@@ -122,8 +124,8 @@ def load(con, run_id: str, progress: QueryLoad, markers: list[dict], *, referenc
     if first != progress.next_slide:
         raise RuntimeError(f"query {progress.query_id}: staged segments start at slide {first}, "
                            f"expected {progress.next_slide}")
-    answers = [str(d / part_name("answers", m["first_slide"], "parquet")) for _, _, d in progress.tasks for m in markers]
-    stats = [str(d / part_name("stats", m["first_slide"], "parquet")) for _, _, d in progress.tasks for m in markers]
+    answers = [str(path) for _, _, d in progress.tasks for path in staged_parts(d, "answers", first, last)]
+    stats = [str(path) for _, _, d in progress.tasks for path in staged_parts(d, "stats", first, last)]
     con.execute("""
         CREATE OR REPLACE TEMP TABLE merged AS
         SELECT algorithm, slide, "end", object_id, score,
@@ -154,8 +156,9 @@ def load(con, run_id: str, progress: QueryLoad, markers: list[dict], *, referenc
             LEFT JOIN ranked a ON a.algorithm = s.algorithm AND a.slide = s.slide
             LEFT JOIN ranked r ON r.algorithm = ? AND r.slide = s.slide)
         SELECT ?, ?, algorithm, slide, "end", candidates, retained, bytes, measured_bytes, seconds,
-               topk_precision(exact_ids, exact_scores, ids, scores), topk_error(exact_ids, exact_scores, ids, scores)
-        FROM both_answers ORDER BY algorithm, slide""", [stats, reference, run_id, progress.query_id])
+               CASE WHEN same THEN 1.0 ELSE topk_precision(exact_ids, exact_scores, ids, scores) END,
+               CASE WHEN same THEN 0.0 ELSE topk_error(exact_ids, exact_scores, ids, scores) END
+        FROM (SELECT *, ids = exact_ids AND scores = exact_scores AS same FROM both_answers) ORDER BY algorithm, slide""", [stats, reference, run_id, progress.query_id])
     slides = last - first + 1
     written = con.execute("SELECT count(*) FROM slide_metrics WHERE run_id = ? AND query_id = ? AND slide BETWEEN ? AND ?",
                           [run_id, progress.query_id, first, last]).fetchone()[0]
@@ -186,14 +189,22 @@ def load(con, run_id: str, progress: QueryLoad, markers: list[dict], *, referenc
     return slides
 
 
+def staged_parts(directory: Path, kind: str, first: int, last: int) -> list[Path]:
+    """A task's ``kind`` parts (``answers`` or ``stats``) whose first slide is in ``first..last``."""
+    return [path for path in sorted(directory.glob(f"{kind}-*.parquet"))
+            if first <= int(path.stem.split("-")[1]) <= last]
+
+
 def remove_loaded(progress: QueryLoad, markers: list[dict]) -> None:
     """Delete the staged files of loaded segments (after the commit)."""
+    first, last = markers[0]["first_slide"], markers[-1]["slide"]
     for _, _, directory in progress.tasks:
+        paths = staged_parts(directory, "answers", first, last) + staged_parts(directory, "stats", first, last)
         for marker in markers:
-            for name in (part_name("answers", marker["first_slide"], "parquet"),
-                         part_name("stats", marker["first_slide"], "parquet"),
-                         part_name("state", marker["slide"], "json"), part_name("done", marker["slide"], "json")):
-                try:
-                    os.remove(directory / name)
-                except FileNotFoundError:
-                    pass
+            paths += [directory / part_name("state", marker["slide"], "json"),
+                      directory / part_name("done", marker["slide"], "json")]
+        for path in paths:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass

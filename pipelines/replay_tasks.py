@@ -7,8 +7,10 @@ the Parquet files (:func:`read_rows`), cuts them into the query's slides with
 algorithm slide after slide to the end of the dataset.  Every ``segment`` slides it writes,
 each file atomically (temporary name, then rename), into its staging directory:
 
-1. ``answers-<first slide>.parquet``: the shard's answer of every slide of the segment;
-2. ``stats-<first slide>.parquet``: candidates, retained, bytes, measured bytes, seconds;
+1. ``answers-<first slide>.parquet``: the shard's answer of every slide of a part of the
+   segment (a part holds at most about :data:`PART_ROWS` answer rows);
+2. ``stats-<first slide>.parquet``: candidates, retained, bytes, measured bytes, seconds, per
+   slide of the same part;
 3. ``state-<last slide>.json``: the algorithm's state (``engine`` JSON, with its checksum);
 4. ``done-<last slide>.json``: the marker saying 1-3 are complete.
 
@@ -26,7 +28,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -34,9 +36,12 @@ import pyarrow.parquet as pq
 
 import engine
 from engine import Batch, Query
+from engine.stream import as_attribute_stream, as_object_stream
 
 CHUNK_ROWS = 1 << 16
 """Rows per Arrow record batch a task reads at a time."""
+PART_ROWS = 100_000
+"""Answer rows a task buffers before it writes them as a part of its segment."""
 PROGRESS_SECONDS = 1.0
 """How often a task refreshes its ``progress.json``."""
 ATTRIBUTE_COLUMNS = ("stream", "value")
@@ -199,12 +204,15 @@ def is_attribute_dataset(source: str | Path) -> bool:
 # --- cutting slides over Arrow chunks -----------------------------------------------------------
 
 def stream_slides(chunks: Iterator[pa.Table], query: Query, task_columns: tuple[str, ...], attribute: bool,
-                  first_row: int, start: int) -> Iterator[Batch]:
+                  first_row: int, start: int, keep: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
+                  ) -> Iterator[Batch]:
     """The global slides of the rows ``chunks`` hold, cut by :func:`engine.slides` one chunk at a time.
 
     Rows of an incomplete slide at the end of a chunk are carried to the next chunk, so the
     batches are exactly those of one :func:`engine.slides` call over all rows.  ``index`` of
-    each batch is its ordinal in this call.
+    each batch is its ordinal in this call.  ``keep`` (a shard's filter: the chunk's columns to
+    a boolean mask) is applied once per chunk: the slides stay the global ones, holding only
+    the rows kept.
     """
     carry: dict[str, np.ndarray] | None = None
     seq_start, boundary, index = first_row, start, 0
@@ -212,12 +220,28 @@ def stream_slides(chunks: Iterator[pa.Table], query: Query, task_columns: tuple[
         arrays = {name: chunk.column(name).to_numpy() for name in ("seq", "id", "t", *task_columns)}
         if carry is not None:
             arrays = {name: np.concatenate([carry[name], arrays[name]]) for name in arrays}
-        data = ((arrays["id"], arrays["stream"], arrays["value"], arrays["t"]) if attribute else
-                (arrays["id"], arrays["t"], np.column_stack([arrays[name] for name in task_columns])))
+        if attribute:
+            data = as_attribute_stream(arrays["id"], arrays["stream"], arrays["value"], arrays["t"],
+                                       dimensions=query.dimensions)
+        else:
+            data = as_object_stream(arrays["id"], arrays["t"], np.column_stack([arrays[name] for name in task_columns]),
+                                    dimensions=query.dimensions)
+        if keep is not None:
+            mask = keep(arrays)
+            kept_before = np.concatenate([[0], np.cumsum(mask)])
+            kept = Batch(ids=data[0][mask], seq=arrays["seq"][mask], t=data[-1 if attribute else 1][mask],
+                         x=np.empty((int(kept_before[-1]), 0)) if attribute else data[2][mask], end=0, index=0,
+                         stream=data[1][mask] if attribute else None, value=data[2][mask] if attribute else None)
         consumed = 0
         for batch in engine.slides(data, query, seq_start=seq_start,
                                    start=boundary if query.kind == "time" else None):
-            consumed += len(batch)
+            rows = len(batch)
+            if keep is not None:
+                part = slice(int(kept_before[consumed]), int(kept_before[consumed + rows]))
+                batch = Batch(ids=kept.ids[part], seq=kept.seq[part], t=kept.t[part], x=kept.x[part], end=batch.end,
+                              index=0, stream=None if kept.stream is None else kept.stream[part],
+                              value=None if kept.value is None else kept.value[part])
+            consumed += rows
             boundary = batch.end
             yield Batch(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x, end=batch.end, index=index,
                         stream=batch.stream, value=batch.value)
@@ -226,11 +250,11 @@ def stream_slides(chunks: Iterator[pa.Table], query: Query, task_columns: tuple[
         carry = {name: values[consumed:] for name, values in arrays.items()}
 
 
-def shard_mask(batch: Batch, shard: int, shards: int, shard_by: str) -> np.ndarray:
-    """Rows of ``batch`` in ``shard``: ``seq % shards`` or a hash of the object id ``% shards``."""
+def shard_filter(shard: int, shards: int, shard_by: str) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """The rows of a shard among a chunk's columns: ``seq % shards`` or a hash of the object id ``% shards``."""
     if shard_by == "seq":
-        return batch.seq % shards == shard
-    return id_shard(batch.ids, shards) == shard
+        return lambda arrays: arrays["seq"] % shards == shard
+    return lambda arrays: id_shard(arrays["id"], shards) == shard
 
 
 def id_shard(ids: np.ndarray, shards: int) -> np.ndarray:
@@ -243,12 +267,6 @@ def id_shard(ids: np.ndarray, shards: int) -> np.ndarray:
     return (mixed % np.uint64(shards)).astype(np.int64)
 
 
-def restrict(batch: Batch, mask: np.ndarray) -> Batch:
-    return Batch(ids=batch.ids[mask], seq=batch.seq[mask], t=batch.t[mask], x=batch.x[mask], end=batch.end,
-                 index=batch.index, stream=None if batch.stream is None else batch.stream[mask],
-                 value=None if batch.value is None else batch.value[mask])
-
-
 # --- the task ------------------------------------------------------------------------------------
 
 def write_atomically(path: Path, write) -> None:
@@ -259,32 +277,48 @@ def write_atomically(path: Path, write) -> None:
 
 
 class SegmentWriter:
-    """Collects one segment's per-slide answers and stats and writes its four files."""
+    """Collects a segment's per-slide answers and stats and writes them as parts, then its state.
+
+    A part (``answers-<first slide>.parquet`` and ``stats-<first slide>.parquet``) is written
+    whenever :data:`PART_ROWS` answer rows are buffered, so memory stays bounded however long a
+    segment is; :meth:`flush` writes the last part, the state and the marker.
+    """
 
     def __init__(self, task: ReplayTask) -> None:
         self.task = task
         self.directory = task.directory
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._reset()
+        self._start_segment()
+        self._start_part()
 
-    def _reset(self) -> None:
+    def _start_segment(self) -> None:
+        self.segment_first: int | None = None
+        self.segment_slides = 0
+        self.segment_rows = 0
+
+    def _start_part(self) -> None:
         self.slides: list[int] = []
         self.ends: list[int] = []
         self.counts: list[int] = []
         self.answers: list[engine.Answer] = []
         self.stats: list[tuple[int, int, int, int, float]] = []
+        self.rows = 0
 
     def add(self, slide: int, end: int, answer: engine.Answer, stats: dict[str, Any], measured: int,
             seconds: float) -> None:
+        if self.segment_first is None:
+            self.segment_first = slide
         self.slides.append(slide)
         self.ends.append(end)
         self.counts.append(len(answer))
         self.answers.append(answer)
         self.stats.append((int(stats["candidates"]), int(stats["retained"]), int(stats["bytes"]), measured, seconds))
+        self.rows += len(answer)
+        if self.rows >= PART_ROWS:
+            self._write_part()
 
-    def flush(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Write the segment (answers, stats, state, then the marker) and start the next one."""
-        task, first, last = self.task, self.slides[0], self.slides[-1]
+    def _write_part(self) -> None:
+        task, first = self.task, self.slides[0]
         counts = np.array(self.counts, np.int64)
         rows, n = int(counts.sum()), len(self.slides)
 
@@ -310,13 +344,22 @@ class SegmentWriter:
                          lambda path: pq.write_table(answers, path))
         write_atomically(self.directory / part_name("stats", first, "parquet"),
                          lambda path: pq.write_table(stats, path))
-        write_atomically(self.directory / part_name("state", last, "json"),
-                         lambda path: path.write_text(json.dumps(state, separators=(",", ":"), allow_nan=False)))
+        self.segment_slides += n
+        self.segment_rows += rows
+        self._start_part()
+
+    def flush(self, state: str, digest: str) -> dict[str, Any]:
+        """End the segment: its last part, the state (JSON text, checksum ``digest``), then the marker."""
+        if self.slides:
+            self._write_part()
+        task, first = self.task, self.segment_first
+        last = first + self.segment_slides - 1
+        write_atomically(self.directory / part_name("state", last, "json"), lambda path: path.write_text(state))
         marker = {"query_id": task.query_id, "algorithm": task.label, "shard": task.shard, "first_slide": first,
-                  "slide": last, "slides": n, "answer_rows": rows, "checksum": state["checksum"],
-                  "format_version": state["format_version"]}
+                  "slide": last, "slides": self.segment_slides, "answer_rows": self.segment_rows, "checksum": digest,
+                  "format_version": engine.FORMAT_VERSION}
         write_atomically(self.directory / part_name("done", last, "json"), lambda path: path.write_text(json.dumps(marker)))
-        self._reset()
+        self._start_segment()
         return marker
 
 
@@ -328,15 +371,14 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
     algorithm = (engine.restore(json.loads(task.state), query) if task.state is not None
                  else engine.create(task.algorithm, query, **task.params))
     chunks = read_rows(task.source, ("id", "t", *task.columns), task.first_row)
+    keep = shard_filter(task.shard, task.shards, task.shard_by) if task.shards > 1 else None
     writer = SegmentWriter(task)
     progress_file, last_progress = task.directory / "progress.json", time.monotonic()
     done = 0
-    for batch in stream_slides(chunks, query, task.columns, task.attribute, task.first_row, task.start):
+    for batch in stream_slides(chunks, query, task.columns, task.attribute, task.first_row, task.start, keep):
         if done == task.slides:
             break
         slide = task.first_slide + batch.index
-        if task.shards > 1:
-            batch = restrict(batch, shard_mask(batch, task.shard, task.shards, task.shard_by))
         began = time.perf_counter()
         algorithm.process(batch)
         answer = algorithm.topk()
@@ -345,7 +387,7 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
         writer.add(slide, batch.end, answer, stats, stats["measured_bytes"], seconds)
         done += 1
         if (slide + 1) % task.segment == 0 or done == task.slides:
-            yield writer.flush(algorithm.to_state())
+            yield writer.flush(*algorithm.to_state_text())
         if time.monotonic() - last_progress >= PROGRESS_SECONDS or done == task.slides:
             write_atomically(progress_file, lambda path: path.write_text(json.dumps({"slides": done})))
             last_progress = time.monotonic()

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
 RANK_TOLERANCE = 1e-12
 """Singular values below this fraction of the largest one count as zero (a flat set)."""
@@ -113,10 +112,7 @@ def convex_hull(points: np.ndarray) -> Hull:
     else:
         hull = None
         if n >= d + 1:
-            try:
-                hull = _qhull(points, None, scale)
-            except (QhullError, ValueError):
-                pass
+            hull = _qhull(points, None, scale)
         if hull is None:
             hull = _degenerate(points, scale)
     if hull.exact:
@@ -133,10 +129,10 @@ def _degenerate(points: np.ndarray, scale: float) -> Hull:
     rank = int(np.count_nonzero(singular > RANK_TOLERANCE * largest)) if largest > 0 else 0
     if rank < d:
         return _flat(points, center, basis, rank, scale)
-    try:
-        return _qhull(points, "QJ", scale)
-    except (QhullError, ValueError):
+    hull = _qhull(points, "QJ", scale)
+    if hull is None:
         return Hull(np.arange(n, dtype=np.int64), np.empty((0, d)), np.empty(0), None, False, scale)
+    return hull
 
 
 def _interval(values: np.ndarray, scale: float) -> Hull:
@@ -148,8 +144,14 @@ def _interval(values: np.ndarray, scale: float) -> Hull:
     return Hull(vertices, np.array([[1.0], [-1.0]]), np.array([-values[high], values[low]]), cells, True, scale)
 
 
-def _qhull(points: np.ndarray, options: str | None, scale: float) -> Hull:
-    hull = ConvexHull(points, qhull_options=options)
+def _qhull(points: np.ndarray, options: str | None, scale: float) -> Hull | None:
+    """Qhull's hull, or ``None`` where Qhull fails (imported here: ``scipy.spatial`` is slow to import)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        hull = ConvexHull(points, qhull_options=options)
+    except (QhullError, ValueError):
+        return None
     return Hull(np.sort(hull.vertices).astype(np.int64), hull.equations[:, :-1].copy(),
                 hull.equations[:, -1].copy(), hull.simplices.astype(np.int64), True, scale)
 

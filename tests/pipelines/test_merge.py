@@ -79,7 +79,8 @@ def stage(staging, label, index, shard, slides, answers, stats, state=None):
         writer.add(slide, 10 * (slide + 1), Answer(np.array(ids, np.int64), np.array(scores, np.float64),
                                                    np.array(seq, np.int64)),
                    {"candidates": candidates, "retained": candidates, "bytes": 8 * candidates}, measured, seconds)
-    return writer.flush(state or {"checksum": f"c{label}{shard}", "format_version": 1, "data": {}})
+    state = state or {"checksum": f"c{label}{shard}", "format_version": 1, "data": {}}
+    return writer.flush(json.dumps(state), state["checksum"])
 
 
 def test_load_merges_shards_per_slide_and_measures_against_the_oracle(tmp_path):
