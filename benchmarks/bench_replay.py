@@ -131,6 +131,21 @@ def record(name: str, parquet: Path, family: str) -> None:
                                            "parquet": str(parquet), "t_unit": "ms"}, replace=True)
 
 
+def fresh_database(name: str, dataset: str) -> Path:
+    """``var/bench/<name>.duckdb`` holding only the dataset's record: every replay measured
+    writes into an empty results database, as a first run does."""
+    from pipelines import store
+
+    db = WORK / f"{name}.duckdb"
+    db.unlink(missing_ok=True)
+    with duckdb.connect(str(DB)) as con:
+        columns = [c[0] for c in con.execute("SELECT * FROM datasets LIMIT 0").description]
+        row = con.execute("SELECT * FROM datasets WHERE name = ?", [dataset]).fetchone()
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", dict(zip(columns, row)))
+    return db
+
+
 # --- measuring -------------------------------------------------------------------------------------
 
 def replay_process(name: str, dataset: tuple[str, Path], queries: list[dict], algorithms: list[str],
@@ -139,8 +154,9 @@ def replay_process(name: str, dataset: tuple[str, Path], queries: list[dict], al
     config = WORK / f"{name}.json"
     config.write_text(json.dumps({"name": name, "dataset": dataset[0], "shards": shards, "queries": queries,
                                   "algorithms": [{"name": a} for a in algorithms]}))
+    db = fresh_database(name, dataset[0])
     began = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "pipelines.replay", "--config", str(config), "--db", str(DB),
+    process = subprocess.Popen([sys.executable, "-m", "pipelines.replay", "--config", str(config), "--db", str(db),
                                 "--master", MASTER], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     peak = PeakMemory(process.pid)

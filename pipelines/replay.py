@@ -367,7 +367,12 @@ def start_run(con, run_id: str, config: ReplayConfig, master: str, *, finished: 
 
 
 def replay_tasks(plan: ReplayPlan) -> list[ReplayTask]:
-    """One task per (query, algorithm, shard) with slides left, heaviest window first."""
+    """One task per (query, algorithm, shard) with slides left, most slides first.
+
+    Spark hands the tasks to free executor cores in this order; a task's cost grows with its
+    slides (every task reads the same rows), so the longest tasks start first and the short
+    ones fill in at the end.
+    """
     config, dataset = plan.config, plan.dataset
     columns = ("stream", "value") if dataset.attribute else dataset.features
     tasks = []
@@ -385,7 +390,7 @@ def replay_tasks(plan: ReplayPlan) -> list[ReplayTask]:
                     attribute=dataset.attribute, first_slide=p.next_slide, first_row=first_row, start=start,
                     slides=p.remaining, segment=p.segment_slides,
                     plugins=config.plugins, staging=str(plan.staging), state=p.states[(spec.label, shard)]))
-    return sorted(tasks, key=lambda task: -task.query["window"] if task.query["kind"] == "count" else 0)
+    return sorted(tasks, key=lambda task: -task.slides)
 
 
 def query_loads(plan: ReplayPlan) -> list[QueryLoad]:
@@ -393,6 +398,7 @@ def query_loads(plan: ReplayPlan) -> list[QueryLoad]:
     return [QueryLoad(query_id=p.query_id, k=p.query.k, next_slide=p.next_slide, total_slides=p.total_slides,
                       origin=p.origin, slide=p.query.slide,
                       tasks=replay_load.staged_tasks(plan.staging, p.query_id, labels, plan.config.shards),
+                      shards=plan.config.shards,
                       last_seq=lambda end, q=p.query: last_seq_before(q, plan.dataset.t, end))
             for p in plan.progress]
 

@@ -4,8 +4,9 @@ A segment of a query is complete when every (algorithm, shard) task of the query
 its ``done-<last slide>.json`` marker (:mod:`pipelines.replay_tasks`).  Complete segments are
 loaded in one DuckDB transaction per query and call:
 
-- **answers**: DuckDB reads the shards' answer parts (Parquet) and keeps, per algorithm and
-  slide, the top ``k`` of their union with a window function
+- **answers**: DuckDB reads the shards' answer parts (Parquet; a single shard's answers are
+  final as they are) and keeps, per algorithm and slide, the top ``k`` of their union with a
+  window function
   (``row_number() OVER (PARTITION BY algorithm, slide ORDER BY score DESC, seq DESC)``: the
   engine's total order, so the merge is exact wherever the shards' local top-k contain the
   global one);
@@ -54,6 +55,7 @@ class QueryLoad:
     slide: int
     tasks: list[tuple[str, int, Path]]
     """``(algorithm label, shard, staging directory)`` of every task of the query."""
+    shards: int = 1
     loaded_this_run: int = 0
     answer_rows: int = 0
     last_seq: Callable[[int], int] = field(default=lambda end: end - 1, repr=False)
@@ -126,15 +128,20 @@ def load(con, run_id: str, progress: QueryLoad, markers: list[dict], *, referenc
                            f"expected {progress.next_slide}")
     answers = [str(path) for _, _, d in progress.tasks for path in staged_parts(d, "answers", first, last)]
     stats = [str(path) for _, _, d in progress.tasks for path in staged_parts(d, "stats", first, last)]
-    con.execute("""
-        CREATE OR REPLACE TEMP TABLE merged AS
-        SELECT algorithm, slide, "end", object_id, score,
-               row_number() OVER (PARTITION BY algorithm, slide ORDER BY score DESC, seq DESC)::INTEGER AS rank
-        FROM read_parquet(?) QUALIFY rank <= ?""", [answers, progress.k])
+    if progress.shards == 1:
+        con.execute("""
+            CREATE OR REPLACE TEMP TABLE merged AS
+            SELECT algorithm, slide, "end", object_id, score, rank FROM read_parquet(?)""", [answers])
+    else:
+        con.execute("""
+            CREATE OR REPLACE TEMP TABLE merged AS
+            SELECT algorithm, slide, "end", object_id, score,
+                   row_number() OVER (PARTITION BY algorithm, slide ORDER BY score DESC, seq DESC)::INTEGER AS rank
+            FROM (SELECT * EXCLUDE (rank) FROM read_parquet(?)) QUALIFY rank <= ? ORDER BY algorithm, slide, rank""",
+                    [answers, progress.k])
     con.execute("""
         INSERT INTO answers (run_id, query_id, algorithm, slide, "end", rank, object_id, score)
-        SELECT ?, ?, algorithm, slide, "end", rank, object_id, score FROM merged ORDER BY algorithm, slide, rank""",
-                [run_id, progress.query_id])
+        SELECT ?, ?, algorithm, slide, "end", rank, object_id, score FROM merged""", [run_id, progress.query_id])
     answer_rows = con.execute("SELECT count(*) FROM merged").fetchone()[0]
     con.execute("""
         CREATE OR REPLACE TEMP TABLE ranked AS

@@ -2,12 +2,13 @@
 
 A task starts from the algorithm's JSON state (the last complete snapshot, or a new
 algorithm), streams the dataset's rows in ``seq`` order as Arrow record batches straight from
-the Parquet files (:func:`read_rows`), cuts them into the query's slides with
+the Parquet files (:func:`read_rows`; a worker keeps a dataset of moderate size decoded for its
+next task, :func:`dataset_chunks`), cuts them into the query's slides with
 :func:`engine.slides` over the global ``seq`` / ``t``, keeps the rows of its shard, and runs the
 algorithm slide after slide to the end of the dataset.  Every ``segment`` slides it writes,
 each file atomically (temporary name, then rename), into its staging directory:
 
-1. ``answers-<first slide>.parquet``: the shard's answer of every slide of a part of the
+1. ``answers-<first slide>.parquet``: the shard's answer (ranked) of every slide of a part of the
    segment (a part holds at most about :data:`PART_ROWS` answer rows);
 2. ``stats-<first slide>.parquet``: candidates, retained, bytes, measured bytes, seconds, per
    slide of the same part;
@@ -39,7 +40,9 @@ from engine import Batch, Query
 from engine.stream import as_attribute_stream, as_object_stream
 
 CHUNK_ROWS = 1 << 16
-"""Rows per Arrow record batch a task reads at a time."""
+"""Rows per Arrow record batch a task reads at a time (datasets not cached)."""
+CACHE_BYTES = 256 * 2 ** 20
+"""Largest dataset (decoded columns) a Python worker keeps in memory for the next task."""
 PART_ROWS = 100_000
 """Answer rows a task buffers before it writes them as a part of its segment."""
 PROGRESS_SECONDS = 1.0
@@ -50,8 +53,8 @@ HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 """Fibonacci hashing: object ids that follow a pattern still spread evenly over the shards."""
 
 ANSWER_SCHEMA = pa.schema([("query_id", pa.int32()), ("algorithm", pa.string()), ("shard", pa.int32()),
-                           ("slide", pa.int64()), ("end", pa.int64()), ("object_id", pa.int64()),
-                           ("score", pa.float64()), ("seq", pa.int64())])
+                           ("slide", pa.int64()), ("end", pa.int64()), ("rank", pa.int32()),
+                           ("object_id", pa.int64()), ("score", pa.float64()), ("seq", pa.int64())])
 STATS_SCHEMA = pa.schema([("query_id", pa.int32()), ("algorithm", pa.string()), ("shard", pa.int32()),
                           ("slide", pa.int64()), ("end", pa.int64()), ("candidates", pa.int64()),
                           ("retained", pa.int64()), ("bytes", pa.int64()), ("measured_bytes", pa.int64()),
@@ -195,6 +198,41 @@ def read_rows(source: str | Path, columns: tuple[str, ...], first_row: int = 0,
             yield chunk
 
 
+def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int = 0) -> Iterator[dict[str, np.ndarray]]:
+    """The rows ``seq >= first_row`` as chunks of ``seq`` + ``columns`` arrays, in ``seq`` order.
+
+    Spark reuses a Python worker for the next task, and the tasks of a replay read the same
+    dataset: a worker therefore keeps the decoded columns of the last dataset it read, when
+    they take at most :data:`CACHE_BYTES`, and later tasks start from memory instead of
+    decoding (and, for partitioned datasets, sorting) the Parquet files again.  The cache is
+    keyed by every file's path, size and modification time, so a dataset that grew (``ingest
+    --append``) or was rewritten is read afresh.  Larger datasets stream from disk
+    (:func:`read_rows`).
+    """
+    global _cache
+    files = dataset_files(source)
+    key = (tuple((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in files), tuple(columns))
+    if _cache is not None and _cache[0] == key:
+        arrays = _cache[1]
+        yield {name: values[first_row:] for name, values in arrays.items()}
+        return
+    rows = sum(pq.read_metadata(path).num_rows for path in files)
+    if rows * 8 * (1 + len(columns)) > CACHE_BYTES:
+        for table in read_rows(source, columns, first_row):
+            yield {name: table.column(name).to_numpy() for name in ("seq", *columns)}
+        return
+    _cache = None
+    tables = list(read_rows(source, columns, 0, chunk_rows=max(rows, 1)))
+    arrays = {name: np.concatenate([table.column(name).to_numpy() for table in tables]) if tables
+              else np.empty(0, np.int64) for name in ("seq", *columns)}
+    _cache = (key, arrays)
+    yield {name: values[first_row:] for name, values in arrays.items()}
+
+
+_cache: tuple[tuple, dict[str, np.ndarray]] | None = None
+"""The worker's cached dataset: ``(key, columns)`` (see :func:`dataset_chunks`)."""
+
+
 def is_attribute_dataset(source: str | Path) -> bool:
     """Whether the dataset's files have the attribute-stream columns ``stream`` and ``value``."""
     names = pq.ParquetFile(dataset_files(source)[0]).schema_arrow.names
@@ -203,10 +241,13 @@ def is_attribute_dataset(source: str | Path) -> bool:
 
 # --- cutting slides over Arrow chunks -----------------------------------------------------------
 
-def stream_slides(chunks: Iterator[pa.Table], query: Query, task_columns: tuple[str, ...], attribute: bool,
+def stream_slides(chunks: Iterator[dict[str, np.ndarray]], query: Query, task_columns: tuple[str, ...], attribute: bool,
                   first_row: int, start: int, keep: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
                   ) -> Iterator[Batch]:
     """The global slides of the rows ``chunks`` hold, cut by :func:`engine.slides` one chunk at a time.
+
+    A chunk maps ``seq``, ``id``, ``t`` and the task's columns to arrays of consecutive rows
+    (:func:`dataset_chunks`).
 
     Rows of an incomplete slide at the end of a chunk are carried to the next chunk, so the
     batches are exactly those of one :func:`engine.slides` call over all rows.  ``index`` of
@@ -216,8 +257,7 @@ def stream_slides(chunks: Iterator[pa.Table], query: Query, task_columns: tuple[
     """
     carry: dict[str, np.ndarray] | None = None
     seq_start, boundary, index = first_row, start, 0
-    for chunk in chunks:
-        arrays = {name: chunk.column(name).to_numpy() for name in ("seq", "id", "t", *task_columns)}
+    for arrays in chunks:
         if carry is not None:
             arrays = {name: np.concatenate([carry[name], arrays[name]]) for name in arrays}
         if attribute:
@@ -330,6 +370,7 @@ class SegmentWriter:
             constant(task.shard, rows, pa.int32()),
             pa.array(np.repeat(np.array(self.slides, np.int64), counts)),
             pa.array(np.repeat(np.array(self.ends, np.int64), counts)),
+            pa.array((np.arange(rows) - np.repeat(np.cumsum(counts) - counts, counts) + 1).astype(np.int32)),
             pa.array(np.concatenate([a.ids for a in self.answers]).astype(np.int64)),
             pa.array(np.concatenate([a.scores for a in self.answers]).astype(np.float64)),
             pa.array(np.concatenate([a.seq for a in self.answers]).astype(np.int64))], schema=ANSWER_SCHEMA)
@@ -370,7 +411,7 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
     query = Query.from_dict(task.query)
     algorithm = (engine.restore(json.loads(task.state), query) if task.state is not None
                  else engine.create(task.algorithm, query, **task.params))
-    chunks = read_rows(task.source, ("id", "t", *task.columns), task.first_row)
+    chunks = dataset_chunks(task.source, ("id", "t", *task.columns), task.first_row)
     keep = shard_filter(task.shard, task.shards, task.shard_by) if task.shards > 1 else None
     writer = SegmentWriter(task)
     progress_file, last_progress = task.directory / "progress.json", time.monotonic()

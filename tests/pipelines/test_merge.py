@@ -56,10 +56,56 @@ def test_slides_cut_chunk_by_chunk_equal_one_engine_slides_call(tmp_path, kind, 
     pq.write_table(pa.table({"id": seq + 7, "seq": seq, "t": t, "x": rng.random(len(seq))}), tmp_path / "d.parquet")
     q = engine.Query(weights=[1.0], k=3, window=window, slide=slide, kind=kind)
     expected = [(b.end, b.seq.tolist()) for b in engine.slides((seq + 7, t, rng.random(len(seq))), q)]
-    chunks = replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17)
+    chunks = ({name: table.column(name).to_numpy() for name in ("seq", "id", "t", "x")}
+              for table in replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17))
     start = int(t[0]) // slide * slide if kind == "time" else 0
     got = [(b.end, b.seq.tolist()) for b in replay_tasks.stream_slides(chunks, q, ("x",), False, 0, start)]
     assert got == expected
+
+
+@pytest.mark.parametrize("shard_by", ["seq", "id"])
+@pytest.mark.parametrize("kind, window, slide", [("count", 20, 5), ("time", 12, 4)])
+def test_a_shards_slides_are_the_global_slides_holding_its_rows(tmp_path, shard_by, kind, window, slide):
+    rng = np.random.default_rng(2)
+    seq = np.arange(211)
+    ids = rng.integers(0, 40, len(seq))
+    t = np.cumsum(rng.integers(0, 3, len(seq)))
+    x = rng.random(len(seq))
+    pq.write_table(pa.table({"id": ids, "seq": seq, "t": t, "x": x}), tmp_path / "d.parquet")
+    q = engine.Query(weights=[1.0], k=3, window=window, slide=slide, kind=kind)
+    start = int(t[0]) // slide * slide if kind == "time" else 0
+    for shard in range(3):
+        owner = seq % 3 if shard_by == "seq" else replay_tasks.id_shard(ids, 3)
+        expected = [(b.end, b.seq[owner[b.seq] == shard].tolist(), b.x[owner[b.seq] == shard, 0].tolist())
+                    for b in engine.slides((ids, t, x), q)]
+        chunks = ({name: table.column(name).to_numpy() for name in ("seq", "id", "t", "x")}
+                  for table in replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17))
+        keep = replay_tasks.shard_filter(shard, 3, shard_by)
+        got = [(b.end, b.seq.tolist(), b.x[:, 0].tolist())
+               for b in replay_tasks.stream_slides(chunks, q, ("x",), False, 0, start, keep)]
+        assert got == expected
+
+
+def test_a_worker_reads_a_dataset_once_and_again_when_it_changes(tmp_path, monkeypatch):
+    rng = np.random.default_rng(3)
+    directory = tmp_path / "d"
+    directory.mkdir()
+    write_rows(directory / "a.parquet", np.arange(0, 50), rng)
+    monkeypatch.setattr(replay_tasks, "_cache", None)
+    first = list(replay_tasks.dataset_chunks(directory, ("t",), 10))
+    assert [chunk["seq"].tolist() for chunk in first] == [list(range(10, 50))]
+    reads = []
+    monkeypatch.setattr(replay_tasks, "read_rows", lambda *args, **kwargs: reads.append(args) or iter(()))
+    again = list(replay_tasks.dataset_chunks(directory, ("t",), 45))
+    assert reads == [] and [chunk["seq"].tolist() for chunk in again] == [list(range(45, 50))]
+    monkeypatch.undo()
+    monkeypatch.setattr(replay_tasks, "_cache", replay_tasks._cache)
+    write_rows(directory / "b.parquet", np.arange(50, 60), rng)
+    grown = list(replay_tasks.dataset_chunks(directory, ("t",), 45))
+    assert [chunk["seq"].tolist() for chunk in grown] == [list(range(45, 60))]
+    monkeypatch.setattr(replay_tasks, "CACHE_BYTES", 8)
+    streamed = list(replay_tasks.dataset_chunks(directory, ("t",), 5))
+    assert np.concatenate([chunk["seq"] for chunk in streamed]).tolist() == list(range(5, 60))
 
 
 def test_id_shards_are_balanced_and_stable():
@@ -94,7 +140,7 @@ def test_load_merges_shards_per_slide_and_measures_against_the_oracle(tmp_path):
     stage(staging, "alg", 1, 1, [0, 1], [([13], [3.0], [3]), ([], [], [])], [(1, 50, 0.0), (1, 50, 0.0)])
     db = tmp_path / "t.duckdb"
     load = replay_load.QueryLoad(query_id=0, k=2, next_slide=0, total_slides=2, origin=0, slide=10,
-                                 tasks=replay_load.staged_tasks(staging, 0, ["oracle", "alg"], 2))
+                                 tasks=replay_load.staged_tasks(staging, 0, ["oracle", "alg"], 2), shards=2)
     markers = load.markers()
     assert [m["slide"] for m in markers] == [1]
     with store.connection(db) as con, store.transaction(con):
