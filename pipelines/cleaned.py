@@ -38,3 +38,17 @@ class Cleaned:
     rows: DataFrame
     rejected: DataFrame
     learned: DataFrame | None = None
+
+
+def judged_once(judged: DataFrame) -> DataFrame:
+    """A family's parsed rows with their ``reason``, computed once for all that follows.
+
+    Accepted rows (``reason IS NULL``), rejected rows and the ingest's counts all read the
+    judged rows.  Left lazy, every one of them would parse the raw lines again, and Spark's
+    optimizer would push each ``reason`` filter below the parsing, copying the whole
+    validation expression into the filter (a taxi row's line was split about 80 times).  A
+    lazy local checkpoint (kept by the executors, in memory or on their local disk) makes
+    the first action parse each line once and the later ones reuse it.
+    """
+    return judged.localCheckpoint(eager=False)
+

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .cleaned import Cleaned, Raw
+from .cleaned import Cleaned, Raw, judged_once
 from .errors import InputError
 from .ordering import with_seq
 from .rawfiles import lines_table, per_file, read_lines
@@ -131,7 +131,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
     reason = F.lit(None).cast("string")
     for name, failed in reversed(checks):
         reason = F.when(failed, F.lit(name)).otherwise(reason)
-    judged = parsed.withColumn("reason", reason)
+    judged = judged_once(parsed.withColumn("reason", reason))
     first_of_id = Window.partitionBy("id_value").orderBy("source_index", "line")
     valid = judged.where(F.col("reason").isNull()).withColumn("occurrence", F.row_number().over(first_of_id))
     t = F.col("t_value").cast("long")

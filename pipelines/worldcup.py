@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .cleaned import Cleaned, Raw
+from .cleaned import Cleaned, Raw, judged_once
 from .errors import InputError
 from .ordering import with_seq
 from .rawfiles import lines_table, read_lines
@@ -144,7 +144,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
     reason = F.lit(None).cast("string")
     for name, failed in reversed(checks):
         reason = F.when(failed, F.lit(name)).otherwise(reason)
-    judged = parsed.withColumn("reason", reason)
+    judged = judged_once(parsed.withColumn("reason", reason))
 
     chunks = (judged.where(F.col("reason").isNull())
               .groupBy(chunk_start.alias("t"), F.col("stream"), F.col("client").alias("id"))
