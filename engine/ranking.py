@@ -31,7 +31,8 @@ def score(x: np.ndarray, weights) -> np.ndarray:
 def top_indices(scores: np.ndarray, seq: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``min(k, m)`` best of ``m`` objects, best first, by ``(score, seq)``.
 
-    ``O(m)`` selection with ``argpartition`` plus ``O(k log k)`` ordering.
+    ``O(m)``: the ``k``-th best score by ``partition``, the objects at or above it by one
+    comparison (ties at the ``k``-th score: the newest win), then ``O(k log k)`` ordering.
 
     Examples
     --------
@@ -41,14 +42,13 @@ def top_indices(scores: np.ndarray, seq: np.ndarray, k: int) -> np.ndarray:
     """
     m = len(scores)
     if k < m:
-        top = np.argpartition(scores, m - k)[m - k:]
-        kth = scores[top].min()
-        at_kth = scores[top] == kth
-        tied = np.flatnonzero(scores == kth)
-        if len(tied) > np.count_nonzero(at_kth):
-            keep = np.count_nonzero(at_kth)
-            newest_tied = tied[np.argsort(seq[tied], kind="stable")[len(tied) - keep:]]
-            top = np.concatenate([top[~at_kth], newest_tied])
+        kth = np.partition(scores, m - k)[m - k]
+        top = np.flatnonzero(scores >= kth)
+        if len(top) > k:
+            above = top[scores[top] > kth]
+            tied = top[scores[top] == kth]
+            newest_tied = tied[np.argsort(seq[tied], kind="stable")[len(tied) - (k - len(above)):]]
+            top = np.concatenate([above, newest_tied])
     else:
         top = np.arange(m)
     return top[np.lexsort((seq[top], scores[top]))[::-1]]
