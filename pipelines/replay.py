@@ -430,7 +430,7 @@ def run_job(spark: SparkSession, plan: ReplayPlan, summary: ReplaySummary, log: 
         while thread.is_alive():
             thread.join(POLL_SECONDS)
             if time.perf_counter() - last_load >= LOAD_SECONDS:
-                load_complete(plan, loads, summary)
+                load_complete(plan, loads, summary, job_running=True)
                 last_load = time.perf_counter()
             reporter.maybe_report()
     except BaseException:
@@ -438,7 +438,7 @@ def run_job(spark: SparkSession, plan: ReplayPlan, summary: ReplaySummary, log: 
             context.cancelJobGroup(f"replay-{plan.run_id}")
         thread.join(30)
         raise
-    while load_complete(plan, loads, summary):
+    while load_complete(plan, loads, summary, job_running=False):
         pass
     if "error" in outcome:
         raise RuntimeError(f"replay task failed: {task_failure(outcome['error'])}") from None
@@ -457,8 +457,12 @@ def task_failure(error: BaseException) -> str:
     return python[-1] if python else (lines[0] if lines else type(error).__name__)
 
 
-def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySummary) -> bool:
-    """Load every complete segment not loaded yet, one transaction per query; whether any was."""
+def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySummary, *, job_running: bool) -> bool:
+    """Load every complete segment not loaded yet, one transaction per query; whether any was.
+
+    While the job runs, its tasks use the same cores (on a local master): a load then takes
+    one DuckDB thread, not all.
+    """
     pending = [(load, markers) for load in loads if not load.done for markers in [load.markers()] if markers]
     if not pending:
         return False
@@ -466,6 +470,8 @@ def load_complete(plan: ReplayPlan, loads: list[QueryLoad], summary: ReplaySumma
     config = plan.config
     with store.connection(plan.db) as con:
         replay_load.register_metrics(con, config.stream)
+        if job_running:
+            con.execute("SET threads = 1")
         for load, markers in pending:
             with store.transaction(con):
                 slides = replay_load.load(con, plan.run_id, load, markers, reference=config.reference,
