@@ -119,8 +119,9 @@ def measure(db: Path, dataset: str, seconds: float, changes: int = 4, algorithms
                 slide1, rows1 = status(page)
                 elapsed = time.perf_counter() - start
                 play_cpu = cpu_seconds(proc.pid) - cpu
-                if page.get_by_role("button", name="Pause").count():
-                    page.get_by_role("button", name="Pause").click()
+                pause = page.get_by_role("button", name="Pause")
+                if pause.count() and pause.is_enabled():  # disabled once the playback reached the end
+                    pause.click()
                 ended = page.get_by_text("end of the trace").count() > 0
                 browser.close()
         finally:

@@ -37,7 +37,7 @@ def settings(quick: bool) -> dict:
     """Timed runs, CPU budget per run, the longest one window fill may take (traced), and the
     CPU time all the refills of one algorithm may take (fewer runs beyond it)."""
     return ({"repeats": 3, "budget": 0.15, "fill_limit": 10.0, "refill_budget": 5.0} if quick
-            else {"repeats": 3, "budget": 1.0, "fill_limit": 30.0, "refill_budget": 15.0})
+            else {"repeats": 3, "budget": 1.0, "fill_limit": 90.0, "refill_budget": 15.0})
 
 
 def stream_for(case: Case, quick: bool, budget_rows: int):

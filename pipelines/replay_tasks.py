@@ -239,7 +239,7 @@ def is_attribute_dataset(source: str | Path) -> bool:
     return all(name in names for name in ATTRIBUTE_COLUMNS)
 
 
-# --- cutting slides over Arrow chunks -----------------------------------------------------------
+# --- cutting slides over chunks of rows -------------------------------------------------------
 
 def stream_slides(chunks: Iterator[dict[str, np.ndarray]], query: Query, task_columns: tuple[str, ...], attribute: bool,
                   first_row: int, start: int, keep: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
