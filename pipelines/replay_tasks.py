@@ -275,16 +275,14 @@ def stream_slides(chunks: Iterator[dict[str, np.ndarray]], query: Query, task_co
         consumed = 0
         for batch in engine.slides(data, query, seq_start=seq_start,
                                    start=boundary if query.kind == "time" else None):
-            rows = len(batch)
+            rows, source, part = len(batch), batch, slice(None)
             if keep is not None:
-                part = slice(int(kept_before[consumed]), int(kept_before[consumed + rows]))
-                batch = Batch(ids=kept.ids[part], seq=kept.seq[part], t=kept.t[part], x=kept.x[part], end=batch.end,
-                              index=0, stream=None if kept.stream is None else kept.stream[part],
-                              value=None if kept.value is None else kept.value[part])
+                source, part = kept, slice(int(kept_before[consumed]), int(kept_before[consumed + rows]))
             consumed += rows
             boundary = batch.end
-            yield Batch(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x, end=batch.end, index=index,
-                        stream=batch.stream, value=batch.value)
+            yield Batch(ids=source.ids[part], seq=source.seq[part], t=source.t[part], x=source.x[part],
+                        end=batch.end, index=index, stream=None if source.stream is None else source.stream[part],
+                        value=None if source.value is None else source.value[part])
             index += 1
         seq_start += consumed
         carry = {name: values[consumed:] for name, values in arrays.items()}
