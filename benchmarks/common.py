@@ -51,21 +51,29 @@ def decreasing_stream(m: int, d: int = 1, seed: int = 1):
     return np.arange(m), np.arange(m), (trend[:, None] + 1e-3 * rng.random((m, d)))
 
 
-def measure(name: str, query: engine.Query, batches: list, warmup: int, params=None) -> Measurement:
-    """Process ``batches``, answering every slide; time (CPU) only the slides after ``warmup``."""
-    alg = engine.create(name, query, **(params or {}))
-    for batch in batches[:warmup]:
+def timed_pass(alg, filling: list, timed: list, after_slide: Callable[[object], None] | None = None) -> float:
+    """Answer every slide of ``filling`` untimed, then of ``timed``: the CPU seconds of ``process`` +
+    ``topk`` over ``timed``; ``after_slide(alg)`` runs untimed after each timed slide."""
+    for batch in filling:
         alg.process(batch)
         alg.topk()
-    timed = batches[warmup:]
-    sizes = []
     elapsed = 0.0
     for batch in timed:
         start = time.process_time()
         alg.process(batch)
         alg.topk()
         elapsed += time.process_time() - start
-        sizes.append(alg.stats()["candidates"])
+        if after_slide is not None:
+            after_slide(alg)
+    return elapsed
+
+
+def measure(name: str, query: engine.Query, batches: list, warmup: int, params=None) -> Measurement:
+    """Process ``batches``, answering every slide; time (CPU) only the slides after ``warmup``."""
+    alg = engine.create(name, query, **(params or {}))
+    timed = batches[warmup:]
+    sizes = []
+    elapsed = timed_pass(alg, batches[:warmup], timed, lambda alg: sizes.append(alg.stats()["candidates"]))
     objects = sum(len(b) for b in timed)
     stats = alg.stats()
     return Measurement(objects / elapsed, len(timed) / elapsed, float(np.mean(sizes)), int(max(sizes)),
@@ -185,18 +193,8 @@ def measure_runs(factory: Callable[[], object], batches: list, warmup: int, *, r
     untraced_fill = fill / 2                 # tracemalloc roughly doubles the cost of Python code
     repeats = max(1, min(repeats, int(refill_budget / max(untraced_fill, 1e-9))))
     for _ in range(repeats):
-        alg = factory()
-        for batch in batches[:warmup]:
-            alg.process(batch)
-            alg.topk()
-        elapsed = 0.0
-        for batch in timed:
-            start = time.process_time()
-            alg.process(batch)
-            alg.topk()
-            elapsed += time.process_time() - start
+        elapsed = timed_pass(factory(), batches[:warmup], timed)
         rates.append(objects / elapsed if elapsed > 0 else float("inf"))
-        del alg
     return Runs(rates, slides, objects, candidates, retained, answers, stats, peak, fill)
 
 
