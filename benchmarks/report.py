@@ -119,6 +119,16 @@ def sweep_rows(frame: pd.DataFrame, sweep: str) -> pd.DataFrame:
     return frame[frame["sweep"].fillna("").str.split(",").apply(lambda names: sweep in names)]
 
 
+def family_rows(grid: pd.DataFrame, family: str) -> pd.DataFrame:
+    """The grid rows of one family (none when the results hold no grid at all)."""
+    return grid[grid["family"] == family] if "family" in grid else grid.iloc[0:0]
+
+
+def claim_lines(*papers: dict) -> list[str]:
+    """The papers' claims as report bullets."""
+    return [f"- *Paper ({claim['source']})*: {claim['text']}" for paper in papers for claim in paper["claims"]]
+
+
 def registered_any(test) -> bool:
     """Whether some registered algorithm passes ``test`` (an empty section says which reason holds)."""
     return any(test(info) for info in engine.available())
@@ -475,10 +485,9 @@ def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
            "runs (ratio to the oracle, to SQL, spread of the runs).  The SAP paper reports seconds "
            "over a whole data set in C++ (Fig. 9, Tables 5-9); we report objects/s of a Python "
            "engine, so the comparison is of shapes and ratios, not of absolute values.\n"]
-    for claim in paper["papers"]["sap"]["claims"] + paper["papers"]["mintopk"]["claims"]:
-        out.append(f"- *Paper ({claim['source']})*: {claim['text']}")
+    out += claim_lines(paper["papers"]["sap"], paper["papers"]["mintopk"])
     out.append("")
-    data = grid[grid["family"] == "sap"]
+    data = family_rows(grid, "sap")
     if data.empty:
         return "\n".join(out + ["No single-stream results in this run.\n"])
     for sweep, column, label, title in (("k", "k", "k", "throughput vs k"), ("s", "s", "s", "throughput vs s"),
@@ -626,9 +635,8 @@ def sao_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
            "below). Error: the notes' weighted relative error (u_i = 1) of the "
            "index's `query(weights, K)` against the oracle's, averaged over the queries after the last timed "
            "slide; `range error` divides by the window's score range instead of |F| (robust near 0).\n"]
-    for claim in sao["claims"]:
-        out.append(f"- *Paper ({claim['source']})*: {claim['text']}")
-    data = grid[grid["family"] == "sao"] if "family" in grid else grid.iloc[0:0]
+    out += claim_lines(sao)
+    data = family_rows(grid, "sao")
     if data.empty:
         out.append("\nNo any-weights index (`sao`) registered at this commit: this section fills in when it lands.\n"
                    if not registered_any(lambda info: info.name == "sao")
@@ -718,9 +726,8 @@ def incomplete_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
            "site sections images, english, french, other are the streams (the first d of them), bytes per "
            "client, section and 5 s chunk over the largest chunk are the values; EAA's `occurrences` is the "
            "most chunks one client has in one stream within a window, measured on the stream.\n"]
-    for claim in inc["claims"]:
-        out.append(f"- *Paper ({claim['source']})*: {claim['text']}")
-    data = grid[grid["family"] == "incomplete"] if "family" in grid else grid.iloc[0:0]
+    out += claim_lines(inc)
+    data = family_rows(grid, "incomplete")
     if data.empty:
         out.append("\nNo incomplete-stream algorithms registered at this commit: this section fills in when "
                    "`oracle-incomplete`, `sla`, `eaa` and `approx` land. The paper's tables, for reference:\n"
