@@ -211,7 +211,7 @@ def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int 
     """
     global _cache
     files = dataset_files(source)
-    key = (tuple((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in files), tuple(columns))
+    key = (tuple((str(path), *_size_and_time(path)) for path in files), tuple(columns))
     if _cache is not None and _cache[0] == key:
         arrays = _cache[1]
         yield {name: values[first_row:] for name, values in arrays.items()}
@@ -227,6 +227,11 @@ def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int 
               else np.empty(0, np.int64) for name in ("seq", *columns)}
     _cache = (key, arrays)
     yield {name: values[first_row:] for name, values in arrays.items()}
+
+
+def _size_and_time(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_size, status.st_mtime_ns
 
 
 _cache: tuple[tuple, dict[str, np.ndarray]] | None = None
