@@ -98,7 +98,8 @@ def as_attribute_stream(ids, stream, value, t, dimensions: int):
     return ids, stream, value, t
 
 
-def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | None = None) -> Iterator[Batch]:
+def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | None = None,
+           first_index: int = 0) -> Iterator[Batch]:
     """Cut a stream into the slides of ``query``, one :class:`Batch` per complete slide.
 
     Parameters
@@ -113,6 +114,8 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
     start
         Time windows only: the boundary where the first slide starts (a multiple of ``s``, at
         most the first ``t``); default ``floor(t[0] / s) * s``.
+    first_index
+        ``index`` of the first batch (to continue a stream cut in pieces).
 
     Examples
     --------
@@ -135,7 +138,7 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
         raise ValueError("data must be (ids, t, x) or (ids, stream, value, t)")
     seq = np.arange(seq_start, seq_start + len(ids), dtype=np.int64)
     lo = 0
-    for index, (end, hi) in enumerate(_boundaries(t, query, seq_start, start)):
+    for index, (end, hi) in enumerate(_boundaries(t, query, seq_start, start), first_index):
         part = slice(lo, hi)
         yield Batch(ids=ids[part], seq=seq[part], t=t[part], x=x[part], end=end, index=index,
                     stream=None if stream is None else stream[part],

@@ -247,7 +247,7 @@ def load_dataset(db: Path, name: str) -> Dataset:
     parquet, features = found
     try:
         attribute = is_attribute_dataset(parquet)
-        chunks = [chunk.column("t").to_numpy() for chunk in read_rows(parquet, ("t",), chunk_rows=1 << 22)]
+        chunks = [chunk["t"] for chunk in read_rows(parquet, ("t",), chunk_rows=1 << 22)]
     except (OSError, ValueError) as error:
         raise InputError(f"dataset {name!r}: cannot read {parquet} ({error})") from None
     t = np.concatenate(chunks) if chunks else np.empty(0, np.int64)
@@ -593,7 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if plan.up_to_date:
             print(plan.up_to_date_message())
             return 0
-        with spark_session("topk-replay", args.master) as spark, interruptible():
+        with spark_session("topk-replay", args.master, light_jvm=True) as spark, interruptible():
             started = time.perf_counter()
             print(f"[replay] Spark {spark.sparkContext.master} started in {started - began:.1f} s")
             summary = execute(spark, plan)

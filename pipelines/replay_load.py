@@ -12,8 +12,9 @@ loaded in one DuckDB transaction per query and call:
   global one);
 - **slide_metrics**: the shards' stats summed (``seconds``: the slowest shard), and precision
   and error of every algorithm against the reference per slide, computed by
-  ``engine.metrics`` registered as DuckDB functions over the merged answers (called only
-  where an answer differs from the reference's: an equal answer has precision 1 and error 0
+  ``engine.metrics`` registered as DuckDB functions over the merged answers.  A join on
+  (slide, rank) first finds the slides where an answer differs from the reference's; only
+  those are listed and passed to the functions (an equal answer has precision 1 and error 0
   by the metrics' definitions);
 - **snapshots**: every task's state at the segment's last slide (read by DuckDB from the
   staged JSON), keeping only the last ``keep_snapshots`` slides per (query, algorithm, shard).
@@ -144,9 +145,11 @@ def load(con, run_id: str, progress: QueryLoad, markers: list[dict], *, referenc
         SELECT ?, ?, algorithm, slide, "end", rank, object_id, score FROM merged""", [run_id, progress.query_id])
     answer_rows = con.execute("SELECT count(*) FROM merged").fetchone()[0]
     con.execute("""
-        CREATE OR REPLACE TEMP TABLE ranked AS
-        SELECT algorithm, slide, list(object_id ORDER BY rank) AS ids, list(score ORDER BY rank) AS scores
-        FROM merged GROUP BY algorithm, slide""")
+        CREATE OR REPLACE TEMP TABLE compared AS
+        SELECT a.algorithm, a.slide, count(*) AS answered, count(r.rank) AS matching
+        FROM merged a LEFT JOIN merged r ON r.algorithm = ? AND r.slide = a.slide AND r.rank = a.rank
+                                           AND r.object_id = a.object_id AND r.score = a.score
+        GROUP BY a.algorithm, a.slide""", [reference])
     con.execute("""
         INSERT INTO slide_metrics (run_id, query_id, algorithm, slide, "end", candidates, retained, bytes,
                                    measured_bytes, seconds, precision, error)
@@ -156,16 +159,29 @@ def load(con, run_id: str, progress: QueryLoad, markers: list[dict], *, referenc
                    sum(measured_bytes) AS measured_bytes,
                    max(seconds) AS seconds
             FROM read_parquet(?) GROUP BY algorithm, slide),
-        both_answers AS (
-            SELECT s.*, coalesce(a.ids, []::BIGINT[]) AS ids, coalesce(a.scores, []::DOUBLE[]) AS scores,
-                   coalesce(r.ids, []::BIGINT[]) AS exact_ids, coalesce(r.scores, []::DOUBLE[]) AS exact_scores
+        flagged AS (
+            SELECT s.*, coalesce(c.answered, 0) = coalesce(r.answered, 0)
+                        AND coalesce(c.matching, 0) = coalesce(c.answered, 0) AS same
             FROM shards s
-            LEFT JOIN ranked a ON a.algorithm = s.algorithm AND a.slide = s.slide
-            LEFT JOIN ranked r ON r.algorithm = ? AND r.slide = s.slide)
-        SELECT ?, ?, algorithm, slide, "end", candidates, retained, bytes, measured_bytes, seconds,
-               CASE WHEN same THEN 1.0 ELSE topk_precision(exact_ids, exact_scores, ids, scores) END,
-               CASE WHEN same THEN 0.0 ELSE topk_error(exact_ids, exact_scores, ids, scores) END
-        FROM (SELECT *, ids = exact_ids AND scores = exact_scores AS same FROM both_answers) ORDER BY algorithm, slide""", [stats, reference, run_id, progress.query_id])
+            LEFT JOIN compared c ON c.algorithm = s.algorithm AND c.slide = s.slide
+            LEFT JOIN compared r ON r.algorithm = ? AND r.slide = s.slide),
+        differing AS (SELECT algorithm, slide FROM flagged WHERE NOT same),
+        listed AS (
+            SELECT m.algorithm, m.slide, list(m.object_id ORDER BY m.rank) AS ids,
+                   list(m.score ORDER BY m.rank) AS scores
+            FROM merged m
+            WHERE (m.algorithm, m.slide) IN (SELECT (algorithm, slide) FROM differing)
+               OR (m.algorithm = ? AND m.slide IN (SELECT slide FROM differing))
+            GROUP BY m.algorithm, m.slide)
+        SELECT ?, ?, f.algorithm, f.slide, f."end", f.candidates, f.retained, f.bytes, f.measured_bytes, f.seconds,
+               CASE WHEN f.same THEN 1.0 ELSE topk_precision(coalesce(r.ids, []::BIGINT[]), coalesce(r.scores, []::DOUBLE[]),
+                                                            coalesce(a.ids, []::BIGINT[]), coalesce(a.scores, []::DOUBLE[])) END,
+               CASE WHEN f.same THEN 0.0 ELSE topk_error(coalesce(r.ids, []::BIGINT[]), coalesce(r.scores, []::DOUBLE[]),
+                                                        coalesce(a.ids, []::BIGINT[]), coalesce(a.scores, []::DOUBLE[])) END
+        FROM flagged f
+        LEFT JOIN listed a ON NOT f.same AND a.algorithm = f.algorithm AND a.slide = f.slide
+        LEFT JOIN listed r ON NOT f.same AND r.algorithm = ? AND r.slide = f.slide
+        ORDER BY f.algorithm, f.slide""", [stats, reference, reference, run_id, progress.query_id, reference])
     slides = last - first + 1
     written = con.execute("SELECT count(*) FROM slide_metrics WHERE run_id = ? AND query_id = ? AND slide BETWEEN ? AND ?",
                           [run_id, progress.query_id, first, last]).fetchone()[0]

@@ -1,7 +1,7 @@
 """The Spark task of a replay: one (query, algorithm, shard) over its whole range, in one pass.
 
 A task starts from the algorithm's JSON state (the last complete snapshot, or a new
-algorithm), streams the dataset's rows in ``seq`` order as Arrow record batches straight from
+algorithm), streams the dataset's rows in ``seq`` order as numpy column chunks straight from
 the Parquet files (:func:`read_rows`; a worker keeps a dataset of moderate size decoded for its
 next task, :func:`dataset_chunks`), cuts them into the query's slides with
 :func:`engine.slides` over the global ``seq`` / ``t``, keeps the rows of its shard, and runs the
@@ -40,7 +40,7 @@ from engine import Batch, Query
 from engine.stream import as_attribute_stream, as_object_stream
 
 CHUNK_ROWS = 1 << 16
-"""Rows per Arrow record batch a task reads at a time (datasets not cached)."""
+"""Rows per chunk a task reads at a time (datasets not cached)."""
 CACHE_BYTES = 256 * 2 ** 20
 """Largest dataset (decoded columns) a Python worker keeps in memory for the next task."""
 PART_ROWS = 100_000
@@ -161,13 +161,15 @@ def seq_ranges(path: Path) -> list[tuple[int, int, int]]:
 
 
 def read_rows(source: str | Path, columns: tuple[str, ...], first_row: int = 0,
-              chunk_rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
-    """The rows ``seq >= first_row`` of a dataset, in ``seq`` order, as tables of ``seq`` + ``columns``.
+              chunk_rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
+    """The rows ``seq >= first_row`` of a dataset, in ``seq`` order, as chunks of ``seq`` + ``columns`` arrays.
 
-    Row groups are ordered by their ``seq`` statistics; row groups whose ranges overlap (several
-    partitions of one date, say) are read together and sorted by ``seq``, the others are
-    streamed.  Memory is one row group (or one overlapping group) at a time, ``O(chunk_rows)``
-    beyond that.  A gap or repeat in ``seq`` raises ``ValueError``.
+    Row groups are ordered by their ``seq`` statistics; row groups whose ranges overlap (the
+    symbols of one date, say) are read together and merged by ``seq``, the others are
+    streamed.  Every file is written in ``seq`` order, so the merge is a stable argsort over
+    a few sorted runs (about ``O(n)``) and one gather per column.  Memory is one row group (or
+    one overlapping group) at a time, ``O(chunk_rows)`` beyond that.  A gap or repeat in
+    ``seq`` raises ``ValueError``.
     """
     pieces = sorted((low, high, path, group) for path in dataset_files(source)
                     for group, low, high in seq_ranges(path) if high >= first_row)
@@ -181,14 +183,14 @@ def read_rows(source: str | Path, columns: tuple[str, ...], first_row: int = 0,
             clusters.append([piece])
     for cluster in clusters:
         tables = [pq.ParquetFile(path).read_row_group(group, columns=wanted) for _, _, path, group in cluster]
-        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        arrays = {name: np.concatenate([table.column(name).to_numpy() for table in tables]) for name in wanted}
         if len(tables) > 1:
-            table = table.sort_by("seq")
-        seq = table.column("seq").to_numpy()
-        skip = int(np.searchsorted(seq, first_row, side="left"))
-        for offset in range(skip, table.num_rows, chunk_rows):
-            chunk = table.slice(offset, chunk_rows)
-            chunk_seq = chunk.column("seq").to_numpy()
+            order = np.argsort(arrays["seq"], kind="stable")
+            arrays = {name: values[order] for name, values in arrays.items()}
+        skip = int(np.searchsorted(arrays["seq"], first_row, side="left"))
+        for offset in range(skip, len(arrays["seq"]), chunk_rows):
+            chunk = {name: values[offset:offset + chunk_rows] for name, values in arrays.items()}
+            chunk_seq = chunk["seq"]
             if expected is None:
                 expected = first_row
             if not np.array_equal(chunk_seq, np.arange(expected, expected + len(chunk_seq))):
@@ -204,7 +206,7 @@ def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int 
     Spark reuses a Python worker for the next task, and the tasks of a replay read the same
     dataset: a worker therefore keeps the decoded columns of the last dataset it read, when
     they take at most :data:`CACHE_BYTES`, and later tasks start from memory instead of
-    decoding (and, for partitioned datasets, sorting) the Parquet files again.  The cache is
+    decoding (and, for partitioned datasets, merging) the Parquet files again.  The cache is
     keyed by every file's path, size and modification time, so a dataset that grew (``ingest
     --append``) or was rewritten is read afresh.  Larger datasets stream from disk
     (:func:`read_rows`).
@@ -218,13 +220,12 @@ def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int 
         return
     rows = sum(pq.read_metadata(path).num_rows for path in files)
     if rows * 8 * (1 + len(columns)) > CACHE_BYTES:
-        for table in read_rows(source, columns, first_row):
-            yield {name: table.column(name).to_numpy() for name in ("seq", *columns)}
+        yield from read_rows(source, columns, first_row)
         return
     _cache = None
-    tables = list(read_rows(source, columns, 0, chunk_rows=max(rows, 1)))
-    arrays = {name: np.concatenate([table.column(name).to_numpy() for table in tables]) if tables
-              else np.empty(0, np.int64) for name in ("seq", *columns)}
+    chunks = list(read_rows(source, columns, 0, chunk_rows=max(rows, 1)))
+    arrays = {name: np.concatenate([chunk[name] for chunk in chunks]) if len(chunks) > 1
+              else chunks[0][name] if chunks else np.empty(0, np.int64) for name in ("seq", *columns)}
     _cache = (key, arrays)
     yield {name: values[first_row:] for name, values in arrays.items()}
 
@@ -278,16 +279,18 @@ def stream_slides(chunks: Iterator[dict[str, np.ndarray]], query: Query, task_co
                          x=np.empty((int(kept_before[-1]), 0)) if attribute else data[2][mask], end=0, index=0,
                          stream=data[1][mask] if attribute else None, value=data[2][mask] if attribute else None)
         consumed = 0
-        for batch in engine.slides(data, query, seq_start=seq_start,
-                                   start=boundary if query.kind == "time" else None):
-            rows, source, part = len(batch), batch, slice(None)
-            if keep is not None:
-                source, part = kept, slice(int(kept_before[consumed]), int(kept_before[consumed + rows]))
-            consumed += rows
+        for batch in engine.slides(data, query, seq_start=seq_start, start=boundary if query.kind == "time" else None,
+                                   first_index=index):
+            rows = len(batch)
             boundary = batch.end
-            yield Batch(ids=source.ids[part], seq=source.seq[part], t=source.t[part], x=source.x[part],
-                        end=batch.end, index=index, stream=None if source.stream is None else source.stream[part],
-                        value=None if source.value is None else source.value[part])
+            if keep is None:
+                yield batch
+            else:
+                part = slice(int(kept_before[consumed]), int(kept_before[consumed + rows]))
+                yield Batch(ids=kept.ids[part], seq=kept.seq[part], t=kept.t[part], x=kept.x[part], end=batch.end,
+                            index=batch.index, stream=None if kept.stream is None else kept.stream[part],
+                            value=None if kept.value is None else kept.value[part])
+            consumed += rows
             index += 1
         seq_start += consumed
         carry = {name: values[consumed:] for name, values in arrays.items()}

@@ -20,16 +20,16 @@ LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 
 
 @contextlib.contextmanager
-def spark_session(app_name: str, master: str | None = None) -> Iterator[SparkSession]:
+def spark_session(app_name: str, master: str | None = None, *, light_jvm: bool = False) -> Iterator[SparkSession]:
     """A :func:`start_spark` session that is stopped when the block ends."""
-    spark = start_spark(app_name, master)
+    spark = start_spark(app_name, master, light_jvm=light_jvm)
     try:
         yield spark
     finally:
         spark.stop()
 
 
-def start_spark(app_name: str, master: str | None = None) -> SparkSession:
+def start_spark(app_name: str, master: str | None = None, *, light_jvm: bool = False) -> SparkSession:
     """Start (or join) a SparkSession set up for the pipelines.
 
     Parameters
@@ -39,6 +39,13 @@ def start_spark(app_name: str, master: str | None = None) -> SparkSession:
     master
         Spark master URL; default the ``SPARK_MASTER`` environment variable, else the master
         ``spark-submit`` was given, else ``local[*]``.
+    light_jvm
+        For jobs whose JVM only schedules Python tasks and moves small results (the replay):
+        the driver JVM compiles with the quick compiler only (``-XX:TieredStopAtLevel=1``).
+        Spark starts about 1 s sooner and, on a local master, the JVM leaves the cores to the
+        Python workers (replay of issue 9 (b): the JVM's CPU while the job runs 1.8 s -> 0.9 s).
+        JVM-heavy jobs (ingest: parsing, sorting, writing Parquet) run about 1.5x slower that
+        way and keep the default.  Has no effect on a driver started by ``spark-submit``.
 
     Returns
     -------
@@ -53,6 +60,9 @@ def start_spark(app_name: str, master: str | None = None) -> SparkSession:
         master = "local[*]"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    java_options = f"-Dlog4j.configurationFile={LOG_CONFIG.as_uri()}"
+    if light_jvm:
+        java_options += " -XX:TieredStopAtLevel=1"
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
@@ -64,7 +74,7 @@ def start_spark(app_name: str, master: str | None = None) -> SparkSession:
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.enabled", str(not master.startswith("local")).lower())
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={LOG_CONFIG.as_uri()}")
+        .config("spark.driver.extraJavaOptions", java_options)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

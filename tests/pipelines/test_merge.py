@@ -36,9 +36,12 @@ def test_read_rows_orders_partitioned_files_by_seq(tmp_path):
     write_rows(tmp_path / "date=1/symbol=A/part-0.parquet", seq[:40], rng)
     write_rows(tmp_path / "date=2/symbol=A/part-0.parquet", seq[40:][seq[40:] % 2 == 0], rng)
     (tmp_path / "_SUCCESS").write_text("")
-    got = np.concatenate([c.column("seq").to_numpy() for c in replay_tasks.read_rows(tmp_path, ("t",), 0, 16)])
-    assert got.tolist() == list(range(100))
-    tail = np.concatenate([c.column("seq").to_numpy() for c in replay_tasks.read_rows(tmp_path, ("t",), 55, 16)])
+    chunks = list(replay_tasks.read_rows(tmp_path, ("id", "t"), 0, 16))
+    got = {name: np.concatenate([chunk[name] for chunk in chunks]) for name in ("seq", "id", "t")}
+    assert got["seq"].tolist() == list(range(100))
+    assert got["id"].tolist() == list(range(1000, 1100)) and got["t"].tolist() == (np.arange(100) // 3).tolist()
+    assert max(len(chunk["seq"]) for chunk in chunks) <= 16
+    tail = np.concatenate([c["seq"] for c in replay_tasks.read_rows(tmp_path, ("t",), 55, 16)])
     assert tail.tolist() == list(range(55, 100))
 
 
@@ -56,8 +59,7 @@ def test_slides_cut_chunk_by_chunk_equal_one_engine_slides_call(tmp_path, kind, 
     pq.write_table(pa.table({"id": seq + 7, "seq": seq, "t": t, "x": rng.random(len(seq))}), tmp_path / "d.parquet")
     q = engine.Query(weights=[1.0], k=3, window=window, slide=slide, kind=kind)
     expected = [(b.end, b.seq.tolist()) for b in engine.slides((seq + 7, t, rng.random(len(seq))), q)]
-    chunks = ({name: table.column(name).to_numpy() for name in ("seq", "id", "t", "x")}
-              for table in replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17))
+    chunks = replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17)
     start = int(t[0]) // slide * slide if kind == "time" else 0
     got = [(b.end, b.seq.tolist()) for b in replay_tasks.stream_slides(chunks, q, ("x",), False, 0, start)]
     assert got == expected
@@ -78,8 +80,7 @@ def test_a_shards_slides_are_the_global_slides_holding_its_rows(tmp_path, shard_
         owner = seq % 3 if shard_by == "seq" else replay_tasks.id_shard(ids, 3)
         expected = [(b.end, b.seq[owner[b.seq] == shard].tolist(), b.x[owner[b.seq] == shard, 0].tolist())
                     for b in engine.slides((ids, t, x), q)]
-        chunks = ({name: table.column(name).to_numpy() for name in ("seq", "id", "t", "x")}
-                  for table in replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17))
+        chunks = replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17)
         keep = replay_tasks.shard_filter(shard, 3, shard_by)
         got = [(b.end, b.seq.tolist(), b.x[:, 0].tolist())
                for b in replay_tasks.stream_slides(chunks, q, ("x",), False, 0, start, keep)]
@@ -214,3 +215,35 @@ def test_two_database_files_never_share_a_lock_or_staging(tmp_path):
     assert replay.staging_directory(a, "run") != replay.staging_directory(b, "run")
     with replay.exclusive_run(a, "run"), replay.exclusive_run(b, "run"):
         pass
+
+
+def test_load_measures_every_kind_of_difference_from_the_reference(tmp_path):
+    """Slide by slide: equal; a prefix; same ids in another order; same ids, other scores; an extra
+    answer where the reference is empty; a missing answer where the reference has one."""
+    staging = tmp_path / "staging"
+    exact = [([1, 2, 3], [9.0, 8.0, 7.0]), ([1, 2, 3], [9.0, 8.0, 7.0]), ([1, 2], [9.0, 8.0]),
+             ([1, 2], [9.0, 8.0]), ([], []), ([4], [6.0])]
+    got = [([1, 2, 3], [9.0, 8.0, 7.0]), ([1, 2], [9.0, 8.0]), ([2, 1], [9.0, 8.0]),
+           ([1, 2], [9.0, 7.5]), ([5], [1.0]), ([], [])]
+    slides = list(range(len(exact)))
+
+    def staged(answers):
+        return [(ids, scores, list(range(len(ids)))) for ids, scores in answers]
+
+    stage(staging, "oracle", 0, 0, slides, staged(exact), [(3, 10, 0.0)] * len(slides))
+    stage(staging, "alg", 1, 0, slides, staged(got), [(3, 10, 0.0)] * len(slides))
+    load = replay_load.QueryLoad(query_id=0, k=3, next_slide=0, total_slides=len(slides), origin=0, slide=10,
+                                 tasks=replay_load.staged_tasks(staging, 0, ["oracle", "alg"], 1), shards=1)
+    with store.connection(tmp_path / "t.duckdb") as con, store.transaction(con):
+        replay_load.register_metrics(con, "single")
+        replay_load.load(con, "r", load, load.markers(), reference="oracle", keep_snapshots=2,
+                         created_at=dt.datetime(2026, 1, 1))
+        measured = con.execute("SELECT precision, error FROM slide_metrics WHERE algorithm = 'alg' "
+                               "ORDER BY slide").fetchall()
+
+    def answer(ids, scores):
+        return Answer(np.array(ids, np.int64), np.array(scores, np.float64), np.zeros(len(ids), np.int64))
+
+    expected = [(engine.metrics.precision(answer(*e), answer(*g)), engine.metrics.relative_error(answer(*e), answer(*g)))
+                for e, g in zip(exact, got)]
+    assert [value for row in measured for value in row] == pytest.approx([value for row in expected for value in row])
