@@ -64,8 +64,8 @@ def as_object_stream(ids, t, x, dimensions: int | None = None):
         raise ValueError(f"ids, t and x must have equal lengths, got {len(ids)}, {len(t)}, {len(x)}")
     if dimensions is not None and x.shape[1] != dimensions:
         raise ValueError(f"the query has {dimensions} weight(s) but the stream has {x.shape[1]} feature(s)")
-    bad = ~np.isfinite(x).all(axis=1)
-    if bad.any():
+    if not np.isfinite(x).all():
+        bad = ~np.isfinite(x).all(axis=1)
         raise ValueError(f"row {int(np.argmax(bad))}: feature values must be finite numbers")
     return ids, t, x
 

@@ -200,34 +200,47 @@ def read_rows(source: str | Path, columns: tuple[str, ...], first_row: int = 0,
             yield chunk
 
 
-def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int = 0) -> Iterator[dict[str, np.ndarray]]:
+def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int = 0,
+                   features: tuple[str, ...] = ()) -> Iterator[dict[str, np.ndarray]]:
     """The rows ``seq >= first_row`` as chunks of ``seq`` + ``columns`` arrays, in ``seq`` order.
 
+    With ``features`` (object streams), every chunk also holds ``x``: those columns as one
+    ``(rows, d)`` matrix, the form the engine takes.
+
     Spark reuses a Python worker for the next task, and the tasks of a replay read the same
-    dataset: a worker therefore keeps the decoded columns of the last dataset it read, when
-    they take at most :data:`CACHE_BYTES`, and later tasks start from memory instead of
-    decoding (and, for partitioned datasets, merging) the Parquet files again.  The cache is
-    keyed by every file's path, size and modification time, so a dataset that grew (``ingest
-    --append``) or was rewritten is read afresh.  Larger datasets stream from disk
-    (:func:`read_rows`).
+    dataset: a worker therefore keeps the decoded columns (and the feature matrix) of the last
+    dataset it read, when they take at most :data:`CACHE_BYTES`, and later tasks start from
+    memory instead of decoding (and, for partitioned datasets, merging) the Parquet files
+    again.  The cache is keyed by every file's path, size and modification time, so a dataset
+    that grew (``ingest --append``) or was rewritten is read afresh.  Larger datasets stream
+    from disk (:func:`read_rows`).
     """
     global _cache
     files = dataset_files(source)
-    key = (tuple((str(path), *_size_and_time(path)) for path in files), tuple(columns))
+    key = (tuple((str(path), *_size_and_time(path)) for path in files), tuple(columns), tuple(features))
     if _cache is not None and _cache[0] == key:
         arrays = _cache[1]
         yield {name: values[first_row:] for name, values in arrays.items()}
         return
     rows = sum(pq.read_metadata(path).num_rows for path in files)
-    if rows * 8 * (1 + len(columns)) > CACHE_BYTES:
-        yield from read_rows(source, columns, first_row)
+    if rows * 8 * (1 + len(columns) + len(features)) > CACHE_BYTES:
+        for chunk in read_rows(source, columns, first_row):
+            yield with_matrix(chunk, features)
         return
     _cache = None
     chunks = list(read_rows(source, columns, 0, chunk_rows=max(rows, 1)))
     arrays = {name: np.concatenate([chunk[name] for chunk in chunks]) if len(chunks) > 1
               else chunks[0][name] if chunks else np.empty(0, np.int64) for name in ("seq", *columns)}
+    arrays = with_matrix(arrays, features)
     _cache = (key, arrays)
     yield {name: values[first_row:] for name, values in arrays.items()}
+
+
+def with_matrix(arrays: dict[str, np.ndarray], features: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """``arrays`` plus ``x``, the ``features`` columns as one ``(rows, d)`` matrix (none without features)."""
+    if not features:
+        return arrays
+    return {**arrays, "x": np.column_stack([arrays[name] for name in features])}
 
 
 def _size_and_time(path: Path) -> tuple[int, int]:
@@ -253,7 +266,8 @@ def stream_slides(chunks: Iterator[dict[str, np.ndarray]], query: Query, task_co
     """The global slides of the rows ``chunks`` hold, cut by :func:`engine.slides` one chunk at a time.
 
     A chunk maps ``seq``, ``id``, ``t`` and the task's columns to arrays of consecutive rows
-    (:func:`dataset_chunks`).
+    (:func:`dataset_chunks`); an object stream's chunk may hold its feature matrix ``x``
+    already (else the task's columns are stacked).
 
     Rows of an incomplete slide at the end of a chunk are carried to the next chunk, so the
     batches are exactly those of one :func:`engine.slides` call over all rows.  ``index`` of
@@ -270,8 +284,8 @@ def stream_slides(chunks: Iterator[dict[str, np.ndarray]], query: Query, task_co
             data = as_attribute_stream(arrays["id"], arrays["stream"], arrays["value"], arrays["t"],
                                        dimensions=query.dimensions)
         else:
-            data = as_object_stream(arrays["id"], arrays["t"], np.column_stack([arrays[name] for name in task_columns]),
-                                    dimensions=query.dimensions)
+            x = arrays["x"] if "x" in arrays else np.column_stack([arrays[name] for name in task_columns])
+            data = as_object_stream(arrays["id"], arrays["t"], x, dimensions=query.dimensions)
         if keep is not None:
             mask = keep(arrays)
             kept_before = np.concatenate([[0], np.cumsum(mask)])
@@ -354,12 +368,13 @@ class SegmentWriter:
             seconds: float) -> None:
         if self.segment_first is None:
             self.segment_first = slide
+        count = len(answer.ids)
         self.slides.append(slide)
         self.ends.append(end)
-        self.counts.append(len(answer))
+        self.counts.append(count)
         self.answers.append(answer)
         self.stats.append((int(stats["candidates"]), int(stats["retained"]), int(stats["bytes"]), measured, seconds))
-        self.rows += len(answer)
+        self.rows += count
         if self.rows >= PART_ROWS:
             self._write_part()
 
@@ -417,25 +432,27 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
     query = Query.from_dict(task.query)
     algorithm = (engine.restore(json.loads(task.state), query) if task.state is not None
                  else engine.create(task.algorithm, query, **task.params))
-    chunks = dataset_chunks(task.source, ("id", "t", *task.columns), task.first_row)
+    chunks = dataset_chunks(task.source, ("id", "t", *task.columns), task.first_row,
+                            features=() if task.attribute else task.columns)
     keep = shard_filter(task.shard, task.shards, task.shard_by) if task.shards > 1 else None
     writer = SegmentWriter(task)
     progress_file, last_progress = task.directory / "progress.json", time.monotonic()
-    done = 0
+    done, slides, first_slide, segment = 0, task.slides, task.first_slide, task.segment
+    process, topk, stats_of, add, clock = algorithm.process, algorithm.topk, algorithm.stats, writer.add, time.perf_counter
     for batch in stream_slides(chunks, query, task.columns, task.attribute, task.first_row, task.start, keep):
-        if done == task.slides:
+        if done == slides:
             break
-        slide = task.first_slide + batch.index
-        began = time.perf_counter()
-        algorithm.process(batch)
-        answer = algorithm.topk()
-        seconds = time.perf_counter() - began
-        stats = algorithm.stats()
-        writer.add(slide, batch.end, answer, stats, stats["measured_bytes"], seconds)
+        slide = first_slide + batch.index
+        began = clock()
+        process(batch)
+        answer = topk()
+        seconds = clock() - began
+        stats = stats_of()
+        add(slide, batch.end, answer, stats, stats["measured_bytes"], seconds)
         done += 1
-        if (slide + 1) % task.segment == 0 or done == task.slides:
+        if (slide + 1) % segment == 0 or done == slides:
             yield writer.flush(*algorithm.to_state_text())
-        if time.monotonic() - last_progress >= PROGRESS_SECONDS or done == task.slides:
+        if time.monotonic() - last_progress >= PROGRESS_SECONDS or done == slides:
             write_atomically(progress_file, lambda path: path.write_text(json.dumps({"slides": done})))
             last_progress = time.monotonic()
     if done != task.slides:

@@ -247,3 +247,16 @@ def test_load_measures_every_kind_of_difference_from_the_reference(tmp_path):
     expected = [(engine.metrics.precision(answer(*e), answer(*g)), engine.metrics.relative_error(answer(*e), answer(*g)))
                 for e, g in zip(exact, got)]
     assert [value for row in measured for value in row] == pytest.approx([value for row in expected for value in row])
+
+
+@pytest.mark.parametrize("cache_bytes", [replay_tasks.CACHE_BYTES, 8])
+def test_chunks_carry_the_feature_matrix_cached_or_streamed(tmp_path, monkeypatch, cache_bytes):
+    rng = np.random.default_rng(4)
+    write_rows(tmp_path / "a.parquet", np.arange(0, 40), rng)
+    monkeypatch.setattr(replay_tasks, "_cache", None)
+    monkeypatch.setattr(replay_tasks, "CACHE_BYTES", cache_bytes)
+    chunks = list(replay_tasks.dataset_chunks(tmp_path / "a.parquet", ("t", "x"), 5, features=("x", "t")))
+    x = np.concatenate([chunk["x"] for chunk in chunks])
+    assert x.shape == (35, 2)
+    assert x[:, 1].tolist() == (np.arange(5, 40) // 3).tolist()
+    assert x[:, 0].tolist() == pq.read_table(tmp_path / "a.parquet").column("x").to_numpy()[5:].tolist()
