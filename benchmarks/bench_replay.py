@@ -19,6 +19,10 @@ the run marked finished in DuckDB, so neither Spark's start-up nor its stop).  T
 ``var/bench``: ``python -m pipelines.ingest stock`` of the five SPY and the five BAC days into
 one market-wide dataset (ids unique across symbols, ``seq`` in time order).  Quick mode replays a small synthetic
 stream instead, in the same way.
+
+Full mode runs every replay and the engine alone :data:`REPEATS` times and reports the run
+with the median replay time, the medians' ratios, and (``*_range``) the ratio's spread over
+every pair of runs: on this 2-core machine a replay's time varies by about 5% from run to run.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -57,32 +62,59 @@ MIXED_QUERIES = [
 ]
 MIXED_ALGORITHMS = ["oracle", "mintopk", "pretopk", "sma"]
 QUICK_ROWS = 60_000
+REPEATS = 3
+"""Runs of every case in full mode; the report gives the median run and the spread."""
 
 
 def run(quick: bool = False) -> list[dict]:
     WORK.mkdir(parents=True, exist_ok=True)
     dataset = quick_dataset() if quick else market_dataset()
+    repeats = 1 if quick else REPEATS
     rows = []
     engine_query = dict(ENGINE_QUERY, window=10_000, slide=10) if quick else ENGINE_QUERY
     single = {}
     for shards in (1, 2):
-        result = replay_process(f"engine-c{shards}", dataset, [engine_query], ["oracle"], shards)
+        result = median_run([replay_process(f"engine-c{shards}", dataset, [engine_query], ["oracle"], shards)
+                             for _ in range(repeats)])
         single[shards] = result
         rows.append(row("a", f"oracle n={engine_query['window']} s={engine_query['slide']} C={shards}", result))
     rows[-1]["speedup"] = single[1]["replay_s"] / single[2]["replay_s"]
+    rows[-1]["speedup_range"] = spread(single[1]["replay_runs"], single[2]["replay_runs"])
     queries = [dict(q, window=q["window"] // 10, slide=q["slide"] // 10) for q in MIXED_QUERIES] if quick else MIXED_QUERIES
-    mixed = replay_process("mixed", dataset, queries, MIXED_ALGORITHMS, 1)
-    alone, alone_cpu = engine_alone(dataset, queries, MIXED_ALGORITHMS)
+    mixed = median_run([replay_process("mixed", dataset, queries, MIXED_ALGORITHMS, 1) for _ in range(repeats)])
+    alone_runs = [engine_alone(dataset, queries, MIXED_ALGORITHMS) for _ in range(repeats)]
+    alone, alone_cpu = statistics.median(w for w, _ in alone_runs), statistics.median(c for _, c in alone_runs)
     rows.append(row("b", f"{len(queries)} queries x {len(MIXED_ALGORITHMS)} algorithms C=1", mixed,
-                    engine_alone_s=alone, vs_engine_alone=mixed["replay_s"] / alone, engine_alone_cpu_s=alone_cpu,
-                    cpu_vs_engine_alone=mixed["cpu_s"] / alone_cpu))
+                    engine_alone_s=alone, vs_engine_alone=mixed["replay_s"] / alone,
+                    vs_engine_alone_range=spread(mixed["replay_runs"], [w for w, _ in alone_runs]),
+                    engine_alone_cpu_s=alone_cpu, cpu_vs_engine_alone=mixed["cpu_s"] / alone_cpu))
     return rows
+
+
+def median_run(results: list[dict]) -> dict:
+    """The run with the median replay time, with every run's replay time (``replay_runs``) and the
+    largest peak memory of all."""
+    ordered = sorted(results, key=lambda result: result["replay_s"])
+    return dict(ordered[(len(ordered) - 1) // 2], replay_runs=[result["replay_s"] for result in results],
+                peak_bytes=max(result["peak_bytes"] for result in results))
+
+
+def spread(numerators: list[float], denominators: list[float]) -> str:
+    """``low-high`` of the ratio over every pair of runs (the run-to-run spread of a ratio of medians).
+
+    >>> spread([10.0, 12.0], [5.0, 6.0])
+    '1.67-2.40'
+    >>> spread([3.0], [4.0, 6.0])
+    '0.50-0.75'
+    """
+    ratios = [n / d for n in numerators for d in denominators]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
 def row(part: str, case: str, result: dict, **extra) -> dict:
     return {"bench": "replay", "part": part, "case": case, "rows": result["rows"], "slides": result["slides"],
             "wall_s": result["wall_s"], "spark_start_s": result["spark_start_s"], "replay_s": result["replay_s"],
-            "driver_load_s": result["load_s"], "tree_cpu_s": result["cpu_s"],
+            "runs": len(result["replay_runs"]), "driver_load_s": result["load_s"], "tree_cpu_s": result["cpu_s"],
             "peak_tree_mb": result["peak_bytes"] / 2 ** 20, **extra}
 
 
@@ -250,5 +282,6 @@ def pss(pid: int) -> int:
     return int(found.group(1)) * 1024 if found else 0
 
 
-COLUMNS = ["part", "case", "rows", "slides", "spark_start_s", "replay_s", "driver_load_s", "speedup", "engine_alone_s",
-           "vs_engine_alone", "tree_cpu_s", "engine_alone_cpu_s", "cpu_vs_engine_alone", "peak_tree_mb"]
+COLUMNS = ["part", "case", "rows", "slides", "runs", "spark_start_s", "replay_s", "driver_load_s", "speedup",
+           "speedup_range", "engine_alone_s", "vs_engine_alone", "vs_engine_alone_range", "tree_cpu_s",
+           "engine_alone_cpu_s", "cpu_vs_engine_alone", "peak_tree_mb"]

@@ -235,6 +235,9 @@ def evaluate_target(target: dict, grid: pd.DataFrame, registered: set[str]) -> d
         context.append(f"{target['algorithm']} {fmt(value)} vs {target['relative_to']} {fmt(base)}")
         value = value / base if base else float("inf")
     out["measured"] = fmt(value)
+    spread_column = f"{metric}_range"
+    if spread_column in present and not pd.isna(present[spread_column].iloc[0]):
+        out["measured"] += f" (every pair of runs: {present[spread_column].iloc[0]})"
     limit = target.get("at_least", target.get("at_most"))
     met = value >= limit if "at_least" in target else value <= limit
     out["verdict"] = "met" if met else "NOT met"

@@ -478,3 +478,12 @@ def test_report_puts_each_paper_beside_ours_and_says_what_is_not_met(results, tm
     assert f"](report/single-candidates-k{suffix})" in text
     spec = (out.parent / "report" / f"single-candidates-k{suffix}").read_text()
     assert "paper: mintopk" in spec                              # the paper's Table 6 drawn beside ours
+
+
+def test_a_target_shows_the_spread_of_its_ratio_over_repeated_runs():
+    target = {"id": "t", "issue": 9, "text": "ratio", "module": "bench_replay", "where": {"bench": "replay", "part": "b"},
+              "metric": "vs_engine_alone", "at_most": 0.75}
+    grid = pd.DataFrame([{"module": "bench_replay", "bench": "replay", "part": "b", "status": "ok",
+                          "vs_engine_alone": 0.73, "vs_engine_alone_range": "0.70-0.78"}])
+    out = report.evaluate_target(target, grid, set())
+    assert out["verdict"] == "met" and out["measured"] == "0.73 (every pair of runs: 0.70-0.78)"
