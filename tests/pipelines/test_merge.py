@@ -58,10 +58,10 @@ def test_slides_cut_chunk_by_chunk_equal_one_engine_slides_call(tmp_path, kind, 
     t = np.cumsum(rng.integers(0, 3, len(seq)))
     pq.write_table(pa.table({"id": seq + 7, "seq": seq, "t": t, "x": rng.random(len(seq))}), tmp_path / "d.parquet")
     q = engine.Query(weights=[1.0], k=3, window=window, slide=slide, kind=kind)
-    expected = [(b.end, b.seq.tolist()) for b in engine.slides((seq + 7, t, rng.random(len(seq))), q)]
+    expected = [(b.index, b.end, b.seq.tolist()) for b in engine.slides((seq + 7, t, rng.random(len(seq))), q)]
     chunks = replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17)
     start = int(t[0]) // slide * slide if kind == "time" else 0
-    got = [(b.end, b.seq.tolist()) for b in replay_tasks.stream_slides(chunks, q, ("x",), False, 0, start)]
+    got = [(b.index, b.end, b.seq.tolist()) for b in replay_tasks.stream_slides(chunks, q, ("x",), False, 0, start)]
     assert got == expected
 
 
@@ -78,11 +78,11 @@ def test_a_shards_slides_are_the_global_slides_holding_its_rows(tmp_path, shard_
     start = int(t[0]) // slide * slide if kind == "time" else 0
     for shard in range(3):
         owner = seq % 3 if shard_by == "seq" else replay_tasks.id_shard(ids, 3)
-        expected = [(b.end, b.seq[owner[b.seq] == shard].tolist(), b.x[owner[b.seq] == shard, 0].tolist())
+        expected = [(b.index, b.end, b.seq[owner[b.seq] == shard].tolist(), b.x[owner[b.seq] == shard, 0].tolist())
                     for b in engine.slides((ids, t, x), q)]
         chunks = replay_tasks.read_rows(tmp_path / "d.parquet", ("id", "t", "x"), 0, chunk_rows=17)
         keep = replay_tasks.shard_filter(shard, 3, shard_by)
-        got = [(b.end, b.seq.tolist(), b.x[:, 0].tolist())
+        got = [(b.index, b.end, b.seq.tolist(), b.x[:, 0].tolist())
                for b in replay_tasks.stream_slides(chunks, q, ("x",), False, 0, start, keep)]
         assert got == expected
 
