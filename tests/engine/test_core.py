@@ -44,8 +44,8 @@ def test_count_slides_drop_the_trailing_incomplete_slide():
 
 def test_count_slides_continue_from_seq_start():
     q = engine.Query(weights=[1.0], k=1, window=6, slide=3)
-    batches = list(engine.slides((np.arange(3), np.zeros(3), np.ones(3)), q, seq_start=6))
-    assert [(b.end, b.seq.tolist()) for b in batches] == [(9, [6, 7, 8])]
+    batches = list(engine.slides((np.arange(6), np.zeros(6), np.ones(6)), q, seq_start=6, first_index=2))
+    assert [(b.index, b.end, b.seq.tolist()) for b in batches] == [(2, 9, [6, 7, 8]), (3, 12, [9, 10, 11])]
     with pytest.raises(ValueError, match="seq_start must be a multiple"):
         list(engine.slides((np.arange(3), np.zeros(3), np.ones(3)), q, seq_start=4))
 
