@@ -208,11 +208,11 @@ def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int 
                    features: tuple[str, ...] = ()) -> Iterator[dict[str, np.ndarray]]:
     """The rows ``seq >= first_row`` as chunks of ``seq`` + ``columns`` arrays, in ``seq`` order.
 
-    With ``features`` (object streams), every chunk also holds ``x``: those columns as one
-    ``(rows, d)`` matrix, the form the engine takes.
+    With ``features`` (object streams), every chunk holds those columns as ``x``, one
+    ``(rows, d)`` matrix, the form the engine takes, instead of one array each.
 
     Spark reuses a Python worker for the next task, and the tasks of a replay read the same
-    dataset: a worker therefore keeps the decoded columns (and the feature matrix) of the last
+    dataset: a worker therefore keeps the decoded columns (the features as one matrix) of the last
     dataset it read, when they take at most :data:`CACHE_BYTES`, and later tasks start from
     memory instead of decoding (and, for partitioned datasets, merging) the Parquet files
     again.  The cache is keyed by every file's path, size and modification time, so a dataset
@@ -227,7 +227,7 @@ def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int 
         yield {name: values[first_row:] for name, values in arrays.items()}
         return
     rows = sum(pq.read_metadata(path).num_rows for path in files)
-    if rows * 8 * (1 + len(columns) + len(features)) > CACHE_BYTES:
+    if rows * 8 * (1 + len(columns)) > CACHE_BYTES:
         for chunk in read_rows(source, columns, first_row):
             yield with_matrix(chunk, features)
         return
@@ -241,10 +241,12 @@ def dataset_chunks(source: str | Path, columns: tuple[str, ...], first_row: int 
 
 
 def with_matrix(arrays: dict[str, np.ndarray], features: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """``arrays`` plus ``x``, the ``features`` columns as one ``(rows, d)`` matrix (none without features)."""
+    """``arrays`` with the ``features`` columns replaced by ``x``, one ``(rows, d)`` matrix (as
+    they are without features)."""
     if not features:
         return arrays
-    return {**arrays, "x": np.column_stack([arrays[name] for name in features])}
+    return {**{name: values for name, values in arrays.items() if name not in features},
+            "x": np.column_stack([arrays[name] for name in features])}
 
 
 def _size_and_time(path: Path) -> tuple[int, int]:
