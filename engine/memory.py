@@ -181,7 +181,7 @@ def deep_size(root: object, exclude: tuple = ()) -> int:
             if kind is not int or not -5 <= obj <= 256:
                 total += sys.getsizeof(obj)
             continue
-        if isinstance(obj, _SKIP) or isinstance(obj, bool):
+        if isinstance(obj, _SKIP):
             continue
         seen.add(id(obj))
         if isinstance(obj, int) and -5 <= obj <= 256:
