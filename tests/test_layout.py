@@ -10,7 +10,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ALLOWED = {
-    "engine": {"numpy", "scipy", "sortedcontainers", "engine"},
+    "engine": {"numpy", "scipy", "sortedcontainers", "numba", "engine"},
     "pipelines": {"engine", "pipelines", "pyspark", "duckdb", "pyarrow", "numpy", "pandas"},
     "app": {"engine", "app", "duckdb", "altair", "streamlit", "numpy", "pandas"},
 }
