@@ -2,6 +2,10 @@
 
 A leaf module: it imports nothing of the engine, so data structures and algorithms can use it
 without importing the persistence layer.
+
+A state document is ``{"format_version", "algorithm", "query", "params", "data", "checksum"}``.
+Format 2 (written now) hashes the whole document but its checksum, so no field can be edited
+unnoticed; format 1 hashed ``data`` only (:func:`engine.state.restore` still reads it).
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ from typing import Any
 
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The state format this engine writes."""
+OLDEST_VERSION = 1
+"""The oldest state format this engine reads (older formats are migrated on restore)."""
 
 
 class StateError(ValueError):
-    """A state that cannot be restored: wrong version, wrong query or corrupt data."""
+    """A state that cannot be restored: wrong version, another algorithm, query or params, corrupt data."""
 
 
 def canonical(data: Any) -> str:
@@ -30,31 +37,41 @@ def checksum(data: Any) -> str:
     return _sha256(canonical(data))
 
 
+def document_checksum(document: dict[str, Any]) -> str:
+    """The format-2 checksum: :func:`checksum` of every field of ``document`` but ``checksum``."""
+    return checksum({key: value for key, value in document.items() if key != "checksum"})
+
+
+def seal(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with its format-2 :func:`document_checksum` set."""
+    return {**document, "checksum": document_checksum(document)}
+
+
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def pack(name: str, query: dict[str, Any], params: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    """The state document of algorithm ``name``: version, query, params, data and checksum."""
-    return {"format_version": FORMAT_VERSION, "algorithm": name, "query": dict(query),
-            "params": dict(params), "data": data, "checksum": checksum(data)}
+    """The state document of algorithm ``name``: version, algorithm, query, params, data and checksum."""
+    return seal({"format_version": FORMAT_VERSION, "algorithm": name, "query": dict(query),
+                 "params": dict(params), "data": data})
 
 
 def pack_text(name: str, query: dict[str, Any], params: dict[str, Any], data: dict[str, Any]) -> tuple[str, str]:
     """:func:`pack`'s document as JSON text, and its checksum, encoding ``data`` only once.
 
-    The data is written in its canonical form, the very text the checksum hashes, so a large
-    state (a whole window) costs one encoding instead of two.
+    The document is written in its canonical form (the top-level keys in sorted order, each
+    value canonical), the very text the checksum hashes, followed by the checksum; a large
+    state (a whole window) so costs one encoding instead of two.
 
     >>> text, digest = pack_text("oracle", {"k": 1}, {}, {"x": [1.5, 2]})
-    >>> json.loads(text) == pack("oracle", {"k": 1}, {}, {"x": [1.5, 2]}) and digest == checksum({"x": [1.5, 2]})
+    >>> json.loads(text) == pack("oracle", {"k": 1}, {}, {"x": [1.5, 2]}) and digest == json.loads(text)["checksum"]
     True
     """
-    body = canonical(data)
+    body = (f'{{"algorithm":{canonical(name)},"data":{canonical(data)},"format_version":{FORMAT_VERSION},'
+            f'"params":{canonical(dict(params))},"query":{canonical(dict(query))}}}')
     digest = _sha256(body)
-    head = json.dumps({"format_version": FORMAT_VERSION, "algorithm": name, "query": dict(query),
-                       "params": dict(params)}, separators=(",", ":"), allow_nan=False)
-    return f'{head[:-1]},"data":{body},"checksum":"{digest}"}}', digest
+    return f'{body[:-1]},"checksum":"{digest}"}}', digest
 
 
 def floats_out(values) -> list:

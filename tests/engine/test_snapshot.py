@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 
 import numpy as np
@@ -55,9 +56,9 @@ def test_snapshot_restore_continues_exactly(name, kind, cut):
     resumed.check()
 
 
-def sample_state(name="mintopk"):
+def sample_state(name="mintopk", **params):
     q = engine.Query(weights=[1.0], k=3, window=20, slide=5)
-    alg = engine.create(name, q)
+    alg = engine.create(name, q, **params)
     if STREAM[name] == "incomplete":
         data = (np.arange(60) % 23, np.zeros(60), np.abs(np.sin(np.arange(60.0))), np.arange(60))
     else:
@@ -74,24 +75,102 @@ def test_state_is_plain_json_with_a_version(name):
     assert json.loads(json.dumps(state, allow_nan=False)) == state
 
 
-def test_restore_rejects_a_wrong_version():
+def test_restore_refuses_a_newer_format_as_such():
     _, state = sample_state()
-    state["format_version"] = 99
-    with pytest.raises(engine.StateError, match="format version 99"):
+    state["format_version"] = engine.FORMAT_VERSION + 1
+    with pytest.raises(engine.StateError, match=f"written by a newer Top-k Watch: format {engine.FORMAT_VERSION + 1}, "
+                                                f"this engine reads 1-{engine.FORMAT_VERSION}"):
         engine.restore(state)
 
 
-def test_restore_rejects_another_query():
-    q, state = sample_state()
-    with pytest.raises(engine.StateError, match="saved for"):
-        engine.restore(state, query=q.with_weights([2.0]))
-
-
-def test_restore_rejects_tampered_data():
+@pytest.mark.parametrize("version", [0, "2", None, True])
+def test_restore_refuses_an_unknown_format(version):
     _, state = sample_state()
-    state["data"]["windows"][0][0] += 1
-    with pytest.raises(engine.StateError, match="checksum"):
+    state["format_version"] = version
+    with pytest.raises(engine.StateError, match=f"format version {version!r} is not supported"):
         engine.restore(state)
+
+
+def as_format_1(state):
+    """The same state as the engine before format 2 wrote it: the checksum covers ``data`` only."""
+    return {**state, "format_version": 1, "checksum": engine.jsondata.checksum(state["data"])}
+
+
+def test_the_checksum_covers_the_whole_document():
+    _, state = sample_state()
+    assert state["checksum"] == hashlib.sha256(json.dumps(
+        {key: state[key] for key in ("algorithm", "data", "format_version", "params", "query")},
+        sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_format_1_state_is_migrated_and_continues_like_the_current_one(name):
+    q, state = sample_state(name)
+    old = engine.restore(as_format_1(state), q, algorithm=name, params={})
+    new = engine.restore(state, q, algorithm=name, params={})
+    assert old._stats() == new._stats()
+    assert_same_answer(new.topk(), old.topk(), name)
+    broken = as_format_1(state)
+    broken["checksum"] = "0" * 64
+    with pytest.raises(engine.StateError, match="format 1.*checksum does not match its data"):
+        engine.restore(broken)
+
+
+def edited(state, field, value, reseal):
+    """``state`` with one field changed, and (``reseal``) a checksum recomputed to match."""
+    changed = copy.deepcopy(state)
+    if field == "data":
+        changed["data"] = value(changed["data"])
+    else:
+        changed[field] = value
+    return engine.jsondata.seal(changed) if reseal else changed
+
+
+def bump_first_number(data):
+    """``data`` with its first integer (depth first, keys in order) incremented."""
+    def walk(node):
+        items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        for key, value in items:
+            if isinstance(value, int) and not isinstance(value, bool):
+                node[key] = value + 1
+                return True
+            if isinstance(value, (dict, list)) and walk(value):
+                return True
+        return False
+
+    assert walk(data)
+    return data
+
+
+# (algorithm, params it runs with, field edited, new value, what the refusal names)
+EDITS = [
+    ("mintopk", {}, "query", {"weights": [1.0], "k": 6, "window": 20, "slide": 5, "kind": "count"},
+     r"differs in query \(k: 6 saved, 3 asked\)"),
+    ("sao", {"memory": 40}, "params", {"memory": 400}, r"differs in params \(memory: 400 saved, 40 asked\)"),
+    ("sap", {}, "algorithm", "sap-equal", r"differs in algorithm \(sap-equal saved, sap asked\)"),
+    ("mintopk", {}, "data", bump_first_number, r"differs in data"),
+]
+
+
+@pytest.mark.parametrize("name, params, field, value, message", EDITS, ids=[edit[2] for edit in EDITS])
+def test_an_edited_state_is_refused_naming_what_differs(name, params, field, value, message):
+    q, state = sample_state(name, **params)
+    engine.restore(state, q, algorithm=name, params=params)
+    with pytest.raises(engine.StateError, match=message):
+        engine.restore(edited(state, field, value, reseal=False), q, algorithm=name, params=params)
+    with pytest.raises(engine.StateError, match="does not match its checksum"):  # nothing asked: the checksum
+        engine.restore(edited(state, field, value, reseal=False))
+    if field != "data":  # a consistent checksum does not help: the comparison still names the field
+        with pytest.raises(engine.StateError, match=message):
+            engine.restore(edited(state, field, value, reseal=True), q, algorithm=name, params=params)
+
+
+def test_params_are_compared_with_their_defaults_filled_in():
+    q, state = sample_state("sao")
+    default = engine.restore(state, q, algorithm="sao", params={})
+    assert engine.restore(state, q, algorithm="sao", params=dict(default.params)).params == default.params
+    with pytest.raises(engine.StateError, match="cannot compare the state's params: unknown parameter"):
+        engine.restore(state, q, algorithm="sao", params={"depth": 3})
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -101,13 +180,12 @@ def test_restore_rejects_inconsistent_data_even_with_a_matching_checksum(name):
     data = broken["data"]
     key = next(k for k, v in data.items() if isinstance(v, list) and v)
     data[key] = data[key][:-1] if len(data[key]) > 1 else [["not", "a", "record"]]
-    broken["checksum"] = engine.jsondata.checksum(data)
-    with pytest.raises(engine.StateError):
-        engine.restore(broken)
+    with pytest.raises(engine.StateError, match=f"state of {name} is corrupt"):
+        engine.restore(engine.jsondata.seal(broken))
 
 
-@pytest.mark.parametrize("state", [None, [], {"format_version": 1}, {"format_version": 1, "algorithm": "nope",
-                                   "query": {}, "params": {}, "data": {}, "checksum": ""}])
+@pytest.mark.parametrize("state", [None, [], {"format_version": 1}, {"format_version": 2}, {
+    "format_version": 2, "algorithm": "nope", "query": {}, "params": {}, "data": {}, "checksum": ""}])
 def test_restore_rejects_garbage(state):
     with pytest.raises(engine.StateError):
         engine.restore(state)

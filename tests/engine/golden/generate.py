@@ -51,6 +51,9 @@ def golden_query(kind: str) -> engine.Query:
 
 
 def main(version: str) -> None:
+    if version != f"v{engine.FORMAT_VERSION}":
+        raise SystemExit(f"this engine writes format {engine.FORMAT_VERSION}: generate v{engine.FORMAT_VERSION}, "
+                         f"not {version} (files of an older format are never regenerated)")
     out = HERE / version
     out.mkdir(exist_ok=True)
     for info in engine.available():
