@@ -6,12 +6,16 @@
 Families: ``stock``, ``taxi``, ``worldcup``, ``csv`` and ``synthetic:<generator>``. Each runs
 extract (plain file reading or generation, before Spark starts, so a bad file fails fast) ->
 transform (Spark, no I/O) -> load: Parquet parts written by Spark into a staging directory,
-checked, then moved into the dataset directory, and the ``datasets`` and ``rejected_rows``
-rows written in one DuckDB transaction. Any refusal (unreadable input, a file with no
-accepted row, too many rejected rows, ids already in the dataset) happens before anything
-is moved, so it leaves the Parquet and DuckDB unchanged. ``--append`` adds parts to the
-dataset's directory (``seq`` continues), so that ``pipelines.replay --resume`` can continue
-over the new rows.
+checked, then published (:mod:`pipelines.publish`): the ``datasets`` and ``rejected_rows``
+rows committed in one DuckDB transaction, then the parts moved into the dataset directory.
+Any refusal (unreadable input, a file with no accepted row, too many rejected rows, ids
+already in the dataset) happens before anything is published, so it leaves the Parquet and
+DuckDB unchanged; a killed ingest is completed or cancelled by the next writer. ``--append``
+adds parts to the dataset's directory (``seq`` continues), so that ``pipelines.replay
+--resume`` can continue over the new rows.
+
+The whole command holds the database's writer lock (:mod:`pipelines.locks`) from before it
+reads the dataset it appends to until the publication: two appends run one after the other.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import os
 import shutil
 import sys
 import tempfile
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +39,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import csvfile, stock, store, synthetic, taxi, worldcup
+from . import csvfile, locks, publish, stock, store, synthetic, taxi, worldcup
 from .cleaned import Cleaned, Raw
 from .errors import InputError, exit_status
 from .progress import stage_progress
@@ -132,29 +135,43 @@ class IngestSummary:
 def ingest(spark: SparkSession, family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.DEFAULT_DB,
            out: Path = DEFAULT_OUT, name: str | None = None, append: bool = False,
            max_rejected: float = DEFAULT_MAX_REJECTED, options: dict[str, Any] | None = None,
-           log: Callable[[str], None] = print) -> IngestSummary:
+           lock_wait: float | None = None, log: Callable[[str], None] = print) -> IngestSummary:
     """Extract, transform and load ``inputs`` (default: the family's sample) as dataset ``name``.
 
     Without ``append`` the dataset is (re)built from ``inputs`` alone; with it the inputs'
     rows follow the rows already in the dataset (``seq`` continues; earlier ``t`` is rejected).
     ``options`` are the family's settings (csv columns, generator size, World Cup sections).
+    Everything runs holding the writer lock of ``db``, waited for up to ``lock_wait`` seconds
+    (:func:`pipelines.locks.wait_seconds`).
 
     Raises
     ------
     InputError
         Unknown family, unreadable input, a file with no accepted row, a rejected share above
         ``max_rejected``, nothing to append to, or inputs already ingested. Nothing is written.
+    StoreError
+        The database is being written by another process for longer than ``lock_wait``.
     """
-    extracted = extract(family_name, inputs, db=db, out=out, name=name, append=append,
-                        max_rejected=max_rejected, options=options, log=log)
-    return transform_and_load(spark, extracted, log=log)
+    with writing(db, lock_wait, log):
+        extracted = extract(family_name, inputs, db=db, out=out, name=name, append=append,
+                            max_rejected=max_rejected, options=options, log=log)
+        return transform_and_load(spark, extracted, log=log)
+
+
+def writing(db: Path, lock_wait: float | None, log: Callable[[str], None]):
+    """The writer lock of ``db`` (:func:`pipelines.locks.writer_lock`), logging as ingest."""
+    return locks.writer_lock(db, wait=lock_wait, log=lambda line: log(f"[ingest] {line}"))
 
 
 def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.DEFAULT_DB,
             out: Path = DEFAULT_OUT, name: str | None = None, append: bool = False,
             max_rejected: float = DEFAULT_MAX_REJECTED, options: dict[str, Any] | None = None,
             log: Callable[[str], None] = print) -> Extracted:
-    """Read (or generate) the raw inputs and check them against the dataset appended to (no Spark)."""
+    """Read (or generate) the raw inputs and check them against the dataset appended to (no Spark).
+
+    Call it holding the writer lock of ``db``: it settles what a killed ingest of the dataset
+    left (:func:`pipelines.publish.recover`) and reads the dataset appended to.
+    """
     family = family_by_name(family_name)
     if not 0 <= max_rejected <= 1:
         raise InputError(f"--max-rejected must be a share between 0 and 1 (or a percentage), got {max_rejected}")
@@ -165,7 +182,9 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
     if not inputs and family_name == "csv":
         raise InputError("the csv family needs --input")
     name = name or family.default_name(inputs, options)
-    existing = _existing_dataset(db, name, family_name, inputs) if append else None
+    existing = _existing_dataset(db, name, family_name, inputs, log) if append else None
+    if not existing:
+        _recover(Path(out).resolve() / f"{name}.parquet", db, name, log)
     for path in inputs:
         log(f"[ingest] reading {path}")
     raw = family.extract(inputs, options, existing["params"] if existing else None)
@@ -203,11 +222,12 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
             learned = cleaned.learned.first().asDict() if cleaned.learned is not None else {}
             if existing:
                 _refuse_known_ids(spark, rows, existing["parquet"], name)
-            staging = Path(tempfile.mkdtemp(prefix=f".{name}-staging-", dir=_parent(extracted.parquet)))
+            staging = Path(tempfile.mkdtemp(prefix=f"{publish.hidden_prefix(extracted.parquet)}staging-",
+                                            dir=_parent(extracted.parquet)))
             try:
                 log(f"[ingest] writing {facts['rows']:,} rows under {extracted.parquet}")
                 _write_parts(rows, staging / "out", family.partition_by)
-                _publish(extracted, staging / "out", facts, rejects, rejected, learned, log)
+                _publish(extracted, staging, facts, rejects, rejected, learned, log)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         finally:
@@ -227,7 +247,7 @@ def _raw_frame(spark: SparkSession, table: pa.Table, dataset: Path) -> Iterator[
     driver, in one thread. The staging directory sits next to the dataset (a path the
     executors can read, as they must read the dataset) and is removed afterwards.
     """
-    staging = Path(tempfile.mkdtemp(prefix=f".{dataset.name}-raw-", dir=_parent(dataset)))
+    staging = Path(tempfile.mkdtemp(prefix=f"{publish.hidden_prefix(dataset)}raw-", dir=_parent(dataset)))
     try:
         pieces = max(1, min(spark.sparkContext.defaultParallelism * 2, table.num_rows // RAW_ROWS_PER_PIECE))
         step = -(-table.num_rows // pieces) if table.num_rows else 1
@@ -301,51 +321,23 @@ def _write_parts(rows: DataFrame, target: Path, partition_by: tuple[str, ...]) -
         rows.repartition(1).sortWithinPartitions("seq").write.parquet(str(target))
 
 
-def _publish(extracted: Extracted, written: Path, facts: Any, rejects: dict[str, int], rejected: pa.Table,
+def _publish(extracted: Extracted, staging: Path, facts: Any, rejects: dict[str, int], rejected: pa.Table,
              learned: dict[str, Any], log: Callable[[str], None]) -> None:
-    """Move the written parts into the dataset and record it in DuckDB; undo the move if DuckDB fails.
+    """Record the dataset in DuckDB, then move the parts written under ``staging/out`` into it.
 
     A new dataset replaces the old directory in two renames; an append moves each new part
     into its partition directory (part names hold their first ``seq``, so they never clash).
+    The order and what a killed process leaves are :mod:`pipelines.publish`'s.
     """
-    existing, target = extracted.existing, extracted.parquet
+    written, target = staging / "out", extracted.parquet
     parts = _name_parts_by_seq(written)
     if not parts:
         raise RuntimeError(f"Spark wrote no Parquet part under {written}")
-    moved: list[Path] = []
-    retired = None
-    created: list[Path] = []
-    if existing:
-        for part in parts:
-            destination = target / part
-            for directory in reversed(destination.relative_to(target).parents[:-1]):
-                if not (target / directory).exists():
-                    (target / directory).mkdir()
-                    created.append(target / directory)
-            os.replace(written / part, destination)
-            moved.append(destination)
-        os.utime(target)  # the dataset directory's mtime says "changed" to readers that cache on it
-    else:
-        if target.exists():
-            retired = target.with_name(f".{target.name}-retired-{uuid.uuid4().hex[:8]}")
-            os.replace(target, retired)
-        os.replace(written, target)
-    try:
-        _record(extracted, facts, rejects, rejected, learned)
-    except BaseException:
-        if existing:
-            for path in moved:
-                path.unlink(missing_ok=True)
-            for directory in reversed(created):
-                directory.rmdir()
-        else:
-            shutil.rmtree(target, ignore_errors=True)
-            if retired is not None:
-                os.replace(retired, target)
-        raise
-    if retired is not None:
-        shutil.rmtree(retired, ignore_errors=True)
-    log(f"[ingest] {len(parts)} Parquet part(s) {'added to' if existing else 'written to'} {target}")
+    ingested_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    publish.publish(staging, written, parts, target, name=extracted.name, db=extracted.db,
+                    append=extracted.existing is not None, ingested_at=ingested_at,
+                    commit=lambda: _record(extracted, facts, rejects, rejected, learned, ingested_at))
+    log(f"[ingest] {len(parts)} Parquet part(s) {'added to' if extracted.existing else 'written to'} {target}")
 
 
 def _name_parts_by_seq(written: Path) -> list[Path]:
@@ -368,7 +360,7 @@ def _name_parts_by_seq(written: Path) -> list[Path]:
 
 
 def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected: pa.Table,
-            learned: dict[str, Any]) -> None:
+            learned: dict[str, Any], ingested_at: dt.datetime) -> None:
     """The ``datasets`` row and the ``rejected_rows`` of this ingest, in one transaction."""
     existing, family, name = extracted.existing, extracted.family, extracted.name
     previous = Counter(existing["rejects"]) if existing else Counter()
@@ -381,7 +373,7 @@ def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected:
         "rejects": {reason: previous[reason] + rejects[reason] for reason in family.reasons},
         "features": list(extracted.raw.features), "t_unit": params.get("t_unit", family.t_unit),
         "t_min": existing["t_min"] if existing else facts["t_min"], "t_max": facts["t_max"],
-        "ingested_at": dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), "parquet": str(extracted.parquet),
+        "ingested_at": ingested_at, "parquet": str(extracted.parquet),
         "params": params,
     }
     with store.connection(extracted.db) as con, store.transaction(con):
@@ -399,8 +391,15 @@ def _parent(directory: Path) -> Path:
     return directory.parent
 
 
-def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Path]) -> dict[str, Any]:
-    """The dataset being appended to, checked against the new inputs."""
+def _recover(target: Path, db: Path, name: str, log: Callable[[str], None]) -> None:
+    settled = publish.recover(target, db, name)
+    if settled:
+        log(f"[ingest] {settled}")
+
+
+def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Path],
+                      log: Callable[[str], None]) -> dict[str, Any]:
+    """The dataset being appended to (after settling a killed ingest of it), checked against the new inputs."""
     if not Path(db).is_file():
         raise InputError(f"no database {db} holding dataset {name!r} to append to")
     with store.connection(db) as con:
@@ -415,6 +414,11 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
     if not Path(parquet).is_dir():
         raise InputError(f"dataset {name!r}: its Parquet directory {parquet} is missing (or is an old single "
                          "file); ingest it again without --append")
+    _recover(Path(parquet), db, name, log)
+    rows = dataset_rows(parquet)
+    if rows_read is not None and rows != rows_read - rows_rejected:
+        raise InputError(f"dataset {name!r}: its Parquet directory {parquet} holds {rows:,} rows, its record "
+                         f"{rows_read - rows_rejected:,}; ingest it again without --append")
     sources = store.from_json(sources)
     seen = {Path(source).name for source in sources}
     repeated = [str(path) for path in inputs if path.name in seen]
@@ -422,8 +426,7 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
         raise InputError(f"already in dataset {name!r}: {', '.join(repeated)}")
     return {"source_files": sources, "rows_read": rows_read, "rows_rejected": rows_rejected,
             "rejects": store.from_json(rejects), "features": store.from_json(features), "t_min": t_min,
-            "t_max": t_max, "parquet": parquet, "params": store.from_json(params) or {},
-            "rows": dataset_rows(parquet)}
+            "t_max": t_max, "parquet": parquet, "params": store.from_json(params) or {}, "rows": rows}
 
 
 def dataset_rows(parquet: str | Path) -> int:
@@ -474,6 +477,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="refuse the ingest when more than this share of rows is rejected "
                              "(default 0.05; 5%% also works)")
     parser.add_argument("--master", help="Spark master (default: $SPARK_MASTER, else local[*])")
+    locks.add_wait_option(parser)
     family = parser.add_argument_group("family options")
     family.add_argument("--id-column", help="csv: the id column")
     family.add_argument("--time-column", help="csv: the time column (integers)")
@@ -501,16 +505,17 @@ SAMPLE_PLAN: tuple[tuple[str, tuple[Path, ...], str | None, dict[str, Any]], ...
 """(family, inputs (default: the family's sample), dataset name, options) of each shipped sample."""
 
 
-def ingest_samples(db: Path, out: Path, master: str | None, max_rejected: float,
+def ingest_samples(db: Path, out: Path, master: str | None, max_rejected: float, lock_wait: float | None = None,
                    log: Callable[[str], None] = print) -> list[IngestSummary]:
     """Ingest every entry of :data:`SAMPLE_PLAN`: all extracted first (a bad file fails before Spark)."""
-    extracted = [extract(family, inputs, db=db, out=out, name=name, max_rejected=max_rejected, options=options,
-                         log=log) for family, inputs, name, options in SAMPLE_PLAN]
-    summaries = []
-    with spark_session("topk-ingest-samples", master) as spark:
-        for item in extracted:
-            summaries.append(transform_and_load(spark, item, log=log))
-            log(format_summary(summaries[-1]))
+    with writing(db, lock_wait, log):
+        extracted = [extract(family, inputs, db=db, out=out, name=name, max_rejected=max_rejected, options=options,
+                             log=log) for family, inputs, name, options in SAMPLE_PLAN]
+        summaries = []
+        with spark_session("topk-ingest-samples", master) as spark:
+            for item in extracted:
+                summaries.append(transform_and_load(spark, item, log=log))
+                log(format_summary(summaries[-1]))
     return summaries
 
 
@@ -524,12 +529,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def job() -> int:
         if args.family == SAMPLES:
-            ingest_samples(args.db, args.out, args.master, args.max_rejected)
+            ingest_samples(args.db, args.out, args.master, args.max_rejected, args.lock_wait)
             return 0
-        extracted = extract(args.family, args.input, db=args.db, out=args.out, name=args.name, append=args.append,
-                            max_rejected=args.max_rejected, options=options)
-        with spark_session("topk-ingest", args.master) as spark:
-            summary = transform_and_load(spark, extracted)
+        with writing(args.db, args.lock_wait, print):
+            extracted = extract(args.family, args.input, db=args.db, out=args.out, name=args.name,
+                                append=args.append, max_rejected=args.max_rejected, options=options)
+            with spark_session("topk-ingest", args.master) as spark:
+                summary = transform_and_load(spark, extracted)
         print(format_summary(summary))
         return 0
 

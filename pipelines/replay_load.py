@@ -19,7 +19,13 @@ loaded in one DuckDB transaction per query and call:
 - **snapshots**: every task's state at the segment's last slide (read by DuckDB from the
   staged JSON), keeping only the last ``keep_snapshots`` slides per (query, algorithm, shard).
 
-Loaded files are removed from the staging directory after the commit.
+Loaded files are removed from the staging directory after the commit.  The keys of
+``answers``, ``slide_metrics`` and ``snapshots`` (:data:`pipelines.store.PRIMARY_KEYS`) make a
+load of slides already stored fail, and roll back, rather than store them twice.
+
+The run's own record is written here too: :func:`start_run` (or :func:`resume_run`), the
+status ``finished`` with the last load, and :func:`mark` (``failed`` or ``interrupted``, with
+the reason) when the replay stops early.
 """
 
 from __future__ import annotations
@@ -27,21 +33,41 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from engine import Answer, metrics
 
+from . import store
+from .errors import StoreError
+from .replay_config import ReplayConfig
 from .replay_tasks import part_name, task_directory
+
+if TYPE_CHECKING:
+    from .replay_plan import ReplayPlan
 
 ERROR_METRICS: dict[str, Callable[[Answer, Answer], float]] = {
     "single": metrics.relative_error,
     "incomplete": metrics.absolute_error,
 }
 """``slide_metrics.error`` by stream model: SAO's relative error, or paper 003's ``(1/k) Σ |a_i - b_i|``."""
+
+
+@dataclass
+class ReplaySummary:
+    """What a replay did; ``totals`` maps (query, algorithm) to slides, mean precision, error, candidates, seconds/slide."""
+
+    run_id: str
+    resumed: bool
+    slides_written: int = 0
+    answer_rows: int = 0
+    load_seconds: float = 0.0
+    loads: int = 0
+    totals: dict[tuple[int, str], tuple[int, float, float, float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -231,3 +257,87 @@ def remove_loaded(progress: QueryLoad, markers: list[dict]) -> None:
                 os.remove(path)
             except FileNotFoundError:
                 pass
+
+
+# --- the run's record and the loads of a running replay -------------------------------------------
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def start_run(con, run_id: str, config: ReplayConfig, master: str, *, finished: bool) -> None:
+    """Record a new run and its queries (``finished`` when the dataset holds no complete slide)."""
+    now = utcnow()
+    store.insert_row(con, "runs", {
+        "run_id": run_id, "dataset": config.dataset, "config": config.to_dict(), "spark_master": master,
+        "shards": config.shards, "started_at": now, "finished_at": now if finished else None,
+        "status": "finished" if finished else "running"})
+    store.insert_columns(con, "queries", {
+        "run_id": [run_id] * len(config.queries),
+        "query_id": list(range(len(config.queries))),
+        "weights": [list(q.weights) for q in config.queries],
+        "k": [q.k for q in config.queries],
+        "window": [q.window for q in config.queries],
+        "slide": [q.slide for q in config.queries],
+        "kind": [q.kind for q in config.queries]})
+
+
+def resume_run(con, run_id: str) -> None:
+    """A resumed run is ``running`` again, its earlier end and reason cleared."""
+    con.execute("UPDATE runs SET status = 'running', finished_at = NULL, reason = NULL WHERE run_id = ?", [run_id])
+
+
+def mark(db: Path, run_id: str, status: str, reason: str) -> None:
+    """Set the run's status (``failed`` or ``interrupted``) and its reason.
+
+    Raises :class:`StoreError` (naming the status and reason it could not record) when the
+    database cannot be written.
+    """
+    try:
+        with store.connection(db) as con:
+            con.execute("UPDATE runs SET status = ?, reason = ? WHERE run_id = ?", [status, reason, run_id])
+    except Exception as error:  # noqa: BLE001 - any failure to record is reported with what was to be recorded
+        raise StoreError(f"run {run_id} stopped ({status}: {reason}) but could not be marked {status} in {db}: "
+                         f"{store.one_line(error)}") from error
+
+
+def load_complete(plan: "ReplayPlan", loads: list[QueryLoad], summary: ReplaySummary, *, job_running: bool) -> bool:
+    """Load every complete segment not loaded yet, one transaction per query; whether any was.
+
+    While the job runs, its tasks use the same cores (on a local master): a load then takes
+    one DuckDB thread, not all.  The last load also marks the run ``finished``.
+    """
+    pending = [(load, markers) for load in loads if not load.done for markers in [load.markers()] if markers]
+    if not pending:
+        return False
+    began = time.perf_counter()
+    config = plan.config
+    with store.connection(plan.db) as con:
+        register_metrics(con, config.stream)
+        if job_running:
+            con.execute("SET threads = 1")
+        for query_load, markers in pending:
+            with store.transaction(con):
+                slides = load(con, plan.run_id, query_load, markers, reference=config.reference,
+                              keep_snapshots=config.keep_snapshots, created_at=utcnow())
+                if all(other.done for other in loads):
+                    con.execute("UPDATE runs SET status = 'finished', finished_at = ? WHERE run_id = ?",
+                                [utcnow(), plan.run_id])
+            remove_loaded(query_load, markers)
+            summary.slides_written += slides
+            summary.loads += 1
+    summary.load_seconds += time.perf_counter() - began
+    return True
+
+
+def summarize(plan: "ReplayPlan", loads: list[QueryLoad], summary: ReplaySummary) -> None:
+    """Mean precision, error, candidates and seconds/slide of the slides this replay wrote."""
+    summary.answer_rows = sum(query_load.answer_rows for query_load in loads)
+    with store.connection(plan.db) as con:
+        for query_load, progress in zip(loads, plan.progress):
+            rows = con.execute(
+                "SELECT algorithm, count(*), avg(precision), avg(error), avg(candidates), avg(seconds) "
+                "FROM slide_metrics WHERE run_id = ? AND query_id = ? AND slide >= ? GROUP BY algorithm",
+                [plan.run_id, query_load.query_id, progress.next_slide]).fetchall()
+            for label, *values in rows:
+                summary.totals[(query_load.query_id, label)] = tuple(values)

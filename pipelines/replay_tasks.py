@@ -12,7 +12,8 @@ each file atomically (temporary name, then rename), into its staging directory:
    segment (a part holds at most about :data:`PART_ROWS` answer rows);
 2. ``stats-<first slide>.parquet``: candidates, retained, bytes, measured bytes, seconds, per
    slide of the same part;
-3. ``state-<last slide>.json``: the algorithm's state (``engine`` JSON, with its checksum);
+3. ``state-<last slide>.json``: the algorithm's state (``engine`` JSON, with its checksum; restored
+   only as the task's algorithm, query and params);
 4. ``done-<last slide>.json``: the marker saying 1-3 are complete.
 
 The driver bulk-loads complete segments into DuckDB (:mod:`pipelines.replay_load`) while the
@@ -436,8 +437,8 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
     for module in task.plugins:
         importlib.import_module(module)
     query = Query.from_dict(task.query)
-    algorithm = (engine.restore(json.loads(task.state), query) if task.state is not None
-                 else engine.create(task.algorithm, query, **task.params))
+    algorithm = (engine.restore(json.loads(task.state), query, algorithm=task.algorithm, params=task.params)
+                 if task.state is not None else engine.create(task.algorithm, query, **task.params))
     chunks = dataset_chunks(task.source, ("id", "t", *task.columns), task.first_row,
                             features=() if task.attribute else task.columns)
     keep = shard_filter(task.shard, task.shards, task.shard_by) if task.shards > 1 else None

@@ -8,7 +8,12 @@ Additions to the contract (allowed: new columns and tables only):
   structures (``stats()["measured_bytes"]``), beside the modelled ``bytes``; added to older
   database files on connect;
 - column ``datasets.params`` (JSON): the trace family's settings (stock symbols, World Cup
-  sections, chunk length and byte scale, csv columns, generator settings), reused by ``--append``.
+  sections, chunk length and byte scale, csv columns, generator settings), reused by ``--append``;
+- column ``runs.reason``: why a run is ``failed`` or ``interrupted`` (one line);
+- primary keys on ``answers``, ``slide_metrics`` and ``snapshots`` (:data:`PRIMARY_KEYS`), so
+  that no slide is ever stored twice.  An older database file gets them on connect: each
+  table is rebuilt with its key, identical duplicate rows collapsing into one; rows that share
+  a key but differ stop the migration with a :class:`StoreError` naming the table.
 """
 
 from __future__ import annotations
@@ -27,6 +32,30 @@ from .errors import StoreError
 
 DEFAULT_DB = Path("var/topk.duckdb")
 
+PRIMARY_KEYS = {
+    "answers": ("run_id", "query_id", "algorithm", "slide", "rank"),
+    "slide_metrics": ("run_id", "query_id", "algorithm", "slide"),
+    "snapshots": ("run_id", "query_id", "algorithm", "shard", "slide"),
+}
+"""The key of every table of results: one answer per rank, one metrics row and one snapshot per slide."""
+KEYED_COLUMNS = {
+    "answers": """run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, slide BIGINT, "end" BIGINT,
+        rank INTEGER, object_id BIGINT, score DOUBLE""",
+    "slide_metrics": """run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, slide BIGINT, "end" BIGINT,
+        candidates BIGINT, retained BIGINT, bytes BIGINT, seconds DOUBLE, precision DOUBLE,
+        error DOUBLE, measured_bytes BIGINT""",
+    "snapshots": """run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, shard INTEGER, slide BIGINT,
+        last_seq BIGINT, format_version INTEGER, state JSON, checksum VARCHAR,
+        created_at TIMESTAMP""",
+}
+
+
+def keyed_table(table: str, name: str | None = None) -> str:
+    """``CREATE TABLE`` of a table of :data:`PRIMARY_KEYS` (under ``name``, default its own)."""
+    key = ", ".join(f'"{column}"' for column in PRIMARY_KEYS[table])
+    return f"CREATE TABLE IF NOT EXISTS {name or table} ({KEYED_COLUMNS[table]}, PRIMARY KEY ({key}))"
+
+
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS datasets (
         name VARCHAR PRIMARY KEY, family VARCHAR, source_files JSON, rows_read BIGINT,
@@ -38,21 +67,14 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS queries (
         run_id VARCHAR, query_id INTEGER, weights JSON, k INTEGER, "window" BIGINT,
         slide BIGINT, kind VARCHAR)""",
-    """CREATE TABLE IF NOT EXISTS answers (
-        run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, slide BIGINT, "end" BIGINT,
-        rank INTEGER, object_id BIGINT, score DOUBLE)""",
-    """CREATE TABLE IF NOT EXISTS slide_metrics (
-        run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, slide BIGINT, "end" BIGINT,
-        candidates BIGINT, retained BIGINT, bytes BIGINT, seconds DOUBLE, precision DOUBLE,
-        error DOUBLE, measured_bytes BIGINT)""",
+    keyed_table("answers"),
+    keyed_table("slide_metrics"),
     "ALTER TABLE slide_metrics ADD COLUMN IF NOT EXISTS measured_bytes BIGINT",
-    """CREATE TABLE IF NOT EXISTS snapshots (
-        run_id VARCHAR, query_id INTEGER, algorithm VARCHAR, shard INTEGER, slide BIGINT,
-        last_seq BIGINT, format_version INTEGER, state JSON, checksum VARCHAR,
-        created_at TIMESTAMP)""",
+    keyed_table("snapshots"),
     """CREATE TABLE IF NOT EXISTS rejected_rows (
         dataset VARCHAR, source_file VARCHAR, line BIGINT, reason VARCHAR, raw VARCHAR)""",
     "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS params JSON",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS reason VARCHAR",
 )
 
 LOCK_RETRY_SECONDS = 0.5
@@ -110,9 +132,38 @@ def connection(path: str | Path = DEFAULT_DB, *, wait_seconds: float | None = No
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every table of the contract that does not exist yet (idempotent)."""
+    """Create every table of the contract that does not exist yet, and migrate older ones (idempotent)."""
     for statement in SCHEMA:
         con.execute(statement)
+    keyed = {table for (table,) in con.execute(
+        "SELECT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY' "
+        "AND database_name = current_database() AND schema_name = current_schema()").fetchall()}
+    for table in PRIMARY_KEYS:
+        if table not in keyed:
+            add_primary_key(con, table)
+
+
+def add_primary_key(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Rebuild ``table`` (of a database written before the keys) with its primary key, in one transaction.
+
+    Identical duplicate rows become one row; rows that share a key but differ raise
+    :class:`StoreError` and leave the table as it was.
+    """
+    key = ", ".join(f'"{column}"' for column in PRIMARY_KEYS[table])
+    conflicts = con.execute(f"SELECT count(*) FROM (SELECT {key} FROM (SELECT DISTINCT * FROM {table}) "
+                            "GROUP BY ALL HAVING count(*) > 1)").fetchone()[0]
+    if conflicts:
+        raise StoreError(f"cannot add the primary key ({key}) to table {table}: {conflicts:,} keys have rows "
+                         "with different values (written by overlapping runs of an older version); delete the "
+                         "runs concerned, or use another database file")
+    columns = ", ".join(f'"{name}"' for (name,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND database_name = current_database() "
+        "AND schema_name = current_schema() ORDER BY column_index", [table]).fetchall())
+    with transaction(con):
+        con.execute(keyed_table(table, f"{table}_keyed"))
+        con.execute(f"INSERT INTO {table}_keyed ({columns}) SELECT DISTINCT {columns} FROM {table}")
+        con.execute(f"DROP TABLE {table}")
+        con.execute(f"ALTER TABLE {table}_keyed RENAME TO {table}")
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ import pytest
 
 import engine
 from engine import Answer
-from pipelines import replay, replay_load, replay_tasks, stock, store
+from pipelines import locks, publish, replay_load, replay_plan, replay_tasks, stock, store
 from pipelines.errors import StoreError
 from pipelines.replay_tasks import ReplayTask, SegmentWriter
 
@@ -187,7 +187,7 @@ def test_snapshot_retention_keeps_the_last_complete_snapshots(tmp_path):
         assert all(json.loads(state)["data"]["slide"] == s and checksum == f"s{s}" for s, checksum, state in kept)
 
 
-@pytest.mark.parametrize("module", [stock, replay, replay_tasks], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [stock, replay_plan, replay_tasks], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert tried and not failures
@@ -211,9 +211,9 @@ def test_a_long_lived_reader_gets_a_one_line_message_naming_it(tmp_path):
 
 def test_two_database_files_never_share_a_lock_or_staging(tmp_path):
     a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
-    assert replay.lock_path(a, "run") != replay.lock_path(b, "run")
-    assert replay.staging_directory(a, "run") != replay.staging_directory(b, "run")
-    with replay.exclusive_run(a, "run"), replay.exclusive_run(b, "run"):
+    assert locks.lock_path(a) != locks.lock_path(b)
+    assert replay_plan.staging_directory(a, "run") != replay_plan.staging_directory(b, "run")
+    with locks.writer_lock(a, wait=0), locks.writer_lock(b, wait=0):
         pass
 
 

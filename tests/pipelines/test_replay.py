@@ -251,7 +251,7 @@ def test_resume_refuses_a_corrupt_snapshot(spark, store_dir, tmp_path):
         state["data"]["current"] += 1
         con.execute("UPDATE snapshots SET state = ? WHERE run_id = ? AND query_id = 0 AND algorithm = 'mintopk' "
                     "AND slide = ?", [json.dumps(state), run_id, slide])
-    with pytest.raises(InputError, match="mintopk, shard 0 cannot be restored: state is corrupt"):
+    with pytest.raises(InputError, match="mintopk, shard 0 cannot be restored: state differs in data"):
         replay.prepare(config, db=db, resume=True)
 
 

@@ -1,0 +1,133 @@
+"""Publishing an ingest's Parquet parts: committed in DuckDB first, then moved, never half-done.
+
+An ingest writes its parts into a staging directory beside the dataset directory, hidden
+(``.<dataset dir>-staging-...``: readers skip names that start with ``.``).  :func:`publish`
+then takes three steps:
+
+1. it writes a journal, ``.<dataset dir>.journal.json`` beside the dataset directory, naming
+   the staged parts, where they go, and the ``ingested_at`` of the ``datasets`` row about to
+   be committed;
+2. it commits the ``datasets`` row (and the ``rejected_rows``) in one DuckDB transaction:
+   the commit point of the ingest;
+3. it moves the parts into the dataset (an append: one rename per part, into its partition
+   directory; a new dataset: its directory replaces the old one in two renames), then deletes
+   the journal.
+
+A process killed anywhere leaves either no journal (nothing was published; at most a hidden
+staging directory) or a journal that :func:`recover` settles: the next writer of the database
+(ingest or replay, under the writer lock of :mod:`pipelines.locks`) asks DuckDB whether the
+commit happened; if it did, it finishes the moves, if not it drops the staged parts.  Either
+way it removes the hidden leftovers.  A dataset directory belongs to the one database that
+records it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from . import store
+
+
+def journal_path(target: Path) -> Path:
+    """``<parent>/.<dataset dir>.journal.json``: beside the directory, which a new dataset replaces."""
+    return target.parent / f".{target.name}.journal.json"
+
+
+def hidden_prefix(target: Path) -> str:
+    """Names of an ingest's hidden working directories beside ``target``: staging, raw rows, retired."""
+    return f".{target.name}-"
+
+
+def publish(staging: Path, written: Path, parts: list[Path], target: Path, *, name: str, db: Path,
+            append: bool, ingested_at: dt.datetime, commit: Callable[[], None]) -> None:
+    """Commit (``commit()``: the DuckDB transaction recording ``ingested_at``), then move the parts.
+
+    ``written`` (inside the working directory ``staging``) holds ``parts`` (paths relative to
+    it).  With ``append`` each part moves to the same relative path in ``target``; otherwise
+    ``written`` replaces ``target``.  If ``commit`` fails, nothing is moved; if the process
+    dies, :func:`recover` completes or cancels the publication.
+    """
+    journal = {"dataset": name, "target": str(target), "staging": str(staging), "written": str(written),
+               "append": append, "parts": [str(part) for part in parts], "ingested_at": ingested_at.isoformat(),
+               "retired": str(target.with_name(f"{hidden_prefix(target)}retired"))}
+    path = journal_path(target)
+    write_atomically(path, json.dumps(journal))
+    try:
+        commit()
+    except BaseException:
+        path.unlink(missing_ok=True)  # not committed: the staged parts are dropped with the staging directory
+        raise
+    complete(journal)
+    path.unlink()
+
+
+def complete(journal: dict) -> None:
+    """Move a committed journal's parts into place; idempotent, so a later writer can finish it."""
+    target, written, retired = Path(journal["target"]), Path(journal["written"]), Path(journal["retired"])
+    if journal["append"]:
+        for part in journal["parts"]:
+            source = written / part
+            if source.exists():
+                (target / part).parent.mkdir(parents=True, exist_ok=True)
+                _move(source, target / part)
+        os.utime(target)  # the directory's mtime says "changed" to readers that cache on it
+    elif written.exists():
+        if target.exists():
+            _move(target, retired)
+        _move(written, target)
+    shutil.rmtree(retired, ignore_errors=True)
+    shutil.rmtree(journal["staging"], ignore_errors=True)
+
+
+def _move(source: Path, destination: Path) -> None:
+    os.replace(source, destination)
+
+
+def recover(target: Path, db: Path, name: str) -> str | None:
+    """Settle what a killed ingest of dataset ``name`` (directory ``target``) left; say what was done.
+
+    Call it holding the database's writer lock, before reading the dataset.  Returns
+    ``None`` when there was nothing to settle.
+    """
+    path = journal_path(target)
+    done = None
+    if path.exists():
+        journal = json.loads(path.read_text())
+        if committed(db, name, journal["ingested_at"]):
+            complete(journal)
+            done = f"completed the interrupted ingest of {name} committed at {journal['ingested_at']}"
+        else:
+            done = f"dropped the uncommitted parts of an interrupted ingest of {name}"
+        path.unlink()
+    path.with_name(f"{path.name}.tmp").unlink(missing_ok=True)
+    leftovers = [p for p in target.parent.glob(f"{hidden_prefix(target)}*") if p.is_dir()] \
+        if target.parent.is_dir() else []
+    for leftover in leftovers:
+        shutil.rmtree(leftover, ignore_errors=True)
+    if leftovers and done is None:
+        done = f"removed {len(leftovers)} working director{'y' if len(leftovers) == 1 else 'ies'} of an interrupted ingest of {name}"
+    return done
+
+
+def committed(db: Path, name: str, ingested_at: str) -> bool:
+    """Whether DuckDB holds the ``datasets`` row of ``name`` that a journal was about to commit."""
+    if not Path(db).is_file():
+        return False
+    with store.connection(db) as con:
+        found = con.execute("SELECT ingested_at FROM datasets WHERE name = ?", [name]).fetchone()
+    return found is not None and found[0] is not None and found[0].isoformat() == ingested_at
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` under a temporary name, flush it to disk, then rename it to ``path``."""
+    temporary = path.with_name(f"{path.name}.tmp")
+    with open(temporary, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)

@@ -1,0 +1,260 @@
+"""Planning a replay: the config against its dataset, the run, and where each query resumes.
+
+Everything here runs on the driver before Spark starts, and writes nothing but what a killed
+ingest left (:func:`pipelines.publish.recover`).  Call :func:`prepare` holding the database's
+writer lock (:mod:`pipelines.locks`): the rows and the snapshots it reads must stay as they are
+until the replay's last load.
+
+A query resumes from its tasks' latest snapshots, which must agree (one slide, the same
+``last_seq``, restorable as the algorithm and parameters of the config); slide ``j``
+(counted from the start of the dataset) ends at ``origin + (j + 1) * s``, ``origin`` being 0
+for count windows and the slide boundary at or before the first ``t`` for time windows, as
+:func:`engine.slides` cuts them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import engine
+from engine import Query
+
+from . import publish, store
+from .errors import InputError
+from .replay_config import SEGMENT_ROWS, AlgorithmSpec, ReplayConfig, parse_config, read_config
+from .replay_tasks import is_attribute_dataset, read_rows
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """What the driver needs of a dataset: its Parquet, features (or streams), times, stream model."""
+
+    name: str
+    parquet: str
+    features: tuple[str, ...]
+    t: np.ndarray
+    attribute: bool = False
+
+    @property
+    def rows(self) -> int:
+        return len(self.t)
+
+    @property
+    def stream(self) -> str:
+        """``incomplete`` for attribute streams, else ``single``."""
+        return "incomplete" if self.attribute else "single"
+
+
+@dataclass
+class QueryProgress:
+    """Where one query of a run stands: the next slide to replay and every task's state."""
+
+    query_id: int
+    query: Query
+    origin: int
+    next_slide: int
+    total_slides: int
+    segment_slides: int
+    states: dict[tuple[str, int], str | None]
+    """``(algorithm label, shard) -> snapshot`` (JSON text), ``None`` for a task starting afresh."""
+    first_row: int = 0
+    """``seq`` of the first row of ``next_slide``."""
+
+    @property
+    def remaining(self) -> int:
+        return self.total_slides - self.next_slide
+
+
+@dataclass
+class ReplayPlan:
+    """Everything decided before Spark starts: config, dataset, run and where each query stands."""
+
+    config: ReplayConfig
+    dataset: Dataset
+    db: Path
+    run_id: str
+    resumed: bool
+    progress: list[QueryProgress]
+
+    @property
+    def remaining(self) -> int:
+        """Slides still to replay, over every query."""
+        return sum(p.remaining for p in self.progress)
+
+    @property
+    def up_to_date(self) -> bool:
+        """A resumed run with no new complete slide: there is nothing to do or write."""
+        return self.resumed and self.remaining == 0
+
+    @property
+    def staging(self) -> Path:
+        return staging_directory(self.db, self.run_id)
+
+    def describe(self) -> list[str]:
+        """What the replay will do: the run, then (resuming) where each query continues, by task."""
+        config, dataset = self.config, self.dataset
+        if self.up_to_date:
+            head = f"[replay] run {self.run_id} is up to date with dataset {dataset.name}: nothing new to replay"
+        else:
+            head = (f"[replay] {'resuming' if self.resumed else 'starting'} run {self.run_id}: dataset "
+                    f"{dataset.name} ({dataset.rows:,} rows), {len(config.queries)} "
+                    f"quer{'y' if len(config.queries) == 1 else 'ies'} x {len(config.algorithms)} algorithms x "
+                    f"{config.shards} shard(s), {self.remaining:,} slides to replay")
+        if not self.resumed:
+            return [head]
+        tasks = ", ".join(spec.label for spec in config.algorithms)
+        shards = "shard 0" if config.shards == 1 else f"shards 0-{config.shards - 1}"
+        lines = [head]
+        for p in self.progress:
+            where = (f"from their snapshots at slide {p.next_slide - 1:,} (rows up to seq {p.first_row - 1:,})"
+                     if p.next_slide else "from the start (no snapshot yet)")
+            todo = (f"slides {p.next_slide:,}-{p.total_slides - 1:,} from seq {p.first_row:,}" if p.remaining
+                    else "nothing new")
+            lines.append(f"[replay]   query {p.query_id}: {tasks} ({shards}) continue {where}: {todo}")
+        return lines
+
+
+def staging_directory(db: Path, run_id: str) -> Path:
+    """``<db dir>/<db file name>.staging/<run>``: per database file and run, so none collide."""
+    db = Path(db).resolve()
+    return db.parent / f"{db.name}.staging" / run_id
+
+
+def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = False,
+            run_id: str | None = None) -> ReplayPlan:
+    """Validate the config against its dataset and find where the run starts (no Spark; hold the writer lock)."""
+    raw = read_config(config_path)
+    dataset = load_dataset(db, raw["dataset"])
+    config = parse_config(raw, dataset.features, dataset.stream)
+    with store.connection(db) as con:
+        previous = find_run(con, config, run_id) if resume else None
+        if previous is None:
+            run_id = run_id or new_run_id(con, config.name)
+            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone():
+                raise InputError(f"run {run_id} exists already; use --resume to continue it")
+        progress = query_progress(con, config, dataset, previous)
+    return ReplayPlan(config=config, dataset=dataset, db=Path(db), run_id=previous or run_id,
+                      resumed=previous is not None, progress=progress)
+
+
+def load_dataset(db: Path, name: str) -> Dataset:
+    """The dataset ``name`` recorded in ``db``, with its times (in ``seq`` order) read from its Parquet."""
+    if not Path(db).is_file():
+        raise InputError(f"no database {db}; run python -m pipelines.ingest first")
+    with store.connection(db) as con:
+        found = con.execute("SELECT parquet, features FROM datasets WHERE name = ?", [name]).fetchone()
+    if found is None:
+        raise InputError(f"no dataset {name!r} in {db}; run python -m pipelines.ingest first")
+    parquet, features = found
+    publish.recover(Path(parquet), Path(db), name)
+    try:
+        attribute = is_attribute_dataset(parquet)
+        chunks = [chunk["t"] for chunk in read_rows(parquet, ("t",), chunk_rows=1 << 22)]
+    except (OSError, ValueError) as error:
+        raise InputError(f"dataset {name!r}: cannot read {parquet} ({error})") from None
+    t = np.concatenate(chunks) if chunks else np.empty(0, np.int64)
+    return Dataset(name=name, parquet=str(parquet), features=tuple(store.from_json(features)), t=t,
+                   attribute=attribute)
+
+
+def find_run(con, config: ReplayConfig, run_id: str | None) -> str | None:
+    """The run to resume: ``run_id`` if it exists, else the latest run of this config name."""
+    if run_id:
+        found = con.execute("SELECT run_id, config FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    else:
+        found = con.execute(
+            "SELECT run_id, config FROM runs WHERE dataset = ? AND json_extract_string(config, '$.name') = ? "
+            "ORDER BY started_at DESC LIMIT 1", [config.dataset, config.name]).fetchone()
+    if found is None:
+        return None
+    if not config.same_work(store.from_json(found[1])):
+        raise InputError(f"run {found[0]} was started with other queries, algorithms, shards or dataset; "
+                         "start a new run (without --resume) or restore its config")
+    return found[0]
+
+
+def new_run_id(con, name: str) -> str:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    run_id, attempt = f"{name}-{stamp}", 1
+    while con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone():
+        attempt += 1
+        run_id = f"{name}-{stamp}-{attempt}"
+    return run_id
+
+
+def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str | None) -> list[QueryProgress]:
+    """Every query's progress: from the start, or from the resumed run's latest snapshots."""
+    snapshots = {}
+    if resumed_run:
+        rows = con.execute(
+            "SELECT query_id, algorithm, shard, slide, last_seq, state FROM snapshots WHERE run_id = ? "
+            "QUALIFY row_number() OVER (PARTITION BY query_id, algorithm, shard ORDER BY slide DESC) = 1",
+            [resumed_run]).fetchall()
+        snapshots = {(q, label, shard): (slide, last_seq, state) for q, label, shard, slide, last_seq, state in rows}
+    specs = {spec.label: spec for spec in config.algorithms}
+    progress = []
+    for query_id, query in enumerate(config.queries):
+        origin, total = slide_range(query, dataset.t)
+        keys = [(spec.label, shard) for spec in config.algorithms for shard in range(config.shards)]
+        found = {key: snapshots[(query_id, *key)] for key in keys if (query_id, *key) in snapshots}
+        next_slide, states = 0, {key: None for key in keys}
+        if found:
+            slides = {slide for slide, _, _ in found.values()}
+            if len(found) != len(keys) or len(slides) != 1:
+                raise InputError(f"run {resumed_run}: the snapshots of query {query_id} disagree; "
+                                 "start a new run")
+            next_slide = slides.pop() + 1
+            expected_last_seq = last_seq_before(query, dataset.t, origin + next_slide * query.slide)
+            if any(last_seq != expected_last_seq for _, last_seq, _ in found.values()) or next_slide > total:
+                raise InputError(f"run {resumed_run}: dataset {dataset.name} no longer holds the rows its "
+                                 "snapshots were taken over (was it re-ingested?); start a new run")
+            states = {key: state for key, (_, _, state) in found.items()}
+            for (label, shard), state in states.items():
+                check_state(state, query, specs[label],
+                            f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}")
+        segment_slides = config.snapshot_every or max(1, -(-SEGMENT_ROWS * total // max(dataset.rows, 1)))
+        first_row = last_seq_before(query, dataset.t, origin + next_slide * query.slide) + 1
+        progress.append(QueryProgress(query_id=query_id, query=query, origin=origin, next_slide=next_slide,
+                                      total_slides=total, segment_slides=segment_slides, states=states,
+                                      first_row=first_row))
+    return progress
+
+
+def check_state(state: str, query: Query, spec: AlgorithmSpec, where: str) -> None:
+    """Restore a snapshot once on the driver, as the task will, so that a bad one stops the run before Spark does."""
+    try:
+        engine.restore(json.loads(state), query, algorithm=spec.name, params=spec.params)
+    except (ValueError, TypeError) as error:
+        raise InputError(f"{where} cannot be restored: {error}") from None
+
+
+def slide_range(query: Query, t: np.ndarray) -> tuple[int, int]:
+    """``(origin, number of complete slides)`` of ``query`` over a dataset with times ``t``.
+
+    Examples
+    --------
+    >>> q = Query(weights=[1.0], k=1, window=10, slide=5, kind="time")
+    >>> slide_range(q, np.array([7, 8, 21]))
+    (5, 3)
+    >>> slide_range(Query(weights=[1.0], k=1, window=10, slide=5, kind="count"), np.arange(12))
+    (0, 2)
+    """
+    s = query.slide
+    if query.kind == "count":
+        return 0, len(t) // s
+    if len(t) == 0:
+        return 0, 0
+    origin = int(t[0]) // s * s
+    return origin, (int(t[-1]) // s * s - origin) // s
+
+
+def last_seq_before(query: Query, t: np.ndarray, boundary: int) -> int:
+    """``seq`` of the last row before slide boundary ``boundary`` (-1 when there is none)."""
+    if query.kind == "count":
+        return boundary - 1
+    return int(np.searchsorted(t, boundary, side="left")) - 1
