@@ -69,7 +69,7 @@ def this_command() -> str:
     words = list(getattr(sys, "orig_argv", sys.argv))
     if words and os.path.isabs(words[0]):
         words[0] = os.path.basename(words[0])
-    text = shlex.join(words)
+    text = " ".join(shlex.join(words).split())  # one line, even for python -c with a script
     return text if len(text) <= 200 else text[:197] + "..."
 
 

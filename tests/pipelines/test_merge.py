@@ -260,3 +260,13 @@ def test_chunks_carry_the_feature_matrix_cached_or_streamed(tmp_path, monkeypatc
     assert x.shape == (35, 2)
     assert x[:, 1].tolist() == (np.arange(5, 40) // 3).tolist()
     assert x[:, 0].tolist() == pq.read_table(tmp_path / "a.parquet").column("x").to_numpy()[5:].tolist()
+
+
+def test_a_task_restores_its_snapshot_only_as_its_own_algorithm_and_params():
+    query = engine.Query(weights=[1.0], k=2, window=4, slide=2)
+    state = engine.create("mintopk", query, prefilter=False).to_state_text()[0]
+    task = ReplayTask(query_id=0, algorithm_index=0, label="mintopk", algorithm="mintopk", params={}, query=query.to_dict(),
+                      shard=0, shards=1, shard_by="seq", source="", columns=("x",), attribute=False, first_slide=1,
+                      first_row=2, start=2, slides=1, segment=1, staging="", state=state)
+    with pytest.raises(engine.StateError, match=r"differs in params \(prefilter: False saved, True asked\)"):
+        next(replay_tasks.run_task(task))

@@ -194,15 +194,16 @@ def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir
         replay.replay(spark, config, db=db, **quiet)
     monkeypatch.undo()
     with duckdb.connect(str(db), read_only=True) as con:
-        run_id, status = con.execute("SELECT run_id, status FROM runs WHERE run_id LIKE 'killed-%'").fetchone()
-        assert status == "failed"
+        run_id, status, reason = con.execute("SELECT run_id, status, reason FROM runs "
+                                             "WHERE run_id LIKE 'killed-%'").fetchone()
+        assert (status, reason) == ("failed", "RuntimeError: killed")
         assert con.execute("SELECT DISTINCT slide FROM slide_metrics WHERE run_id = ? AND query_id = 0 "
                            "ORDER BY slide", [run_id]).fetchall() == [(slide,) for slide in range(SNAPSHOT_EVERY)]
 
     resumed = replay.replay(spark, config, db=db, resume=True, **quiet)
     assert resumed.run_id == run_id
     assert rows_of(db, "answers", ANSWER_COLUMNS, run_id) == rows_of(db, "answers", ANSWER_COLUMNS, full_run)
-    assert rows_of(db, "runs", "status", run_id) == [("finished",)]
+    assert rows_of(db, "runs", "status, reason", run_id) == [("finished", None)]
 
 
 def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
@@ -240,19 +241,35 @@ def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, full_run, tmp
     assert table_counts(db) == before
 
 
-def test_resume_refuses_a_corrupt_snapshot(spark, store_dir, tmp_path):
+EDITED_SNAPSHOTS = [
+    (lambda state: {**state, "data": {**state["data"], "current": state["data"]["current"] + 1}},
+     "state differs in data"),
+    (lambda state: engine.jsondata.seal({**state, "params": {"prefilter": False}}),
+     r"state differs in params \(prefilter: False saved, True asked\)"),
+    (lambda state: engine.jsondata.seal({**state, "algorithm": "pretopk"}),
+     r"state differs in algorithm \(pretopk saved, mintopk asked\)"),
+    (lambda state: engine.jsondata.seal({**state, "query": {**state["query"], "k": 6}}),
+     r"state differs in query \(k: 6 saved, 4 asked\)"),
+]
+"""A snapshot edited (data as is; params, algorithm and query with a checksum recomputed to match)."""
+
+
+def test_resume_refuses_an_edited_snapshot_naming_what_differs(spark, store_dir, tmp_path):
     db = store_dir / "topk.duckdb"
-    config = write_config(tmp_path, "corrupt", "full")
+    config = write_config(tmp_path, "edited", "full")
     run_id = replay.replay(spark, config, db=db, **quiet).run_id
+    where = "WHERE run_id = ? AND query_id = 0 AND algorithm = 'mintopk' AND slide = ?"
     with duckdb.connect(str(db)) as con:
         slide, state = con.execute("SELECT slide, state FROM snapshots WHERE run_id = ? AND query_id = 0 "
                                    "AND algorithm = 'mintopk' ORDER BY slide DESC LIMIT 1", [run_id]).fetchone()
-        state = json.loads(state)
-        state["data"]["current"] += 1
-        con.execute("UPDATE snapshots SET state = ? WHERE run_id = ? AND query_id = 0 AND algorithm = 'mintopk' "
-                    "AND slide = ?", [json.dumps(state), run_id, slide])
-    with pytest.raises(InputError, match="mintopk, shard 0 cannot be restored: state differs in data"):
-        replay.prepare(config, db=db, resume=True)
+    for edit, message in EDITED_SNAPSHOTS:
+        with duckdb.connect(str(db)) as con:
+            con.execute(f"UPDATE snapshots SET state = ? {where}", [json.dumps(edit(json.loads(state))), run_id, slide])
+        with pytest.raises(InputError, match=f"query 0, mintopk, shard 0 cannot be restored: {message}"):
+            replay.prepare(config, db=db, resume=True)
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"UPDATE snapshots SET state = ? {where}", [state, run_id, slide])
+    assert replay.prepare(config, db=db, resume=True).up_to_date
 
 
 # --- attribute streams (incomplete-stream algorithms), sharded by object id -----------------------
@@ -370,7 +387,7 @@ def test_sigterm_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark
     assert "Traceback" not in err and "Traceback" not in out
     assert err.strip().splitlines()[-1] == ("[replay] stopped by SIGTERM: run long-run marked interrupted; "
                                             "continue it with --resume")
-    assert rows_of(db, "runs", "status", "long-run") == [("interrupted",)]
+    assert rows_of(db, "runs", "status, reason", "long-run") == [("interrupted", "stopped by SIGTERM")]
     with duckdb.connect(str(db), read_only=True) as con:
         snapshot_slide, loaded = con.execute("SELECT (SELECT max(slide) FROM snapshots WHERE run_id = 'long-run'), "
                                              "(SELECT max(slide) FROM answers WHERE run_id = 'long-run')").fetchone()
