@@ -311,20 +311,19 @@ from pipelines import ingest, publish
 def die(*_, **__):
     os.kill(os.getpid(), signal.SIGKILL)
 
-if sys.argv[1] == "before-commit":
+if sys.argv[1] == "before-commit":  # the parts staged and the journal written
     ingest._record = die
-else:  # after the DuckDB commit, between the moves of the first and the second part
-    move, moved = publish._move, []
+else:  # committed in DuckDB, then killed between the moves of the first and the second part
+    move = publish._move
 
     def move_one_then_die(source, destination):
-        if moved:
-            die()
-        moved.append(source)
+        publish._move = die
         move(source, destination)
 
     publish._move = move_one_then_die
 sys.exit(ingest.main(sys.argv[2:]))
 """
+"""``python -m pipelines.ingest`` that kills itself (SIGKILL) at a point of its publication."""
 
 
 @pytest.fixture(scope="module")
@@ -366,19 +365,20 @@ def test_sigkill_during_an_append_then_a_retry_equals_a_clean_ingest(spark, trad
     dataset = tmp_path / "spy.parquet"
     assert publish.journal_path(dataset).exists()
     visible = sorted(str(path.parent.relative_to(dataset)) for path in dataset.rglob("*.parquet"))
-    assert visible == ["symbol=SPY/date=2013-10-07"] + (["symbol=SPY/date=2013-10-08"] if point == "after-commit" else [])
+    moved = ["symbol=SPY/date=2013-10-08"] if point == "after-commit" else []  # half the append, or none of it
+    assert visible == ["symbol=SPY/date=2013-10-07", *moved]
 
     logged = []
-    if point == "before-commit":
+    if point == "before-commit":  # not committed: the retry drops the staged parts, then appends
         ingest.ingest(spark, "stock", trading_days[1:], db=db, out=tmp_path, name="spy", append=True, log=logged.append)
-        assert "[ingest] dropped the uncommitted parts of an interrupted ingest of spy" in logged
-    else:  # the append was committed: the retry completes it, then finds the files ingested already
+        assert logged[0] == "[ingest] dropped the uncommitted parts of an interrupted ingest of spy"
+    else:  # committed: the retry completes the moves, then finds its files ingested already
         with pytest.raises(InputError, match="already in dataset 'spy'"):
             ingest.ingest(spark, "stock", trading_days[1:], db=db, out=tmp_path, name="spy", append=True,
                           log=logged.append)
         assert logged[0].startswith("[ingest] completed the interrupted ingest of spy committed at ")
     assert dataset_contents(db, "spy") == clean_append
-    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".")) == []
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
 
 
 @pytest.fixture(scope="module")
@@ -418,23 +418,32 @@ def test_an_append_waits_for_a_running_replay(spark, trading_days, full_run, tmp
 
 
 def test_two_concurrent_resumes_write_every_slide_once(spark, trading_days, full_run, tmp_path):
+    """This process resumes the run, and stops after its plan until a second ``--resume``, in its
+    own process, waits for it; the second then finds the run up to date (and starts no JVM)."""
     db = tmp_path / "topk.duckdb"
     ingest.ingest(spark, "stock", trading_days[:1], db=db, out=tmp_path, name="growing", **quiet)
     config = write_config(tmp_path, "growing", "growing")
     replay.replay(spark, config, db=db, run_id="growing-run", **quiet)
     ingest.ingest(spark, "stock", trading_days[1:2], db=db, out=tmp_path, name="growing", append=True, **quiet)
 
-    first = Command("pipelines.replay", "--config", config, "--db", db, "--resume", "--master", "local[1]")
-    wait_until_held_by(db, first)  # it holds the lock while it plans: the second one starts during its run
-    second = Command("pipelines.replay", "--config", config, "--db", db, "--resume", "--master", "local[1]",
-                     "--lock-wait", "600")
-    assert [first.finish(), second.finish()] == [0, 0], (first.output, second.output)
-    assert "[replay] resuming run growing-run: dataset growing (2,103 rows)" in first.output
-    assert ("[replay]   query 0: oracle, mintopk (shard 0) continue from their snapshots at slide 59 (rows up to "
-            "seq 1,199): slides 60-104 from seq 1,200") in first.output
-    assert f"[replay] waiting up to 600 s for process {first.pid} (" in second.output
-    assert "[replay] run growing-run is up to date with dataset growing: nothing new to replay" in second.output
-    assert "Spark" not in second.output
+    second: list[Command] = []
+    logged: list[str] = []
+
+    def log_and_let_the_second_one_start(line: str) -> None:
+        logged.append(line)
+        if not second:  # the plan is made and the lock held: start the other resume, wait until it waits
+            second.append(Command("pipelines.replay", "--config", config, "--db", db, "--resume", "--master",
+                                  "local[1]", "--lock-wait", "600"))
+            second[0].wait_for(f"[replay] waiting up to 600 s for process {os.getpid()} (")
+
+    first = replay.replay(spark, config, db=db, resume=True, log=log_and_let_the_second_one_start)
+    assert second[0].finish() == 0, second[0].output
+    assert first.resumed and first.run_id == "growing-run" and first.slides_written > 0
+    assert logged[0].startswith("[replay] resuming run growing-run: dataset growing (2,103 rows)")
+    assert logged[1] == ("[replay]   query 0: oracle, mintopk (shard 0) continue from their snapshots at slide 59 "
+                         "(rows up to seq 1,199): slides 60-104 from seq 1,200")
+    assert "[replay] run growing-run is up to date with dataset growing: nothing new to replay" in second[0].output
+    assert "Spark" not in second[0].output
 
     answers, metrics = full_run
     assert rows_of(db, "answers", ANSWER_COLUMNS, "growing-run") == answers
