@@ -244,7 +244,7 @@ def test_refusals_leave_duckdb_and_parquet_unchanged(spark, tmp_path):
     assert not list(out.glob(".*")), "no staging directory is left behind"
 
 
-def test_a_failed_duckdb_write_undoes_the_parquet_move(spark, tmp_path, monkeypatch):
+def test_a_failed_duckdb_write_publishes_nothing(spark, tmp_path, monkeypatch):
     db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
     quiet = dict(db=db, out=out, log=lambda _: None)
     ingest.ingest(spark, "stock", [write_trade_zip(tmp_path, "SPY", "20131007", trade_lines(30, seed=1))], **quiet)

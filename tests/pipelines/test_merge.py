@@ -270,3 +270,17 @@ def test_a_task_restores_its_snapshot_only_as_its_own_algorithm_and_params():
                       first_row=2, start=2, slides=1, segment=1, staging="", state=state)
     with pytest.raises(engine.StateError, match=r"differs in params \(prefilter: False saved, True asked\)"):
         next(replay_tasks.run_task(task))
+
+
+def test_marking_a_run_says_what_it_could_not_record(tmp_path):
+    db = tmp_path / "t.duckdb"
+    with store.connection(db) as con:
+        con.execute("INSERT INTO runs (run_id, status) VALUES ('r', 'running')")
+    replay_load.mark(db, "r", "failed", "ValueError: bad slide")
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT status, reason FROM runs").fetchall() == [("failed", "ValueError: bad slide")]
+    broken = tmp_path / "broken.duckdb"
+    broken.write_text("not a database")
+    with pytest.raises(StoreError, match=r"run r stopped \(failed: ValueError: bad slide\) but could not be marked "
+                                         "failed in .*broken.duckdb: cannot open"):
+        replay_load.mark(broken, "r", "failed", "ValueError: bad slide")
