@@ -287,9 +287,10 @@ def test_two_concurrent_appends_keep_every_row(spark, tmp_path):
         there.wait_for(f"waiting up to 600 s for process {os.getpid()} (")
         here = threading.Thread(target=append_here)
         here.start()
-        while not logged:
+        deadline = time.monotonic() + 300
+        while not logged and here.is_alive() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert logged[0].startswith(f"[ingest] waiting up to 600 s for process {os.getpid()} (")
+        assert logged and logged[0].startswith(f"[ingest] waiting up to 600 s for process {os.getpid()} (")
     here.join(600)
     assert there.finish() == 0, there.output
     assert isinstance(outcome["here"], ingest.IngestSummary), outcome["here"]
