@@ -305,26 +305,23 @@ def test_two_concurrent_appends_keep_every_row(spark, tmp_path):
             6_000, 0, 3)
 
 
-KILL_DURING_APPEND = """
+KILL_BETWEEN_TWO_MOVES = """
 import os, signal, sys
 from pipelines import ingest, publish
 
-def die(*_, **__):
-    os.kill(os.getpid(), signal.SIGKILL)
+move = publish._move
 
-if sys.argv[1] == "before-commit":  # the parts staged and the journal written
-    ingest._record = die
-else:  # committed in DuckDB, then killed between the moves of the first and the second part
-    move = publish._move
+def move_one_then_die(source, destination):
+    publish._move = lambda *_: os.kill(os.getpid(), signal.SIGKILL)
+    move(source, destination)
 
-    def move_one_then_die(source, destination):
-        publish._move = die
-        move(source, destination)
-
-    publish._move = move_one_then_die
-sys.exit(ingest.main(sys.argv[2:]))
+publish._move = move_one_then_die
+sys.exit(ingest.main(sys.argv[1:]))
 """
-"""``python -m pipelines.ingest`` that kills itself (SIGKILL) at a point of its publication."""
+"""``python -m pipelines.ingest`` that kills itself (SIGKILL) after its DuckDB commit, between the
+moves of its first and second part.  (A kill before the commit leaves a journal DuckDB does not
+hold: the next writer drops the staged parts, as the test of :func:`pipelines.publish.recover`
+above shows without the cost of another JVM.)"""
 
 
 @pytest.fixture(scope="module")
@@ -355,29 +352,22 @@ def clean_append(spark, trading_days, tmp_path_factory):
     return dataset_contents(directory / "topk.duckdb", "spy")
 
 
-@pytest.mark.parametrize("point", ["before-commit", "after-commit"])
-def test_sigkill_during_an_append_then_a_retry_equals_a_clean_ingest(spark, trading_days, clean_append, tmp_path,
-                                                                     point):
+def test_sigkill_during_an_append_then_a_retry_equals_a_clean_ingest(spark, trading_days, clean_append, tmp_path):
     db = tmp_path / "topk.duckdb"
     ingest.ingest(spark, "stock", trading_days[:1], db=db, out=tmp_path, name="spy", **quiet)
-    killed = Command(KILL_DURING_APPEND, point, "stock", "--input", *trading_days[1:], "--name", "spy", "--append",
+    killed = Command(KILL_BETWEEN_TWO_MOVES, "stock", "--input", *trading_days[1:], "--name", "spy", "--append",
                      "--db", db, "--out", tmp_path, "--master", "local[1]")
     assert killed.finish() == -signal.SIGKILL, killed.output
     dataset = tmp_path / "spy.parquet"
     assert publish.journal_path(dataset).exists()
     visible = sorted(str(path.parent.relative_to(dataset)) for path in dataset.rglob("*.parquet"))
-    moved = ["symbol=SPY/date=2013-10-08"] if point == "after-commit" else []  # half the append, or none of it
-    assert visible == ["symbol=SPY/date=2013-10-07", *moved]
+    assert visible == ["symbol=SPY/date=2013-10-07", "symbol=SPY/date=2013-10-08"]  # half of the append
 
-    logged = []
-    if point == "before-commit":  # not committed: the retry drops the staged parts, then appends
-        ingest.ingest(spark, "stock", trading_days[1:], db=db, out=tmp_path, name="spy", append=True, log=logged.append)
-        assert logged[0] == "[ingest] dropped the uncommitted parts of an interrupted ingest of spy"
-    else:  # committed: the retry completes the moves, then finds its files ingested already
-        with pytest.raises(InputError, match="already in dataset 'spy'"):
-            ingest.ingest(spark, "stock", trading_days[1:], db=db, out=tmp_path, name="spy", append=True,
-                          log=logged.append)
-        assert logged[0].startswith("[ingest] completed the interrupted ingest of spy committed at ")
+    logged = []  # committed: the retry completes the moves, then finds its files ingested already
+    with pytest.raises(InputError, match="already in dataset 'spy'"):
+        ingest.ingest(spark, "stock", trading_days[1:], db=db, out=tmp_path, name="spy", append=True,
+                      log=logged.append)
+    assert logged[0].startswith("[ingest] completed the interrupted ingest of spy committed at ")
     assert dataset_contents(db, "spy") == clean_append
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
 
