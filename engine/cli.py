@@ -451,10 +451,35 @@ def read_queries(path: str) -> list[Query]:
     return queries
 
 
-def answer_line(query: int, slide: int, end: int, ids: np.ndarray, scores: np.ndarray) -> str:
-    """One line of ``run-many``'s output."""
-    return json.dumps({"query": query, "slide": slide, "end": end, "ids": ids.tolist(),
-                       "scores": scores.tolist()}) + "\n"
+class AnswerLines:
+    """Formats ``run-many``'s output lines; each distinct score is written to JSON once.
+
+    An object stays in a window's answer for many slides and in the answers of many queries,
+    so its score's text is kept (up to ``LIMIT`` distinct scores, then forgotten at once).
+
+    >>> AnswerLines().line(3, 0, 10, np.array([7]), np.array([0.5]))
+    '{"query": 3, "slide": 0, "end": 10, "ids": [7], "scores": [0.5]}\\n'
+    """
+
+    LIMIT = 1 << 20
+
+    def __init__(self) -> None:
+        self._texts: dict[float, str] = {}
+
+    def line(self, query: int, slide: int, end: int, ids: np.ndarray, scores: np.ndarray) -> str:
+        values = scores.tolist()
+        texts = self._texts
+        try:
+            written = ", ".join(map(texts.__getitem__, values))
+        except KeyError:
+            if len(texts) > self.LIMIT:
+                texts.clear()
+            for value in values:
+                if value not in texts:
+                    texts[value] = json.dumps(value)
+            written = ", ".join(map(texts.__getitem__, values))
+        return f'{{"query": {query}, "slide": {slide}, "end": {end}, "ids": {json.dumps(ids.tolist())}, ' \
+               f'"scores": [{written}]}}\n'
 
 
 def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
@@ -462,17 +487,19 @@ def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
     from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
 
     executor = SharedTopK(queries)
+    lines = AnswerLines()
     ids, t, x = data
     for lo in range(0, len(ids), CHUNK_ROWS):
         part = slice(lo, lo + CHUNK_ROWS)
         for result in executor.process(ids[part], t[part], x[part]):
-            yield answer_line(result.query, result.slide, result.end, result.answer.ids, result.answer.scores)
+            yield lines.line(result.query, result.slide, result.end, result.answer.ids, result.answer.scores)
 
 
 def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str]:
     """One algorithm instance per query, interleaved in the shared executor's order: by the
     number of arrivals when the boundary is passed, then by query (the unshared reference)."""
     t = data[1]
+    lines = AnswerLines()
 
     def answers(position: int, algorithm: Algorithm) -> Iterator[tuple[int, int, int, str]]:
         count = algorithm.q.kind == "count"
@@ -480,8 +507,8 @@ def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str
             algorithm.process(batch)
             answer = algorithm.topk()
             passed = batch.end if count else int(np.searchsorted(t, batch.end))
-            yield passed, position, batch.index, answer_line(position, batch.index, batch.end, answer.ids,
-                                                             answer.scores)
+            yield passed, position, batch.index, lines.line(position, batch.index, batch.end, answer.ids,
+                                                            answer.scores)
 
     for *_, line in heapq.merge(*(answers(i, algorithm) for i, algorithm in enumerate(algorithms))):
         yield line

@@ -208,8 +208,8 @@ def test_bad_calls_are_refused():
 NO_JIT_SCRIPT = """
 import json, numpy as np, engine
 from engine.multi import SharedTopK
-from tests.test_multi_nojit_data import workload_and_stream
-queries, (ids, t, x) = workload_and_stream()
+from tests.engine.test_multi import small_case
+queries, (ids, t, x) = small_case()
 executor = SharedTopK(queries)
 out = []
 for lo in range(0, len(ids), 37):
@@ -228,9 +228,7 @@ def run_small_case(no_jit: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if no_jit:
         env["NUMBA_DISABLE_JIT"] = "1"
-    script = NO_JIT_SCRIPT.replace("from tests.test_multi_nojit_data import workload_and_stream",
-                                   "from tests.engine.test_multi import small_case as workload_and_stream")
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", NO_JIT_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -264,7 +262,7 @@ def test_run_many_writes_every_answer_and_equals_the_unshared_reference(tmp_path
     source = write_stream(tmp_path / "s.csv", ids, t, x)
     queries = mixed_workload()
     spec = tmp_path / "q.json"
-    spec.write_text(json.dumps([{**q.to_dict(), **({"kind": None} if False else {})} for q in queries]))
+    spec.write_text(json.dumps([q.to_dict() for q in queries]))
     shared, unshared = tmp_path / "shared.jsonl", tmp_path / "unshared.jsonl"
     done = run_cli("run-many", "--queries", str(spec), "--input", str(source), "--output", str(shared))
     assert done.returncode == 0, done.stderr
