@@ -147,13 +147,15 @@ class _Group:
 
     # ---- running
 
-    def process(self, values: np.ndarray, ids: np.ndarray, ts: np.ndarray) -> list[tuple]:
+    def process(self, values: np.ndarray, seqs: np.ndarray, ids: np.ndarray, ts: np.ndarray, stream_end: int,
+                time_now: int) -> list[tuple]:
         """Run the kernel over one chunk: ``(family, window, position, ids, scores, seq)`` per
         window answered, in stream order."""
         out: list[tuple] = []
         first, done = 0, False
         widest = max(int(self.fam[f, K]) for f in self.families())
-        expected = sum(len(values) // int(self.fam[f, SLIDE]) + 2 for f in self.families())
+        expected = sum(max(len(values), stream_end - int(self.meta[NEXT_SEQ])) // int(self.fam[f, SLIDE]) + 2
+                       for f in self.families())
         emit_room = min(expected, _EMIT_ROOM)
         out_room = min(expected * widest, _EMIT_ROOM * widest)
         while not done:
@@ -165,8 +167,8 @@ class _Group:
             cursor = np.zeros(2, np.int64)
             first, done = kernel.process_arrivals(
                 self.scores, self.nodes, self.forward, self.free, self.meta, self.start, self.end, self.fam,
-                self.tkc, self.lbp, self.counters, values, ids, ts, first, emits, out_ids, out_scores, out_seq,
-                cursor)
+                self.tkc, self.lbp, self.counters, values, seqs, ids, ts, first, stream_end, time_now, emits,
+                out_ids, out_scores, out_seq, cursor)
             for row in emits[:cursor[EMITS]].tolist():
                 part = slice(row[E_OFFSET], row[E_OFFSET] + row[E_LENGTH])
                 out.append((row[E_FAMILY], row[E_WINDOW], row[E_POSITION],
@@ -317,26 +319,42 @@ class SharedTopK:
 
     # ------------------------------------------------------------------ the stream
 
-    def process(self, ids, t, x) -> list[Result]:
+    def process(self, ids, t, x, *, seq=None, stream_end: int | None = None,
+                time_now: int | None = None) -> list[Result]:
         """Take the next arrivals (any number) and return every answer their boundaries pass.
 
         ``ids`` and ``t`` are integers, ``x`` an ``(m, d)`` (or, for ``d = 1``, ``(m,)``) array
-        of finite features; ``seq`` continues the stream's arrival count.  Count boundaries are
-        passed once their last object has arrived, time boundaries ``T`` once an object with
-        ``t >= T`` has.  Results come in stream order (``position``), then by query handle.
-        ``O(m d)`` scoring per group plus the costs of the class notes.
+        of finite features.  Count boundaries are passed once their last object has arrived, time
+        boundaries ``T`` once an object with ``t >= T`` has.  Results come in stream order
+        (``position``: the arrivals the stream had when the boundary was passed), then by query
+        handle.  ``O(m d)`` scoring per group plus the costs of the class notes.
+
+        A shard of a stream (a Spark task keeping some of the rows) passes its rows' global,
+        increasing ``seq``, the number of rows the whole stream has had (``stream_end``, default
+        ``seq[-1] + 1``) and its latest time (``time_now``): windows are then those of the whole
+        stream, restricted to the shard's rows.  By default ``seq`` continues from the last call.
         """
         ids, t, x = as_object_stream(ids, t, x, self._dimensions)
         m = len(ids)
-        if m == 0:
-            return []
-        has_time = any(q.kind == "time" for q in self._queries.values())
-        if has_time:
-            self._check_time_order(t)
+        seq = np.arange(self._next_seq, self._next_seq + m, dtype=np.int64) if seq is None \
+            else np.ascontiguousarray(seq, dtype=np.int64)
+        if len(seq) != m:
+            raise ValueError(f"seq has {len(seq)} values for {m} rows")
+        if m and (seq[0] < self._next_seq or np.any(seq[1:] <= seq[:-1])):
+            raise ValueError(f"seq must increase from {self._next_seq} on")
+        stream_end = (int(seq[-1]) + 1 if m else self._next_seq) if stream_end is None else int(stream_end)
+        if stream_end < (int(seq[-1]) + 1 if m else self._next_seq):
+            raise ValueError(f"stream_end {stream_end} is before the rows given")
+        if any(q.kind == "time" for q in self._queries.values()):
+            self._check_time_order(t, time_now)
+        latest = int(t[-1]) if m else self._t_last
+        if time_now is not None:
+            latest = int(time_now) if latest is None else max(latest, int(time_now))
         results: list[Result] = []
         for weights, group in self._groups.items():
             values = score(x, weights)
-            for family, window, position, best_ids, best_scores, best_seq in group.process(values, ids, t):
+            answered = group.process(values, seq, ids, t, stream_end, kernel.UNSET if time_now is None else int(time_now))
+            for family, window, position, best_ids, best_scores, best_seq in answered:
                 slide = int(group.fam[family, SLIDE])
                 for handle in group.members[family]:
                     k = self._queries[handle].k
@@ -346,12 +364,14 @@ class SharedTopK:
         results.sort(key=lambda r: (r.position, r.query, r.slide))
         for result in results:
             self._last[result.query] = result
-        self._next_seq += m
-        self._t_last = int(t[-1])
+        self._next_seq = stream_end
+        self._t_last = latest
         return results
 
-    def _check_time_order(self, t: np.ndarray) -> None:
-        if self._t_last is not None and t[0] < self._t_last:
+    def _check_time_order(self, t: np.ndarray, time_now: int | None) -> None:
+        if len(t) and time_now is not None and t[-1] > time_now:
+            raise ValueError(f"time_now {time_now} is before the rows given (t up to {int(t[-1])})")
+        if len(t) and self._t_last is not None and t[0] < self._t_last:
             raise ValueError(f"row 0: t decreases ({self._t_last} then {int(t[0])}) in a time window")
         decreasing = np.flatnonzero(t[1:] < t[:-1])
         if len(decreasing):

@@ -297,9 +297,11 @@ def best_of_piece(values, lo, hi, k, chosen):
 
 @njit(cache=True)
 def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                     values, ids, ts, first, emits, out_ids, out_scores, out_seq, cursor):
-    """Take arrivals ``first..`` of a chunk (scores ``values``), answering every window whose
-    boundary they pass, then every count window the chunk completes.
+                     values, seqs, ids, ts, first, stream_end, time_now, emits, out_ids, out_scores, out_seq, cursor):
+    """Take arrivals ``first..`` of a chunk (scores ``values``, increasing ``seqs``), answering
+    every window whose boundary they pass; then every count window with a boundary at most
+    ``stream_end`` (the arrivals the whole stream has had) and every time window with a
+    boundary at most ``time_now`` (the stream's latest time, ``UNSET`` when unknown).
 
     The chunk is cut into pieces at every boundary of every family; each piece is prefiltered
     to its best ``max k`` and inserted best first.  Returns ``(consumed, done)``: it stops
@@ -313,7 +315,7 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
     chosen = np.empty(m, np.int64)
     i = first
     while i < m:
-        seq = meta[NEXT_SEQ]
+        seq = seqs[i]
         t = ts[i]
         for family in range(families):
             if fam[family, ACTIVE] != 1:
@@ -330,10 +332,8 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
             if fam[family, ACTIVE] != 1:
                 continue
             boundary = fam[family, CURRENT] * fam[family, SLIDE]
-            if fam[family, KIND] == COUNT_KIND:
-                piece_end = min(piece_end, i + boundary - seq)
-            else:
-                piece_end = min(piece_end, i + np.searchsorted(ts[i:piece_end], boundary))
+            keys = seqs if fam[family, KIND] == COUNT_KIND else ts
+            piece_end = min(piece_end, i + np.searchsorted(keys[i:piece_end], boundary))
             widest = max(widest, fam[family, K])
         if meta[FREE_TOP] < min(piece_end - i, widest):
             return i, False
@@ -341,17 +341,24 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
         for position in range(n):
             index = chosen[position]
             insert_arrival(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                           values[index], seq + index - i, ids[index], ts[index], entered, update)
+                           values[index], seqs[index], ids[index], ts[index], entered, update)
         counters[ARRIVALS] += piece_end - i
         counters[PREFILTERED] += piece_end - i - n
-        meta[NEXT_SEQ] = seq + piece_end - i
+        meta[NEXT_SEQ] = seqs[piece_end - 1] + 1
         i = piece_end
     for family in range(families):
-        if fam[family, ACTIVE] == 1 and fam[family, KIND] == COUNT_KIND:
-            if not advance(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                           family, meta[NEXT_SEQ], meta[NEXT_SEQ], emits, out_ids, out_scores, out_seq,
-                           cursor, update):
-                return m, False
+        if fam[family, ACTIVE] != 1:
+            continue
+        if fam[family, KIND] == COUNT_KIND:
+            key = stream_end
+        elif time_now != UNSET and fam[family, CURRENT] != UNSET:
+            key = time_now
+        else:
+            continue
+        if not advance(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
+                       family, key, stream_end, emits, out_ids, out_scores, out_seq, cursor, update):
+            return m, False
+    meta[NEXT_SEQ] = stream_end
     return m, True
 
 

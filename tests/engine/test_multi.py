@@ -338,3 +338,29 @@ def test_run_many_refuses_bad_files_and_arguments(tmp_path):
         done = run_cli("run-many", *[item for pair in args.items() for item in pair], *rest)
         assert done.returncode == 2 and message in done.stderr, (extra, done.stderr)
         assert "Traceback" not in done.stderr and not output.exists()
+
+
+@pytest.mark.parametrize("times", ["steady", "gaps"])
+def test_shards_over_global_seq_merge_to_the_whole_answer(times):
+    """A Spark task's view: each shard sees only its rows, with their global seq, the stream's
+    row count and latest time; the top k of the shards' answers is the whole stream's."""
+    ids, t, x = stream("ties", times, 500, seed=9)
+    queries = mixed_workload()
+    shards = [SharedTopK(queries) for _ in range(3)]
+    merged: dict[tuple[int, int], list] = {}
+    for lo, hi in [(0, 64), (64, 65), (65, 300), (300, 500)]:
+        for shard, executor in enumerate(shards):
+            mine = np.flatnonzero(ids[lo:hi] % 3 == shard) + lo
+            for r in executor.process(ids[mine], t[mine], x[mine], seq=mine, stream_end=hi, time_now=int(t[hi - 1])):
+                merged.setdefault((r.query, r.end), []).append(r.answer)
+            executor.check()
+    expected = Expected(ids, t, x)
+    for i, query in enumerate(queries):
+        ends = expected.boundaries(query, 0, len(ids))
+        assert sorted(end for q, end in merged if q == i) == ends
+        for end in ends:
+            parts = merged[(i, end)]
+            assert len(parts) == 3
+            union = engine.Answer.ranked(np.concatenate([p.ids for p in parts]), np.concatenate([p.scores for p in parts]),
+                                         np.concatenate([p.seq for p in parts]), query.k)
+            assert union.ids.tolist() == expected.answer(query, 0, end)[0], f"query {i} end {end}"
