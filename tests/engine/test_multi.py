@@ -364,3 +364,48 @@ def test_shards_over_global_seq_merge_to_the_whole_answer(times):
             union = engine.Answer.ranked(np.concatenate([p.ids for p in parts]), np.concatenate([p.scores for p in parts]),
                                          np.concatenate([p.seq for p in parts]), query.k)
             assert union.ids.tolist() == expected.answer(query, 0, end)[0], f"query {i} end {end}"
+
+
+def test_prefilter_kernel_equals_top_indices():
+    """``best_of_piece`` (compiled) against ``engine.top_indices`` on pieces with many ties."""
+    from engine.kernels.multi import best_of_piece
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        m = int(rng.integers(1, 40))
+        values = rng.integers(0, 4, m).astype(np.float64)
+        lo, hi = sorted(rng.integers(0, m + 1, 2).tolist())
+        if lo == hi:
+            continue
+        k = int(rng.integers(1, 12))
+        chosen = np.empty(m, np.int64)
+        n = best_of_piece(values, lo, hi, k, chosen)
+        want = engine.top_indices(values[lo:hi], np.arange(lo, hi), k) + lo
+        assert chosen[:n].tolist() == want.tolist()
+
+
+def test_skip_list_kernels_keep_the_ranked_order():
+    """``link`` / ``unlink`` (compiled) against a plain sorted list of ``(score, seq)`` keys."""
+    from engine.kernels import multi as kernel
+    from engine.multi import _Group
+    group = _Group((1.0,), 0)
+    group.grow_nodes(600)
+    rng = np.random.default_rng(8)
+    update = np.empty(kernel.LEVELS, np.int64)
+    live: dict[int, tuple[float, int]] = {}
+    for seq in range(500):
+        value = float(rng.integers(0, 20))
+        node = kernel.link(group.scores, group.nodes, group.forward, group.free, group.meta, value, seq, seq, 0, update)
+        live[node] = (value, seq)
+        if rng.random() < 0.4:
+            gone = list(live)[int(rng.integers(0, len(live)))]
+            kernel.unlink(group.scores, group.nodes, group.forward, group.free, group.meta, gone, update)
+            del live[gone]
+    ranked = group.ranked_nodes()
+    assert [live[n] for n in ranked] == sorted(live.values(), reverse=True)
+    assert [group.nodes[n, kernel.ABOVE] for n in ranked] == [kernel.HEAD] + ranked[:-1]
+    for level in range(1, kernel.LEVELS):
+        chain, node = [], group.forward[kernel.HEAD, level]
+        while node != kernel.NONE:
+            chain.append(int(node))
+            node = group.forward[node, level]
+        assert chain == [n for n in ranked if group.nodes[n, kernel.LEVEL] > level]
