@@ -11,9 +11,8 @@ family's answer.  Design and its justification: ``docs/algorithms/multi.md``.
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from operator import attrgetter
+from typing import Any, Iterable, NamedTuple
 
 import numpy as np
 
@@ -41,8 +40,7 @@ _INITIAL_FAMILIES = 4
 _EMIT_ROOM = 1 << 14
 
 
-@dataclass(frozen=True, eq=False)
-class Result:
+class Result(NamedTuple):
     """One answer of one query: after slide ``slide`` (0-based, per query), boundary ``end``.
 
     ``position`` is the number of arrivals the stream had when the boundary was passed (the
@@ -361,7 +359,7 @@ class SharedTopK:
                     answer = Answer(best_ids[:k], best_scores[:k], best_seq[:k])
                     results.append(Result(handle, self._answered[handle], window * slide, position, answer))
                     self._answered[handle] += 1
-        results.sort(key=lambda r: (r.position, r.query, r.slide))
+        results.sort(key=attrgetter("position", "query", "slide"))
         for result in results:
             self._last[result.query] = result
         self._next_seq = stream_end
