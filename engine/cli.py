@@ -452,7 +452,8 @@ def read_queries(path: str) -> list[Query]:
 
 
 class AnswerLines:
-    """Formats ``run-many``'s output lines; each distinct score is written to JSON once.
+    """Formats ``run-many``'s output lines (as ``json.dumps`` would); each distinct score is
+    written once.
 
     An object stays in a window's answer for many slides and in the answers of many queries,
     so its score's text is kept (up to ``LIMIT`` distinct scores, then forgotten at once).
@@ -476,9 +477,9 @@ class AnswerLines:
                 texts.clear()
             for value in values:
                 if value not in texts:
-                    texts[value] = json.dumps(value)
+                    texts[value] = repr(value) if math.isfinite(value) else json.dumps(value)
             written = ", ".join(map(texts.__getitem__, values))
-        return f'{{"query": {query}, "slide": {slide}, "end": {end}, "ids": {json.dumps(ids.tolist())}, ' \
+        return f'{{"query": {query}, "slide": {slide}, "end": {end}, "ids": {ids.tolist()}, ' \
                f'"scores": [{written}]}}\n'
 
 
