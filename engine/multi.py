@@ -392,8 +392,8 @@ class SharedTopK:
     def stats(self) -> dict[str, Any]:
         """Records, families, windows, modelled and measured bytes and counters (``O(groups)``).
 
-        ``bytes`` models every record at ``RECORD_WORDS`` plus two marks per family slot of its
-        group, and two words (``tkc``, ``lbp``) per window; ``measured_bytes`` is the arrays'
+        ``bytes`` models every record at ``RECORD_WORDS`` plus two marks per family of its group,
+        and two words (``tkc``, ``lbp``) per window; ``measured_bytes`` is the arrays'
         allocated size.
         """
         out = {"queries": len(self._queries), "groups": len(self._groups), "families": 0, "windows": 0,
@@ -405,7 +405,7 @@ class SharedTopK:
             out["families"] += families
             out["windows"] += len(group.tkc)
             out["candidates"] += live
-            out["bytes"] += WORD * (live * (RECORD_WORDS + 2 * group.fam.shape[0]) + 2 * len(group.tkc))
+            out["bytes"] += WORD * (live * (RECORD_WORDS + 2 * families) + 2 * len(group.tkc))
             out["measured_bytes"] += array_bytes(group.arrays())
             counters += group.counters
         out["retained"] = out["candidates"]
