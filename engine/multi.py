@@ -464,7 +464,8 @@ class SharedTopK:
         return {"queries": [{"handle": h, **q.to_dict()} for h, q in self._queries.items()]}
 
     def to_state(self) -> dict[str, Any]:
-        """A JSON-serialisable snapshot (the algorithms' envelope); :meth:`restore` continues it."""
+        """A JSON-serialisable snapshot (the algorithms' envelope); :meth:`restore` continues it.
+        ``O(MTK F + windows)``."""
         return pack(NAME, self._workload(), {}, self.dump_state())
 
     def to_state_text(self) -> tuple[str, str]:
@@ -473,7 +474,8 @@ class SharedTopK:
 
     @classmethod
     def restore(cls, state: Any) -> "SharedTopK":
-        """Rebuild an executor from :meth:`to_state`; anything wrong raises ``StateError``."""
+        """Rebuild an executor from :meth:`to_state`; anything wrong raises ``StateError``.
+        ``O(MTK (log MTK + F))`` plus :meth:`check`."""
         if not isinstance(state, dict):
             raise StateError(f"state must be a JSON object, got {type(state).__name__}")
         if state.get("format_version") != FORMAT_VERSION:
