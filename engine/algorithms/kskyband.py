@@ -27,14 +27,13 @@ class KSkyband(Algorithm):
     the top ``k`` candidates.  The set is kept sorted best first, so the dominated candidates
     are a suffix and the answer a prefix.
 
-    A slide's arrivals are applied together, with the result of adding them one at a time
-    (:meth:`~engine.skyband.DominanceSet.add`): the slide's own k-skyband by one Python
-    comparison per arrival (newest first, against the k-th best newer score), then one
-    vectorised pass raising the members' counters, dropping those at ``k`` and merging.
+    Arrivals are added one at a time in arrival order by a compiled kernel
+    (:func:`engine.kernels.skyband.insert_arrivals`); expiry is one compiled pass over the
+    candidates per slide (:func:`engine.kernels.skyband.expire`).
 
-    Complexity: ``process`` is ``O(s)`` comparisons plus ``O(C + S log S)`` vectorised per
-    slide (``C`` candidates, ``S`` surviving arrivals, expiry included); ``topk`` is ``O(k)``;
-    ``stats`` ``O(1)``.
+    Complexity: ``process`` is ``O(log C + D)`` per arrival (``C`` candidates, ``D`` of them
+    dominated by the arrival) plus ``O(C)`` per slide for expiry, all compiled; ``topk`` is
+    ``O(k)``; ``stats`` ``O(1)``.
 
     Memory: the dominance skyband's layout (``engine.skyband.LAYOUT``: 5 words per candidate,
     id, seq, t, score, dominance counter).  No window buffer is kept: ``retained ==
