@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -97,19 +98,22 @@ class DominanceSet:
         if needed > len(self._score):
             self._allocate(max(needed, 2 * len(self._score)))
 
-    def add(self, values: np.ndarray, seq: np.ndarray, ids: np.ndarray, t: np.ndarray) -> None:
-        """Insert arrivals in arrival order, all newer than every member.
+    def add(self, values: np.ndarray, seq: np.ndarray, ids: np.ndarray, t: np.ndarray,
+            floor: float = -math.inf) -> int:
+        """Insert the arrivals scoring at least ``floor`` in arrival order, all newer than every
+        member; returns how many.
 
         ``O(log C + D)`` compiled per arrival, ``D`` the members it dominates.
         """
         m = len(values)
         if m == 0:
-            return
+            return 0
         self._reserve(m)
-        self._size, dropped = kernel.insert_arrivals(
-            *self._columns(), self._size, self.k, np.asarray(values, np.float64), np.asarray(seq, np.int64),
-            np.asarray(ids, np.int64), np.asarray(t, np.int64))
+        self._size, dropped, added = kernel.insert_arrivals(
+            *self._columns(), self._size, self.k, floor, np.asarray(values, np.float64),
+            np.asarray(seq, np.int64), np.asarray(ids, np.int64), np.asarray(t, np.int64))
         self.dropped += dropped
+        return added
 
     def expire(self, start: int) -> int:
         """Drop the members whose expiry key is below ``start``; returns how many (``O(C)``)."""

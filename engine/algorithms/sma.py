@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -93,10 +94,8 @@ class SMA(Algorithm):
         grid.maintain()
         self._counters["arrivals"] += len(batch)
         if len(batch):
-            qualify = np.arange(len(batch)) if self._theta is None else np.flatnonzero(values >= self._theta[0])
-            if len(qualify):
-                self._counters["qualified"] += len(qualify)
-                band.add(values[qualify], batch.seq[qualify], batch.ids[qualify], batch.t[qualify])
+            floor = -math.inf if self._theta is None else self._theta[0]
+            self._counters["qualified"] += band.add(values, batch.seq, batch.ids, batch.t, floor)
         if self._theta is not None:
             if len(band) < k:
                 self._rescan()

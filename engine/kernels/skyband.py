@@ -11,8 +11,9 @@ from numba import njit
 
 
 @njit(cache=True)
-def insert_arrivals(score, seq, ids, t, count, size, k, new_score, new_seq, new_ids, new_t):
-    """Add arrivals one at a time, in arrival order; returns ``(size, dropped)``.
+def insert_arrivals(score, seq, ids, t, count, size, k, floor, new_score, new_seq, new_ids, new_t):
+    """Add the arrivals scoring at least ``floor`` one at a time, in arrival order; returns
+    ``(size, dropped, added)``.
 
     An arrival is newer than every candidate, so it dominates exactly the candidates scoring
     at most its score, the suffix from its insertion point (equal score: the newer ranks
@@ -21,8 +22,12 @@ def insert_arrivals(score, seq, ids, t, count, size, k, new_score, new_seq, new_
     dominated.  The columns must have room for ``size + len(new_score)`` rows.
     """
     dropped = 0
+    added = 0
     for i in range(len(new_score)):
         value = new_score[i]
+        if value < floor:
+            continue
+        added += 1
         lo, hi = 0, size
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -55,7 +60,7 @@ def insert_arrivals(score, seq, ids, t, count, size, k, new_score, new_seq, new_
         t[at] = new_t[i]
         count[at] = 0
         size = kept + 1
-    return size, dropped
+    return size, dropped, added
 
 
 @njit(cache=True)
