@@ -15,29 +15,40 @@ from numba import njit
 
 
 @njit(cache=True)
-def locate(row, edges):
-    """The flat cell ``sum_j i_j c^j`` of one feature vector, clamped into the grid, and
-    whether the vector lies outside the outer edges (``O(d log c)``).
+def locate(x, i, edges):
+    """The flat cell ``sum_j i_j c^j`` of the feature vector ``x[i]``, clamped into the grid, and
+    whether the vector lies outside the outer edges (``O(d)``).
 
     ``i_j`` is the index of the last edge at or below the value (``searchsorted(..., "right")
     - 1``), so a cell's corner, scored from the same edges, bounds every object located in it.
+    The edges are equally spaced: the index is computed by division, then moved to the exact
+    edge (at most a step, from rounding); a grid too wide for the division is searched.
     """
     c = edges.shape[1] - 1
     cell = 0
     stride = 1
     outside = False
     for j in range(edges.shape[0]):
-        value = row[j]
-        lo, hi = 0, c + 1
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if edges[j, mid] <= value:
-                lo = mid + 1
-            else:
-                hi = mid
-        index = min(max(lo - 1, 0), c - 1)
-        if value < edges[j, 0] or value > edges[j, c]:
+        value = x[i, j]
+        low, high = edges[j, 0], edges[j, c]
+        if value < low or value > high:
             outside = True
+        span = high - low
+        if span > 0.0 and span < np.inf:
+            index = int(min(max((value - low) / span * c, 0.0), c - 1.0))
+            while index < c - 1 and edges[j, index + 1] <= value:
+                index += 1
+            while index > 0 and edges[j, index] > value:
+                index -= 1
+        else:
+            lo, hi = 0, c + 1
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if edges[j, mid] <= value:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            index = min(max(lo - 1, 0), c - 1)
         cell += index * stride
         stride *= c
     return cell, outside
@@ -72,9 +83,10 @@ def insert(end, mask, ids, seq, t, x, score, cells, nxt, head, tail, count, boun
         ids[row] = new_ids[i]
         seq[row] = new_seq[i]
         t[row] = new_t[i]
-        x[row, :] = new_x[i, :]
+        for j in range(x.shape[1]):
+            x[row, j] = new_x[i, j]
         score[row] = new_score[i]
-        cell, outside = locate(new_x[i], edges)
+        cell, outside = locate(new_x, i, edges)
         cells[row] = cell
         link(pos, cell, mask, nxt, head, tail, count)
         if outside:
@@ -120,7 +132,7 @@ def link_all(first, end, mask, x, score, cells, nxt, head, tail, count, bound, e
     clamped = 0
     for pos in range(first, end):
         row = pos & mask
-        cell, outside = locate(x[row], edges)
+        cell, outside = locate(x, row, edges)
         cells[row] = cell
         link(pos, cell, mask, nxt, head, tail, count)
         if outside:
