@@ -7,60 +7,106 @@ earlier.  Used by the k-skyband competitor and by SMA's skyband.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 
 @njit(cache=True)
 def insert_arrivals(score, seq, ids, t, count, size, k, floor, new_score, new_seq, new_ids, new_t):
-    """Add the arrivals scoring at least ``floor`` one at a time, in arrival order; returns
-    ``(size, dropped, added)``.
+    """Add one slide's arrivals scoring at least ``floor`` (arrival order, all newer than
+    every candidate); returns ``(size, dropped, added)``.
 
-    An arrival is newer than every candidate, so it dominates exactly the candidates scoring
-    at most its score, the suffix from its insertion point (equal score: the newer ranks
-    first).  Their counters rise by one and those reaching ``k`` leave; the arrival enters at
-    the insertion point with counter 0.  ``O(log C + D)`` per arrival, ``D`` candidates
-    dominated.  The columns must have room for ``size + len(new_score)`` rows.
+    The result is that of adding them one at a time: each arrival enters with counter 0 and
+    dominates the candidates scoring at most its score (equal score: the newer ranks first),
+    whose counters rise by one; those reaching ``k`` leave.  Computed in three steps:
+
+    1. the slide's own k-skyband, newest first, with the ``k`` best scores seen so far in an
+       ascending array: an arrival survives iff it beats the smallest of them (or fewer than
+       ``k`` were seen), and its counter is the number of them scoring at least as much;
+    2. each candidate's counter rises by the number of surviving arrivals scoring at least as
+       much, and candidates reaching ``k`` leave;
+    3. the survivors, sorted best first, are merged in (before candidates of equal score).
+
+    Counting only the survivors is exact: an arrival dropped within its slide has ``k``
+    newer arrivals scoring at least as much, which dominate whatever it dominates.
+    ``O(m + S (log S + k) + C)`` for ``m`` arrivals, ``S`` survivors and ``C`` candidates.
+    The columns must have room for ``size + len(new_score)`` rows.
     """
-    dropped = 0
+    m = len(new_score)
+    best = np.empty(min(k, m), np.float64)
+    seen = 0
+    kept = np.empty(m, np.int64)
+    kept_count = np.empty(m, np.int64)
+    survivors = 0
     added = 0
-    for i in range(len(new_score)):
+    for i in range(m - 1, -1, -1):
         value = new_score[i]
         if value < floor:
             continue
         added += 1
-        lo, hi = 0, size
+        if seen == k and not value > best[0]:
+            continue
+        lo, hi = 0, seen
         while lo < hi:
             mid = (lo + hi) >> 1
-            if score[mid] > value:
+            if best[mid] < value:
                 lo = mid + 1
             else:
                 hi = mid
-        at = lo
-        kept = at
-        for j in range(at, size):
-            raised = count[j] + 1
-            if raised < k:
-                score[kept] = score[j]
-                seq[kept] = seq[j]
-                ids[kept] = ids[j]
-                t[kept] = t[j]
-                count[kept] = raised
-                kept += 1
-            else:
-                dropped += 1
-        for j in range(kept, at, -1):
-            score[j] = score[j - 1]
-            seq[j] = seq[j - 1]
-            ids[j] = ids[j - 1]
-            t[j] = t[j - 1]
-            count[j] = count[j - 1]
-        score[at] = value
-        seq[at] = new_seq[i]
-        ids[at] = new_ids[i]
-        t[at] = new_t[i]
-        count[at] = 0
-        size = kept + 1
-    return size, dropped, added
+        kept[survivors] = i
+        kept_count[survivors] = seen - lo
+        survivors += 1
+        if seen < k:
+            for j in range(seen, lo, -1):
+                best[j] = best[j - 1]
+            best[lo] = value
+            seen += 1
+        else:
+            for j in range(lo - 1):
+                best[j] = best[j + 1]
+            best[lo - 1] = value
+    dropped = added - survivors
+    if survivors == 0:
+        return size, dropped, added
+    order = np.argsort(-new_score[kept[:survivors]], kind="mergesort")
+    arriving = kept[:survivors][order]
+    arriving_count = kept_count[:survivors][order]
+    above = 0
+    remaining = 0
+    for j in range(size):
+        while above < survivors and new_score[arriving[above]] >= score[j]:
+            above += 1
+        raised = count[j] + above
+        if raised < k:
+            score[remaining] = score[j]
+            seq[remaining] = seq[j]
+            ids[remaining] = ids[j]
+            t[remaining] = t[j]
+            count[remaining] = raised
+            remaining += 1
+        else:
+            dropped += 1
+    member = remaining - 1
+    arrival = survivors - 1
+    for at in range(remaining + survivors - 1, -1, -1):
+        if arrival < 0:
+            break
+        i = arriving[arrival]
+        if member >= 0 and score[member] <= new_score[i]:
+            score[at] = score[member]
+            seq[at] = seq[member]
+            ids[at] = ids[member]
+            t[at] = t[member]
+            count[at] = count[member]
+            member -= 1
+        else:
+            score[at] = new_score[i]
+            seq[at] = new_seq[i]
+            ids[at] = new_ids[i]
+            t[at] = new_t[i]
+            count[at] = arriving_count[arrival]
+            arrival -= 1
+    return remaining + survivors, dropped, added
 
 
 @njit(cache=True)
