@@ -12,6 +12,39 @@ from numba import njit
 
 
 @njit(cache=True)
+def _worse(index_a, index_b, score, seq):
+    return score[index_a] < score[index_b] or (score[index_a] == score[index_b] and seq[index_a] < seq[index_b])
+
+
+@njit(cache=True)
+def _sift_down(items, counts, size, i, score, seq):
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            return
+        if child + 1 < size and _worse(items[child + 1], items[child], score, seq):
+            child += 1
+        if not _worse(items[child], items[i], score, seq):
+            return
+        items[i], items[child] = items[child], items[i]
+        counts[i], counts[child] = counts[child], counts[i]
+        i = child
+
+
+@njit(cache=True)
+def _sort_best_first(items, counts, score, seq):
+    """Heapsort the indices ``items`` (and ``counts`` alongside) best first by ``(score, seq)``
+    of the objects they index (``O(m log m)``)."""
+    m = len(items)
+    for i in range(m // 2 - 1, -1, -1):
+        _sift_down(items, counts, m, i, score, seq)
+    for last in range(m - 1, 0, -1):
+        items[0], items[last] = items[last], items[0]
+        counts[0], counts[last] = counts[last], counts[0]
+        _sift_down(items, counts, last, 0, score, seq)
+
+
+@njit(cache=True)
 def insert_arrivals(score, seq, ids, t, count, size, k, floor, new_score, new_seq, new_ids, new_t):
     """Add one slide's arrivals scoring at least ``floor`` (arrival order, all newer than
     every candidate); returns ``(size, dropped, added)``.
@@ -68,9 +101,8 @@ def insert_arrivals(score, seq, ids, t, count, size, k, floor, new_score, new_se
     dropped = added - survivors
     if survivors == 0:
         return size, dropped, added
-    order = np.argsort(-new_score[kept[:survivors]], kind="mergesort")
-    arriving = kept[:survivors][order]
-    arriving_count = kept_count[:survivors][order]
+    arriving, arriving_count = kept[:survivors], kept_count[:survivors]
+    _sort_best_first(arriving, arriving_count, new_score, new_seq)
     above = 0
     remaining = 0
     for j in range(size):
