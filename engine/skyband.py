@@ -58,6 +58,7 @@ class DominanceSet:
     --------
     >>> band = DominanceSet(k=2)
     >>> band.add(np.array([3.0, 1.0, 2.0, 5.0]), np.arange(4), np.arange(100, 104), np.arange(4))
+    4
     >>> band.scores().tolist(), band.counts().tolist(), band.dropped
     ([5.0, 3.0, 2.0], [0, 1, 1], 1)
     """
