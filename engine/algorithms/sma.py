@@ -47,10 +47,12 @@ class SMA(Algorithm):
 
     Parameters: ``cells_per_dim`` (0: automatic, see ``Grid``).
 
-    Complexity: ``process`` is ``O(s log s)`` vectorised for the grid, ``O(|S|)`` for the
-    skyband's expiry, ``O(log |S| + D)`` per qualifying arrival (``D`` members dominated),
-    and on a rescan ``O(c^d)`` vectorised plus ``O(v + k log k)`` per visited cell;
-    ``topk`` is ``O(k)``; ``stats`` ``O(1)``.
+    Complexity, all compiled (:mod:`engine.kernels.grid`, :mod:`engine.kernels.skyband`):
+    ``process`` is ``O(d)`` per arrival and per expiry for the grid, ``O(|S|)`` for the
+    skyband's expiry, ``O(s + Q (log Q + k) + |S|)`` per slide for the ``Q`` qualifying
+    arrivals entering the skyband, and on a rescan ``O(v log k)`` for the ``v`` objects of
+    the visited cells plus ``O(k^2)`` vectorised for the counters; ``topk`` is ``O(k)``;
+    ``stats`` ``O(1)``.
 
     Memory: the grid's layout (``engine.grid.LAYOUT``: ``d + 6`` words per object, 6 per cell,
     the edges), the dominance skyband's (``engine.skyband.LAYOUT``: 5 words per member, the

@@ -78,9 +78,10 @@ class TMA(Algorithm):
 
     Parameters: ``cells_per_dim`` (0: automatic, see ``Grid``).
 
-    Complexity: ``process`` is ``O(s log s)`` vectorised for the grid updates plus, on a
-    rescan, ``O(c^d)`` vectorised and ``O(v + k log k)`` per visited cell; ``topk`` is
-    ``O(k)``; ``stats`` ``O(1)``.
+    Complexity, all compiled (:mod:`engine.kernels.grid`, :mod:`engine.kernels.tma`):
+    ``process`` is ``O(d)`` per arrival and per expiry for the grid, ``O(k)`` per arrival
+    entering ``R``, and on a rescan ``O(v log k)`` for the ``v`` objects of the visited
+    cells; ``topk`` is ``O(k)``; ``stats`` ``O(1)``.
 
     Memory: the grid's layout (``engine.grid.LAYOUT``: ``d + 6`` words per object, 6 per cell,
     the edges) plus ``RESULT``, 3 words per result object (grid position, score, seq).
