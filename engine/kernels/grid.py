@@ -21,8 +21,8 @@ def locate(x, i, edges):
 
     ``i_j`` is the index of the last edge at or below the value (``searchsorted(..., "right")
     - 1``), so a cell's corner, scored from the same edges, bounds every object located in it.
-    The edges are equally spaced: the index is computed by division, then moved to the exact
-    edge (at most a step, from rounding); a grid too wide for the division is searched.
+    The edges are equally spaced: the index is computed by division (of halves, which cannot
+    overflow), then moved to the exact edge (a step at most, from rounding).
     """
     c = edges.shape[1] - 1
     cell = 0
@@ -33,22 +33,14 @@ def locate(x, i, edges):
         low, high = edges[j, 0], edges[j, c]
         if value < low or value > high:
             outside = True
-        span = high - low
-        if span > 0.0 and span < np.inf:
-            index = int(min(max((value - low) / span * c, 0.0), c - 1.0))
-            while index < c - 1 and edges[j, index + 1] <= value:
-                index += 1
-            while index > 0 and edges[j, index] > value:
-                index -= 1
-        else:
-            lo, hi = 0, c + 1
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if edges[j, mid] <= value:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            index = min(max(lo - 1, 0), c - 1)
+        half_span = 0.5 * high - 0.5 * low
+        index = 0
+        if half_span > 0.0:
+            index = int(min(max((0.5 * value - 0.5 * low) / half_span * c, 0.0), c - 1.0))
+        while index < c - 1 and edges[j, index + 1] <= value:
+            index += 1
+        while index > 0 and edges[j, index] > value:
+            index -= 1
         cell += index * stride
         stride *= c
     return cell, outside
