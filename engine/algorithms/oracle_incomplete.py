@@ -17,6 +17,17 @@ WINDOW = Layout("oracle-incomplete window", {"tuple": {"id": 1, "stream": 1, "va
 """A raw tuple: id, stream, value, t and seq (``TUPLE_WORDS``)."""
 
 
+class TupleWindow(WindowBuffer):
+    """The window's tuples in arrival order: id, stream, value, t and seq (layout ``WINDOW``)."""
+
+    def __init__(self) -> None:
+        super().__init__({"ids": np.int64, "stream": np.int64, "value": np.float64, "t": np.int64, "seq": np.int64})
+
+    def footprint(self) -> Footprint:
+        """Modelled and measured memory (``O(columns)``)."""
+        return Footprint(WINDOW, {"tuple": len(self)}, self.measured_bytes(), 0, (self,))
+
+
 @register
 class OracleIncomplete(AttributeAlgorithm):
     """The exact reference for incomplete streams: the window's tuples in a buffer.
@@ -47,8 +58,7 @@ class OracleIncomplete(AttributeAlgorithm):
     summary = "brute force over the window's attribute tuples (exact reference; answers any weights)"
 
     def _reset(self) -> None:
-        self._window = WindowBuffer({"ids": np.int64, "stream": np.int64, "value": np.float64,
-                                     "t": np.int64, "seq": np.int64})
+        self._window = TupleWindow()
         self._answer: Answer | None = Answer.empty()
         self._objects: int | None = 0
         self._end: int | None = None
@@ -99,8 +109,7 @@ class OracleIncomplete(AttributeAlgorithm):
         return {"candidates": self._objects, "retained": len(self._window)}
 
     def footprints(self) -> list[Footprint]:
-        window = self._window
-        return [Footprint(WINDOW, {"tuple": len(window)}, window.measured_bytes(), 0, (window,))]
+        return [self._window.footprint()]
 
     def dump_state(self) -> dict[str, Any]:
         w = self._window
