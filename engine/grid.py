@@ -107,6 +107,9 @@ class Grid:
         self._ordered_bound = _EMPTY_F
         self._clamped = 0
         self.counters = {"rebuilds": 0, "cells_visited": 0, "objects_scanned": 0}
+        self._object_price = LAYOUT.bytes(d, object=1, cell=0, edge=0)
+        self._cell_price = LAYOUT.bytes(d, object=0, cell=1, edge=0)
+        self._edge_price = LAYOUT.bytes(d, object=0, cell=0, edge=1)
         self._overhead = 0
         self._measured = 0
         self._overhead = deep_size(self, exclude=(self.q, *self._arrays(), _EMPTY_I, _EMPTY_F)) \
@@ -156,11 +159,21 @@ class Grid:
         self._measured = self._overhead + sum(sys.getsizeof(array) for array in self._arrays()
                                               if array is not _EMPTY_I and array is not _EMPTY_F)
 
+    def _counts(self) -> dict[str, int]:
+        return {"object": self.live, "cell": self.cells, "edge": self._d * (self._c + 1) if self._c else 0}
+
+    def modelled_bytes(self) -> int:
+        """``LAYOUT``'s price of the objects, cells and edges (``O(1)``)."""
+        return self._object_price * self.live + self._cell_price * self.cells \
+            + self._edge_price * (self._d * (self._c + 1) if self._c else 0)
+
+    def measured_bytes(self) -> int:
+        """The arrays at capacity and the grid object (``O(1)``: kept as arrays are allocated)."""
+        return self._measured
+
     def footprint(self) -> Footprint:
         """Modelled and measured memory of the grid (``O(1)``)."""
-        edges = self._d * (self._c + 1) if self._c else 0
-        return Footprint(LAYOUT, {"object": self.live, "cell": self.cells, "edge": edges}, self._measured,
-                         self._d, (self,))
+        return Footprint(LAYOUT, self._counts(), self._measured, self._d, (self,))
 
     # -- the ring buffer -----------------------------------------------------------------
     def _allocate(self, capacity: int) -> None:

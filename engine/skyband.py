@@ -9,13 +9,30 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from .kernels import skyband as kernel
-from .memory import OBJECT_FIELDS, Footprint, Layout, deep_size
+from .memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size
 
 LAYOUT = Layout("dominance skyband", {"member": {**OBJECT_FIELDS, "score": 1, "counter": 1}})
 """One member: id, seq, t, score and its dominance counter (5 words), in k-skyband and SMA."""
 
+MEMBER_BYTES = LAYOUT.bytes(member=1)
+"""``LAYOUT``'s price of one member."""
+
 INITIAL_CAPACITY = 64
 """Rows allocated at first; the columns double when full."""
+
+
+def fixed_bytes(algorithm, structures: tuple) -> int:
+    """Measured bytes of an algorithm's attributes other than its ``structures`` (counters,
+    marks, an empty answer), walked once when it is reset; ``answer_bytes`` adds the answer.
+
+    Used by k-skyband, SMA and TMA, whose ``memory()`` is then ``O(1)``.
+    """
+    return deep_size(algorithm.__dict__, exclude=(algorithm.q, algorithm.params, *structures))
+
+
+def answer_bytes(answer) -> int:
+    """The data of a cached answer's three columns (``O(1)``; ``None``: none cached)."""
+    return 0 if answer is None else 3 * WORD * len(answer)
 
 
 def dominance_counts(seq: np.ndarray) -> np.ndarray:
@@ -153,9 +170,17 @@ class DominanceSet:
         """Dominance counters, best first (a copy)."""
         return self._count[:self._size].copy()
 
+    def modelled_bytes(self) -> int:
+        """``LAYOUT``'s price of the members (``O(1)``)."""
+        return MEMBER_BYTES * self._size
+
+    def measured_bytes(self) -> int:
+        """The columns at capacity and the set object (``O(1)``)."""
+        return self._column_bytes + self._overhead
+
     def footprint(self) -> Footprint:
         """Modelled and measured memory (``O(1)``): the columns at capacity and the object."""
-        return Footprint(LAYOUT, {"member": self._size}, self._column_bytes + self._overhead, 0, (self,))
+        return Footprint(LAYOUT, {"member": self._size}, self.measured_bytes(), 0, (self,))
 
     def check(self, start: int | None = None) -> None:
         """Assert order, counters and expiry (``O(m log m)``)."""

@@ -11,7 +11,7 @@ from ..memory import Footprint
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from ..skyband import DominanceSet
+from ..skyband import DominanceSet, answer_bytes, fixed_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 
 
@@ -58,6 +58,7 @@ class KSkyband(Algorithm):
         self._end: int | None = None
         self._answer = Answer.empty()
         self._counters = {"arrivals": 0, "expired": 0}
+        self._fixed_bytes = fixed_bytes(self, (self._band,))
 
     def process(self, batch: Batch) -> None:
         band = self._band
@@ -83,6 +84,11 @@ class KSkyband(Algorithm):
 
     def footprints(self) -> list[Footprint]:
         return [self._band.footprint()]
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the member count and the kept sizes: ``O(1)``."""
+        band = self._band
+        return band.modelled_bytes(), band.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer)
 
     def dump_state(self) -> dict[str, Any]:
         scores, seq, ids, t = self._band.members()

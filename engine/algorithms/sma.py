@@ -13,13 +13,16 @@ from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
-from ..skyband import DominanceSet, dominance_counts
+from ..skyband import DominanceSet, answer_bytes, dominance_counts, fixed_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 
 _EMPTY_F = np.empty(0, np.float64)
 
 THETA = Layout("sma theta", {"theta": {"score": 1, "seq": 1}})
 """The k-th object of the last computation: its score and seq."""
+
+THETA_BYTES = THETA.bytes(theta=1)
+"""``THETA``'s price when ``theta`` is set."""
 
 
 @register
@@ -83,6 +86,7 @@ class SMA(Algorithm):
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
         self._counters = {"rescans": 0, "anchors": 0, "arrivals": 0, "qualified": 0}
+        self._fixed_bytes = fixed_bytes(self, (self._grid, self._band))
 
     def process(self, batch: Batch) -> None:
         grid, band, k = self._grid, self._band, self.q.k
@@ -133,6 +137,13 @@ class SMA(Algorithm):
     def footprints(self) -> list[Footprint]:
         theta = Footprint(THETA, {"theta": int(self._theta is not None)}, 0)
         return [self._grid.footprint(), self._band.footprint(), theta]
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the structures' counts and kept sizes: ``O(1)``."""
+        grid, band = self._grid, self._band
+        theta = THETA_BYTES if self._theta is not None else 0
+        return (grid.modelled_bytes() + band.modelled_bytes() + theta,
+                grid.measured_bytes() + band.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer))
 
     def dump_state(self) -> dict[str, Any]:
         seq = self._band.members()[1]

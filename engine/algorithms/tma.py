@@ -13,6 +13,7 @@ from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
+from ..skyband import answer_bytes, fixed_bytes
 from ..jsondata import ints_in
 from ..kernels import tma as kernel
 
@@ -20,6 +21,9 @@ _EMPTY_F = np.empty(0, np.float64)
 
 RESULT = Layout("tma result", {"object": {"pointer": 1, "score": 1, "seq": 1}})
 """A result object: its grid position, with its score and seq beside it for the k-th test."""
+
+RESULT_BYTES = RESULT.bytes(object=1)
+"""``RESULT``'s price of one result object."""
 
 
 INITIAL_RESULT = 1024
@@ -57,9 +61,13 @@ class Result:
         self.pos[:m], self.score[:m], self.seq[:m] = pos, scores, seq
         self.size = m
 
+    def measured_bytes(self) -> int:
+        """The columns at capacity and the object (``O(1)``)."""
+        return self._column_bytes + self._overhead
+
     def footprint(self) -> Footprint:
         """Modelled and measured memory (``O(1)``)."""
-        return Footprint(RESULT, {"object": self.size}, self._column_bytes + self._overhead, 0, (self,))
+        return Footprint(RESULT, {"object": self.size}, self.measured_bytes(), 0, (self,))
 
 
 @register
@@ -109,6 +117,7 @@ class TMA(Algorithm):
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
         self._counters = {"rescans": 0, "arrivals": 0, "region_arrivals": 0, "entered": 0}
+        self._fixed_bytes = fixed_bytes(self, (self._grid, self._result))
 
     def process(self, batch: Batch) -> None:
         grid, result, k, m = self._grid, self._result, self.q.k, len(batch)
@@ -150,6 +159,12 @@ class TMA(Algorithm):
 
     def footprints(self) -> list[Footprint]:
         return [self._grid.footprint(), self._result.footprint()]
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the structures' counts and kept sizes: ``O(1)``."""
+        grid, result = self._grid, self._result
+        return (grid.modelled_bytes() + RESULT_BYTES * result.size,
+                grid.measured_bytes() + result.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer))
 
     def dump_state(self) -> dict[str, Any]:
         result = self._result
