@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..attributes import AttributeAlgorithm, aggregate, check_weights
-from ..memory import Footprint, Layout
+from ..memory import WORD, Footprint, Layout, deep_size
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
@@ -15,6 +15,10 @@ from ..window import WindowBuffer
 
 WINDOW = Layout("oracle-incomplete window", {"tuple": {"id": 1, "stream": 1, "value": 1, "t": 1, "seq": 1}})
 """A raw tuple: id, stream, value, t and seq (``TUPLE_WORDS``)."""
+
+
+TUPLE_PRICE = WINDOW.bytes(tuple=1)
+"""``WINDOW``'s price of one tuple."""
 
 
 class TupleWindow(WindowBuffer):
@@ -62,6 +66,7 @@ class OracleIncomplete(AttributeAlgorithm):
         self._answer: Answer | None = Answer.empty()
         self._objects: int | None = 0
         self._end: int | None = None
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, self._window))
 
     def process(self, batch: Batch) -> None:
         ids, stream, value, _, seq = self._tuples(batch)
@@ -110,6 +115,12 @@ class OracleIncomplete(AttributeAlgorithm):
 
     def footprints(self) -> list[Footprint]:
         return [self._window.footprint()]
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the tuple count and the buffer's size: ``O(1)``."""
+        window = self._window
+        answer = 0 if self._answer is None else 3 * WORD * len(self._answer)
+        return TUPLE_PRICE * len(window), window.measured_bytes() + self._fixed_bytes + answer
 
     def dump_state(self) -> dict[str, Any]:
         w = self._window

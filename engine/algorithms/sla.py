@@ -13,7 +13,7 @@ import sys
 
 from ..attributes import AttributeAlgorithm, attribute_sum, combine
 from ..jsondata import ints_in
-from ..memory import PY_FLOAT, PY_INT, Footprint, Layout, python_bytes
+from ..memory import PY_FLOAT, PY_INT, Footprint, Layout, deep_size, python_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -122,6 +122,8 @@ class SLA(AttributeAlgorithm):
         self._view = SortedList()
         self._end: int | None = None
         self._counters = {"arrivals": 0, "expirations": 0, "recomputations": 0, "sorted_accesses": 0}
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, self._fifo, self._objects,
+                                                              self._lists, self._view))
 
     # ------------------------------------------------------------------ maintenance
 
@@ -249,6 +251,11 @@ class SLA(AttributeAlgorithm):
     def _stats(self) -> dict[str, Any]:
         return {"candidates": len(self._objects), "retained": len(self._fifo), "view": len(self._view),
                 **self._counters}
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the structures' sizes and the per-record sizes: ``O(d)``."""
+        parts = self.footprints()
+        return sum(part.modelled for part in parts), sum(part.measured for part in parts) + self._fixed_bytes
 
     def footprints(self) -> list[Footprint]:
         d = self.q.dimensions
