@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
-from .memory import OBJECT_FIELDS, Footprint, Layout, array_bytes, deep_size
+from .kernels import grid as kernel
+from .memory import OBJECT_FIELDS, Footprint, Layout, deep_size
 from .query import Query
 from .ranking import score, top_indices
 from .jsondata import floats_in, floats_out, ints_in
-from .window import WindowBuffer
 
 MAX_CELLS = 1 << 22
 """Largest number of cells a grid may have (``cells_per_dim ** d``)."""
@@ -34,27 +35,32 @@ LAYOUT = Layout("grid", {
 _EMPTY_I = np.empty(0, np.int64)
 _EMPTY_F = np.empty(0, np.float64)
 
+INITIAL_CAPACITY = 1024
+"""Rows of the window's ring buffer at first; it doubles when full (a power of two)."""
+
+
 
 class Grid:
     """A regular grid over the feature space holding every object of the window.
 
     Each of the ``d`` dimensions is cut into ``c`` cells of equal side between edges fitted to
     the data (its range plus a 10 % margin on each side).  Cell ``(i_0, ..., i_{d-1})`` has the
-    flat index ``sum_j i_j c^j``.  The window lives in one arrival-order buffer (id, seq, t,
-    features, score, cell, next); every cell is a linked list through ``next`` of its objects
-    in arrival order, with ``head``, ``tail`` and ``count``.  Objects expire in arrival order,
-    so expiry only advances cell heads.
+    flat index ``sum_j i_j c^j``.  The window lives in ring-buffer columns (id, seq, t,
+    features, score, cell, next), the object at arrival position ``pos`` in row ``pos & mask``;
+    every cell is a linked list through ``next`` of its objects in arrival order, with
+    ``head``, ``tail`` and ``count``.  Objects expire in arrival order, so expiry only advances
+    cell heads.  The per-object work is compiled (:mod:`engine.kernels.grid`).
 
     **Bounds.**  ``bound[cell]`` is an upper bound of the score of everything in the cell: the
     score of the cell's best corner under the query weights (upper edge where ``w_j >= 0``,
     lower edge where ``w_j < 0``), raised to the score of any object that was put into the cell
     although it lies outside the grid (values beyond the outer edges are clamped into the
-    border cells).  Cells are located with ``searchsorted`` on the same float edges the
-    corners use, and rounding is monotone, so a corner's score (computed by the shared
-    ``score`` function) bounds every object inside exactly.  When more than a quarter of the
-    window lies outside the grid, the grid is rebuilt around the window (``rebuilds``):
-    ``O(n log n)``, amortised ``O(log n)`` per arrival since a quarter of the window has
-    arrived since the last rebuild.
+    border cells).  Cells are located by binary search on the same float edges the corners
+    use, and rounding is monotone, so a corner's score (computed by the shared ``score``
+    function) bounds every object inside exactly.  When more than a quarter of the window lies
+    outside the grid, the grid is rebuilt around the window (``rebuilds``): ``O(n log n)``,
+    amortised ``O(log n)`` per arrival since a quarter of the window has arrived since the
+    last rebuild.
 
     **Resolution.**  ``cells_per_dim = c`` if given; else ``c`` is the largest integer with
     ``c^d <= min(4096, N / 32)``, where ``N`` is the window length for count windows and the
@@ -63,8 +69,8 @@ class Grid:
 
     **Memory** (:meth:`footprint`, layout ``LAYOUT``): ``d + 6`` words per object (id, seq, t,
     features, score, cell, next pointer), 6 words per cell (head, tail, count, bound, and the
-    visiting order's cell index and bound), ``d (c + 1)`` words of edges.  Measured: the
-    buffer's columns at capacity (up to about twice the window) and the cell arrays.
+    visiting order's cell index and bound), ``d (c + 1)`` words of edges.  Measured: the ring
+    buffer's columns at capacity (a power of two, up to twice the window) and the cell arrays.
 
     Examples
     --------
@@ -90,23 +96,31 @@ class Grid:
         self._w = np.asarray(query.weights, np.float64)
         self._fixed = int(cells_per_dim)
         self._key = query.expiry_key
-        self._buf = WindowBuffer({"ids": np.int64, "seq": np.int64, "t": np.int64, "x": (np.float64, (d,)),
-                                  "score": np.float64, "cell": np.int64, "next": np.int64})
         self._first = 0
+        self._end = 0
+        self._allocate(INITIAL_CAPACITY)
         self._c = 0
         self._edges: np.ndarray | None = None
         self._head = self._tail = self._count = _EMPTY_I
         self._bound = _EMPTY_F
         self._order = _EMPTY_I
-        self._negb = _EMPTY_F
+        self._ordered_bound = _EMPTY_F
         self._clamped = 0
         self.counters = {"rebuilds": 0, "cells_visited": 0, "objects_scanned": 0}
+        self._object_price = LAYOUT.bytes(d, object=1, cell=0, edge=0)
+        self._cell_price = LAYOUT.bytes(d, object=0, cell=1, edge=0)
+        self._edge_price = LAYOUT.bytes(d, object=0, cell=0, edge=1)
+        self._overhead = 0
+        self._measured = 0
+        self._overhead = deep_size(self, exclude=(self.q, *self._arrays(), _EMPTY_I, _EMPTY_F)) \
+            + 8 * deep_size(2 ** 40)
+        self._measure()
 
     # -- sizes ---------------------------------------------------------------------------
     @property
     def live(self) -> int:
         """Objects in the window (``O(1)``)."""
-        return len(self._buf)
+        return self._end - self._first
 
     @property
     def first_pos(self) -> int:
@@ -135,19 +149,78 @@ class Grid:
     def _population(self) -> int:
         return self.q.window if self.q.kind == "count" else self.live
 
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        cells = (self._head, self._tail, self._count, self._bound, self._order, self._ordered_bound)
+        edges = () if self._edges is None else (self._edges,)
+        return (self._ids, self._seq, self._t, self._x, self._score, self._cell, self._next) + cells + edges
+
+    def _measure(self) -> None:
+        """Recompute the measured size after an allocation (``O(arrays)``)."""
+        self._measured = self._overhead + sum(sys.getsizeof(array) for array in self._arrays()
+                                              if array is not _EMPTY_I and array is not _EMPTY_F)
+
+    def _counts(self) -> dict[str, int]:
+        return {"object": self.live, "cell": self.cells, "edge": self._d * (self._c + 1) if self._c else 0}
+
+    def modelled_bytes(self) -> int:
+        """``LAYOUT``'s price of the objects, cells and edges (``O(1)``)."""
+        return self._object_price * self.live + self._cell_price * self.cells \
+            + self._edge_price * (self._d * (self._c + 1) if self._c else 0)
+
+    def measured_bytes(self) -> int:
+        """The arrays at capacity and the grid object (``O(1)``: kept as arrays are allocated)."""
+        return self._measured
+
     def footprint(self) -> Footprint:
         """Modelled and measured memory of the grid (``O(1)``)."""
-        arrays = (self._head, self._tail, self._count, self._bound, self._order, self._negb)
-        arrays += () if self._edges is None else (self._edges,)
-        measured = self._buf.measured_bytes() + array_bytes(arrays) \
-            + deep_size(self, exclude=(self._buf, self.q, *arrays, _EMPTY_I, _EMPTY_F))
-        edges = self._d * (self._c + 1) if self._c else 0
-        return Footprint(LAYOUT, {"object": self.live, "cell": self.cells, "edge": edges}, measured, self._d, (self,))
+        return Footprint(LAYOUT, self._counts(), self._measured, self._d, (self,))
+
+    # -- the ring buffer -----------------------------------------------------------------
+    def _allocate(self, capacity: int) -> None:
+        """Ring columns of ``capacity`` rows (a power of two), the live objects moved over."""
+        rows = np.arange(self._first, self._end, dtype=np.int64)
+        old = None if not len(rows) else (self._columns(), rows & self._mask)
+        d = self._d
+        self._ids = np.empty(capacity, np.int64)
+        self._seq = np.empty(capacity, np.int64)
+        self._t = np.empty(capacity, np.int64)
+        self._x = np.empty((capacity, d), np.float64)
+        self._score = np.empty(capacity, np.float64)
+        self._cell = np.empty(capacity, np.int64)
+        self._next = np.empty(capacity, np.int64)
+        self._mask = capacity - 1
+        if old is not None:
+            columns, at = old
+            for fresh, column in zip(self._columns(), columns):
+                fresh[rows & self._mask] = column[at]
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        return self._ids, self._seq, self._t, self._x, self._score, self._cell, self._next
+
+    def _reserve(self, m: int) -> None:
+        capacity = self._mask + 1
+        if self.live + m > capacity:
+            while capacity < self.live + m:
+                capacity *= 2
+            self._allocate(capacity)
+            self._measure()
+
+    def _rows(self, pos) -> np.ndarray:
+        return np.asarray(pos, np.int64) & self._mask
+
+    def held(self, name: str) -> np.ndarray:
+        """Column ``name`` of every object held, oldest first (a copy, ``O(n)``)."""
+        return getattr(self, "_" + name)[np.arange(self._first, self._end, dtype=np.int64) & self._mask]
 
     # -- object access -------------------------------------------------------------------
     def column(self, name: str, pos: np.ndarray) -> np.ndarray:
         """Column ``name`` of the objects at positions ``pos`` (``O(len(pos))``)."""
-        return self._buf.view(name)[np.asarray(pos, np.int64) - self._first]
+        return getattr(self, "_" + name)[self._rows(pos)]
+
+    def kernel_columns(self) -> tuple:
+        """``(mask, score, seq, cell, bound)``: the ring columns an algorithm's kernel reads the
+        objects at positions ``pos`` from (row ``pos & mask``), and the cell bounds (``O(1)``)."""
+        return self._mask, self._score, self._seq, self._cell, self._bound
 
     def bound_of(self, cells: np.ndarray) -> np.ndarray:
         """Score bounds of ``cells`` (``O(len(cells))``)."""
@@ -156,7 +229,7 @@ class Grid:
     def positions_of(self, seq) -> np.ndarray:
         """Positions of the live objects with the given ``seq`` (``ValueError`` if absent)."""
         seq = np.asarray(seq, np.int64)
-        held = self._buf.view("seq")
+        held = self.held("seq")
         at = np.searchsorted(held, seq)
         if len(seq) and (at.max() >= len(held) or not np.array_equal(held[at], seq)):
             raise ValueError("the state refers to objects that are not in the window")
@@ -180,7 +253,8 @@ class Grid:
         return edges
 
     def _locate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Cell of every row of ``x`` (clamped into the grid) and whether it lies outside."""
+        """Cell of every row of ``x`` (clamped into the grid) and whether it lies outside:
+        the vectorised counterpart of :func:`engine.kernels.grid.locate`, for :meth:`check`."""
         m = len(x)
         c = self._c
         cells = np.zeros(m, np.int64)
@@ -194,10 +268,6 @@ class Grid:
             cells += idx * mult
             mult *= c
         return cells, outside
-
-    def _outside(self, x: np.ndarray) -> np.ndarray:
-        edges = self._edges
-        return ((x < edges[:, 0]) | (x > edges[:, -1])).any(axis=1)
 
     def geometric_bounds(self) -> np.ndarray:
         """Score of every cell's best corner under the weights (``O(c^d d)``).
@@ -216,12 +286,13 @@ class Grid:
 
     def _sort_cells(self) -> None:
         self._order = np.argsort(-self._bound, kind="stable")
-        self._negb = -self._bound[self._order]
+        self._ordered_bound = self._bound[self._order]
 
     # -- linking -------------------------------------------------------------------------
     @staticmethod
     def _link(pos, cells, head, tail, count, nxt, first) -> None:
-        """Append objects (``pos`` increasing) to the end of their cells' lists."""
+        """Append objects (``pos`` increasing) to the end of their cells' lists, vectorised:
+        the reference :meth:`check` compares the compiled lists with."""
         m = len(pos)
         order = np.argsort(cells, kind="stable")
         sc, sp = cells[order], pos[order]
@@ -244,78 +315,66 @@ class Grid:
         """Fit the grid to the window and relink every object (``O(n log n + c^d)``)."""
         if self._edges is not None:
             self.counters["rebuilds"] += 1
-        x = self._buf.view("x")
         self._c = self._auto_cells(self._population())
-        self._edges = self._make_edges(x, self._c)
+        self._edges = self._make_edges(self.held("x"), self._c)
         self._relink()
 
     def _relink(self) -> None:
         cells_total = self._c ** self._d
-        x = self._buf.view("x")
-        cells, outside = self._locate(x)
-        self._buf.view("cell")[:] = cells
-        self._clamped = int(np.count_nonzero(outside))
         self._head = np.full(cells_total, -1, np.int64)
         self._tail = np.full(cells_total, -1, np.int64)
         self._count = np.zeros(cells_total, np.int64)
-        pos = np.arange(self._first, self._first + self.live, dtype=np.int64)
-        if len(pos):
-            self._link(pos, cells, self._head, self._tail, self._count, self._buf.view("next"), self._first)
         self._bound = self.geometric_bounds()
-        if self._clamped:
-            np.maximum.at(self._bound, cells[outside], self._buf.view("score")[outside])
+        self._clamped = kernel.link_all(self._first, self._end, self._mask, self._x, self._score, self._cell,
+                                        self._next, self._head, self._tail, self._count, self._bound, self._edges)
         self._sort_cells()
+        self._measure()
 
     # -- updates -------------------------------------------------------------------------
     def expire(self, start: int) -> int:
         """Remove the objects whose key (seq or t) is below ``start``; returns how many.
 
-        ``O(e log e)`` for ``e`` expiring objects: the expired objects of each cell are the
-        front of its list, so its head moves to the successor of its last expired object.
+        ``O(d)`` compiled per expiring object: each is the head of its cell's list, which
+        moves to its successor (:func:`engine.kernels.grid.expire`).
         """
-        keys = self._buf.view(self._key)
-        gone = int(np.searchsorted(keys, start, "left"))
-        if gone == 0:
+        if self._edges is None:
             return 0
-        cells = self._buf.view("cell")[:gone]
-        following = self._buf.view("next")[:gone]
-        if self._clamped:
-            self._clamped -= int(np.count_nonzero(self._outside(self._buf.view("x")[:gone])))
-        touched, last_rev, sizes = np.unique(cells[::-1], return_index=True, return_counts=True)
-        new_head = following[gone - 1 - last_rev]
-        self._head[touched] = new_head
-        self._tail[touched[new_head < 0]] = -1
-        self._count[touched] -= sizes
-        self._buf.expire_before(self._key, start)
-        self._first += gone
+        key = self._seq if self._key == "seq" else self._t
+        first, clamped = kernel.expire(self._first, self._end, self._mask, key, start, self._x, self._cell,
+                                       self._next, self._head, self._tail, self._count, self._edges)
+        gone = first - self._first
+        self._first = first
+        self._clamped -= clamped
         return gone
 
     def insert(self, batch, scores: np.ndarray) -> np.ndarray:
-        """Add a slide's objects; returns their positions (``O(m log m)``).
+        """Add a slide's objects; returns their positions (``O(m d log c)`` compiled).
 
         Their cells are ``column("cell", pos)``, valid until the next :meth:`maintain`.
         """
         m = len(batch)
         if m == 0:
             return _EMPTY_I
-        pos = np.arange(self._first + self.live, self._first + self.live + m, dtype=np.int64)
+        self._reserve(m)
+        end = self._end
         if self._edges is None:
-            self._buf.append(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x, score=scores,
-                             cell=np.zeros(m, np.int64), next=np.full(m, -1, np.int64))
+            rows = self._rows(np.arange(end, end + m))
+            for name, values in (("ids", batch.ids), ("seq", batch.seq), ("t", batch.t), ("x", batch.x),
+                                 ("score", scores)):
+                getattr(self, "_" + name)[rows] = values
+            self._end += m
             self._rebuild()
-            return pos
-        cells, outside = self._locate(batch.x)
-        self._buf.append(ids=batch.ids, seq=batch.seq, t=batch.t, x=batch.x, score=scores, cell=cells,
-                         next=np.full(m, -1, np.int64))
-        self._link(pos, cells, self._head, self._tail, self._count, self._buf.view("next"), self._first)
-        if outside.any():
-            self._clamped += int(np.count_nonzero(outside))
-            hit = cells[outside]
-            before = self._bound[hit]
-            np.maximum.at(self._bound, hit, scores[outside])
-            if np.any(self._bound[hit] > before):
+        else:
+            clamped, raised = kernel.insert(
+                end, self._mask, self._ids, self._seq, self._t, self._x, self._score, self._cell, self._next,
+                self._head, self._tail, self._count, self._bound, self._edges,
+                np.asarray(batch.ids, np.int64), np.asarray(batch.seq, np.int64), np.asarray(batch.t, np.int64),
+                np.asarray(batch.x, np.float64), np.asarray(scores, np.float64))
+            self._end += m
+            self._clamped += clamped
+            if raised:
                 self._sort_cells()
-        return pos
+        return np.arange(end, end + m, dtype=np.int64)
 
     def maintain(self) -> bool:
         """Rebuild the grid if a quarter of the window lies outside it, or (automatic size, time
@@ -334,76 +393,39 @@ class Grid:
         return False
 
     # -- top-k ---------------------------------------------------------------------------
-    def _walk(self, cells) -> list[int]:
-        nxt, first, head = self._buf.view("next"), self._first, self._head
-        out: list[int] = []
-        for cell in cells:
-            p = int(head[cell])
-            while p >= 0:
-                out.append(p)
-                p = int(nxt[p - first])
-        return out
-
     def top(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions, scores and seq of the top ``min(k, n)`` objects, best first.
 
-        Visits cells in descending order of their bound: first the shortest prefix holding
-        ``k`` objects, then each further cell while its bound reaches the current k-th score
-        (a cell whose bound equals it may hold an equal, newer object).  ``O(c^d)`` vectorised
-        plus ``O(v + k log k)`` per visited cell for ``v`` objects visited.
+        Visits cells in descending order of their bound until the next cell's bound is below
+        the k-th score found (:func:`engine.kernels.grid.top`): ``O(v log k)`` compiled for
+        ``v`` objects visited.
         """
         live = self.live
         if live == 0:
             return _EMPTY_I, _EMPTY_F, _EMPTY_I
-        order, negb = self._order, self._negb
-        cnt = self._count[order]
-        cum = np.cumsum(cnt)
-        p = int(np.searchsorted(cum, min(k, live), "left"))
-        chosen = order[:p + 1][cnt[:p + 1] > 0]
-        visited = len(chosen)
-        pos = np.asarray(self._walk(chosen), np.int64)
-        scores, seq = self.column("score", pos), self.column("seq", pos)
-        top = top_indices(scores, seq, k)
-        if live > k:
-            kth = scores[top[-1]]
-            j = p + 1
-            while True:
-                reach = int(np.searchsorted(negb, -kth, "right"))
-                if j >= reach:
-                    break
-                nonempty = np.flatnonzero(cnt[j:reach])
-                if not len(nonempty):
-                    break
-                j += int(nonempty[0])
-                more = np.asarray(self._walk([order[j]]), np.int64)
-                visited += 1
-                pos = np.concatenate((pos, more))
-                scores = np.concatenate((scores, self.column("score", more)))
-                seq = np.concatenate((seq, self.column("seq", more)))
-                top = top_indices(scores, seq, k)
-                kth = scores[top[-1]]
-                j += 1
+        m = min(k, live)
+        pos, scores, seq = np.empty(m, np.int64), np.empty(m, np.float64), np.empty(m, np.int64)
+        visited, scanned = kernel.top(k, live, self._order, self._ordered_bound, self._head, self._next,
+                                      self._mask, self._score, self._seq, pos, scores, seq)
         self.counters["cells_visited"] += visited
-        self.counters["objects_scanned"] += len(pos)
-        return pos[top], scores[top], seq[top]
+        self.counters["objects_scanned"] += scanned
+        return pos, scores, seq
 
     def top_all(self, k: int) -> np.ndarray:
         """Positions of the top ``k`` by brute force over the whole window (``O(n)``; checks)."""
-        top = top_indices(self._buf.view("score"), self._buf.view("seq"), k)
-        return top + self._first
+        return top_indices(self.held("score"), self.held("seq"), k) + self._first
 
     # -- state ---------------------------------------------------------------------------
     def dump(self) -> dict[str, Any]:
         """The grid as plain JSON data (``O(n + c^d)``)."""
-        buf = self._buf
         raised: list = []
         if self._edges is not None:
             geometric = self.geometric_bounds()
             above = np.flatnonzero(self._bound > geometric)
             raised = [above.tolist(), floats_out(self._bound[above])]
         return {"cells_per_dim": self._c, "edges": None if self._edges is None else self._edges.tolist(),
-                "ids": buf.view("ids").tolist(), "seq": buf.view("seq").tolist(), "t": buf.view("t").tolist(),
-                "x": buf.view("x").tolist(), "raised": raised, "counters": dict(self.counters)}
+                "ids": self.held("ids").tolist(), "seq": self.held("seq").tolist(), "t": self.held("t").tolist(),
+                "x": self.held("x").tolist(), "raised": raised, "counters": dict(self.counters)}
 
     def load(self, data: dict[str, Any]) -> None:
         """Rebuild from :meth:`dump` data (``O(n log n + c^d)``); ``ValueError`` if inconsistent."""
@@ -425,9 +447,12 @@ class Grid:
                 or np.any(np.diff(edges, axis=1) < 0):
             raise ValueError("grid edges are invalid")
         self._c, self._edges = c, edges
-        self._buf.append(ids=ids, seq=seq, t=t, x=x, score=score(x, self._w), cell=np.zeros(len(ids), np.int64),
-                         next=np.full(len(ids), -1, np.int64))
-        self._first = 0
+        m = len(ids)
+        self._first = self._end = 0
+        self._reserve(m)
+        for name, values in (("ids", ids), ("seq", seq), ("t", t), ("x", x), ("score", score(x, self._w))):
+            getattr(self, "_" + name)[:m] = values
+        self._end = m
         self._relink()
         if data["raised"]:
             cells, values = ints_in(data["raised"][0], "raised cells"), floats_in(data["raised"][1])
@@ -438,33 +463,33 @@ class Grid:
 
     def check(self, end: int | None) -> None:
         """Assert every invariant of the grid (``O(n log n + c^d)``)."""
-        buf = self._buf
-        seq, t = buf.view("seq"), buf.view("t")
+        seq, t = self.held("seq"), self.held("t")
+        assert 0 <= self.live <= self._mask + 1, "more objects than rows"
         assert np.all(np.diff(seq) > 0), "window seq must increase"
         assert self.q.kind == "count" or np.all(np.diff(t) >= 0), "t must not decrease"
         if end is not None and len(seq):
-            keys = buf.view(self._key)
+            keys = self.held(self._key)
             assert keys[0] >= end - self.q.window and keys[-1] < end, "object outside the window"
         if self._edges is None:
             assert self.live == 0, "objects without a grid"
             return
-        x = buf.view("x")
-        assert np.array_equal(buf.view("score"), score(x, self._w)), "cached scores are stale"
+        x = self.held("x")
+        assert np.array_equal(self.held("score"), score(x, self._w)), "cached scores are stale"
         cells, outside = self._locate(x)
-        assert np.array_equal(cells, buf.view("cell")), "object in the wrong cell"
+        assert np.array_equal(cells, self.held("cell")), "object in the wrong cell"
         assert self._clamped == int(np.count_nonzero(outside)), "clamped count is wrong"
         total = self.cells
         head, tail = np.full(total, -1, np.int64), np.full(total, -1, np.int64)
         count, nxt = np.zeros(total, np.int64), np.full(self.live, -1, np.int64)
         if self.live:
-            self._link(np.arange(self._first, self._first + self.live), cells, head, tail, count, nxt, self._first)
+            self._link(np.arange(self._first, self._end), cells, head, tail, count, nxt, self._first)
         assert np.array_equal(head, self._head) and np.array_equal(tail, self._tail), "cell heads/tails are wrong"
         assert np.array_equal(count, self._count), "cell counts are wrong"
-        assert np.array_equal(nxt, buf.view("next")), "cell lists are broken"
+        assert np.array_equal(nxt, self.held("next")), "cell lists are broken"
         assert np.all(self._bound >= self.geometric_bounds()), "bound below the cell's corner"
         best = np.full(total, -np.inf)
-        np.maximum.at(best, cells, buf.view("score"))
+        np.maximum.at(best, cells, self.held("score"))
         assert np.all(self._bound >= best), "bound below an object of the cell"
         assert np.array_equal(np.sort(self._order), np.arange(total)), "visiting order is not a permutation"
-        assert np.array_equal(self._negb, -self._bound[self._order]) and np.all(self._negb[1:] >= self._negb[:-1]), \
-            "visiting order is not by descending bound"
+        assert np.array_equal(self._ordered_bound, self._bound[self._order]) \
+            and np.all(self._ordered_bound[1:] <= self._ordered_bound[:-1]), "visiting order is not by descending bound"

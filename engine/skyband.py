@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
+import sys
 
 import numpy as np
 from sortedcontainers import SortedList
 
-from .memory import OBJECT_FIELDS, Footprint, Layout, array_bytes, deep_size
+from .kernels import skyband as kernel
+from .memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size
 
 LAYOUT = Layout("dominance skyband", {"member": {**OBJECT_FIELDS, "score": 1, "counter": 1}})
 """One member: id, seq, t, score and its dominance counter (5 words), in k-skyband and SMA."""
+
+MEMBER_BYTES = LAYOUT.bytes(member=1)
+"""``LAYOUT``'s price of one member."""
+
+INITIAL_CAPACITY = 64
+"""Rows allocated at first; the columns double when full."""
+
+
+def fixed_bytes(algorithm, structures: tuple) -> int:
+    """Measured bytes of an algorithm's attributes other than its ``structures`` (counters,
+    marks, an empty answer), walked once when it is reset; ``answer_bytes`` adds the answer.
+
+    Used by k-skyband, SMA and TMA, whose ``memory()`` is then ``O(1)``.
+    """
+    return deep_size(algorithm.__dict__, exclude=(algorithm.q, algorithm.params, *structures))
+
+
+def answer_bytes(answer) -> int:
+    """The data of a cached answer's three columns (``O(1)``; ``None``: none cached)."""
+    return 0 if answer is None else 3 * WORD * len(answer)
 
 
 def dominance_counts(seq: np.ndarray) -> np.ndarray:
@@ -36,60 +57,25 @@ def dominance_counts(seq: np.ndarray) -> np.ndarray:
     return out
 
 
-def slide_skyband(values: list[float], k: int) -> tuple[list[int], list[int]]:
-    """The members of one slide's own k-skyband and their counters, newest first.
-
-    ``values`` are the scores of a slide in arrival order.  Arrival ``i`` is dominated by every
-    newer arrival scoring at least as much; scanning newest first with the ``k`` best scores
-    seen so far (a sorted list), ``i`` survives iff it beats the smallest of them (or fewer
-    than ``k`` were seen), and its counter is then the number of them scoring at least as
-    much.  ``O(m)`` comparisons plus ``O(log k + k)`` per survivor; plain Python, because
-    most arrivals cost one comparison.
-
-    >>> slide_skyband([3.0, 1.0, 2.0, 5.0], k=2)
-    ([3, 2, 0], [0, 1, 1])
-    """
-    m = len(values)
-    best: list[float] = []
-    kept: list[int] = []
-    counts: list[int] = []
-    for i in range(m - 1, max(m - 1 - k, -1), -1):  # the k newest always survive
-        value = values[i]
-        counts.append(len(best) - bisect_left(best, value))
-        kept.append(i)
-        insort(best, value)
-    floor = best[0] if len(best) == k else math.inf
-    for i in range(m - 1 - len(kept), -1, -1):
-        value = values[i]
-        if value > floor:
-            counts.append(k - bisect_left(best, value))
-            kept.append(i)
-            insort(best, value)
-            del best[0]
-            floor = best[0]
-    return kept, counts
-
-
 class DominanceSet:
     """Objects with dominance counters, sorted best first by ``(score, seq)``.
 
     Every member carries the number of members that dominate it (rank above it and are
-    newer).  :meth:`add` takes one slide of arrivals, all newer than every member: an arrival
-    dominates exactly the members scoring at most its score, so a member's counter rises by
-    the number of arrivals scoring at least as much, and an arrival's counter is the number
-    of newer arrivals scoring at least as much; members and arrivals reaching ``k`` leave.
-    This is the state that adding the arrivals one at a time would leave (an arrival that is
-    dropped within its slide has ``k`` newer, better arrivals, which dominate whatever it
-    dominated), so the set stays the k-skyband of what was added, minus expired objects.
+    newer).  :meth:`add` takes arrivals one at a time in arrival order, each newer than every
+    member (:func:`engine.kernels.skyband.insert_arrivals`): an arrival dominates exactly the
+    members scoring at most its score, whose counters rise by one; members reaching ``k``
+    leave, and the arrival enters with counter 0.  The set stays the k-skyband of what was
+    added, minus expired objects.
 
-    Storage: five exactly sized arrays (negated score, seq, id, t, counter), replaced on every
-    change; the expiry key is the ``seq`` or the ``t`` column (``key``), so the layout is 5
-    words per member (``LAYOUT``).
+    Storage: five columns (score, seq, id, t, counter) of the same capacity, the members in
+    the first ``len`` rows; the capacity doubles when full.  The expiry key is the ``seq`` or
+    the ``t`` column (``key``), so the layout is 5 words per member (``LAYOUT``).
 
     Examples
     --------
     >>> band = DominanceSet(k=2)
     >>> band.add(np.array([3.0, 1.0, 2.0, 5.0]), np.arange(4), np.arange(100, 104), np.arange(4))
+    4
     >>> band.scores().tolist(), band.counts().tolist(), band.dropped
     ([5.0, 3.0, 2.0], [0, 1, 1], 1)
     """
@@ -99,114 +85,114 @@ class DominanceSet:
             raise ValueError(f"key must be 'seq' or 't', got {key!r}")
         self.k = k
         self.key = key
-        self._neg = np.empty(0, np.float64)
-        self._seq = np.empty(0, np.int64)
-        self._ids = np.empty(0, np.int64)
-        self._t = np.empty(0, np.int64)
-        self._cnt = np.empty(0, np.int64)
         self.dropped = 0
+        self._size = 0
+        self._allocate(INITIAL_CAPACITY)
+        self._overhead = 0
+        self._overhead = deep_size(self, exclude=self._columns()) + sys.getsizeof(2 ** 40) * 2
 
     def __len__(self) -> int:
-        return len(self._neg)
+        return self._size
 
     def _columns(self) -> tuple[np.ndarray, ...]:
-        return self._neg, self._seq, self._ids, self._t, self._cnt
+        return self._score, self._seq, self._ids, self._t, self._count
 
-    def _set(self, columns) -> None:
-        self._neg, self._seq, self._ids, self._t, self._cnt = columns
+    def _allocate(self, capacity: int) -> None:
+        """Columns of ``capacity`` rows, the members copied over (``O(capacity)``)."""
+        size = self._size
+        old = self._columns() if size else None
+        self._score = np.empty(capacity, np.float64)
+        self._seq = np.empty(capacity, np.int64)
+        self._ids = np.empty(capacity, np.int64)
+        self._t = np.empty(capacity, np.int64)
+        self._count = np.empty(capacity, np.int64)
+        if old is not None:
+            for fresh, column in zip(self._columns(), old):
+                fresh[:size] = column[:size]
+        self._column_bytes = sum(sys.getsizeof(column) for column in self._columns())
 
-    def add(self, values: np.ndarray, seq: np.ndarray, ids: np.ndarray, t: np.ndarray) -> None:
-        """Insert one slide of arrivals (arrival order, newer than every member).
+    def _reserve(self, rows: int) -> None:
+        needed = self._size + rows
+        if needed > len(self._score):
+            self._allocate(max(needed, 2 * len(self._score)))
 
-        ``O(m)`` Python comparisons for the slide's own skyband (:func:`slide_skyband`), then
-        ``O(C + S log S)`` vectorised to raise, filter and merge, for ``C`` members and ``S``
-        surviving arrivals.
+    def add(self, values: np.ndarray, seq: np.ndarray, ids: np.ndarray, t: np.ndarray,
+            floor: float = -math.inf) -> int:
+        """Insert the arrivals scoring at least ``floor`` in arrival order, all newer than every
+        member; returns how many.
+
+        ``O(log C + D)`` compiled per arrival, ``D`` the members it dominates.
         """
         m = len(values)
         if m == 0:
-            return
-        k = self.k
-        kept, counts = slide_skyband(np.asarray(values, np.float64).tolist(), k)
-        kept = np.asarray(kept, np.int64)
-        new_neg = -np.asarray(values, np.float64)[kept]
-        self.dropped += m - len(kept)
-        if len(self):
-            # A member gains one counter per surviving arrival scoring at least as much.
-            ascending = np.sort(new_neg)
-            raised = self._cnt + np.searchsorted(ascending, self._neg, "right")
-            alive = raised < k
-            self.dropped += len(alive) - int(np.count_nonzero(alive))
-            old = [column[alive] for column in (self._neg, self._seq, self._ids, self._t)] + [raised[alive]]
-        else:
-            old = list(self._columns())
-        # Arrivals best first: by score descending, newer first among equal scores.
-        order = np.lexsort((-np.asarray(seq, np.int64)[kept], new_neg))
-        kept = kept[order]
-        new = [new_neg[order], np.asarray(seq, np.int64)[kept], np.asarray(ids, np.int64)[kept],
-               np.asarray(t, np.int64)[kept], np.asarray(counts, np.int64)[order]]
-        if not len(old[0]):
-            self._set(new)
-            return
-        # Newer, so an arrival goes before members with an equal score.
-        at = np.searchsorted(old[0], new[0], "left") + np.arange(len(kept))
-        is_new = np.zeros(len(old[0]) + len(kept), bool)
-        is_new[at] = True
-        merged = []
-        for before, arriving in zip(old, new):
-            column = np.empty(len(is_new), before.dtype)
-            column[is_new] = arriving
-            column[~is_new] = before
-            merged.append(column)
-        self._set(merged)
+            return 0
+        self._reserve(m)
+        self._size, dropped, added = kernel.insert_arrivals(
+            *self._columns(), self._size, self.k, floor, np.asarray(values, np.float64),
+            np.asarray(seq, np.int64), np.asarray(ids, np.int64), np.asarray(t, np.int64))
+        self.dropped += dropped
+        return added
 
     def expire(self, start: int) -> int:
         """Drop the members whose expiry key is below ``start``; returns how many (``O(C)``)."""
-        keys = self._seq if self.key == "seq" else self._t
-        alive = keys >= start
-        gone = len(alive) - int(np.count_nonzero(alive))
-        if gone:
-            self._set([column[alive] for column in self._columns()])
+        key = self._seq if self.key == "seq" else self._t
+        size = kernel.expire(*self._columns(), self._size, key, start)
+        gone = self._size - size
+        self._size = size
         return gone
 
     def truncate(self, m: int) -> None:
-        """Keep only the best ``m`` members (``O(m)``)."""
-        if m < len(self):
-            self._set([column[:m].copy() for column in self._columns()])
+        """Keep only the best ``m`` members (``O(1)``)."""
+        self._size = min(self._size, m)
 
     def load(self, scores, seq, ids, t, counts) -> None:
         """Replace the members, given best first with their counters (``O(m)``)."""
-        columns = [-np.asarray(scores, np.float64)] + [np.array(c, np.int64) for c in (seq, ids, t, counts)]
+        columns = [np.asarray(scores, np.float64)] + [np.asarray(c, np.int64) for c in (seq, ids, t, counts)]
         if len({len(c) for c in columns}) != 1 or any(c.ndim != 1 for c in columns):
             raise ValueError("skyband columns have different lengths")
-        self._set(columns)
+        m = len(columns[0])
+        self._size = 0
+        self._reserve(m)
+        for target, column in zip(self._columns(), columns):
+            target[:m] = column
+        self._size = m
 
     def scores(self, m: int | None = None) -> np.ndarray:
-        """Scores of the best ``m`` (default all) members, best first (a new array)."""
-        return -self._neg[:m]
+        """Scores of the best ``m`` (default all) members, best first (a copy)."""
+        return self._score[:self._size if m is None else min(m, self._size)].copy()
 
     def members(self, m: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(scores, seq, ids, t)`` of the best ``m`` (default all) members, best first (copies)."""
-        return -self._neg[:m], self._seq[:m].copy(), self._ids[:m].copy(), self._t[:m].copy()
+        top = self._size if m is None else min(m, self._size)
+        return self._score[:top].copy(), self._seq[:top].copy(), self._ids[:top].copy(), self._t[:top].copy()
 
     def counts(self) -> np.ndarray:
-        """Dominance counters, best first (read only: a view)."""
-        return self._cnt[:]
+        """Dominance counters, best first (a copy)."""
+        return self._count[:self._size].copy()
+
+    def modelled_bytes(self) -> int:
+        """``LAYOUT``'s price of the members (``O(1)``)."""
+        return MEMBER_BYTES * self._size
+
+    def measured_bytes(self) -> int:
+        """The columns at capacity and the set object (``O(1)``)."""
+        return self._column_bytes + self._overhead
 
     def footprint(self) -> Footprint:
-        """Modelled and measured memory (``O(1)``)."""
-        columns = self._columns()
-        measured = array_bytes(columns) + deep_size(self, exclude=columns)
-        return Footprint(LAYOUT, {"member": len(self)}, measured, 0, (self,))
+        """Modelled and measured memory (``O(1)``): the columns at capacity and the object."""
+        return Footprint(LAYOUT, {"member": self._size}, self.measured_bytes(), 0, (self,))
 
     def check(self, start: int | None = None) -> None:
         """Assert order, counters and expiry (``O(m log m)``)."""
-        neg, seq, cnt = self._neg, self._seq, self._cnt
+        size = self._size
+        assert 0 <= size <= len(self._score), "size outside the columns"
         assert len({len(c) for c in self._columns()}) == 1, "skyband columns differ in length"
+        score, seq, cnt = self._score[:size], self._seq[:size], self._count[:size]
         assert len(np.unique(seq)) == len(seq), "duplicate objects in the skyband"
-        order = np.lexsort((-seq, neg))
-        assert np.array_equal(order, np.arange(len(seq))), "skyband not sorted best first"
+        order = np.lexsort((-seq, -score))
+        assert np.array_equal(order, np.arange(size)), "skyband not sorted best first"
         assert np.all(cnt >= 0) and np.all(cnt < self.k), "counter outside 0..k-1"
         assert np.array_equal(cnt, dominance_counts(seq)), "dominance counters are wrong"
-        if start is not None and len(seq):
-            keys = seq if self.key == "seq" else self._t
+        if start is not None and size:
+            keys = seq if self.key == "seq" else self._t[:size]
             assert keys.min() >= start, "expired object in the skyband"

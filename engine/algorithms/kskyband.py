@@ -11,7 +11,7 @@ from ..memory import Footprint
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from ..skyband import DominanceSet
+from ..skyband import DominanceSet, answer_bytes, fixed_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 
 
@@ -27,14 +27,13 @@ class KSkyband(Algorithm):
     the top ``k`` candidates.  The set is kept sorted best first, so the dominated candidates
     are a suffix and the answer a prefix.
 
-    A slide's arrivals are applied together, with the result of adding them one at a time
-    (:meth:`~engine.skyband.DominanceSet.add`): the slide's own k-skyband by one Python
-    comparison per arrival (newest first, against the k-th best newer score), then one
-    vectorised pass raising the members' counters, dropping those at ``k`` and merging.
+    Arrivals are added one at a time in arrival order by a compiled kernel
+    (:func:`engine.kernels.skyband.insert_arrivals`); expiry is one compiled pass over the
+    candidates per slide (:func:`engine.kernels.skyband.expire`).
 
-    Complexity: ``process`` is ``O(s)`` comparisons plus ``O(C + S log S)`` vectorised per
-    slide (``C`` candidates, ``S`` surviving arrivals, expiry included); ``topk`` is ``O(k)``;
-    ``stats`` ``O(1)``.
+    Complexity: ``process`` is ``O(log C + D)`` per arrival (``C`` candidates, ``D`` of them
+    dominated by the arrival) plus ``O(C)`` per slide for expiry, all compiled; ``topk`` is
+    ``O(k)``; ``stats`` ``O(1)``.
 
     Memory: the dominance skyband's layout (``engine.skyband.LAYOUT``: 5 words per candidate,
     id, seq, t, score, dominance counter).  No window buffer is kept: ``retained ==
@@ -59,6 +58,7 @@ class KSkyband(Algorithm):
         self._end: int | None = None
         self._answer = Answer.empty()
         self._counters = {"arrivals": 0, "expired": 0}
+        self._fixed_bytes = fixed_bytes(self, (self._band,))
 
     def process(self, batch: Batch) -> None:
         band = self._band
@@ -84,6 +84,11 @@ class KSkyband(Algorithm):
 
     def footprints(self) -> list[Footprint]:
         return [self._band.footprint()]
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the member count and the kept sizes: ``O(1)``."""
+        band = self._band
+        return band.modelled_bytes(), band.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer)
 
     def dump_state(self) -> dict[str, Any]:
         scores, seq, ids, t = self._band.members()

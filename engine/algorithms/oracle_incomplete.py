@@ -6,12 +6,30 @@ from typing import Any
 
 import numpy as np
 
-from ..attributes import TUPLE_WORDS, AttributeAlgorithm, aggregate, check_weights
-from ..base import WORD
+from ..attributes import AttributeAlgorithm, aggregate, check_weights
+from ..memory import WORD, Footprint, Layout, deep_size
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
 from ..window import WindowBuffer
+
+WINDOW = Layout("oracle-incomplete window", {"tuple": {"id": 1, "stream": 1, "value": 1, "t": 1, "seq": 1}})
+"""A raw tuple: id, stream, value, t and seq (``TUPLE_WORDS``)."""
+
+
+TUPLE_PRICE = WINDOW.bytes(tuple=1)
+"""``WINDOW``'s price of one tuple."""
+
+
+class TupleWindow(WindowBuffer):
+    """The window's tuples in arrival order: id, stream, value, t and seq (layout ``WINDOW``)."""
+
+    def __init__(self) -> None:
+        super().__init__({"ids": np.int64, "stream": np.int64, "value": np.float64, "t": np.int64, "seq": np.int64})
+
+    def footprint(self) -> Footprint:
+        """Modelled and measured memory (``O(columns)``)."""
+        return Footprint(WINDOW, {"tuple": len(self)}, self.measured_bytes(), 0, (self,))
 
 
 @register
@@ -22,8 +40,9 @@ class OracleIncomplete(AttributeAlgorithm):
     each attribute summed in arrival order, unseen or expired attributes 0) and selects the
     top ``k`` by ``(score, seq of the newest tuple)``.  ``process`` is ``O(s)`` amortised,
     ``topk`` ``O(n log n + n d)``; ``query(weights, k)`` answers any non-negative weights.
-    ``retained`` counts tuples, ``candidates`` valid objects; ``bytes`` is
-    ``8 * TUPLE_WORDS`` per tuple.
+    ``retained`` counts tuples, ``candidates`` valid objects (counted by the slide's
+    aggregation, shared with ``topk``); ``bytes`` is ``8 * TUPLE_WORDS`` per tuple (layout
+    ``WINDOW``).  ``stats`` is ``O(1)`` after ``topk``, else ``O(n log n)`` once per slide.
 
     Examples
     --------
@@ -43,10 +62,11 @@ class OracleIncomplete(AttributeAlgorithm):
     summary = "brute force over the window's attribute tuples (exact reference; answers any weights)"
 
     def _reset(self) -> None:
-        self._window = WindowBuffer({"ids": np.int64, "stream": np.int64, "value": np.float64,
-                                     "t": np.int64, "seq": np.int64})
+        self._window = TupleWindow()
         self._answer: Answer | None = Answer.empty()
+        self._objects: int | None = 0
         self._end: int | None = None
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, self._window))
 
     def process(self, batch: Batch) -> None:
         ids, stream, value, _, seq = self._tuples(batch)
@@ -54,10 +74,15 @@ class OracleIncomplete(AttributeAlgorithm):
         self._window.expire_before(self.q.expiry_key, batch.window_start(self.q))
         self._end = batch.end
         self._answer = None
+        self._objects = None
 
     def topk(self) -> Answer:
         if self._answer is None:
-            self._answer = self.query(self.q.weights, self.q.k)
+            w = self._window
+            objects, attributes, newest = aggregate(w.view("ids"), w.view("stream"), w.view("value"),
+                                                    w.view("seq"), self.q.dimensions)
+            self._objects = len(objects)
+            self._answer = self._ranked(objects, attributes, newest, self.q.weights, self.q.k)
         return self._answer
 
     def query(self, weights, k: int) -> Answer:
@@ -69,8 +94,12 @@ class OracleIncomplete(AttributeAlgorithm):
         w = self._window
         objects, attributes, newest = aggregate(w.view("ids"), w.view("stream"), w.view("value"),
                                                 w.view("seq"), self.q.dimensions)
-        scores = score(attributes, query.weights) if len(objects) else np.empty(0)
-        top = top_indices(scores, newest, int(k))
+        return self._ranked(objects, attributes, newest, query.weights, int(k))
+
+    @staticmethod
+    def _ranked(objects, attributes, newest, weights, k: int) -> Answer:
+        scores = score(attributes, weights) if len(objects) else np.empty(0)
+        top = top_indices(scores, newest, k)
         return Answer(objects[top], scores[top], newest[top])
 
     def candidates(self) -> np.ndarray:
@@ -80,9 +109,18 @@ class OracleIncomplete(AttributeAlgorithm):
         return aggregate(w.view("ids"), w.view("stream"), w.view("value"), w.view("seq"), self.q.dimensions)[2]
 
     def _stats(self) -> dict[str, Any]:
-        n = len(self._window)
-        return {"candidates": len(np.unique(self._window.view("ids"))), "retained": n,
-                "bytes": WORD * TUPLE_WORDS * n}
+        if self._objects is None:
+            self._objects = len(np.unique(self._window.view("ids")))
+        return {"candidates": self._objects, "retained": len(self._window)}
+
+    def footprints(self) -> list[Footprint]:
+        return [self._window.footprint()]
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the tuple count and the buffer's size: ``O(1)``."""
+        window = self._window
+        answer = 0 if self._answer is None else 3 * WORD * len(self._answer)
+        return TUPLE_PRICE * len(window), window.measured_bytes() + self._fixed_bytes + answer
 
     def dump_state(self) -> dict[str, Any]:
         w = self._window
@@ -97,6 +135,7 @@ class OracleIncomplete(AttributeAlgorithm):
         self._window.append(**columns)
         self._end = data["end"]
         self._answer = None
+        self._objects = None
 
     def check(self) -> None:
         w = self._window

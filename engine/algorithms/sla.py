@@ -9,18 +9,39 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
-from ..attributes import TUPLE_WORDS, AttributeAlgorithm, attribute_sum, combine
-from ..base import WORD
+import sys
+
+from ..attributes import AttributeAlgorithm, attribute_sum, combine
 from ..jsondata import ints_in
+from ..memory import PY_FLOAT, PY_INT, Footprint, Layout, deep_size, python_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
 
-OBJECT_WORDS = 3
-"""Words per valid object besides its attributes: id, score and the seq of its newest tuple."""
+FIFO = Layout("sla tuples", {"tuple": {"id": 1, "stream": 1, "value": 1, "t": 1, "seq": 1}})
+"""A valid tuple in the FIFO (``TUPLE_WORDS``)."""
 
-ENTRY_WORDS = 2
-"""Words per sorted-list or view entry: a value (attribute or score) and a pointer."""
+OBJECTS = Layout("sla objects", {"object": {"id": 1, "score": 1, "seq": 1, "attributes": "d"}})
+"""A valid object: id, score, the seq of its newest tuple and its ``d`` attribute sums."""
+
+LISTS = Layout("sla sorted lists", {"entry": {"value": 1, "pointer": 1}})
+"""An entry of a per-stream sorted list: the attribute and a pointer to its object."""
+
+VIEW = Layout("sla view", {"entry": {"score": 1, "pointer": 1}})
+"""An entry of the top-``k_max`` view: the score and a pointer to its object."""
+
+TUPLE_BYTES = python_bytes((0, 0, 0, 0, 0)) + 3 * PY_INT + PY_FLOAT
+"""Measured bytes of a FIFO row: the 5-tuple, its key, seq and id and its value (shared with
+its object's deque); the stream number is a cached small int."""
+
+LIST_ENTRY_BYTES = python_bytes((0.5, 0)) + PY_FLOAT + 8
+"""A sorted-list entry: the pair, the attribute sum it holds and its slot in a sublist."""
+
+VIEW_ENTRY_BYTES = python_bytes((0.5, 0, 0)) + 8
+"""A view entry: the triple (score, seq and id are the object's and a row's) and its slot."""
+
+SUBLIST_BYTES = python_bytes([])
+"""A sorted list's sublist without its slots."""
 
 
 class _Object:
@@ -34,6 +55,20 @@ class _Object:
         self.score = 0.0
         self.seq = -1
         self.tuples = 0
+
+
+def _object_bytes(d: int) -> int:
+    """Measured bytes of a valid object with ``d`` streams: the instance, its lists, its ``d``
+    deques (one block each) and its score."""
+    sample = _Object(d)
+    return python_bytes(sample, sample.values, sample.sums, *sample.values) + PY_FLOAT
+
+
+def _sorted_list_bytes(entries: SortedList) -> int:
+    """A sorted list without its entries: the object, its attributes' lists and its sublists
+    (``O(1)``: the sublists hold ``load`` entries each)."""
+    return python_bytes(entries, vars(entries), entries._lists, entries._maxes, entries._index) \
+        + SUBLIST_BYTES * len(entries._lists)
 
 
 @register
@@ -53,8 +88,11 @@ class SLA(AttributeAlgorithm):
     reported (score 0) compete, newest first, from the FIFO.
 
     ``retained`` counts tuples (the paper's measure), ``candidates`` valid objects.
-    ``bytes``: ``TUPLE_WORDS`` per tuple, ``OBJECT_WORDS + d`` per object, ``ENTRY_WORDS``
-    per list entry and per view entry.
+    ``bytes``: ``TUPLE_WORDS`` per tuple (layout ``FIFO``), ``3 + d`` per object
+    (``OBJECTS``), 2 per list entry (``LISTS``) and per view entry (``VIEW``).
+    ``measured_bytes``: the containers' sizes plus per-record sizes measured once at import
+    (``TUPLE_BYTES``, ``_object_bytes``, ``LIST_ENTRY_BYTES``, ``VIEW_ENTRY_BYTES``);
+    ``stats`` is ``O(d)``.
 
     Examples
     --------
@@ -77,12 +115,15 @@ class SLA(AttributeAlgorithm):
         self._k_max = self.params["k_max"] or 2 * self.q.k
         if self._k_max < self.q.k:
             raise ValueError(f"k_max must be 0 (meaning 2k) or >= k ({self.q.k}), got {self._k_max}")
+        self._object_bytes = _object_bytes(d)
         self._fifo: deque = deque()
         self._objects: dict[int, _Object] = {}
         self._lists = [SortedList() for _ in range(d)]
         self._view = SortedList()
         self._end: int | None = None
         self._counters = {"arrivals": 0, "expirations": 0, "recomputations": 0, "sorted_accesses": 0}
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, self._fifo, self._objects,
+                                                              self._lists, self._view))
 
     # ------------------------------------------------------------------ maintenance
 
@@ -208,12 +249,26 @@ class SLA(AttributeAlgorithm):
         return np.fromiter((obj.seq for obj in self._objects.values()), np.int64, len(self._objects))
 
     def _stats(self) -> dict[str, Any]:
+        return {"candidates": len(self._objects), "retained": len(self._fifo), "view": len(self._view),
+                **self._counters}
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the structures' sizes and the per-record sizes: ``O(d)``."""
+        parts = self.footprints()
+        return sum(part.modelled for part in parts), sum(part.measured for part in parts) + self._fixed_bytes
+
+    def footprints(self) -> list[Footprint]:
         d = self.q.dimensions
-        entries = sum(len(entries) for entries in self._lists) + len(self._view)
-        return {"candidates": len(self._objects), "retained": len(self._fifo),
-                "bytes": WORD * (TUPLE_WORDS * len(self._fifo) + (OBJECT_WORDS + d) * len(self._objects)
-                                 + ENTRY_WORDS * entries),
-                "view": len(self._view), **self._counters}
+        fifo, objects, lists, view = self._fifo, self._objects, self._lists, self._view
+        entries = sum(len(entries) for entries in lists)
+        return [
+            Footprint(FIFO, {"tuple": len(fifo)}, sys.getsizeof(fifo) + TUPLE_BYTES * len(fifo), d, (fifo,)),
+            Footprint(OBJECTS, {"object": len(objects)},
+                      sys.getsizeof(objects) + self._object_bytes * len(objects), d, (objects,)),
+            Footprint(LISTS, {"entry": entries}, sys.getsizeof(lists) + LIST_ENTRY_BYTES * entries
+                      + sum(_sorted_list_bytes(entries) for entries in lists), d, (lists,)),
+            Footprint(VIEW, {"entry": len(view)}, _sorted_list_bytes(view) + VIEW_ENTRY_BYTES * len(view), d,
+                      (view,))]
 
     def dump_state(self) -> dict[str, Any]:
         columns = list(zip(*self._fifo)) if self._fifo else [[]] * 5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -12,13 +13,16 @@ from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
-from ..skyband import DominanceSet, dominance_counts
+from ..skyband import DominanceSet, answer_bytes, dominance_counts, fixed_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 
 _EMPTY_F = np.empty(0, np.float64)
 
 THETA = Layout("sma theta", {"theta": {"score": 1, "seq": 1}})
 """The k-th object of the last computation: its score and seq."""
+
+THETA_BYTES = THETA.bytes(theta=1)
+"""``THETA``'s price when ``theta`` is set."""
 
 
 @register
@@ -46,10 +50,12 @@ class SMA(Algorithm):
 
     Parameters: ``cells_per_dim`` (0: automatic, see ``Grid``).
 
-    Complexity: ``process`` is ``O(s log s)`` vectorised for the grid, ``O(|S|)`` for the
-    skyband's expiry, ``O(log |S| + D)`` per qualifying arrival (``D`` members dominated),
-    and on a rescan ``O(c^d)`` vectorised plus ``O(v + k log k)`` per visited cell;
-    ``topk`` is ``O(k)``; ``stats`` ``O(1)``.
+    Complexity, all compiled (:mod:`engine.kernels.grid`, :mod:`engine.kernels.skyband`):
+    ``process`` is ``O(d)`` per arrival and per expiry for the grid, ``O(|S|)`` for the
+    skyband's expiry, ``O(s + Q (log Q + k) + |S|)`` per slide for the ``Q`` qualifying
+    arrivals entering the skyband, and on a rescan ``O(v log k)`` for the ``v`` objects of
+    the visited cells plus ``O(k^2)`` vectorised for the counters; ``topk`` is ``O(k)``;
+    ``stats`` ``O(1)``.
 
     Memory: the grid's layout (``engine.grid.LAYOUT``: ``d + 6`` words per object, 6 per cell,
     the edges), the dominance skyband's (``engine.skyband.LAYOUT``: 5 words per member, the
@@ -80,6 +86,7 @@ class SMA(Algorithm):
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
         self._counters = {"rescans": 0, "anchors": 0, "arrivals": 0, "qualified": 0}
+        self._fixed_bytes = fixed_bytes(self, (self._grid, self._band))
 
     def process(self, batch: Batch) -> None:
         grid, band, k = self._grid, self._band, self.q.k
@@ -93,10 +100,8 @@ class SMA(Algorithm):
         grid.maintain()
         self._counters["arrivals"] += len(batch)
         if len(batch):
-            qualify = np.arange(len(batch)) if self._theta is None else np.flatnonzero(values >= self._theta[0])
-            if len(qualify):
-                self._counters["qualified"] += len(qualify)
-                band.add(values[qualify], batch.seq[qualify], batch.ids[qualify], batch.t[qualify])
+            floor = -math.inf if self._theta is None else self._theta[0]
+            self._counters["qualified"] += band.add(values, batch.seq, batch.ids, batch.t, floor)
         if self._theta is not None:
             if len(band) < k:
                 self._rescan()
@@ -132,6 +137,13 @@ class SMA(Algorithm):
     def footprints(self) -> list[Footprint]:
         theta = Footprint(THETA, {"theta": int(self._theta is not None)}, 0)
         return [self._grid.footprint(), self._band.footprint(), theta]
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the structures' counts and kept sizes: ``O(1)``."""
+        grid, band = self._grid, self._band
+        theta = THETA_BYTES if self._theta is not None else 0
+        return (grid.modelled_bytes() + band.modelled_bytes() + theta,
+                grid.measured_bytes() + band.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer))
 
     def dump_state(self) -> dict[str, Any]:
         seq = self._band.members()[1]

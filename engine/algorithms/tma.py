@@ -2,23 +2,72 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
 from ..base import Algorithm
-from ..memory import Footprint, Layout, array_bytes
-from ..ranking import Answer, score, top_indices
+from ..memory import Footprint, Layout, deep_size
+from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
+from ..skyband import answer_bytes, fixed_bytes
 from ..jsondata import ints_in
+from ..kernels import tma as kernel
 
-_EMPTY_I = np.empty(0, np.int64)
 _EMPTY_F = np.empty(0, np.float64)
 
 RESULT = Layout("tma result", {"object": {"pointer": 1, "score": 1, "seq": 1}})
 """A result object: its grid position, with its score and seq beside it for the k-th test."""
+
+RESULT_BYTES = RESULT.bytes(object=1)
+"""``RESULT``'s price of one result object."""
+
+
+INITIAL_RESULT = 1024
+"""Rows of the result's columns at first (at most ``k``); they grow up to ``k`` when needed."""
+
+
+class Result:
+    """TMA's result ``R``: positions, scores and seq of the top objects, best first, in columns
+    of fixed capacity (the first ``size`` rows); layout ``RESULT``."""
+
+    def __init__(self, capacity: int) -> None:
+        self.size = 0
+        self._allocate(capacity)
+        self._overhead = deep_size(self, exclude=(self.pos, self.score, self.seq)) + deep_size(2 ** 40)
+
+    def _allocate(self, capacity: int) -> None:
+        fresh = np.empty(capacity, np.int64), np.empty(capacity, np.float64), np.empty(capacity, np.int64)
+        for column, old in zip(fresh, (getattr(self, "pos", None), getattr(self, "score", None),
+                                       getattr(self, "seq", None))):
+            if old is not None:
+                column[:self.size] = old[:self.size]
+        self.pos, self.score, self.seq = fresh
+        self._column_bytes = sum(sys.getsizeof(column) for column in fresh)
+
+    def reserve(self, rows: int) -> None:
+        """Make room for ``rows`` objects (``O(rows)`` when it grows)."""
+        if rows > len(self.pos):
+            self._allocate(max(rows, 2 * len(self.pos)))
+
+    def set(self, pos: np.ndarray, scores: np.ndarray, seq: np.ndarray) -> None:
+        """Replace the result by objects given best first (``O(len(pos))``)."""
+        m = len(pos)
+        self.size = 0
+        self.reserve(m)
+        self.pos[:m], self.score[:m], self.seq[:m] = pos, scores, seq
+        self.size = m
+
+    def measured_bytes(self) -> int:
+        """The columns at capacity and the object (``O(1)``)."""
+        return self._column_bytes + self._overhead
+
+    def footprint(self) -> Footprint:
+        """Modelled and measured memory (``O(1)``)."""
+        return Footprint(RESULT, {"object": self.size}, self.measured_bytes(), 0, (self,))
 
 
 @register
@@ -37,9 +86,10 @@ class TMA(Algorithm):
 
     Parameters: ``cells_per_dim`` (0: automatic, see ``Grid``).
 
-    Complexity: ``process`` is ``O(s log s)`` vectorised for the grid updates plus, on a
-    rescan, ``O(c^d)`` vectorised and ``O(v + k log k)`` per visited cell; ``topk`` is
-    ``O(k)``; ``stats`` ``O(1)``.
+    Complexity, all compiled (:mod:`engine.kernels.grid`, :mod:`engine.kernels.tma`):
+    ``process`` is ``O(d)`` per arrival and per expiry for the grid, ``O(k)`` per arrival
+    entering ``R``, and on a rescan ``O(v log k)`` for the ``v`` objects of the visited
+    cells; ``topk`` is ``O(k)``; ``stats`` ``O(1)``.
 
     Memory: the grid's layout (``engine.grid.LAYOUT``: ``d + 6`` words per object, 6 per cell,
     the edges) plus ``RESULT``, 3 words per result object (grid position, score, seq).
@@ -63,72 +113,69 @@ class TMA(Algorithm):
 
     def _reset(self) -> None:
         self._grid = Grid(self.q, self.params["cells_per_dim"])
-        self._pos = _EMPTY_I
-        self._scores = _EMPTY_F
-        self._seq = _EMPTY_I
+        self._result = Result(min(self.q.k, INITIAL_RESULT))
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
         self._counters = {"rescans": 0, "arrivals": 0, "region_arrivals": 0, "entered": 0}
+        self._fixed_bytes = fixed_bytes(self, (self._grid, self._result))
 
     def process(self, batch: Batch) -> None:
-        grid, k = self._grid, self.q.k
-        values = score(batch.x, self.q.weights) if len(batch) else _EMPTY_F
+        grid, result, k, m = self._grid, self._result, self.q.k, len(batch)
+        values = score(batch.x, self.q.weights) if m else _EMPTY_F
         grid.expire(batch.window_start(self.q))
         pos = grid.insert(batch, values)
         grid.maintain()
-        self._counters["arrivals"] += len(batch)
-        if len(self._pos) and self._pos.min() < grid.first_pos:
+        self._counters["arrivals"] += m
+        if result.size and result.pos[:result.size].min() < grid.first_pos:
             self._recompute()
-        elif len(batch):
-            if len(self._pos) < k:
-                enter = np.ones(len(batch), bool)
-                self._counters["region_arrivals"] += len(batch)
-            else:
-                kth = self._scores[-1]
-                region = grid.bound_of(grid.column("cell", pos)) >= kth
-                self._counters["region_arrivals"] += int(np.count_nonzero(region))
-                enter = region & (values >= kth)
-            if enter.any():
-                self._counters["entered"] += int(np.count_nonzero(enter))
-                allpos = np.concatenate((self._pos, pos[enter]))
-                allscores = np.concatenate((self._scores, values[enter]))
-                allseq = np.concatenate((self._seq, batch.seq[enter]))
-                top = top_indices(allscores, allseq, k)
-                self._pos, self._scores, self._seq = allpos[top], allscores[top], allseq[top]
+        elif m:
+            result.reserve(min(k, result.size + m))
+            result.size, region, entered = kernel.enter_result(
+                result.pos, result.score, result.seq, result.size, k, int(pos[0]), m, *grid.kernel_columns())
+            self._counters["region_arrivals"] += region
+            self._counters["entered"] += entered
         self._end = batch.end
         self._answer = None
 
     def _recompute(self) -> None:
         self._counters["rescans"] += 1
-        self._pos, self._scores, self._seq = self._grid.top(self.q.k)
+        self._result.set(*self._grid.top(self.q.k))
 
     def topk(self) -> Answer:
         if self._answer is None:
-            self._answer = Answer(self._grid.column("ids", self._pos), self._scores.copy(), self._seq.copy())
+            result = self._result
+            size = result.size
+            self._answer = Answer(self._grid.column("ids", result.pos[:size]), result.score[:size].copy(),
+                                  result.seq[:size].copy())
         return self._answer
 
     def candidates(self) -> np.ndarray:
-        return self._seq.copy()
+        return self._result.seq[:self._result.size].copy()
 
     def _stats(self) -> dict[str, Any]:
         grid = self._grid
-        return {"candidates": len(self._pos), "retained": grid.live, **self._counters, **grid.counters,
+        return {"candidates": self._result.size, "retained": grid.live, **self._counters, **grid.counters,
                 "cells": grid.cells}
 
     def footprints(self) -> list[Footprint]:
-        result = (self._pos, self._scores, self._seq)
-        return [self._grid.footprint(),
-                Footprint(RESULT, {"object": len(self._pos)}, array_bytes(result), 0, result)]
+        return [self._grid.footprint(), self._result.footprint()]
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the structures' counts and kept sizes: ``O(1)``."""
+        grid, result = self._grid, self._result
+        return (grid.modelled_bytes() + RESULT_BYTES * result.size,
+                grid.measured_bytes() + result.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer))
 
     def dump_state(self) -> dict[str, Any]:
-        return {"end": self._end, "grid": self._grid.dump(), "result": self._seq.tolist(),
+        result = self._result
+        return {"end": self._end, "grid": self._grid.dump(), "result": result.seq[:result.size].tolist(),
                 "counters": dict(self._counters)}
 
     def load_state(self, data: dict[str, Any]) -> None:
         grid = self._grid
         grid.load(data["grid"])
-        self._pos = grid.positions_of(ints_in(data["result"], "result"))
-        self._scores, self._seq = grid.column("score", self._pos), grid.column("seq", self._pos)
+        pos = grid.positions_of(ints_in(data["result"], "result"))
+        self._result.set(pos, grid.column("score", pos), grid.column("seq", pos))
         self._end = data["end"] if data["end"] is None else int(data["end"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None
@@ -136,7 +183,9 @@ class TMA(Algorithm):
     def check(self) -> None:
         grid = self._grid
         grid.check(self._end)
-        expected = grid.top_all(self.q.k)
-        assert np.array_equal(self._pos, expected), "result is not the top-k of the window"
-        assert np.array_equal(self._scores, grid.column("score", self._pos)), "result scores are stale"
-        assert np.array_equal(self._seq, grid.column("seq", self._pos)), "result seq are stale"
+        result = self._result
+        pos = result.pos[:result.size]
+        assert result.size <= min(self.q.k, len(result.pos)), "result larger than k"
+        assert np.array_equal(pos, grid.top_all(self.q.k)), "result is not the top-k of the window"
+        assert np.array_equal(result.score[:result.size], grid.column("score", pos)), "result scores are stale"
+        assert np.array_equal(result.seq[:result.size], grid.column("seq", pos)), "result seq are stale"

@@ -1,1 +1,1 @@
-"""Compiled (numba) kernels of the engine: plain functions over numpy arrays."""
+"""Compiled kernels (numba): the per-object and per-slide steps of the algorithms, over numpy arrays."""
