@@ -35,7 +35,7 @@ INCOMPLETE_COLUMNS = ["case", "algorithm", "objects_per_s", "vs_oracle", "vs_sql
                       "abs_error", "measured_bytes", "status"]
 
 
-FULL_SETTINGS = {"repeats": 3, "budget": 1.0, "fill_limit": 90.0, "repeat_budget": 30.0, "turnover_limit": 150.0}
+FULL_SETTINGS = {"repeats": 3, "budget": 1.0, "fill_limit": 60.0, "repeat_budget": 20.0, "turnover_limit": 120.0}
 QUICK_SETTINGS = {"repeats": 3, "budget": 0.15, "fill_limit": 10.0, "repeat_budget": 5.0, "turnover_limit": 20.0}
 """Per algorithm and case: timed runs; CPU seconds a row may time beyond its minimum of slides (only
 where the stream holds more: time windows); the longest one window fill may take (traced); the CPU

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import engine
-from benchmarks import harness, report
+from benchmarks import harness, report, run
 from benchmarks.common import MIN_TIMED_SLIDES, TooSlow, measure_runs, required_slides
 from benchmarks.registry import Case
 
@@ -338,3 +338,15 @@ def test_a_harness_row_covers_its_minimum_and_says_so(monkeypatch):
     assert sorted(row["algorithm"] for row in rows) == ["mintopk", "oracle"]       # `only`: no SQL either
     for row in rows:
         assert row["required_slides"] == 200 and row["timed_slides"] == 200 and row["thin"] is False
+
+
+def test_projected_seconds_of_an_earlier_row_under_the_turnover_rule():
+    cfg = {"repeats": 3, "fill_limit": 60.0, "repeat_budget": 20.0, "turnover_limit": 120.0}
+    # n = 100,000, s = 1,000: 200 slides of 1,000 objects at 1M objects/s = 0.2 s each run untraced;
+    # fill 2 s traced: 2 + 3 x 0.2 traced, then 3 runs of (1 + 0.2)
+    row = {"objects_per_s": 1e6, "s": 1_000, "n": 100_000, "fill_seconds": 2.0, "kind": "count"}
+    assert run.projected_seconds(row, cfg) == pytest.approx(2 + 0.6 + 3 * 1.2)
+    assert run.projected_seconds({**row, "fill_seconds": 80.0}, cfg) == 60.0           # skipped at its fill
+    slow = {**row, "s": 10, "objects_per_s": 1_000.0}                                  # 10,000 slides x 10 s
+    assert run.projected_seconds(slow, cfg) == pytest.approx(2 + 120)                  # skipped at the limit
+    assert run.projected_seconds({**row, "kind": "time"}, cfg) is None
