@@ -512,6 +512,13 @@ def claims_section(paper: dict, frames: dict[str, pd.DataFrame]) -> str:
         out.append(md_table(part, ["figure", "claim", "paper_figure", "ours", "verdict", "comparable", "source", "cause"],
                             ["paper and figure", "claim", "paper's figure", "ours", "verdict",
                              "comparable? how scaled", "source", "measured cause of a difference"]) + "\n")
+    left = paper.get("experiments_left", [])
+    if left:
+        present = {name.removesuffix(".csv") for name in frames}
+        out.append("Experiments of the papers not run here, and why:\n\n" + "\n".join(
+            f"- *{item['paper']}, {item['figure']}*: {item['why']}"
+            + (" (present in these results)" if item["paper"] == "multi-query" and "multi" in present else "")
+            for item in left) + "\n")
     models = paper.get("models", [])
     if models:
         out.append("Not papers' figures: our own models, in the notes they come from:\n\n"
@@ -1101,7 +1108,8 @@ def incomplete_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
            "ingest's mapping (`pipelines/worldcup.py`, read here without Spark): clients are objects, the "
            "site sections images, english, french, other are the streams (the first d of them), bytes per "
            "client, section and 5 s chunk over the largest chunk are the values; EAA's `occurrences` is the "
-           "most chunks one client has in one stream within a window, measured on the stream.\n"]
+           "most chunks one client has in one stream within a window, measured on the stream.\n",
+           f"Choices these figures rest on: {inc['setting']}\n"]
     out.append(CLAIMS_LINK)
     data = family_rows(grid, "incomplete")
     if data.empty:
