@@ -285,6 +285,8 @@ def with_derived(frame: pd.DataFrame) -> pd.DataFrame:
             out["us_per_object"] = out["us_per_object"].fillna(1e6 * out["time"])
     if {"avg_candidates", "k"} <= set(out.columns):
         out["candidates_per_k"] = out["avg_candidates"] / out["k"]
+    if "data" in out and "D" not in out:       # bench_sao names its drift in the data label ("gaussian D=1")
+        out["D"] = pd.to_numeric(out["data"].astype(str).str.extract(r"D=([0-9.]+)", expand=False), errors="coerce")
     if "vs_sortedkeys" in out:
         out["sortedkeys_speedup"] = 1.0 / out["vs_sortedkeys"]
     if {"response_ms_std", "response_ms_mean"} <= set(out.columns):
@@ -405,6 +407,8 @@ def evaluate_claim(claim: dict, frames: dict[str, pd.DataFrame], paper: dict) ->
         verdict, ours = found
         out["ours"] = ours
         out["verdict"] = verdict + (" (provisional: thin samples)" if provisional else "")
+        if verdict != "reproduced" and not out["cause"]:
+            out["cause"] = "no cause measured yet"
         left = int(thin.sum()) if not provisional else 0
         out["source"] = (f"`{source['bench']}`, {len(used)} rows" + (f"; {left} thin rows left out" if left else "")
                          + (f"; {int(thin.sum())} of them below the minimum of timed slides" if provisional else ""))
@@ -446,7 +450,7 @@ def _judge(claim: dict, rows: pd.DataFrame, metric: str, scale: float, paper: fl
             mine, others = values[claim["a"]], values.drop(claim["a"])
             wins += all(beats(mine, other) for other in others)
             last += all(beats(other, mine) for other in others)
-            shown.append(f"{key[0] if isinstance(key, tuple) else key}: " + ", ".join(f"{n} {fmt(v * scale)}" for n, v in values.items()))
+            shown.append(f"{fmt(key[0] if isinstance(key, tuple) else key)}: " + ", ".join(f"{n} {fmt(v * scale)}" for n, v in values.items()))
         if not total:
             return None
         return (lowest_verdict(wins, last, total),
