@@ -157,7 +157,7 @@ def ratio_verdict(ours: float, paper: float, bound: str, tolerance: float = 0.0)
     paper's figure, ``at_most``/``at_least`` at or beyond it, is ``reproduced``; otherwise
     ``reproduced in shape``.
 
-    >>> ratio_verdict(0.2, 0.17, "about", 1.0), ratio_verdict(0.97, 0.17, "about", 1.0)
+    >>> ratio_verdict(0.2, 0.17, "about", 1.0), ratio_verdict(0.8, 0.17, "about", 1.0)
     ('reproduced', 'reproduced in shape')
     >>> ratio_verdict(1.01, 0.17, "about", 1.0), ratio_verdict(1.37, 0.17, "about", 1.0)
     ('not reproduced', 'reversed')
