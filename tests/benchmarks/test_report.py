@@ -350,3 +350,11 @@ def test_projected_seconds_of_an_earlier_row_under_the_turnover_rule():
     slow = {**row, "s": 10, "objects_per_s": 1_000.0}                                  # 10,000 slides x 10 s
     assert run.projected_seconds(slow, cfg) == pytest.approx(2 + 120)                  # skipped at the limit
     assert run.projected_seconds({**row, "kind": "time"}, cfg) is None
+
+
+def test_the_docstring_examples_hold():
+    import doctest
+
+    from benchmarks import common
+    for module in (report, common):
+        assert doctest.testmod(module).failed == 0, module.__name__
