@@ -450,7 +450,7 @@ def _judge(claim: dict, rows: pd.DataFrame, metric: str, scale: float, paper: fl
             mine, others = values[claim["a"]], values.drop(claim["a"])
             wins += all(beats(mine, other) for other in others)
             last += all(beats(other, mine) for other in others)
-            shown.append(f"{fmt(key[0] if isinstance(key, tuple) else key)}: " + ", ".join(f"{n} {fmt(v * scale)}" for n, v in values.items()))
+            shown.append(f"{fmt(key[-1] if isinstance(key, tuple) else key)}: " + ", ".join(f"{n} {fmt(v * scale)}" for n, v in values.items()))
         if not total:
             return None
         return (lowest_verdict(wins, last, total),
