@@ -1409,6 +1409,21 @@ def header(frames: dict[str, pd.DataFrame]) -> str:
         ""])
 
 
+def timing_md(frames: dict[str, pd.DataFrame]) -> str:
+    """How long each part of the run took, from the rows themselves (grid: the wall seconds of its
+    algorithms' rows; modules: the module's wall time), with the load average while it ran."""
+    lines = ["| part | rows | wall seconds | mode | load average (1 min) |", "|---|---|---|---|---|"]
+    for bench, frame in frames.items():
+        seconds = (frame["wall_seconds"].sum() if bench.startswith("grid-") and "wall_seconds" in frame
+                   else frame["module_seconds"].dropna().iloc[0] if "module_seconds" in frame
+                   and frame["module_seconds"].notna().any() else None)
+        load = frame["load_1m_at"].dropna() if "load_1m_at" in frame else pd.Series(dtype=float)
+        mode = "quick" if "quick" in frame and frame["quick"].fillna(False).astype(bool).any() else "full"
+        lines.append(f"| {bench} | {len(frame)} | {fmt(seconds)} | {mode} | "
+                     + (f"{fmt(load.min())}-{fmt(load.max())}" if len(load) else "") + " |")
+    return "\n".join(lines)
+
+
 def methods() -> str:
     """The Method section; every number in it is read from the harness' own constants."""
     full, quick = harness.FULL_SETTINGS, harness.QUICK_SETTINGS
@@ -1489,7 +1504,9 @@ def main(argv=None) -> pathlib.Path:
     plots = Plots(args.out.parent / PLOTS.name, args.out.parent)
     parts = [header(frames), claims_section(paper, frames), targets_section(paper, everything),
              single_section(grid, paper, plots),
-             sao_section(grid, paper, plots), incomplete_section(grid, paper, plots), modules_section(frames), methods(),
+             sao_section(grid, paper, plots), incomplete_section(grid, paper, plots), modules_section(frames),
+             methods() + "\n**Time per part in these results** (`python -m benchmarks.run --estimate` projects "
+             "each part under the current harness from them):\n\n" + timing_md(frames) + "\n",
              f"*Report written {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.*\n"]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")

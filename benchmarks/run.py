@@ -14,7 +14,10 @@
    benchmark: a run replaces the files of the families and modules it ran and keeps the others';
    ``latest.json`` holds all this run's rows for the dashboard).
 4. ``docs/REPORT.md`` and its plots are regenerated from those CSV files
-   (``benchmarks.report``).
+   (``benchmarks.report``), and the generated tables of ``docs/algorithms/*.md``.
+
+``--estimate`` runs nothing: it projects how long each part would take under the current harness
+from the rows of the last run in ``benchmarks/results/``.
 """
 
 from __future__ import annotations
