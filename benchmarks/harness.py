@@ -108,7 +108,7 @@ def run_case(case: Case, quick: bool, log=print) -> list[dict]:
     if oracle_name not in registered or (case.family == "sao" and not others):
         log(f"  skip {case.label}: no {oracle_name if oracle_name not in registered else 'index'} registered")
         return []
-    cfg = settings(quick)
+    cfg = {**settings(quick), **dict(case.limits)}
     query = case.query()
     data, trace_rows = stream_for(case, quick, timed_rows(case))
     batches = list(engine.slides(data, query))

@@ -247,13 +247,14 @@ def estimate(results: pathlib.Path, quick: bool = False) -> list[dict]:
         seconds, known, unknown, skipped = 0.0, 0, 0, 0
         for case in cases(quick):
             part = by_case.get(case.label)
-            projections = [projected_seconds(row, cfg) for row in part.to_dict("records")] if part is not None else []
+            limits = {**cfg, **dict(case.limits)}
+            projections = [projected_seconds(row, limits) for row in part.to_dict("records")] if part is not None else []
             if not projections or any(p is None for p in projections):
                 unknown += 1
                 continue
             known += 1
             seconds += sum(projections)
-            skipped += sum(p >= cfg["turnover_limit"] for p in projections)
+            skipped += sum(p >= limits["turnover_limit"] for p in projections)
         out.append({"part": f"grid {family}", "cases": known + unknown, "projected_cases": known,
                     "projected_seconds": round(seconds), "cases_without_data": unknown,
                     "rows_hitting_turnover_limit": skipped})
