@@ -1070,7 +1070,6 @@ def sao_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
             out.append(plots.save(line_chart(part, column, "objects_per_s", f"throughput vs {label}",
                                              log_x=sweep == "memory", x_title=label, y_title="tuples/s"),
                                   f"sao-throughput-{sweep}", f"throughput vs {label}"))
-    index = ok(data[data["algorithm"] != "oracle"])
     out.append("\n### What differs from the paper, and why\n")
     out.append("Every trend the paper reports is judged in the [claims table](#claims-of-the-papers), on "
                "`bench_sao`'s table where it has the sweep, else on this grid.\n")
