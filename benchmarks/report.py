@@ -2,9 +2,23 @@
 
 ``python -m benchmarks.report [--results benchmarks/results]`` reads the CSV files the last
 ``make bench`` / ``make bench-quick`` wrote and ``benchmarks/paper_figures.json`` (the papers'
-numbers and the issues' targets), and writes, for every paper, our figures beside theirs, and
-for every target of the issues whether the measurement meets it.  Nothing in the report is
-typed by hand except the explanations of method; every number comes from the results.
+tables, their headline claims with the rule that judges each, the issues' targets), and writes:
+
+* the **claims table**: every headline claim of the four papers, the paper's figure (as printed,
+  or computed from its table), ours on the closest setting, how the settings differ, a verdict
+  computed by rule (:func:`ratio_verdict`, :func:`value_verdict`, :func:`trend_verdict`,
+  :func:`lowest_verdict`, :func:`series_verdict`; a tie is not a win) and the measured cause of
+  a difference;
+* every **target** of the issues, met or not (two-sided targets tested on both sides);
+* each paper's section, the modules' own tables, and the Method section from the harness'
+  constants;
+* the tables between ``<!-- generated:NAME -->`` and ``<!-- /generated -->`` in
+  ``docs/algorithms/*.md`` (:func:`write_doc_tables`; nothing outside the markers is touched).
+
+A row timed over fewer slides than the harness minimum (one window turnover or 200 slides) is
+*thin*: it never sets a figure or a range, and a verdict resting on thin rows only is marked
+provisional.  Nothing in the report is typed by hand that the results or
+``paper_figures.json`` hold.
 
 Plots: Altair, saved as SVG with ``vl-convert-python`` (text, small, diff-friendly).  Without
 that package the Vega-Lite JSON specs are written instead and linked.
