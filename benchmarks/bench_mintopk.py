@@ -17,6 +17,14 @@ Three sections (column ``section``), all on uniformly random scores (d = 1):
   same algorithm over ``sortedcontainers.SortedList`` (``add`` then a search for the key
   above): ``vs_sortedkeys`` is the SortedList variant's objects/s over SortedKeys' (issue 12
   keeps SortedKeys only if it is faster by a margin worth its 80 lines).
+* ``arrival``: the MinTopK paper's Fig. 13, response time per window under non-uniform arrival:
+  the shipped SPY day (regular hours) by its time stamps, time windows of 1,000 s, slides of 1,
+  10 and 100 s, k = 1,000; SMA, PreTopK and MinTopK; the CPU time of ``process`` + ``topk`` at
+  each timed slide: its mean, standard deviation (``response_cv`` = std / mean), minimum and
+  maximum, with the objects per slide.
+
+Every timed section covers one full window turnover or 200 slides, whichever is more
+(``benchmarks.common.required_slides``); ``timed_slides`` says how many.
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ import numpy as np
 from sortedcontainers import SortedList
 
 import engine
-from benchmarks.common import measure, peak_memory, table, uniform_stream
+from benchmarks import workloads
+from benchmarks.common import measure, peak_memory, required_slides, table, uniform_stream
 from engine.algorithms.mintopk import MinTopK
 
 CASES = [(100_000, 1_000, 10), (10_000, 10, 10), (100_000, 100, 10), (100_000, 1_000, 100), (10_000, 1_000, 10)]
@@ -35,7 +44,8 @@ ALGORITHMS = ["oracle", "mintopk", "pretopk"]
 PRETOPK_KS = (1, 10, 100, 1000)
 
 COLUMNS = ["section", "case", "algorithm", "objects_per_s", "vs_oracle", "us_per_object", "entries_per_object",
-           "expected_entries", "vs_sortedkeys",
+           "expected_entries", "vs_sortedkeys", "timed_slides", "response_ms_mean", "response_ms_std", "response_cv",
+           "response_ms_min", "response_ms_max",
            "avg_candidates_per_k", "expected_mtk_per_k", "max_candidates", "bytes", "measured_bytes", "peak_bytes"]
 
 
@@ -61,7 +71,7 @@ def foundation(quick: bool) -> list[dict]:
     rows = []
     for n, s, k in CASES[:2] if quick else CASES:
         q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
-        timed_slides = (50 if quick else 400) if s >= 1000 else (500 if quick else 4000)
+        timed_slides = required_slides(n, s) if quick else max(required_slides(n, s), 4000 if s < 1000 else 400)
         batches = list(engine.slides(uniform_stream(n + s * timed_slides), q))
         warmup = n // s
         harmonic = sum(1 / i for i in range(1, n // s + 1))
@@ -70,6 +80,7 @@ def foundation(quick: bool) -> list[dict]:
             rows.append({"bench": "mintopk", "section": "foundation", "case": f"uniform n={n} s={s} k={k}",
                          "algorithm": name, "n": n, "s": s, "k": k, "c_nw": n // s, "distribution": "uniform",
                          "objects_per_s": r.objects_per_s, "vs_oracle": r.objects_per_s / results["oracle"].objects_per_s,
+                         "timed_slides": len(batches) - warmup,
                          "avg_candidates": r.avg_candidates, "avg_candidates_per_k": r.avg_candidates / k,
                          "expected_mtk_per_k": harmonic, "max_candidates": r.max_candidates,
                          "bytes": r.stats["bytes"], "measured_bytes": r.stats["measured_bytes"],
@@ -108,7 +119,7 @@ def pretopk_against_k(quick: bool) -> list[dict]:
     for s, k in [c for c in cases if c[1] <= 10] if quick else cases:
         n = c_nw * s
         q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
-        timed_slides = max(10, min(100, 20_000 // s)) if quick else max(20, min(100, 200_000 // s))
+        timed_slides = required_slides(n, s)
         batches = list(engine.slides(uniform_stream(n + s * timed_slides, seed=3), q))
         expected = k / s * (1 + np.log(c_nw * s / k))
         for name in ("pretopk", "mintopk"):
@@ -124,6 +135,7 @@ def pretopk_against_k(quick: bool) -> list[dict]:
             row = {"bench": "mintopk", "section": "pretopk-k", "case": f"uniform n={n} s={s} k={k} prefilter=False",
                    "algorithm": name, "n": n, "s": s, "k": k, "c_nw": c_nw, "distribution": "uniform",
                    "objects_per_s": objects / elapsed, "us_per_object": 1e6 * elapsed / objects,
+                   "timed_slides": len(sizes),
                    "avg_candidates": float(np.mean(sizes)), "avg_candidates_per_k": float(np.mean(sizes)) / k,
                    "max_candidates": int(max(sizes)), "bytes": stats["bytes"], "measured_bytes": stats["measured_bytes"]}
             if name == "pretopk":
@@ -140,7 +152,7 @@ def index_comparison(quick: bool) -> list[dict]:
     rows = []
     for distribution, n, s, k in cases[1:2] + cases[3:] if quick else cases:
         q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
-        m = n + s * (100 if quick else 300)
+        m = n + s * required_slides(n, s)
         x = uniform_stream(m, seed=4)[2] if distribution == "uniform" else -np.arange(m, dtype=np.float64)
         batches = list(engine.slides((np.arange(m), np.arange(m), x), q))
         found = {}
@@ -152,12 +164,53 @@ def index_comparison(quick: bool) -> list[dict]:
             rows.append({"bench": "mintopk", "section": "index", "case": f"{distribution} n={n} s={s} k={k}",
                          "algorithm": f"mintopk/{label}", "n": n, "s": s, "k": k, "c_nw": n // s,
                          "distribution": distribution, "objects_per_s": objects / elapsed,
-                         "vs_sortedkeys": found[MinTopK][0] / elapsed, "avg_candidates": float(np.mean(sizes))})
+                         "vs_sortedkeys": found[MinTopK][0] / elapsed, "avg_candidates": float(np.mean(sizes)),
+                         "timed_slides": len(sizes)})
+    return rows
+
+
+ARRIVAL_WINDOW_MS = 1_000_000
+ARRIVAL_SLIDES_MS = (1_000, 10_000, 100_000)
+ARRIVAL_K = 1_000
+ARRIVAL_ALGORITHMS = ("sma", "pretopk", "mintopk")
+
+
+def arrival(quick: bool) -> list[dict]:
+    """Fig. 13: per-slide response times on trades by time stamp (one SPY day, regular hours)."""
+    ids, t, x = workloads.stock(True, regular_hours=True)
+    rows = []
+    for slide in ARRIVAL_SLIDES_MS[1:] if quick else ARRIVAL_SLIDES_MS:
+        q = engine.Query(weights=[1.0], k=ARRIVAL_K, window=ARRIVAL_WINDOW_MS, slide=slide, kind="time")
+        batches = list(engine.slides((ids, t, x), q))
+        warmup = ARRIVAL_WINDOW_MS // slide
+        timed = batches[warmup:warmup + required_slides(ARRIVAL_WINDOW_MS, slide)]
+        sizes = np.array([len(b) for b in timed])
+        for name in ARRIVAL_ALGORITHMS:
+            alg = engine.create(name, q)
+            for batch in batches[:warmup]:
+                alg.process(batch)
+                alg.topk()
+            times = []
+            for batch in timed:
+                start = time.process_time()
+                alg.process(batch)
+                alg.topk()
+                times.append(1000 * (time.process_time() - start))
+            times = np.array(times)
+            rows.append({"bench": "mintopk", "section": "arrival", "algorithm": name, "distribution": "spy-day",
+                         "case": f"spy time window 1000 s, slide {slide // 1000} s, k={ARRIVAL_K}",
+                         "n": ARRIVAL_WINDOW_MS, "s": slide, "k": ARRIVAL_K, "kind": "time",
+                         "slide_seconds": slide / 1000, "timed_slides": len(timed),
+                         "objects_per_slide_min": int(sizes.min()), "objects_per_slide_max": int(sizes.max()),
+                         "objects_per_s": sizes.sum() / (times.sum() / 1000) if times.sum() > 0 else float("inf"),
+                         "response_ms_mean": float(times.mean()), "response_ms_std": float(times.std()),
+                         "response_ms_min": float(times.min()), "response_ms_max": float(times.max()),
+                         "response_cv": float(times.std() / times.mean()) if times.mean() > 0 else float("nan")})
     return rows
 
 
 def run(quick: bool = False) -> list[dict]:
-    return foundation(quick) + pretopk_against_k(quick) + index_comparison(quick)
+    return foundation(quick) + pretopk_against_k(quick) + index_comparison(quick) + arrival(quick)
 
 
 if __name__ == "__main__":

@@ -144,17 +144,35 @@ def _light_stats(alg) -> dict:
     return inner() if inner is not None else alg.stats()
 
 
+MIN_TIMED_SLIDES = 200
+"""The fewest timed slides of a harness row: with one full window turnover (``n / s`` slides,
+:func:`required_slides`) every timed row pays each periodic cost (partition rebuilds, rescans,
+expiring candidates) at least once."""
+
+
+def required_slides(window: int, slide: int) -> int:
+    """Slides a timed row must cover: one full window turnover ``ceil(n / s)`` or
+    :data:`MIN_TIMED_SLIDES`, whichever is more (time windows: ``n`` and ``s`` in time units).
+
+    >>> required_slides(100_000, 10), required_slides(100_000, 1_000), required_slides(1_000, 1_000)
+    (10000, 200, 200)
+    """
+    return max(-(-int(window) // int(slide)), MIN_TIMED_SLIDES)
+
+
 def measure_runs(factory: Callable[[], object], batches: list, warmup: int, *, repeats: int,
-                 budget: float, min_slides: int = 5, fill_limit: float = 120.0,
-                 refill_budget: float = 60.0) -> Runs:
+                 budget: float, min_slides: int = MIN_TIMED_SLIDES, fill_limit: float = 120.0,
+                 repeat_budget: float = 60.0, turnover_limit: float = float("inf")) -> Runs:
     """Warm-up run (traced) then up to ``repeats`` timed runs of fresh instances from ``factory``.
 
     ``batches[:warmup]`` fill the first window untimed in every run; then slides are timed
-    (``process`` + ``topk``, CPU seconds) until ``budget`` seconds (at least ``min_slides``
-    slides); the timed runs process exactly as many slides as the warm-up run did.  A
-    warm-up run whose fill takes more than ``fill_limit`` CPU seconds raises :class:`TooSlow`;
-    an algorithm whose fills would take more than ``refill_budget`` seconds in all gets fewer
-    timed runs (at least one; ``Runs.objects_per_s`` has one figure per run).
+    (``process`` + ``topk``, CPU seconds): always ``min_slides`` of them (or every slide there
+    is), and more while the ``budget`` lasts: the budget stops a row only after its minimum.
+    The timed runs process exactly as many slides as the warm-up run did.  A warm-up run whose
+    fill takes more than ``fill_limit`` CPU seconds, or whose ``min_slides`` would take more than
+    ``turnover_limit``, raises :class:`TooSlow` (a skipped row says so; no row is ever cut
+    short of its minimum).  An algorithm whose timed runs would take more than ``repeat_budget``
+    seconds in all gets fewer of them (at least one; ``Runs.objects_per_s`` has one figure per run).
     """
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
@@ -180,6 +198,9 @@ def measure_runs(factory: Callable[[], object], batches: list, warmup: int, *, r
             candidates.append(light.get("candidates") or 0)
             retained.append(light.get("retained") or 0)
             slides += 1
+            if slides < min_slides and spent > turnover_limit:
+                raise TooSlow(f"{slides} of the {min_slides} slides of one turnover took over "
+                              f"{turnover_limit:.0f} s of CPU (traced)")
             if slides >= min_slides and spent >= budget / 3:   # tracing slows Python ~3x
                 break
         peak = tracemalloc.get_traced_memory()[1] - base
@@ -190,8 +211,8 @@ def measure_runs(factory: Callable[[], object], batches: list, warmup: int, *, r
     timed = batches[warmup:warmup + slides]
     objects = sum(len(b) for b in timed)
     rates = []
-    untraced_fill = fill / 2                 # tracemalloc roughly doubles the cost of Python code
-    repeats = max(1, min(repeats, int(refill_budget / max(untraced_fill, 1e-9))))
+    one_run = (fill + spent) / 2             # tracemalloc roughly doubles the cost of Python code
+    repeats = max(1, min(repeats, int(repeat_budget / max(one_run, 1e-9))))
     for _ in range(repeats):
         elapsed = timed_pass(factory(), batches[:warmup], timed)
         rates.append(objects / elapsed if elapsed > 0 else float("inf"))

@@ -3,7 +3,9 @@
 For each case the stream is generated (or loaded) once and cut into slides once; the
 baselines and every registered algorithm of the case's stream model then run over the same
 ``Batch`` objects in this process (:func:`benchmarks.common.measure_runs`).  One row per
-(case, algorithm): the median objects/s of the timed runs with its spread, the ratio to both
+(case, algorithm): the median objects/s of the timed runs with its spread (every timed row
+covers one full window turnover or 200 slides, whichever is more: ``required_slides``; a row
+the stream cannot fill that far says ``thin``), the ratio to both
 baselines, candidates and retained objects after every timed slide, modelled ``bytes`` and
 ``measured_bytes`` from ``stats()``, the peak ``tracemalloc`` of the warm-up run, and the
 answers' precision against the oracle at every timed slide.  An algorithm that fails or is
@@ -21,7 +23,7 @@ import engine
 from benchmarks import workloads
 from benchmarks.baselines import DuckDBAttributeWindow, DuckDBWindow
 from benchmarks.bench_incomplete import max_occurrences
-from benchmarks.common import TooSlow, measure_runs
+from benchmarks.common import TooSlow, measure_runs, required_slides
 from benchmarks.registry import Case, algorithms, params_for
 
 SQL = "duckdb-sql"
@@ -33,11 +35,17 @@ INCOMPLETE_COLUMNS = ["case", "algorithm", "objects_per_s", "vs_oracle", "vs_sql
                       "abs_error", "measured_bytes", "status"]
 
 
+FULL_SETTINGS = {"repeats": 3, "budget": 1.0, "fill_limit": 60.0, "repeat_budget": 20.0, "turnover_limit": 120.0}
+QUICK_SETTINGS = {"repeats": 3, "budget": 0.15, "fill_limit": 10.0, "repeat_budget": 5.0, "turnover_limit": 20.0}
+"""Per algorithm and case: timed runs; CPU seconds a row may time beyond its minimum of slides (only
+where the stream holds more: time windows); the longest one window fill may take (traced); the CPU
+seconds all its timed runs may take (fewer runs beyond it); the longest its minimum of timed slides
+may take under tracing (beyond it the row is skipped, with the reason, never cut short)."""
+
+
 def settings(quick: bool) -> dict:
-    """Timed runs, CPU budget per run, the longest one window fill may take (traced), and the
-    CPU time all the refills of one algorithm may take (fewer runs beyond it)."""
-    return ({"repeats": 3, "budget": 0.15, "fill_limit": 10.0, "refill_budget": 5.0} if quick
-            else {"repeats": 3, "budget": 1.0, "fill_limit": 90.0, "refill_budget": 15.0})
+    """The harness' limits for a quick or a full run (:data:`QUICK_SETTINGS`, :data:`FULL_SETTINGS`)."""
+    return dict(QUICK_SETTINGS if quick else FULL_SETTINGS)
 
 
 def stream_for(case: Case, quick: bool, budget_rows: int):
@@ -55,10 +63,12 @@ def stream_for(case: Case, quick: bool, budget_rows: int):
 
 
 def timed_rows(case: Case) -> int:
-    """Rows after the first window: enough slides for the budget, at least 20 slides."""
-    if case.stream == "incomplete":
-        return max(20 * case.s, 4 * case.n)
-    return max(20 * case.s, case.n // 2)
+    """Rows after the first window: the case's minimum of timed slides
+    (:func:`benchmarks.common.required_slides`: one turnover or 200 slides); four windows for
+    incomplete streams (precision is averaged over them).  Time windows (``n``, ``s`` in
+    milliseconds) take ``s`` rows per slide, more than the trace's rate fills."""
+    rows = required_slides(case.n, case.s) * case.s
+    return max(rows, 4 * case.n) if case.stream == "incomplete" else rows
 
 
 def _row(case: Case, name: str, quick: bool) -> dict:
@@ -68,10 +78,11 @@ def _row(case: Case, name: str, quick: bool) -> dict:
             **{f"opt_{k}": v for k, v in case.options}, **{f"param_{k}": v for k, v in case.params}}
 
 
-def _describe(runs, exact_answers=None) -> dict:
+def _describe(runs, minimum: int, exact_answers=None) -> dict:
     out = {"objects_per_s": runs.median, "objects_per_s_min": min(runs.objects_per_s),
            "objects_per_s_max": max(runs.objects_per_s), "spread_pct": runs.spread_pct,
            "runs": len(runs.objects_per_s), "timed_slides": runs.timed_slides,
+           "required_slides": minimum, "thin": runs.timed_slides < minimum,
            "avg_candidates": float(np.mean(runs.candidates)) if runs.candidates else None,
            "max_candidates": int(max(runs.candidates)) if runs.candidates else None,
            "avg_retained": float(np.mean(runs.retained)) if runs.retained else None,
@@ -93,19 +104,20 @@ def run_case(case: Case, quick: bool, log=print) -> list[dict]:
     """Every algorithm of the case's stream model, with both baselines; one row each."""
     registered = {info.name: info for info in engine.available()}
     oracle_name = "oracle" if case.stream == "single" else "oracle-incomplete"
-    others = [info.name for info in algorithms(case.stream, case.family) if info.name != oracle_name]
+    others = [info.name for info in algorithms(case.stream, case.family, case.only) if info.name != oracle_name]
     if oracle_name not in registered or (case.family == "sao" and not others):
         log(f"  skip {case.label}: no {oracle_name if oracle_name not in registered else 'index'} registered")
         return []
-    cfg = settings(quick)
+    cfg = {**settings(quick), **dict(case.limits)}
     query = case.query()
     data, trace_rows = stream_for(case, quick, timed_rows(case))
     batches = list(engine.slides(data, query))
     warmup = case.n // case.s
+    minimum = required_slides(case.n, case.s)
     if len(batches) <= warmup:
         log(f"  skip {case.label}: the stream holds only {len(batches)} slides")
         return []
-    names = [oracle_name] + ([SQL] if case.family != "sao" else []) + others
+    names = [oracle_name] + ([SQL] if case.family != "sao" and (not case.only or SQL in case.only) else []) + others
     # Repeated (object, stream) pairs (World Cup clients) need EAA's per-window promise of the
     # measured bound; streams without repeats (the paper's generator) keep its tighter default.
     repeats = max_occurrences(data[0], data[1], np.arange(len(data[0])), query.window) \
@@ -129,10 +141,10 @@ def run_case(case: Case, quick: bool, log=print) -> list[dict]:
                 row["exact"] = info.exact
                 row.update({f"param_{k}": v for k, v in params.items()})
             started = time.perf_counter()
-            runs = measure_runs(factory, batches, warmup, **cfg)
+            runs = measure_runs(factory, batches, warmup, min_slides=minimum, **cfg)
             if name == oracle_name:
                 reference = runs
-            row.update(_describe(runs, exact_answers=None if reference is None else reference.answers[:runs.timed_slides]))
+            row.update(_describe(runs, minimum, exact_answers=None if reference is None else reference.answers[:runs.timed_slides]))
             if name == SQL:
                 row["load_seconds"] = factory().load_seconds
             if case.family == "sao" and name != oracle_name:

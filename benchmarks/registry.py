@@ -15,8 +15,11 @@ The grids scale the papers' to a 2-core machine and a Python engine:
 * **SAO paper section 4** (W = 10^6, M = 500, L = 4, K = 10, d = 3): W = 100,000, M in
   {150, 300, 500, 1000} (the paper's absolute M: with M/W = 0.05% at this W the hulls hold too
   few tuples to filter anything), the four allocations, L in {1, 2, 4, 7}, d in {2, 3, 4}, on the drifting
-  Gaussian (D = 0 and 1) and the skewed uniform set (p = 0.5, 0.9); K and the paper's own point
-  W = 10^6 are ``bench_sao.py``'s (the Python index takes minutes per million tuples).
+  Gaussian (D = 0 and 1) and the skewed uniform set (p = 0.5, 0.9); W in {50,000 .. 400,000} at
+  M = 500 (Figs. 14-15); the paper's own W = 10^6 at M = 200 and 500 (M/W = 0.02%, 0.05%); K is
+  ``bench_sao.py``'s.
+* **SAP paper Appendix D, Table 5** (high-speed streams): n = 100,000, k = 1,000, s in {1%, 5%,
+  10%} of n, SAP and MinTopK only.
 * **Incomplete-streams paper Tables 1-4** (window 1000, k = 10, 3 streams, xi = 0.5; World
   Cup window 500, k = 20, 2 streams): the same values, since the paper's sizes fit here.
 """
@@ -42,6 +45,8 @@ class Case:
     kind: str = "count"
     options: tuple = ()  # workload options, e.g. (("drift", 1.0),)
     params: tuple = ()   # algorithm parameters, e.g. (("memory", 500),)
+    only: tuple = ()     # the algorithms a paper's experiment compares (empty: all of the family)
+    limits: tuple = ()   # harness limits this case needs beyond the defaults, e.g. (("fill_limit", 300.0),)
 
     @property
     def stream(self) -> str:
@@ -62,10 +67,10 @@ def is_index(info: engine.AlgorithmInfo) -> bool:
     return not info.exact and "memory" in info.defaults
 
 
-def algorithms(stream: str, family: str | None = None) -> list[engine.AlgorithmInfo]:
+def algorithms(stream: str, family: str | None = None, only: tuple = ()) -> list[engine.AlgorithmInfo]:
     """The registered algorithms for a stream model: the ``sao`` family takes the any-weights
-    indexes, the ``sap`` family every other single-stream algorithm."""
-    found = [info for info in engine.available() if info.stream == stream]
+    indexes, the ``sap`` family every other single-stream algorithm; ``only`` keeps the named ones."""
+    found = [info for info in engine.available() if info.stream == stream and (not only or info.name in only)]
     if family == "sao":
         return [info for info in found if is_index(info)]
     if family == "sap":
@@ -82,7 +87,8 @@ def _unique(cases):
     """Each point once; a point shared by several sweeps names them all (``"default,k,s"``)."""
     merged: dict[tuple, Case] = {}
     for case in cases:
-        key = (case.family, case.workload, case.n, case.k, case.s, case.d, case.kind, case.options, case.params)
+        key = (case.family, case.workload, case.n, case.k, case.s, case.d, case.kind, case.options, case.params,
+               case.only, case.limits)
         if key in merged:
             sweeps = merged[key].sweep.split(",")
             if case.sweep not in sweeps:
@@ -117,10 +123,18 @@ def sap_cases(quick: bool) -> list[Case]:
     cases += [Case("sap", "s", "taxi", 10_000, 10, ss) for ss in (10, 100, 1_000)]
     cases.append(Case("sap", "time-window", "stock", 60_000, 10, 1_000, kind="time",
                       options=(("regular_hours", True),)))      # one minute, slides of one second
+    # SAP paper Table 5 (high-speed streams, SAP against MinTopK only): k = 1,000, s = 1%-10% of n
+    cases += [Case("sap", "high-speed", workload, 100_000, 1_000, ss, only=HIGH_SPEED)
+              for workload in ("time-u", "time-r") for ss in (5_000, 10_000)]
     return _unique(cases)
 
 
-SAO_DEFAULT = (("memory", 50), ("layers", 4))
+HIGH_SPEED = ("sap", "mintopk")
+"""SAP paper Appendix D compares SAP with MinTopK only (Tables 5, 7, 9); the oracle runs beside them."""
+
+
+PAPER_W_LIMITS = (("fill_limit", 400.0), ("turnover_limit", 600.0), ("repeats", 1))
+"""The SAO paper's W = 10^6 in Python: minutes per window under tracing, one timed run."""
 
 
 def sao_cases(quick: bool) -> list[Case]:
@@ -142,7 +156,11 @@ def sao_cases(quick: bool) -> list[Case]:
     cases += [case("d", d=dd) for dd in (2, 3, 4)]
     cases += [case("drift", options=(("drift", dd),)) for dd in (0.0, 1.0)]
     cases += [case("skew", workload="skewed-uniform", options=(("p", p),)) for p in (0.5, 0.9)]
-    # K and the paper's own point W = 10^6, M = 500 (issue 7's targets): bench_sao.py measures them
+    # Figs. 14-15: the window size at the paper's M = 500 (paper: W = 250,000 .. 1,500,000)
+    cases += [case("window", n=w, memory=500) for w in (50_000, 100_000, 200_000, 400_000)]
+    # Figs. 8-10 at the paper's own W = 10^6: M/W = 0.02% (filtering 89%) and 0.05% (99.8%); at M = 200
+    # a tenth of the tuples pass the filter and the traced fill alone takes minutes: one timed run
+    cases += [replace(case("paper-w", n=1_000_000, memory=m), limits=PAPER_W_LIMITS) for m in (200, 500)]
     return _unique(cases)
 
 

@@ -14,7 +14,10 @@
    benchmark: a run replaces the files of the families and modules it ran and keeps the others';
    ``latest.json`` holds all this run's rows for the dashboard).
 4. ``docs/REPORT.md`` and its plots are regenerated from those CSV files
-   (``benchmarks.report``).
+   (``benchmarks.report``), and the generated tables of ``docs/algorithms/*.md``.
+
+``--estimate`` runs nothing: it projects how long each part would take under the current harness
+from the rows of the last run in ``benchmarks/results/``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import harness, registry
-from benchmarks.common import machine_info, table
+from benchmarks.common import machine_info, required_slides, table
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -208,6 +211,63 @@ def _modules_of(csv: pathlib.Path) -> set[str]:
     return set(frame["module"].dropna().astype(str)) - {"harness"} if "module" in frame else set()
 
 
+def projected_seconds(row: dict, cfg: dict) -> float | None:
+    """CPU seconds one grid row of an earlier run would take under the current harness: its traced
+    fill, the traced warm-up over the minimum of slides (about 3x the untraced cost), then the
+    timed runs (fill + slides each, as many as ``repeat_budget`` allows); a row whose fill exceeds
+    ``fill_limit``, or whose minimum would exceed ``turnover_limit`` traced, is skipped after it.
+    ``None``: not enough data."""
+    speed, s, n, fill = (row.get(key) for key in ("objects_per_s", "s", "n", "fill_seconds"))
+    if not speed or not s or not n or fill is None or row.get("kind", "count") != "count" or \
+            any(pd.isna(v) for v in (speed, s, n, fill)):
+        return None
+    if float(fill) > cfg["fill_limit"]:
+        return cfg["fill_limit"]
+    slides = required_slides(int(n), int(s))
+    per_slide = float(s) / float(speed)
+    traced = 3 * slides * per_slide
+    if traced > cfg["turnover_limit"]:
+        return float(fill) + cfg["turnover_limit"]
+    one_run = (float(fill) + traced) / 2
+    repeats = max(1, min(cfg["repeats"], int(cfg["repeat_budget"] / max(one_run, 1e-9))))
+    return float(fill) + traced + repeats * (float(fill) / 2 + slides * per_slide)
+
+
+def estimate(results: pathlib.Path, quick: bool = False) -> list[dict]:
+    """How long each part of ``make bench`` (or ``bench-quick``) should take now, projected from
+    the rows the last run of each part left in ``results`` (CPU seconds; a loaded machine adds
+    wall time).  Grid families: per current case, the sum of its rows' projections (cases the
+    results lack are counted, not guessed); modules: their last wall time, as recorded."""
+    cfg = harness.settings(quick)
+    out = []
+    for family, cases in FAMILIES.items():
+        path = results / f"grid-{family}.csv"
+        old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["case"])
+        by_case = {case: part for case, part in old.groupby("case")} if len(old) else {}
+        seconds, known, unknown, skipped = 0.0, 0, 0, 0
+        for case in cases(quick):
+            part = by_case.get(case.label)
+            limits = {**cfg, **dict(case.limits)}
+            projections = [projected_seconds(row, limits) for row in part.to_dict("records")] if part is not None else []
+            if not projections or any(p is None for p in projections):
+                unknown += 1
+                continue
+            known += 1
+            seconds += sum(projections)
+            skipped += sum(p >= limits["turnover_limit"] for p in projections)
+        out.append({"part": f"grid {family}", "cases": known + unknown, "projected_cases": known,
+                    "projected_seconds": round(seconds), "cases_without_data": unknown,
+                    "rows_hitting_turnover_limit": skipped})
+    for name in discover():
+        stem = name.removeprefix("bench_")
+        path = results / f"{stem}.csv"
+        frame = pd.read_csv(path) if path.exists() else pd.DataFrame()
+        last = frame["module_seconds"].dropna() if "module_seconds" in frame else pd.Series(dtype=float)
+        out.append({"part": name, "last_wall_seconds": float(last.iloc[0]) if len(last) else None,
+                    "last_quick": bool(frame["quick"].iloc[0]) if "quick" in frame and len(frame) else None})
+    return out
+
+
 def main(argv=None) -> int:
     modules = discover()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -222,7 +282,14 @@ def main(argv=None) -> int:
     parser.add_argument("--db", type=pathlib.Path, default=DEFAULT_DB, help="DuckDB file for bench_results")
     parser.add_argument("--results", type=pathlib.Path, default=RESULTS, help="directory of the CSV files")
     parser.add_argument("--no-report", action="store_true", help="do not regenerate docs/REPORT.md")
+    parser.add_argument("--estimate", action="store_true",
+                        help="only print how long each part should take, projected from the last results")
     args = parser.parse_args(argv)
+    if args.estimate:
+        print(table(estimate(args.results, args.quick), ["part", "cases", "projected_cases", "projected_seconds",
+                                                         "cases_without_data", "rows_hitting_turnover_limit",
+                                                         "last_wall_seconds", "last_quick"]))
+        return 0
     if args.only is None:
         skipped = [m for m in modules if m in SPARK_MODULES] if args.quick and not args.with_spark else []
         args.only = [m for m in modules if m not in skipped]

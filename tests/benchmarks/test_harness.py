@@ -219,7 +219,7 @@ def test_run_case_measures_every_algorithm_of_its_family_including_a_later_one(m
 
     monkeypatch.setitem(engine.registry._REGISTRY, LaterOracle.name, LaterOracle)
     monkeypatch.setattr(harness, "settings",
-                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 10.0, "refill_budget": 5.0})
+                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 10.0, "repeat_budget": 5.0})
     rows = harness.run_case(Case("sap", "default", "time-u", 40, 3, 10), quick=True, log=lambda *args: None)
     expected = {i.name for i in engine.available() if i.stream == "single" and not registry.is_index(i)}
     assert {row["algorithm"] for row in rows} == expected | {"duckdb-sql"}
@@ -247,11 +247,13 @@ def test_median_and_spread_of_given_samples(rates, median, spread):
     runs = runs_of(rates)
     assert runs.median == pytest.approx(median)
     assert runs.spread_pct == pytest.approx(spread)
-    described = harness._describe(runs)
+    described = harness._describe(runs, 5)
     assert described["objects_per_s"] == pytest.approx(median)
     assert described["spread_pct"] == pytest.approx(spread)
     assert (described["objects_per_s_min"], described["objects_per_s_max"]) == (min(rates), max(rates))
     assert described["runs"] == len(rates)
+    assert described["required_slides"] == 5 and described["thin"] is False
+    assert harness._describe(runs, 6)["thin"] is True           # 5 timed slides where 6 are required
 
 
 class FakeClock:
@@ -285,7 +287,7 @@ def test_measure_runs_times_each_run_with_the_clock(monkeypatch):
     data = (np.arange(200), np.arange(200), np.ones(200))
     batches = list(engine.slides(data, query))          # 20 slides of 10 objects
     runs = measure_runs(lambda: CostlyAlgorithm(clock, next(costs)), batches, warmup=2, repeats=3,
-                        budget=0.0, min_slides=5, refill_budget=1e9)
+                        budget=0.0, min_slides=5, repeat_budget=1e9)
     # the warm-up run stops at min_slides (the budget is spent); each timed run processes those
     # 5 slides of 10 objects at its cost per slide: 50 / (5 x cost) objects per second
     assert runs.timed_slides == 5 and runs.timed_objects == 50
@@ -308,9 +310,9 @@ def tiny_run(monkeypatch, tmp_path):
     monkeypatch.setattr(run, "FAMILIES", {"sap": lambda quick: [TINY], "sao": lambda quick: [],
                                           "incomplete": lambda quick: []})
     monkeypatch.setattr(harness, "settings",
-                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 10.0, "refill_budget": 5.0})
+                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 10.0, "repeat_budget": 5.0})
     monkeypatch.setattr(harness, "algorithms",
-                        lambda stream, family=None: [i for i in engine.available() if i.name == "mintopk"])
+                        lambda stream, family=None, only=(): [i for i in engine.available() if i.name == "mintopk"])
     fake = types.ModuleType("benchmarks.bench_fake")
     fake.COLUMNS = ["case", "value"]
     fake.run = lambda quick: [{"bench": "fake", "case": "one", "value": 1.5}]
