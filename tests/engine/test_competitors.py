@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import engine
+from engine.jsondata import seal
 from engine.grid import Grid
 from engine.skyband import DominanceSet, dominance_counts
 from tests.streams import assert_same_answer, check_against_oracle
@@ -281,15 +282,13 @@ def corrupt_states(name: str) -> list[dict]:
             bad.append({**data, "skyband": [10 ** 6] * len(data["skyband"])})
             bad.append({**data, "counts": [0] * (len(data["counts"]) + 1)})
             bad.append({**data, "theta": [1e9, 99]})
-    from engine.jsondata import checksum
-
-    return [{**good, "data": d, "checksum": checksum(d)} for d in bad]
+    return [seal({**good, "data": d}) for d in bad]
 
 
 @pytest.mark.parametrize("name", COMPETITORS)
 def test_corrupt_state_is_refused(name):
     for state in corrupt_states(name):
-        with pytest.raises(engine.StateError):
+        with pytest.raises(engine.StateError, match=f"state of {name} is corrupt"):
             engine.restore(state)
 
 
