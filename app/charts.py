@@ -498,3 +498,38 @@ def sweep_chart(frame: pd.DataFrame, x: str, x_title: str, field: str, axis_titl
                                                                          strokeWidth=2)
     return alt.layer(lines, marks, title=alt.TitleParams(axis_title, subtitle="hollow diamonds: the paper's figures",
                                                          anchor="start", fontSize=13))
+
+
+def query_times(frame: pd.DataFrame) -> alt.Chart:
+    """Milliseconds each algorithm took to answer each weight vector at once (log scale when it spans decades).
+
+    ``frame``: rows ``query, algorithm, ms`` (:meth:`app.session.LiveRun.any_weights_frame`).
+
+    >>> frame = pd.DataFrame({"query": [1, 1], "algorithm": ["oracle", "sao"], "ms": [2.0, 0.01]})
+    >>> query_times(frame).to_dict()["encoding"]["y"]["scale"]["type"]
+    'log'
+    """
+    kind = choose_scale(frame["ms"])
+    shown = frame[frame["ms"] > 0] if kind == "log" else frame
+    return alt.Chart(shown, height=HEIGHT, title=alt.TitleParams("Time per query", anchor="start", fontSize=14)).mark_point(
+        filled=True, size=45).encode(
+        x=alt.X("query:O", title="weight vector (query number)", axis=alt.Axis(labelAngle=0)),
+        y=value_axis("ms", "time per query (ms)", shown["ms"], kind),
+        color=algorithm_color(shown["algorithm"].unique(), LEGEND),
+        tooltip=["query:O", "algorithm:N", alt.Tooltip("ms:Q", format=",.4~g")])
+
+
+def query_precision(frame: pd.DataFrame, name: str) -> alt.Chart:
+    """Precision of ``name``'s answer to each weight vector against the exact one (bars, 0 to 1).
+
+    >>> frame = pd.DataFrame({"query": [1, 1], "algorithm": ["oracle", "sao"], "precision": [1.0, 0.9]})
+    >>> query_precision(frame, "sao").to_dict()["encoding"]["y"]["scale"]["domain"]
+    [0, 1]
+    """
+    mine = frame[frame["algorithm"] == name]
+    return alt.Chart(mine, height=HEIGHT, title=alt.TitleParams(f"Precision of {name} per query", anchor="start",
+                                                                fontSize=14)).mark_bar(
+        color=algorithm_colour(name)).encode(
+        x=alt.X("query:O", title="weight vector (query number)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("precision:Q", title="precision (share of the exact ids)", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["query:O", alt.Tooltip("precision:Q", format=".2f")])
