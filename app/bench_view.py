@@ -36,6 +36,7 @@ MEASURES: dict[str, tuple[str, str]] = {
 """Column -> (label, what it means), for captions, table headers and the page's glossary."""
 
 PAPER_NAMES = {"TIME-U": "time-u", "TIME-R": "time-r"}
+CHART_HEIGHT = 360
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,7 @@ def grid_section(family: Family, frame: pd.DataFrame, papers: dict[str, Any]) ->
         for i, (metric, axis_title) in enumerate(plotted):
             paper = paper_points(family.key, papers, workload, sweep, metric, rows)
             chart = charts.sweep_chart(rows, x, SWEEP_TITLES.get(sweep, sweep), metric, axis_title, paper)
-            columns[i % 2].altair_chart(chart, width="stretch")
+            columns[i % 2].altair_chart(chart, width="stretch", height=CHART_HEIGHT)
     st.caption(runs_caption(rows))
     with st.expander(f"Table: {len(rows)} rows of `{family.grid}.csv`"):
         shown = table_of(rows, ["case", "algorithm"])

@@ -486,7 +486,8 @@ def sweep_chart(frame: pd.DataFrame, x: str, x_title: str, field: str, axis_titl
         x_enc = alt.X(f"{x}:N", title=x_title, sort=list(dict.fromkeys(data[x])), axis=alt.Axis(labelAngle=0))
     kind = choose_scale(data[field])
     shown = data[data[field] > 0] if kind == "log" else data
-    color = algorithm_color(shown["algorithm"].unique(), LEGEND)
+    color = algorithm_color(shown["algorithm"].unique(), alt.Legend(orient="bottom", columns=5, title=None,
+                                                                    symbolLimit=0))
     y = value_axis(field, axis_title, shown[field], kind)
     tips = ["algorithm:N", f"{x}:{'Q' if numeric else 'N'}", alt.Tooltip(f"{field}:Q", title=axis_title,
                                                                           format=",.4~g"), "source:N"]

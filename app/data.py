@@ -400,3 +400,25 @@ def provenance(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     keys = [c for c in ("run_id", "when", "commit") if c in columns] or columns[:1]
     return frame[columns].drop_duplicates(subset=keys).reset_index(drop=True)
+
+
+def ingest_counts(db: Path, name: str) -> str:
+    """What the ingest of a dataset did, in words: rows read, rejected by reason, merged; ``""`` if unknown."""
+    try:
+        found = query(db, "SELECT * FROM datasets WHERE name = ?", [name])
+    except MissingData:
+        return ""
+    if found.empty:
+        return ""
+    row = found.iloc[0].to_dict()
+    rejects = json.loads(row["rejects"]) if isinstance(row.get("rejects"), str) else dict(row.get("rejects") or {})
+    reasons = ", ".join(f"{reason} {count:,}" for reason, count in rejects.items() if count)
+    merged = row.get("rows_merged")
+    text = f"{int(row['rows_read']):,} rows read, {int(row['rows_rejected']):,} rejected"
+    text += f" ({reasons})" if reasons else ""
+    if merged is not None and pd.notna(merged) and merged:
+        params = json.loads(row["params"]) if isinstance(row.get("params"), str) else dict(row.get("params") or {})
+        chunk = params.get("delta_t_ms")
+        text += f", {int(merged):,} merged " + (f"into one tuple per client, section and {chunk / 1000:g} s chunk"
+                                                if chunk else "into other rows")
+    return text + "."

@@ -8,7 +8,9 @@ Additions to the contract (allowed: new columns and tables only):
   structures (``stats()["measured_bytes"]``), beside the modelled ``bytes``; added to older
   database files on connect;
 - column ``datasets.params`` (JSON): the trace family's settings (stock symbols, World Cup
-  sections, chunk length and byte scale, csv columns, generator settings), reused by ``--append``.
+  sections, chunk length and byte scale, csv columns, generator settings), reused by ``--append``;
+- column ``datasets.rows_merged``: rows accepted but merged into others (World Cup requests into
+  one tuple per client, section and chunk): ``rows_read = rows_rejected + rows_merged + rows``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS rejected_rows (
         dataset VARCHAR, source_file VARCHAR, line BIGINT, reason VARCHAR, raw VARCHAR)""",
     "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS params JSON",
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS rows_merged BIGINT",
 )
 
 LOCK_RETRY_SECONDS = 0.5

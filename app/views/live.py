@@ -451,6 +451,8 @@ if "dataset" not in ss and presets.demo().get("dataset") in names:  # open on wh
 run: LiveRun | None = ss.get("live_run")
 with st.sidebar:
     dataset = st.selectbox("Dataset", names, key="dataset")
+    if dataset not in data.BUILT_IN and (counts := data.ingest_counts(db, dataset)):
+        st.caption(f"Ingest: {counts}")
 try:
     trace = run.trace if run is not None and run.trace.name == dataset else data.load_trace(db, dataset)
 except data.MissingData as missing:
@@ -520,8 +522,8 @@ with st.sidebar:
     stored = None if candidate is None or dataset in data.BUILT_IN else data.run_of_query(
         db, dataset, candidate.weights, candidate.k, candidate.window, candidate.slide, candidate.kind)
     if stored is not None:
-        run_link.page_link("views/runs.py", label=f"A pipeline run replayed this query: see run {stored[0]}, "
-                                                  f"query #{stored[1]}", icon=":material/history:",
+        run_link.caption(f"A pipeline run replayed this query: `{stored[0]}`, query #{stored[1]}.")
+        run_link.page_link("views/runs.py", label="See its run", icon=":material/history:",
                            query_params={"run": stored[0], "query": str(stored[1])})
     params: dict[str, dict[str, Any]] = {}
     for name in algorithms:

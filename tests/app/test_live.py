@@ -389,8 +389,8 @@ def test_opens_on_the_demo_with_its_algorithms_and_a_link_to_its_run(app, demo_d
     assert app.selectbox(key="dataset").value == DEMO["dataset"]
     assert app.multiselect(key="algorithms").value == [a["name"] for a in DEMO["algorithms"]]
     assert app.number_input(key=live_state.param_key("sao", "memory")).value == 500
-    links = [(link.proto.page, link.proto.label) for link in app.get("page_link")]
-    assert links == [("runs", f"A pipeline run replayed this query: see run {DEMO_RUN}, query #0")]
+    assert [(link.proto.page, link.proto.label) for link in app.get("page_link")] == [("runs", "See its run")]
+    assert f"A pipeline run replayed this query: `{DEMO_RUN}`, query #0." in [c.value for c in app.caption]
     query = DEMO["queries"][0]
     trace = data.load_trace(demo_db, "spy")
     weights = [float(query["weights"].get(f, 0.0)) for f in trace.features]
