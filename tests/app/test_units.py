@@ -510,3 +510,19 @@ def test_runs_caption_names_run_commit_and_machine():
     row = SHIPPED["grid-sao"].iloc[0]
     assert f"run `{row.run_id}`" in text and f"commit `{row.commit[:12]}`" in text and "Xeon" in text
     assert bench_view.runs_caption(pd.DataFrame({"x": [1]})) == "The run and commit of these figures are not recorded."
+
+
+def test_ingest_counts_say_what_was_rejected_and_merged(tmp_path):
+    import duckdb
+    from pipelines import store
+
+    db = tmp_path / "topk.duckdb"
+    with duckdb.connect(str(db)) as con:
+        for statement in store.SCHEMA:
+            con.execute(statement)
+        con.execute("INSERT INTO datasets (name, family, rows_read, rows_rejected, rejects, params, rows_merged) "
+                    "VALUES ('worldcup', 'worldcup', 200000, 3, '{\"bad_size\": 3, \"bad_time\": 0}', "
+                    "'{\"delta_t_ms\": 5000}', 40293)")
+    assert data.ingest_counts(db, "worldcup") == ("200,000 rows read, 3 rejected (bad_size 3), 40,293 merged into one "
+                                                  "tuple per client, section and 5 s chunk.")
+    assert data.ingest_counts(db, "absent") == ""
