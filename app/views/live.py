@@ -419,7 +419,9 @@ def layered(run: LiveRun) -> None:
         ia, ib = features.index(a), features.index(b)
         frame = run.layers_frame(name, (ia, ib), LAYER_POINTS)
         weights = run.setup.query.weights
-        st.altair_chart(charts.layers_projection(frame, (weights[ia], weights[ib]), a, b,
+        feature_units = presets.FEATURE_UNITS.get(trace.family, {})
+        a_title, b_title = (f"{f} ({feature_units[f]})" if f in feature_units else f"{f} (no unit)" for f in (a, b))
+        st.altair_chart(charts.layers_projection(frame, (weights[ia], weights[ib]), a_title, b_title,
                                                  f"{name}: layers projected on {a} and {b}"), width="stretch")
 
 
