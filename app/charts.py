@@ -97,10 +97,13 @@ def value_axis(field: str, axis_title: str, values, kind: str | None = None, cha
     finite = finite[np.isfinite(finite)] if len(finite) else finite
     big = len(finite) and np.abs(finite).max() >= 1000
     if kind == "symlog":
-        return channel(f"{field}:Q", title=axis_title + scale_suffix(kind), scale=alt.Scale(type="symlog"),
-                       axis=alt.Axis(format="~s" if big else ",~g"))
+        positive = np.abs(finite[finite != 0]) if len(finite) else finite
+        constant = float(np.quantile(positive, 0.1)) if len(positive) else 1.0  # linear below, log above
+        return channel(f"{field}:Q", title=axis_title + scale_suffix(kind),
+                       scale=alt.Scale(type="symlog", constant=constant),
+                       axis=alt.Axis(format="~s" if big else ",.3~g"))
     return channel(f"{field}:Q", title=axis_title, scale=alt.Scale(zero=False),
-                   axis=alt.Axis(format="~s" if big else ",~g"))
+                   axis=alt.Axis(format="~s" if big else ",.3~g"))
 
 
 DAY_MS = 86_400_000
@@ -144,7 +147,7 @@ METRICS: dict[str, tuple[str, str]] = {
                          "t, pointer); measured = real size of the algorithm's structures in Python"),
     "ms": ("Time per slide (ms)", "wall-clock milliseconds to process one slide and produce its answer"),
 }
-AXIS_TITLES = {"precision": "precision (share of the exact ids)", "error": "score error (relative to the exact score)",
+AXIS_TITLES = {"precision": "precision (share of the exact ids)", "error": "score error (relative)",
                "candidates": "candidates (objects)", "retained": "retained (objects)",
                "ms": "time per slide (ms)"}
 """Axis titles with their unit, per metric."""
@@ -403,11 +406,11 @@ def current_vs_best(frame: pd.DataFrame, kth: float, unit: str = "") -> alt.Laye
     3
     """
     statuses = ["in the answer", "may still enter", "cannot enter"]
-    kind = choose_scale(pd.concat([frame["current"], frame["best"]]))
-    shown = frame[(frame["current"] > 0) & (frame["best"] > 0)] if kind == "log" else frame
+    x_kind, y_kind = choose_scale(frame["current"]), choose_scale(frame["best"])
+    shown = frame[((frame["current"] > 0) | (x_kind != "log")) & ((frame["best"] > 0) | (y_kind != "log"))]
     suffix = f" ({unit})" if unit else ""
-    x = value_axis("current", f"current score (valid values so far){suffix}", shown["current"], kind, alt.X)
-    y = value_axis("best", f"best possible score{suffix}", shown["best"], kind)
+    x = value_axis("current", f"current score (valid values so far){suffix}", shown["current"], x_kind, alt.X)
+    y = value_axis("best", f"best possible score{suffix}", shown["best"], y_kind)
     points = alt.Chart(shown).mark_circle(size=30, opacity=0.75).encode(
         x=x, y=y,
         color=alt.Color("status:N", sort=statuses, scale=alt.Scale(domain=statuses,
@@ -415,11 +418,13 @@ def current_vs_best(frame: pd.DataFrame, kth: float, unit: str = "") -> alt.Laye
                         legend=LEGEND),
         tooltip=["id:Q", alt.Tooltip("current:Q", format=",.4~g"), alt.Tooltip("best:Q", format=",.4~g"),
                  "status:N"])
-    low = float(shown["current"].min()) if kind == "log" and len(shown) else 0.0
-    top = float(max(shown["best"].max(), shown["current"].max())) if len(shown) else 1.0
+    low = float(shown["current"].min()) if len(shown) else 0.0
+    top = float(shown["current"].max()) if len(shown) else 1.0  # over the current scores only: no stretched axis
     diagonal = alt.Chart(pd.DataFrame({"current": [low, top], "best": [low, top]})).mark_line(
         color="gray", strokeDash=[2, 2]).encode(x="current:Q", y="best:Q")
     rule = alt.Chart(pd.DataFrame({"best": [kth]})).mark_rule(color="#e15759", strokeDash=[6, 3]).encode(y="best:Q")
+    if len(shown) and kth < float(shown["best"].min()) / 2:  # far below every object: it would only flatten the axis
+        rule = alt.Chart(pd.DataFrame({"best": []})).mark_rule().encode(y="best:Q")
     return alt.layer(points, diagonal, rule, title=alt.TitleParams(
         "Objects of the window: current against best possible score", anchor="start", fontSize=14),
         height=320)
