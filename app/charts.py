@@ -418,9 +418,12 @@ def current_vs_best(frame: pd.DataFrame, kth: float, unit: str = "") -> alt.Laye
                         legend=LEGEND),
         tooltip=["id:Q", alt.Tooltip("current:Q", format=",.4~g"), alt.Tooltip("best:Q", format=",.4~g"),
                  "status:N"])
-    low = float(shown["current"].min()) if len(shown) else 0.0
-    top = float(shown["current"].max()) if len(shown) else 1.0  # over the current scores only: no stretched axis
-    diagonal = alt.Chart(pd.DataFrame({"current": [low, top], "best": [low, top]})).mark_line(
+    # best = current over the part of the plot the points span (best >= current: it would stretch the axes)
+    low = max(float(shown["current"].min()), float(shown["best"].min())) if len(shown) else 0.0
+    top = float(shown["current"].max()) if len(shown) else 1.0
+    line = pd.DataFrame({"current": [low, top], "best": [low, top]}) if low <= top else pd.DataFrame(
+        {"current": [], "best": []})
+    diagonal = alt.Chart(line).mark_line(
         color="gray", strokeDash=[2, 2]).encode(x="current:Q", y="best:Q")
     rule = alt.Chart(pd.DataFrame({"best": [kth]})).mark_rule(color="#e15759", strokeDash=[6, 3]).encode(y="best:Q")
     if len(shown) and kth < float(shown["best"].min()) / 2:  # far below every object: it would only flatten the axis
