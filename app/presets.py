@@ -14,7 +14,9 @@ from typing import Sequence
 from app import units
 
 CONFIGS = Path(__file__).resolve().parent.parent / "pipelines" / "configs"
-"""The replay configs ``make run`` runs (``demo.json`` first)."""
+"""The replay configs (``demo.json`` first)."""
+MAKE_RUN_CONFIGS = ("demo.json", "families.json")
+"""The configs ``make run`` replays (the Makefile's ``run`` target); the others are run by hand."""
 TIME_ZONES = {"stock": "America/New_York", "taxi": "America/New_York", "worldcup": "Europe/Paris"}
 """Time zone of each dataset family's clock (the exchange's for trades, the city's for taxis, the
 host country's for the 1998 World Cup logs, which are recorded in GMT)."""
@@ -87,7 +89,7 @@ STREAM_UNIT = {"worldcup": "× largest chunk"}
 
 
 def configs(folder: Path = CONFIGS) -> list[dict]:
-    """The replay configs ``make run`` runs, ``demo.json`` first (unreadable ones left out)."""
+    """The replay configs, ``demo.json`` first (unreadable ones left out), each with its ``_file`` name."""
     found = []
     for path in sorted(folder.glob("*.json"), key=lambda p: (p.name != "demo.json", p.name)):
         try:
@@ -95,7 +97,7 @@ def configs(folder: Path = CONFIGS) -> list[dict]:
         except (OSError, ValueError):
             continue
         if isinstance(config, dict):
-            found.append(config)
+            found.append({**config, "_file": path.name})
     return found
 
 
@@ -109,8 +111,12 @@ def demo(folder: Path = CONFIGS) -> dict:
 
 
 def replayed_queries(dataset: str, folder: Path = CONFIGS) -> list[dict]:
-    """The queries ``make run`` replays over ``dataset`` (from every config, ``demo.json`` first)."""
-    return [q for config in configs(folder) if config.get("dataset") == dataset
+    """The queries the replay configs run over ``dataset`` (``demo.json`` first), each with its config's ``_file``.
+
+    >>> [q["_file"] for q in replayed_queries("worldcup")]
+    ['worldcup.json', 'worldcup.json']
+    """
+    return [{**q, "_file": config["_file"]} for config in configs(folder) if config.get("dataset") == dataset
             for q in config.get("queries", []) if isinstance(q, dict)]
 
 
@@ -191,8 +197,11 @@ def profile(name: str, family: str, features: Sequence[str], t_unit: str) -> Pro
             continue
         fmt = (lambda v: units.format_count(v)) if kind == "count" else (lambda v: units.format_duration(v, t_unit))
         span = f"last {fmt(window)} {things}" if kind == "count" else f"last {fmt(window)}"
-        presets.append(Preset(f"{describe_weights(weights)}, {span} (make run)", weights, k,
-                              fmt(window), fmt(slide), kind, note="the query `make run` replays"))
+        by_make_run = replayed.get("_file") in MAKE_RUN_CONFIGS
+        source = "make run" if by_make_run else f"pipelines/configs/{replayed.get('_file')}"
+        presets.append(Preset(f"{describe_weights(weights)}, {span} ({source})", weights, k, fmt(window), fmt(slide),
+                              kind, note="the query `make run` replays" if by_make_run else
+                              f"a query of `{source}` (run by hand: `python -m pipelines.replay --config {source}`)"))
     if family == "stock" and {"notional", "size", "price"} <= set(features):
         presets += [
             Preset("largest notional, last 30 min", {"notional": 1.0}, 10, "30 min", "1 min", "time"),

@@ -28,6 +28,11 @@ except data.MissingData as missing:
 for problem in problems:
     st.warning(problem, icon=":material/warning:")
 
+REPORT = data.ROOT / "docs" / "REPORT.md"
+if REPORT.is_file() and st.toggle("Read `docs/REPORT.md` here", key="show_report",
+                                  help="The generated report, as text (its plots are the SVG files in docs/report/)."):
+    with st.container(border=True, height=600):
+        st.markdown("\n".join(line for line in REPORT.read_text().splitlines() if not line.startswith("![")))
 with st.expander("What each measure means", icon=":material/help:"):
     st.markdown("\n".join(f"- **{label}**: {text}" for label, text in bench_view.MEASURES.values()))
 

@@ -491,8 +491,9 @@ problems: list[live_state.Problem] = []
 param_problems: dict[str, str] = {}
 with st.sidebar:
     st.selectbox("Preset", [p.name for p in profile.presets] + [presets.CUSTOM], key="preset", on_change=apply_preset,
-                 args=(profile,), help="Named queries for this dataset; the first is the query `make run` replays "
-                                       "(compare it with the Runs page). Editing any value below makes it Custom.")
+                 args=(profile,), help="Named queries for this dataset; the first ones are those a replay config runs (`make run`'s, "
+                                       "or another config under pipelines/configs/): compare them with the Runs "
+                                       "page. Editing any value below makes it Custom.")
     run_link = st.container()
     algorithms = st.multiselect("Algorithms", list(catalogue), key="algorithms",
                                 help="The oracle always runs as the exact reference; "

@@ -169,3 +169,11 @@ def test_runs_url_picks_the_run_and_scores_carry_their_unit(app, demo_db):
     assert app.selectbox(key="run_id").value == OTHER_RUN
     styler = app.table[0].proto.arrow_data.styler
     assert b" mph" in styler.display_values  # the taxi speed query's scores (Arrow bytes)
+
+
+def test_the_report_can_be_read_on_the_page(app):
+    app.run()
+    app.switch_page("views/benchmarks.py").run()
+    app.toggle(key="show_report").set_value(True).run()
+    assert not app.exception
+    assert any(m.value.startswith("# Top-k Watch: benchmark and paper-reproduction report") for m in app.markdown)
