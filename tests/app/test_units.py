@@ -446,7 +446,7 @@ def test_score_units_per_dataset_family():
 
 def test_make_run_demo_decides_the_defaults():
     demo = json.loads((presets.CONFIGS / "demo.json").read_text())
-    assert presets.demo() == demo
+    assert presets.demo() == {**demo, "_file": "demo.json"}
     assert list(presets.replayed_algorithms(demo["dataset"])) == [a["name"] for a in demo["algorithms"]]
     assert presets.replayed_algorithms("nothing-replays-this") == {}
 
