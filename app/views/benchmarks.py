@@ -8,7 +8,6 @@ is shown as it is. ``var/bench.duckdb`` adds the history of every run when prese
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from app import bench_view, charts, data
