@@ -187,13 +187,16 @@ def runs_caption(frame: pd.DataFrame) -> str:
     >>> runs_caption(pd.DataFrame({"run_id": ["r1"], "when": ["2026-11-26T04:50:57+00:00"], "commit": ["42b4a7d60a2d1"],
     ...                            "cores": [2], "cpu_model": ["Xeon"], "load_1m": [0.8]}))
     'Measured in run `r1` (2026-11-26 04:50 UTC) at commit `42b4a7d60a2d` on 2 × Xeon, load 0.8 at start.'
+    >>> runs_caption(pd.DataFrame({"run_id": ["r2"], "commit": [float("nan")]}))
+    'Measured in run `r2` at commit `not recorded`.'
     """
     runs = data.provenance(frame)
     if runs.empty:
         return "The run and commit of these figures are not recorded."
     parts = []
     for row in runs.itertuples():
-        get = row._asdict().get
+        fields = {key: value for key, value in row._asdict().items() if not (np.isscalar(value) and pd.isna(value))}
+        get = fields.get
         when = str(get("when") or "")[:16].replace("T", " ")
         commit = str(get("commit") or "not recorded")
         commit = commit[:12] + ("+dirty (uncommitted changes)" if commit.endswith("+dirty") else "")
@@ -201,8 +204,8 @@ def runs_caption(frame: pd.DataFrame) -> str:
         load = f", load {get('load_1m'):g} at start" if isinstance(get("load_1m"), (int, float)) and \
             np.isfinite(get("load_1m")) else ""
         quick = " (quick run)" if get("quick") is True else ""
-        parts.append(f"run `{get('run_id')}` ({when} UTC) at commit `{commit}`" + (f" on {machine}" if machine else "")
-                     + load + quick)
+        parts.append(f"run `{get('run_id', 'not recorded')}`" + (f" ({when} UTC)" if when else "")
+                     + f" at commit `{commit}`" + (f" on {machine}" if machine else "") + load + quick)
     return "Measured in " + "; ".join(parts) + "."
 
 
