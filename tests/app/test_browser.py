@@ -223,7 +223,7 @@ def test_a_newcomer_meets_the_demo_its_run_and_the_report(chromium, demo_db, tmp
                 page.goto(url)
                 expect(page.get_by_text(f"Slide {first_window - 1} ·")).to_be_visible(timeout=60_000)
                 sidebar = page.get_by_test_id("stSidebar")
-                expect(sidebar.get_by_role("combobox", name="Dataset")).to_have_value("spy")
+                expect(sidebar.get_by_role("combobox", name="Dataset", exact=True)).to_have_value("spy")
                 for algorithm in DEMO["algorithms"]:
                     expect(sidebar.get_by_test_id("stMultiSelect")).to_contain_text(algorithm["name"])
                 assert "ds=spy" in page.url and "alg=oracle%2Cmintopk%2Csap%2Csao" in page.url
@@ -234,13 +234,13 @@ def test_a_newcomer_meets_the_demo_its_run_and_the_report(chromium, demo_db, tmp
                 sidebar.get_by_role("link", name="See its run").click()
                 expect(page.get_by_text(f"Top-10 at slide {slides - 1}")).to_be_visible(timeout=60_000)
                 expect(page).to_have_url(re.compile(f"run={DEMO_RUN}&query=0"))
-                expect(page.get_by_role("combobox", name="Query")).to_have_value(re.compile("largest notional"))
+                expect(page.get_by_role("combobox", name="Query", exact=True)).to_have_value(re.compile("largest notional"))
                 screenshot(page, tmp_path, "runs-demo")
 
                 fresh = browser.new_page(viewport={"width": 1500, "height": 1400})
                 fresh.goto(f"{url}/runs")  # a new session: Runs opens on the demo run, not the later taxi run
                 expect(fresh.get_by_text(f"Top-10 at slide {slides - 1}")).to_be_visible(timeout=60_000)
-                expect(fresh.get_by_role("combobox", name="Run")).to_have_value(re.compile(DEMO_RUN))
+                expect(fresh.get_by_role("combobox", name="Run", exact=True)).to_have_value(re.compile(DEMO_RUN))
 
                 fresh.goto(f"{url}/benchmarks")
                 for family in bench_view.FAMILIES:
