@@ -7,6 +7,7 @@ and tooltips and by the pages' metric tiles, so Live and Runs say the same thing
 from __future__ import annotations
 
 import math
+import zlib
 from typing import Sequence
 
 import altair as alt
@@ -15,7 +16,124 @@ import pandas as pd
 
 from app import units
 
-ALGORITHM = alt.Color("algorithm:N", title="algorithm", scale=alt.Scale(scheme="tableau10"))
+ALGORITHM_COLOURS: dict[str, str] = {
+    "oracle": "#4c4c4c", "oracle-incomplete": "#4c4c4c", "duckdb-sql": "#a0a0a0",
+    "pretopk": "#b07aa1", "mintopk": "#4e79a7", "kskyband": "#76b7b2", "tma": "#edc948", "sma": "#9c755f",
+    "sap-equal": "#ff9da7", "sap-dynamic": "#f28e2b", "sap": "#e15759", "sao": "#59a14f",
+    "sla": "#1f77b4", "eaa": "#ff7f0e", "approx": "#2ca02c",
+}
+"""One colour per registry name (and the SQL baseline), the same on every page and chart."""
+SPARE_COLOURS = ("#8c564b", "#e377c2", "#17becf", "#bcbd22", "#9467bd", "#d62728", "#aec7e8", "#ffbb78",
+                 "#98df8a", "#c5b0d5", "#c49c94", "#dbdb8d")
+"""Colours of names not in :data:`ALGORITHM_COLOURS` (a new algorithm), picked by a hash of the name."""
+
+
+def algorithm_colour(name: str) -> str:
+    """The colour of an algorithm, fixed by its name whatever else is shown.
+
+    A variant ``mintopk/SortedKeys`` (benchmarks) and an unknown name get a spare colour chosen
+    by a stable hash of the name, so it too keeps its colour from one chart to the next.
+
+    >>> algorithm_colour("sao"), algorithm_colour("sao") == algorithm_colour("sao")
+    ('#59a14f', True)
+    """
+    if name in ALGORITHM_COLOURS:
+        return ALGORITHM_COLOURS[name]
+    return SPARE_COLOURS[zlib.crc32(name.encode()) % len(SPARE_COLOURS)]
+
+
+def algorithm_color(names: Sequence[str], legend: alt.Legend | None = None, field: str = "algorithm") -> alt.Color:
+    """The colour encoding of ``field`` over ``names`` with each name's own colour.
+
+    >>> algorithm_color(["mintopk", "sao"]).to_dict()["scale"]
+    {'domain': ['mintopk', 'sao'], 'range': ['#4e79a7', '#59a14f']}
+    """
+    names = [str(n) for n in dict.fromkeys(names)]
+    return alt.Color(f"{field}:N", title="algorithm", legend=legend if legend is not None else alt.Undefined,
+                     scale=alt.Scale(domain=names, range=[algorithm_colour(n) for n in names]))
+
+
+def choose_scale(values: Sequence[float] | np.ndarray | pd.Series) -> str:
+    """``"log"``, ``"symlog"`` or ``"linear"``: the scale that shows ``values`` apart.
+
+    Positive values that span more than two decades, or whose largest is more than 10 times
+    their median (one huge trade among ordinary ones), go on a log scale; values with zeros or
+    signs and such a tail on a symmetric log scale; the rest on a linear one.
+
+    >>> choose_scale([1, 2, 3]), choose_scale([1, 5, 1000]), choose_scale([0, 1, 2, 500]), choose_scale([])
+    ('linear', 'log', 'symlog', 'linear')
+    """
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if len(finite) < 2:
+        return "linear"
+    size = np.abs(finite)
+    if size.max() == 0:
+        return "linear"
+    middle = float(np.median(size))
+    if (finite > 0).all():
+        return "log" if finite.max() / finite.min() > 100 or finite.max() > 10 * middle else "linear"
+    return "symlog" if middle > 0 and size.max() > 10 * middle or middle == 0 and size.max() > 0 and \
+        np.mean(size > 0) < 0.5 else "linear"
+
+
+def scale_suffix(kind: str) -> str:
+    """What an axis title adds for a non-linear scale."""
+    return {"log": " (log scale)", "symlog": " (symmetric log scale)"}.get(kind, "")
+
+
+def value_axis(field: str, axis_title: str, values, kind: str | None = None, channel=alt.Y):
+    """A quantitative axis of ``field`` on the scale the data asks for (:func:`choose_scale`).
+
+    ``kind`` forces a scale; log axes get 1-2-5 or decade ticks. The title carries the unit.
+    """
+    kind = kind or choose_scale(values)
+    if kind == "log":
+        ticks = log_ticks(values)
+        return channel(f"{field}:Q", title=axis_title + scale_suffix(kind),
+                       scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
+                       axis=alt.Axis(values=ticks, format=tick_format(ticks)))
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)] if len(finite) else finite
+    big = len(finite) and np.abs(finite).max() >= 1000
+    if kind == "symlog":
+        positive = np.abs(finite[finite != 0]) if len(finite) else finite
+        constant = float(np.quantile(positive, 0.1)) if len(positive) else 1.0  # linear below, log above
+        return channel(f"{field}:Q", title=axis_title + scale_suffix(kind),
+                       scale=alt.Scale(type="symlog", constant=constant),
+                       axis=alt.Axis(format="~s" if big else ",.3~g"))
+    return channel(f"{field}:Q", title=axis_title, scale=alt.Scale(zero=False),
+                   axis=alt.Axis(format="~s" if big else ",.3~g"))
+
+
+DAY_MS = 86_400_000
+
+
+def time_x(when: Sequence[float] | np.ndarray | pd.Series, tz: str | None, field: str = "when") -> alt.X:
+    """A time axis over wall-clock ms (:func:`app.units.wall_clock_ms`) in the dataset's zone.
+
+    Within one day the ticks show the time of day and the title the date; over days the ticks
+    show dates (and hours while the span is under a week).
+
+    >>> time_x([0, 60_000], "UTC").to_dict()["title"], time_x([0, 9 * DAY_MS], None).to_dict()["axis"]["format"]
+    ('time (UTC, 1970-01-01)', '%Y-%m-%d')
+    """
+    values = np.asarray(when, dtype=float)
+    values = values[np.isfinite(values)]
+    zone = tz or "UTC"
+    if len(values) == 0:
+        return alt.X(f"{field}:T", title=f"time ({zone})", scale=alt.Scale(type="utc"))
+    first, last = int(values.min()), int(values.max())
+    day = lambda ms: pd.Timestamp(ms, unit="ms").strftime("%Y-%m-%d")  # noqa: E731
+    if day(first) == day(last):
+        title, fmt = f"time ({zone}, {day(first)})", "%H:%M:%S"
+    elif last - first < 7 * DAY_MS:
+        title, fmt = f"time ({zone})", "%m-%d %H:%M"
+    else:
+        title, fmt = f"date ({zone})", "%Y-%m-%d"
+    return alt.X(f"{field}:T", title=title, scale=alt.Scale(type="utc"), axis=alt.Axis(format=fmt, labelAngle=0))
+
+
 HEIGHT = 240
 
 METRICS: dict[str, tuple[str, str]] = {
@@ -25,10 +143,14 @@ METRICS: dict[str, tuple[str, str]] = {
     "candidates": ("Candidates", "objects the algorithm keeps as possible answers of this or a later window"),
     "retained": ("Retained objects", "objects the algorithm stores in any structure (candidates and "
                                      "bookkeeping)"),
-    "memory": ("Memory", "modelled = SPEC cost model (8 bytes per value, id, seq, t, pointer); "
-                         "measured = real size of the algorithm's structures in Python"),
+    "memory": ("Memory", "modelled = the cost model of docs/algorithms/memory.md (8 bytes per value, id, seq, "
+                         "t, pointer); measured = real size of the algorithm's structures in Python"),
     "ms": ("Time per slide (ms)", "wall-clock milliseconds to process one slide and produce its answer"),
 }
+AXIS_TITLES = {"precision": "precision (share of the exact ids)", "error": "score error (relative)",
+               "candidates": "candidates (objects)", "retained": "retained (objects)",
+               "ms": "time per slide (ms)"}
+"""Axis titles with their unit, per metric."""
 
 
 def title(field: str, extra: str = "") -> alt.TitleParams:
@@ -68,34 +190,43 @@ def log_ticks(values: Sequence[float] | np.ndarray) -> list[float]:
     return [int(t) if float(t).is_integer() else t for t in ticks if low <= t <= high]
 
 
-def _y(field: str, axis_title: str, values, log: bool) -> alt.Y:
-    if not log:
-        return alt.Y(f"{field}:Q", title=axis_title)
-    ticks = log_ticks(values)
-    return alt.Y(f"{field}:Q", title=axis_title + " (log scale)",
-                 scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
-                 axis=alt.Axis(values=ticks, format=tick_format(ticks)))
+def _timed(frame: pd.DataFrame) -> bool:
+    return "when" in frame.columns and len(frame) > 0 and frame["when"].notna().all()
 
 
-def _rule(at: int | None) -> alt.Chart | None:
+def _x(frame: pd.DataFrame, tz: str | None) -> alt.X:
+    """Time when the slides have times (a ``when`` column), else the slide number."""
+    if _timed(frame):
+        return time_x(frame["when"], tz)
+    return alt.X("slide:Q", title="slide", axis=alt.Axis(format="d"))
+
+
+def _rule(frame: pd.DataFrame, at: int | None) -> alt.Chart | None:
+    """A dashed rule at slide ``at`` (at its time when the slides have times)."""
     if at is None:
         return None
+    if _timed(frame) and (frame["slide"] == at).any():
+        when = float(frame.loc[frame["slide"] == at, "when"].iloc[0])
+        return alt.Chart(pd.DataFrame({"when": [when], "slide": [at]})).mark_rule(
+            strokeDash=[4, 4], color="gray").encode(x=alt.X("when:T", scale=alt.Scale(type="utc")))
     return alt.Chart(pd.DataFrame({"slide": [at]})).mark_rule(strokeDash=[4, 4], color="gray").encode(x="slide:Q")
 
 
-def over_time(frame: pd.DataFrame, field: str, *, at: int | None = None, log: bool = False,
-              stroke: str | None = None) -> alt.Chart | alt.LayerChart:
-    """A line per algorithm of the metric ``field`` against the slide number.
+def over_time(frame: pd.DataFrame, field: str, *, at: int | None = None, log: bool | None = None,
+              stroke: str | None = None, tz: str | None = None) -> alt.Chart | alt.LayerChart:
+    """A line per algorithm of the metric ``field`` over time (or the slide number).
 
     Parameters
     ----------
     frame
-        Long format: columns ``slide``, ``algorithm`` and ``field`` (a key of :data:`METRICS`).
+        Long format: columns ``slide``, ``algorithm`` and ``field`` (a key of :data:`METRICS`);
+        with a ``when`` column (wall-clock ms of each slide's end, :func:`app.units.wall_clock_ms`)
+        the x axis is time in the zone ``tz``.
     at
         Slide to mark with a vertical rule (the Runs page's scrubber), or ``None``.
     log
-        A log y scale with 1-2-5 or decade ticks, for sizes that span orders of magnitude
-        (the oracle's whole window against MinTopK's few candidates); values <= 0 are left out.
+        ``True``: a log y scale with 1-2-5 or decade ticks (values <= 0 are left out);
+        ``False``: linear; ``None``: chosen by the data (:func:`choose_scale`).
     stroke
         A column telling lines of the same algorithm apart by dash (two runs compared).
 
@@ -106,12 +237,15 @@ def over_time(frame: pd.DataFrame, field: str, *, at: int | None = None, log: bo
     'line'
     """
     name, definition = METRICS[field]
-    data = frame[frame[field] > 0] if log else frame
+    kind = "log" if log else ("linear" if log is False else choose_scale(frame[field]))
+    data = frame[frame[field] > 0] if kind == "log" else frame
+    slide_tip = [alt.Tooltip("slide:Q", format="d")] + ([alt.Tooltip("utcyearmonthdatehoursminutesseconds(when):T",
+                                                                     title="time")] if _timed(data) else [])
     encoding = dict(
-        x=alt.X("slide:Q", title="slide", axis=alt.Axis(format="d")),
-        y=_y(field, name, data[field], log),
-        color=alt.Color("algorithm:N", title="algorithm", scale=alt.Scale(scheme="tableau10"), legend=LEGEND),
-        tooltip=["algorithm:N", "slide:Q", alt.Tooltip(f"{field}:Q", title=name, format=",.4~g"),
+        x=_x(data, tz),
+        y=value_axis(field, AXIS_TITLES.get(field, name), data[field], kind),
+        color=algorithm_color(data["algorithm"].unique(), LEGEND),
+        tooltip=["algorithm:N", *slide_tip, alt.Tooltip(f"{field}:Q", title=name, format=",.4~g"),
                  alt.Tooltip("definition:N", title="definition")],
     )
     data = data.assign(definition=definition)
@@ -119,14 +253,15 @@ def over_time(frame: pd.DataFrame, field: str, *, at: int | None = None, log: bo
         encoding["strokeDash"] = alt.StrokeDash(f"{stroke}:N", title=stroke, legend=LEGEND)
         encoding["tooltip"] = [f"{stroke}:N", *encoding["tooltip"]]
     chart = alt.Chart(data, title=title(field), height=HEIGHT).mark_line(point=len(data) < 60).encode(**encoding)
-    rule = _rule(at)
+    rule = _rule(data, at)
     return chart if rule is None else alt.layer(chart, rule)
 
 
-def memory_over_time(frame: pd.DataFrame, *, at: int | None = None) -> alt.Chart | alt.LayerChart:
+def memory_over_time(frame: pd.DataFrame, *, at: int | None = None, tz: str | None = None) -> alt.Chart | alt.LayerChart:
     """Modelled (dashed) and measured (solid) memory per algorithm, in KiB or MiB on a log axis.
 
-    ``frame`` has ``slide``, ``algorithm``, ``bytes`` (modelled) and optionally ``measured_bytes``.
+    ``frame`` has ``slide``, ``algorithm``, ``bytes`` (modelled), optionally ``measured_bytes``
+    and ``when`` (time of each slide, as in :func:`over_time`).
 
     Examples
     --------
@@ -137,44 +272,45 @@ def memory_over_time(frame: pd.DataFrame, *, at: int | None = None) -> alt.Chart
     columns = {"bytes": "modelled"}
     if "measured_bytes" in frame.columns and frame["measured_bytes"].notna().any():
         columns["measured_bytes"] = "measured"
-    long = frame.melt(id_vars=["slide", "algorithm"], value_vars=list(columns), var_name="memory",
-                      value_name="value").dropna()
+    ids = ["slide", "algorithm"] + (["when"] if _timed(frame) else [])
+    long = frame.melt(id_vars=ids, value_vars=list(columns), var_name="memory", value_name="value").dropna()
     long["memory"] = long["memory"].map(columns)
     unit, size = units.bytes_unit(float(long["value"].max()) if len(long) else 0.0)
     long[unit] = long["value"] / size
     long = long[long[unit] > 0].assign(definition=METRICS["memory"][1])
     chart = alt.Chart(long, title=title("memory", f" ({unit})"), height=HEIGHT).mark_line().encode(
-        x=alt.X("slide:Q", title="slide", axis=alt.Axis(format="d")),
-        y=_y(unit, f"memory ({unit})", long[unit], True),
-        color=alt.Color("algorithm:N", title="algorithm", scale=alt.Scale(scheme="tableau10"), legend=LEGEND),
+        x=_x(long, tz),
+        y=value_axis(unit, f"memory ({unit})", long[unit], "log"),
+        color=algorithm_color(long["algorithm"].unique(), LEGEND),
         strokeDash=alt.StrokeDash("memory:N", title="memory", sort=["measured", "modelled"], legend=LEGEND),
         tooltip=["algorithm:N", "slide:Q", "memory:N", alt.Tooltip(f"{unit}:Q", format=",.4~g"),
                  alt.Tooltip("definition:N", title="definition")],
     )
-    rule = _rule(at)
+    rule = _rule(long, at)
     return chart if rule is None else alt.layer(chart, rule)
 
 
-def time_encoding(timed: bool, tz: str | None) -> alt.X:
-    """The x encoding of event time: date-times in the dataset's zone, else the raw clock.
+def time_encoding(timed: bool, tz: str | None, when: Sequence[float] | None = None) -> alt.X:
+    """The x encoding of event time: date-times in the dataset's zone (:func:`time_x`), else the raw clock.
 
     With ``timed`` the frame must carry ``when`` (:func:`app.units.wall_clock_ms` numbers) and
     ``time`` (the same as text, for tooltips).
     """
     if timed:
-        return alt.X("when:T", title=f"time ({tz or 'UTC'})", scale=alt.Scale(type="utc"),
-                     axis=alt.Axis(format="%H:%M:%S", labelAngle=0))
-    return alt.X("t:Q", title="t", scale=alt.Scale(zero=False))
+        return time_x(when if when is not None else [], tz)
+    return alt.X("t:Q", title="t (the trace's clock)", scale=alt.Scale(zero=False))
 
 
 def window_panels(window: pd.DataFrame, candidates: pd.DataFrame, answers: pd.DataFrame,
                   algorithms: Sequence[str], *, timed: bool = False, tz: str | None = None,
-                  columns: int = 3, width: int = 280) -> alt.FacetChart:
+                  columns: int = 3, width: int = 280, score_title: str = "score") -> alt.FacetChart:
     """Small multiples of the window's scores against time, one panel per algorithm.
 
     Each panel draws every window object in grey, the algorithm's candidates as coloured dots
     and its answer as black rings, so six or more algorithms stay distinguishable. One faceted
     chart over one long table (``role`` = window / candidate / answer), so the spec stays small.
+    The score axis is log (or symmetric log) when the scores ask for it (:func:`choose_scale`:
+    one 126M trade among 1M ones), and ``score_title`` names its unit.
 
     Parameters
     ----------
@@ -198,20 +334,18 @@ def window_panels(window: pd.DataFrame, candidates: pd.DataFrame, answers: pd.Da
     parts.append(candidates[candidates["algorithm"].isin(algorithms)].assign(role="candidate"))
     parts.append(answers[answers["algorithm"].isin(algorithms)].assign(role="answer"))
     frame = pd.concat([p.reindex(columns=keep) for p in parts], ignore_index=True)
-    scores = window["score"] if len(window) else pd.Series([1.0])
-    log = bool((scores > 0).all() and scores.max() / scores.min() > 100)
-    x = time_encoding(timed, tz)
-    y = alt.Y("score:Q", title="score (log scale)" if log else "score",
-              scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
-              axis=alt.Axis(format=tick_format(log_ticks(scores)), values=log_ticks(scores)) if log else
-              alt.Axis(format="~s" if scores.abs().max() >= 1000 else ",~g"))
+    scores = pd.concat([window["score"], answers["score"]]) if len(window) else pd.Series([1.0])
+    kind = choose_scale(scores)
+    if kind == "log":
+        frame = frame[frame["score"] > 0]
+    x = time_encoding(timed, tz, frame["when"] if timed and len(frame) else None)
+    y = value_axis("score", score_title, scores[scores > 0] if kind == "log" else scores, kind)
     time_tip = alt.Tooltip("time:N", title="time") if timed else alt.Tooltip("t:Q")
-    tips = ["algorithm:N", "rank:Q", time_tip, alt.Tooltip("score:Q", format=",.6~g")]
+    tips = ["algorithm:N", "rank:Q", time_tip, alt.Tooltip("score:Q", title=score_title, format=",.6~g")]
     base = alt.Chart(width=width, height=200).encode(x=x, y=y)
     points = base.transform_filter(alt.datum.role == "window").mark_circle(size=10, color="#c8c8c8", opacity=0.6)
     kept = base.transform_filter(alt.datum.role == "candidate").mark_circle(size=26, opacity=0.8).encode(
-        color=alt.Color("algorithm:N", scale=alt.Scale(scheme="tableau10", domain=list(algorithms)), legend=None),
-        tooltip=tips[:1] + tips[2:])
+        color=algorithm_color(algorithms, legend=None), tooltip=tips[:1] + tips[2:])
     marks = base.transform_filter(alt.datum.role == "answer").mark_point(
         size=90, filled=False, color="black", strokeWidth=1.5).encode(tooltip=tips)
     return alt.layer(points, kept, marks, data=frame).facet(
@@ -256,12 +390,13 @@ def layers_projection(frame: pd.DataFrame, direction: tuple[float, float], a_tit
         "(better scores lie that way)", anchor="start"), height=360)
 
 
-def current_vs_best(frame: pd.DataFrame, kth: float) -> alt.LayerChart:
+def current_vs_best(frame: pd.DataFrame, kth: float, unit: str = "") -> alt.LayerChart:
     """Attribute streams: each valid object's current score against the best it could still reach.
 
     ``frame`` has ``id``, ``current``, ``best`` and ``status`` (in the answer / may still enter /
     cannot enter). The horizontal rule is the k-th current score: objects below it cannot
-    reach the answer whatever arrives (EAA's pruning); the diagonal is best = current.
+    reach the answer whatever arrives (EAA's pruning); the diagonal is best = current. Both
+    axes take the scale the scores ask for (most clients near 0, a few heavy ones: log).
 
     Examples
     --------
@@ -271,18 +406,28 @@ def current_vs_best(frame: pd.DataFrame, kth: float) -> alt.LayerChart:
     3
     """
     statuses = ["in the answer", "may still enter", "cannot enter"]
-    points = alt.Chart(frame).mark_circle(size=30, opacity=0.75).encode(
-        x=alt.X("current:Q", title="current score (valid values so far)"),
-        y=alt.Y("best:Q", title="best possible score"),
+    x_kind, y_kind = choose_scale(frame["current"]), choose_scale(frame["best"])
+    shown = frame[((frame["current"] > 0) | (x_kind != "log")) & ((frame["best"] > 0) | (y_kind != "log"))]
+    suffix = f" ({unit})" if unit else ""
+    x = value_axis("current", f"current score (valid values so far){suffix}", shown["current"], x_kind, alt.X)
+    y = value_axis("best", f"best possible score{suffix}", shown["best"], y_kind)
+    points = alt.Chart(shown).mark_circle(size=30, opacity=0.75).encode(
+        x=x, y=y,
         color=alt.Color("status:N", sort=statuses, scale=alt.Scale(domain=statuses,
                                                                   range=["#e15759", "#f28e2b", "#bab0ac"]),
                         legend=LEGEND),
         tooltip=["id:Q", alt.Tooltip("current:Q", format=",.4~g"), alt.Tooltip("best:Q", format=",.4~g"),
                  "status:N"])
-    top = float(max(frame["best"].max(), frame["current"].max())) if len(frame) else 1.0
-    diagonal = alt.Chart(pd.DataFrame({"current": [0.0, top], "best": [0.0, top]})).mark_line(
+    # best = current over the part of the plot the points span (best >= current: it would stretch the axes)
+    low = max(float(shown["current"].min()), float(shown["best"].min())) if len(shown) else 0.0
+    top = float(shown["current"].max()) if len(shown) else 1.0
+    line = pd.DataFrame({"current": [low, top], "best": [low, top]}) if low <= top else pd.DataFrame(
+        {"current": [], "best": []})
+    diagonal = alt.Chart(line).mark_line(
         color="gray", strokeDash=[2, 2]).encode(x="current:Q", y="best:Q")
     rule = alt.Chart(pd.DataFrame({"best": [kth]})).mark_rule(color="#e15759", strokeDash=[6, 3]).encode(y="best:Q")
+    if len(shown) and kth < float(shown["best"].min()) / 2:  # far below every object: it would only flatten the axis
+        rule = alt.Chart(pd.DataFrame({"best": []})).mark_rule().encode(y="best:Q")
     return alt.layer(points, diagonal, rule, title=alt.TitleParams(
         "Objects of the window: current against best possible score", anchor="start", fontSize=14),
         height=320)
@@ -314,6 +459,86 @@ def benchmark_family(frame: pd.DataFrame, field: str, axis_title: str) -> alt.Ch
         yOffset=alt.YOffset("algorithm:N"),
         x=x,
         x2=alt.datum(baseline),
-        color=ALGORITHM,
+        color=algorithm_color(data["algorithm"].unique()),
         tooltip=["case:N", "algorithm:N", alt.Tooltip(f"{field}:Q", title=axis_title, format=",.4~g")],
     ).properties(height=alt.Step(9))
+
+
+def sweep_chart(frame: pd.DataFrame, x: str, x_title: str, field: str, axis_title: str,
+                paper: pd.DataFrame | None = None, height: int = 220) -> alt.Chart | alt.LayerChart:
+    """One line per algorithm of ``field`` against the swept parameter ``x`` (a benchmark sweep).
+
+    Numeric parameters spanning a decade or more go on a log x axis; others (an allocation
+    strategy) are categories. The y scale is chosen by the data (:func:`choose_scale`).
+    ``paper`` (rows ``algorithm, x, field``) draws the paper's figures as hollow diamonds
+    beside ours (filled circles), each in its algorithm's colour.
+
+    Examples
+    --------
+    >>> ours = pd.DataFrame({"algorithm": ["sap", "sap"], "k": [10, 100], "avg_candidates": [28.0, 290.0]})
+    >>> paper = pd.DataFrame({"algorithm": ["sap"], "k": [10], "avg_candidates": [28.0]})
+    >>> [layer.mark.type for layer in sweep_chart(ours, "k", "k", "avg_candidates", "candidates", paper).layer]
+    ['line', 'point']
+    """
+    data = frame.dropna(subset=[field]).assign(source="ours")
+    if paper is not None and len(paper):
+        data = pd.concat([data, paper.assign(source="paper (as printed)")], ignore_index=True)
+    numeric = pd.api.types.is_numeric_dtype(data[x])
+    if numeric:
+        values = data[x].astype(float)
+        wide = (values > 0).all() and values.max() >= 10 * values.min()
+        x_enc = alt.X(f"{x}:Q", title=x_title + (" (log scale)" if wide else ""),
+                      scale=alt.Scale(type="log") if wide else alt.Scale(zero=False),
+                      axis=alt.Axis(values=sorted(values.unique().tolist()), format="~s"))
+    else:
+        x_enc = alt.X(f"{x}:N", title=x_title, sort=list(dict.fromkeys(data[x])), axis=alt.Axis(labelAngle=0))
+    kind = choose_scale(data[field])
+    shown = data[data[field] > 0] if kind == "log" else data
+    color = algorithm_color(shown["algorithm"].unique(), alt.Legend(orient="bottom", columns=5, title=None,
+                                                                    symbolLimit=0))
+    y = value_axis(field, axis_title, shown[field], kind)
+    tips = ["algorithm:N", f"{x}:{'Q' if numeric else 'N'}", alt.Tooltip(f"{field}:Q", title=axis_title,
+                                                                          format=",.4~g"), "source:N"]
+    base = alt.Chart(shown, height=height).encode(x=x_enc, y=y, color=color, tooltip=tips)
+    lines = base.transform_filter(alt.datum.source == "ours").mark_line(point=alt.OverlayMarkDef(size=40))
+    if paper is None or not len(paper):
+        return lines.properties(title=alt.TitleParams(axis_title, anchor="start", fontSize=13))
+    marks = base.transform_filter(alt.datum.source != "ours").mark_point(shape="diamond", size=110, filled=False,
+                                                                         strokeWidth=2)
+    return alt.layer(lines, marks, title=alt.TitleParams(axis_title, subtitle="hollow diamonds: the paper's figures",
+                                                         anchor="start", fontSize=13))
+
+
+def query_times(frame: pd.DataFrame) -> alt.Chart:
+    """Milliseconds each algorithm took to answer each weight vector at once (log scale when it spans decades).
+
+    ``frame``: rows ``query, algorithm, ms`` (:meth:`app.session.LiveRun.any_weights_frame`).
+
+    >>> frame = pd.DataFrame({"query": [1, 1], "algorithm": ["oracle", "sao"], "ms": [2.0, 0.01]})
+    >>> query_times(frame).to_dict()["encoding"]["y"]["scale"]["type"]
+    'log'
+    """
+    kind = choose_scale(frame["ms"])
+    shown = frame[frame["ms"] > 0] if kind == "log" else frame
+    return alt.Chart(shown, height=HEIGHT, title=alt.TitleParams("Time per query", anchor="start", fontSize=14)).mark_point(
+        filled=True, size=45).encode(
+        x=alt.X("query:O", title="weight vector (query number)", axis=alt.Axis(labelAngle=0)),
+        y=value_axis("ms", "time per query (ms)", shown["ms"], kind),
+        color=algorithm_color(shown["algorithm"].unique(), LEGEND),
+        tooltip=["query:O", "algorithm:N", alt.Tooltip("ms:Q", format=",.4~g")])
+
+
+def query_precision(frame: pd.DataFrame, name: str) -> alt.Chart:
+    """Precision of ``name``'s answer to each weight vector against the exact one (bars, 0 to 1).
+
+    >>> frame = pd.DataFrame({"query": [1, 1], "algorithm": ["oracle", "sao"], "precision": [1.0, 0.9]})
+    >>> query_precision(frame, "sao").to_dict()["encoding"]["y"]["scale"]["domain"]
+    [0, 1]
+    """
+    mine = frame[frame["algorithm"] == name]
+    return alt.Chart(mine, height=HEIGHT, title=alt.TitleParams(f"Precision of {name} per query", anchor="start",
+                                                                fontSize=14)).mark_bar(
+        color=algorithm_colour(name)).encode(
+        x=alt.X("query:O", title="weight vector (query number)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("precision:Q", title="precision (share of the exact ids)", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["query:O", alt.Tooltip("precision:Q", format=".2f")])

@@ -26,8 +26,16 @@ DEFAULT_DB = "var/topk.duckdb"
 SYNTHETIC = "synthetic: uniform"
 SYNTHETIC_ATTRIBUTES = "synthetic: attribute streams"
 BUILT_IN = (SYNTHETIC, SYNTHETIC_ATTRIBUTES)
-BENCHMARKS = Path(os.environ.get("TOPK_BENCHMARKS") or ROOT / "benchmarks" / "results" / "latest.json")
-"""The benchmark report the Benchmarks page shows (``$TOPK_BENCHMARKS`` overrides it)."""
+BENCHMARKS = Path(os.environ.get("TOPK_BENCHMARKS") or ROOT / "benchmarks" / "results")
+"""The folder of benchmark results (one CSV per benchmark) the Benchmarks page shows
+(``$TOPK_BENCHMARKS`` overrides it)."""
+BENCH_DB = Path(os.environ.get("TOPK_BENCH_DB") or ROOT / "var" / "bench.duckdb")
+"""Every ``make bench`` run appended to the table ``bench_results`` (read when present)."""
+PAPER_FIGURES = ROOT / "benchmarks" / "paper_figures.json"
+"""The papers' own numbers, put beside ours."""
+PROVENANCE = ("run_id", "when", "commit", "machine", "cores", "cpu_model", "python", "load_1m", "load_1m_end",
+              "quick")
+"""Columns every benchmark row carries about the run that made it."""
 INGEST_HINT = "Run `make run` to ingest the sample traces and replay them."
 
 
@@ -291,55 +299,126 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def benchmark_results(path: Path | None = None) -> pd.DataFrame:
-    """Rows of the latest benchmark report (default ``BENCHMARKS``), in a common shape.
+def demo_run(db: Path, demo: dict) -> str | None:
+    """The latest run of ``make run``'s demo config (its name and dataset), else ``None``."""
+    try:
+        found = query(db, "SELECT run_id FROM runs WHERE dataset = ? AND json_extract_string(config, '$.name') = ? "
+                          "ORDER BY started_at DESC NULLS LAST LIMIT 1", [demo.get("dataset"), demo.get("name")])
+    except MissingData:
+        return None
+    return None if found.empty else str(found.iloc[0, 0])
 
-    Two layouts are read: a JSON list of row objects (``bench``, ``case``, ``algorithm``, ...)
-    or an object ``{"when", "machine", "commit", ..., "results": [rows]}`` whose top-level
-    fields apply to every row. Rows may name their family ``workload`` instead of ``bench``.
-    The result always has ``family``, ``case``, ``algorithm``, ``when``, ``machine`` and
-    ``commit`` columns (missing ones are empty).
+
+def run_of_query(db: Path, dataset: str, weights: Sequence[float], k: int, window: int, slide: int,
+                 kind: str) -> tuple[str, int] | None:
+    """``(run_id, query_id)`` of the latest run that replayed this query over ``dataset``, else ``None``."""
+    try:
+        found = query(db, """
+            SELECT q.run_id, q.query_id, q.weights FROM queries q JOIN runs r USING (run_id)
+            WHERE r.dataset = ? AND q.k = ? AND q."window" = ? AND q.slide = ? AND q.kind = ?
+            ORDER BY r.started_at DESC NULLS LAST""", [dataset, k, window, slide, kind])
+    except MissingData:
+        return None
+    for row in found.itertuples():
+        stored = json.loads(row.weights) if isinstance(row.weights, str) else list(row.weights)
+        if len(stored) == len(weights) and np.allclose(np.asarray(stored, float), np.asarray(weights, float)):
+            return str(row.run_id), int(row.query_id)
+    return None
+
+
+def end_times(trace: Trace, kind: str, ends: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Event time at which each slide ends: its boundary (time windows) or its last row's time.
+
+    >>> trace = synthetic_uniform(rows=10)
+    >>> end_times(trace, "count", [5, 10]).tolist() == [trace.t[4], trace.t[9]]
+    True
+    """
+    ends = np.asarray(ends, dtype=np.int64)
+    if kind == "time" or not len(trace):
+        return ends
+    return trace.t[np.clip(ends - 1, 0, len(trace) - 1)]
+
+
+def benchmark_tables(folder: Path | None = None) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """Every ``*.csv`` of the results folder by file stem, and a note per file that could not be read.
+
+    Files are read as they are: any benchmark, any columns (the page shows what each has).
 
     Raises
     ------
     MissingData
-        When the report is absent or holds no rows with the columns the page plots.
+        When the folder holds no readable CSV file.
     """
-    path = path or BENCHMARKS
-    if not path.is_file():
-        raise MissingData(f"No benchmark results at `{shown(path)}` yet. Run `make bench` to produce them.")
+    folder = folder or BENCHMARKS
+    tables: dict[str, pd.DataFrame] = {}
+    problems: list[str] = []
+    for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
+        try:
+            frame = pd.read_csv(path)
+        except (OSError, ValueError) as exc:
+            problems.append(f"`{shown(path)}` could not be read ({str(exc).splitlines()[0]})")
+            continue
+        if frame.empty:
+            problems.append(f"`{shown(path)}` holds no rows")
+            continue
+        tables[path.stem] = frame
+    if not tables:
+        raise MissingData(f"No benchmark results in `{shown(folder)}`" + (f" ({'; '.join(problems)})" if problems
+                                                                          else "")
+                          + ". The repository ships them; `make bench` writes them again.")
+    return tables, problems
+
+
+def bench_history(db: Path | None = None) -> pd.DataFrame:
+    """One row per ``make bench`` run recorded in ``var/bench.duckdb`` (empty when there is none)."""
+    db = db or BENCH_DB
     try:
-        loaded = json.loads(path.read_text())
-        common: dict[str, Any] = {}
-        if isinstance(loaded, dict):
-            rows = next((loaded[key] for key in ("results", "rows") if isinstance(loaded.get(key), list)), None)
-            if rows is None:
-                raise ValueError("an object without a list of results")
-            common = {key: value for key, value in loaded.items()
-                      if not isinstance(value, (list, dict)) and key not in ("results", "rows")}
-        elif isinstance(loaded, list):
-            rows = loaded
-        else:
-            raise ValueError(f"the top level is a {type(loaded).__name__}")
-        if not all(isinstance(row, dict) for row in rows):
-            raise ValueError("a result is not an object")
-        frame = pd.DataFrame([{**common, **row} for row in rows])
-    except ValueError as exc:
-        raise MissingData(f"`{shown(path)}` is not a list of benchmark results ({exc}). "
-                          "Re-run `make bench`.") from None
-    family = pd.Series("benchmark", index=frame.index)
-    for column in ("workload", "bench", "family"):  # the most specific name given wins
-        if column in frame.columns:
-            family = frame[column].where(frame[column].notna(), family)
-    frame["family"] = family.astype(str)
-    if "case" not in frame.columns:
-        params = [c for c in ("distribution", "n", "s", "k") if c in frame.columns]
-        frame["case"] = frame[params].astype(str).agg(" ".join, axis=1) if params else frame["family"]
-    for column in ("when", "machine", "commit"):
-        if column not in frame.columns:
-            frame[column] = None
-    missing = {"algorithm", "objects_per_s"} - set(frame.columns)
-    if missing:
-        raise MissingData(f"`{shown(path)}` lacks the column(s) {', '.join(sorted(missing))}. "
-                          "Re-run `make bench`.")
-    return frame
+        return query(db, """
+            SELECT run_id, min(run_at) AS run_at, any_value(git_commit) AS "commit", any_value(machine) AS machine,
+                   any_value(cores) AS cores, max(load_1m) AS load_1m, bool_or(quick) AS quick,
+                   count(*) AS "rows", string_agg(DISTINCT bench, ', ' ORDER BY bench) AS benchmarks
+            FROM bench_results GROUP BY run_id ORDER BY run_at DESC""")
+    except MissingData:
+        return pd.DataFrame()
+    except duckdb.Error:
+        return pd.DataFrame()
+
+
+def paper_figures(path: Path | None = None) -> dict[str, Any]:
+    """The papers' figures (``papers``: per paper its ``title``, ``claims`` and tables); ``{}`` if unreadable."""
+    try:
+        loaded = json.loads((path or PAPER_FIGURES).read_text())
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def provenance(frame: pd.DataFrame) -> pd.DataFrame:
+    """The distinct runs behind ``frame``'s rows: run, when, commit, machine, load (what is recorded)."""
+    columns = [c for c in PROVENANCE if c in frame.columns]
+    if not columns:
+        return pd.DataFrame()
+    keys = [c for c in ("run_id", "when", "commit") if c in columns] or columns[:1]
+    return frame[columns].drop_duplicates(subset=keys).reset_index(drop=True)
+
+
+def ingest_counts(db: Path, name: str) -> str:
+    """What the ingest of a dataset did, in words: rows read, rejected by reason, merged; ``""`` if unknown."""
+    try:
+        found = query(db, "SELECT * FROM datasets WHERE name = ?", [name])
+    except MissingData:
+        return ""
+    if found.empty:
+        return ""
+    row = found.iloc[0].to_dict()
+    rejects = json.loads(row["rejects"]) if isinstance(row.get("rejects"), str) else dict(row.get("rejects") or {})
+    reasons = ", ".join(f"{reason} {count:,}" for reason, count in rejects.items() if count)
+    merged = row.get("rows_merged")
+    text = f"{int(row['rows_read']):,} rows read, {int(row['rows_rejected']):,} rejected"
+    text += f" ({reasons})" if reasons else ""
+    if merged is not None and pd.notna(merged) and merged:
+        params = json.loads(row["params"]) if isinstance(row.get("params"), str) else dict(row.get("params") or {})
+        chunk = params.get("delta_t_ms")
+        text += f", {int(merged):,} merged " + (f"into one tuple per client, section and {chunk / 1000:g} s chunk"
+                                                if chunk else "into other rows")
+    return text + "."

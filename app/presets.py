@@ -14,7 +14,9 @@ from typing import Sequence
 from app import units
 
 CONFIGS = Path(__file__).resolve().parent.parent / "pipelines" / "configs"
-"""The replay configs ``make run`` runs (``demo.json`` first)."""
+"""The replay configs (``demo.json`` first)."""
+MAKE_RUN_CONFIGS = ("demo.json", "families.json")
+"""The configs ``make run`` replays (the Makefile's ``run`` target); the others are run by hand."""
 TIME_ZONES = {"stock": "America/New_York", "taxi": "America/New_York", "worldcup": "Europe/Paris"}
 """Time zone of each dataset family's clock (the exchange's for trades, the city's for taxis, the
 host country's for the 1998 World Cup logs, which are recorded in GMT)."""
@@ -77,17 +79,84 @@ class Profile:
         return self.presets[0]
 
 
-def replayed_queries(dataset: str, folder: Path = CONFIGS) -> list[dict]:
-    """The queries ``make run`` replays over ``dataset`` (from every config, ``demo.json`` first)."""
+FEATURE_UNITS = {
+    "stock": {"notional": "$", "price": "$", "size": "shares"},
+    "taxi": {"duration": "s", "distance": "miles", "speed": "mph", "fare": "$", "tip": "$"},
+}
+"""Unit of each feature per dataset family (``pipelines/stock.py``, ``pipelines/taxi.py``)."""
+STREAM_UNIT = {"worldcup": "× largest chunk"}
+"""Attribute streams: the unit of a value (World Cup: a chunk's bytes over the largest chunk's)."""
+
+
+def configs(folder: Path = CONFIGS) -> list[dict]:
+    """The replay configs, ``demo.json`` first (unreadable ones left out), each with its ``_file`` name."""
     found = []
     for path in sorted(folder.glob("*.json"), key=lambda p: (p.name != "demo.json", p.name)):
         try:
             config = json.loads(path.read_text())
-            if config.get("dataset") == dataset:
-                found += [q for q in config.get("queries", []) if isinstance(q, dict)]
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError):
             continue
+        if isinstance(config, dict):
+            found.append({**config, "_file": path.name})
     return found
+
+
+def demo(folder: Path = CONFIGS) -> dict:
+    """The config ``make run`` replays first (``demo.json``: name, dataset, queries, algorithms).
+
+    >>> demo()["dataset"], [a["name"] for a in demo()["algorithms"]]
+    ('spy', ['oracle', 'mintopk', 'sap', 'sao'])
+    """
+    return next((c for c in configs(folder) if c.get("name") == "demo"), {})
+
+
+def replayed_queries(dataset: str, folder: Path = CONFIGS) -> list[dict]:
+    """The queries the replay configs run over ``dataset`` (``demo.json`` first), each with its config's ``_file``.
+
+    >>> [q["_file"] for q in replayed_queries("worldcup")]
+    ['worldcup.json', 'worldcup.json']
+    """
+    return [{**q, "_file": config["_file"]} for config in configs(folder) if config.get("dataset") == dataset
+            for q in config.get("queries", []) if isinstance(q, dict)]
+
+
+def replayed_algorithms(dataset: str, folder: Path = CONFIGS) -> dict[str, dict]:
+    """Algorithm -> parameters that ``make run`` replays over ``dataset`` (first config that has it).
+
+    >>> replayed_algorithms("spy")["sao"]
+    {'memory': 500}
+    """
+    for config in configs(folder):
+        if config.get("dataset") == dataset:
+            return {a["name"]: dict(a.get("params") or {}) for a in config.get("algorithms", [])
+                    if isinstance(a, dict) and isinstance(a.get("name"), str)}
+    return {}
+
+
+def score_unit(family: str, weights: dict[str, float]) -> tuple[str, str]:
+    """``(unit, axis title)`` of a score ``Σ weight × feature`` on a dataset family.
+
+    The unit is the features' own when every weighed feature has the same one; a mix gets no
+    unit and a title that names each feature's.
+
+    >>> score_unit("taxi", {"speed": 1.0, "tip": 0.0})
+    ('mph', 'score (mph)')
+    >>> score_unit("stock", {"notional": 1.0, "size": -0.5})
+    ('', 'score (mixed units: notional in $, size in shares)')
+    >>> score_unit("synthetic", {"x_0": 1.0})
+    ('', 'score (no unit: synthetic features)')
+    """
+    if family in STREAM_UNIT:
+        return STREAM_UNIT[family], f"score (sum of values, {STREAM_UNIT[family]}'s bytes)"
+    known = FEATURE_UNITS.get(family)
+    used = [f for f, w in weights.items() if w]
+    if not known or not used or any(f not in known for f in used):
+        return "", "score (no unit: synthetic features)" if family == "synthetic" else "score"
+    found = {known[f] for f in used}
+    if len(found) == 1:
+        unit = found.pop()
+        return unit, f"score ({unit})"
+    return "", "score (mixed units: " + ", ".join(f"{f} in {known[f]}" for f in used) + ")"
 
 
 def objects_word(family: str) -> str:
@@ -128,8 +197,11 @@ def profile(name: str, family: str, features: Sequence[str], t_unit: str) -> Pro
             continue
         fmt = (lambda v: units.format_count(v)) if kind == "count" else (lambda v: units.format_duration(v, t_unit))
         span = f"last {fmt(window)} {things}" if kind == "count" else f"last {fmt(window)}"
-        presets.append(Preset(f"{describe_weights(weights)}, {span} (make run)", weights, k,
-                              fmt(window), fmt(slide), kind, note="the query `make run` replays"))
+        by_make_run = replayed.get("_file") in MAKE_RUN_CONFIGS
+        source = "make run" if by_make_run else f"pipelines/configs/{replayed.get('_file')}"
+        presets.append(Preset(f"{describe_weights(weights)}, {span} ({source})", weights, k, fmt(window), fmt(slide),
+                              kind, note="the query `make run` replays" if by_make_run else
+                              f"a query of `{source}` (run by hand: `python -m pipelines.replay --config {source}`)"))
     if family == "stock" and {"notional", "size", "price"} <= set(features):
         presets += [
             Preset("largest notional, last 30 min", {"notional": 1.0}, 10, "30 min", "1 min", "time"),

@@ -47,6 +47,15 @@ class Setup:
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def weight_vectors(count: int, dimensions: int, seed: int = 0, lowest: float = -1.0) -> np.ndarray:
+    """``count`` weight vectors drawn uniformly in ``[lowest, 1]^dimensions`` (the SAO paper's queries).
+
+    >>> weight_vectors(3, 2).shape, bool((weight_vectors(5, 3, lowest=0.0) >= 0).all())
+    ((3, 2), True)
+    """
+    return np.random.default_rng(seed).uniform(lowest, 1.0, size=(count, dimensions))
+
+
 def first_boundary(trace: Trace, query: engine.Query) -> int:
     """Time windows: where the first slide of the whole trace starts (``floor(t0 / s) * s``)."""
     return int(trace.t[0]) // query.slide * query.slide if len(trace) else 0
@@ -340,6 +349,25 @@ class LiveRun:
                                        "b": self.trace.x[seq, features[1]]}))
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
             {"layer": [], "seq": [], "a": [], "b": []})
+
+    def any_weights_frame(self, name: str, vectors: np.ndarray, k: int) -> pd.DataFrame:
+        """``name`` and the exact reference answering each weight vector at once, from the current window.
+
+        Both answer with ``query(weights, k)`` (no reprocessing); rows ``query, algorithm, ms,
+        precision`` (precision of ``name``'s answer against the reference's, 1 for the reference).
+        ``ValueError`` when an engine refuses the weights.
+        """
+        rows = []
+        for number, weights in enumerate(np.asarray(vectors, dtype=float), 1):
+            start = perf_counter()
+            exact = self.oracle.query(list(weights), k)
+            exact_ms = (perf_counter() - start) * 1e3
+            start = perf_counter()
+            got = self.engines[name].query(list(weights), k)
+            got_ms = (perf_counter() - start) * 1e3
+            rows += [{"query": number, "algorithm": self.reference, "ms": exact_ms, "precision": 1.0},
+                     {"query": number, "algorithm": name, "ms": got_ms, "precision": metrics.precision(exact, got)}]
+        return pd.DataFrame(rows, columns=["query", "algorithm", "ms", "precision"])
 
     def answers_frame(self) -> pd.DataFrame:
         """Every shown algorithm's current answer as rows ``algorithm, rank, seq, t, score``."""

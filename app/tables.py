@@ -1,9 +1,10 @@
 """The comparison table: the exact answer rank by rank, one column per algorithm.
 
 A cell holds ``✓`` where the algorithm returned the exact object at that rank, else the id it
-returned; cells that differ from the exact answer (by :func:`engine.metrics.disagreements`:
-another object of another score, or a missing rank) are highlighted. (Another object with
-the same score is shown by id but not highlighted: ties may go either way.)
+returned. A cell is highlighted only when its object is not among the exact answer's objects
+with that score (or the algorithm left the rank empty): an answer in another order, or tied
+objects listed in another order, is shown by id but not highlighted, so the highlighted cells
+are the misses :func:`engine.metrics.precision` counts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from engine import Answer
-from engine import metrics
 
 DISAGREE = "background-color: rgba(255, 75, 75, 0.30); font-weight: 600"
 EXACT_ID, EXACT_SCORE, EXACT_TIME = "exact id", "exact score", "time"
@@ -45,6 +45,9 @@ def comparison(exact: Answer | None, answers: Mapping[str, Answer],
     {'rank': [1, 2], 'exact id': ['7', '4'], 'exact score': [3.0, 2.5], 'x': ['✓', '9']}
     >>> wrong["x"].tolist()
     [False, True]
+    >>> swapped = Answer(np.array([4, 7]), np.array([2.5, 3.0]), np.array([4, 7]))
+    >>> comparison(b, {"y": swapped})[1]["y"].tolist()  # the same objects in another order
+    [False, False]
     """
     depth = max([len(exact) if exact is not None else 0, *(len(a) for a in answers.values())] or [0])
     frame = pd.DataFrame({"rank": np.arange(1, depth + 1)})
@@ -70,10 +73,28 @@ def comparison(exact: Answer | None, answers: Mapping[str, Answer],
             wrong[name] = False
             continue
         marks = np.zeros(depth, bool)
-        marks[:len(answer)] = metrics.disagreements(exact, answer)
+        marks[:len(answer)] = misses(exact, answer)
         marks[len(answer):len(exact)] = True  # a rank the algorithm did not fill
         wrong[name] = marks
     return frame, wrong
+
+
+def misses(exact: Answer, answer: Answer, rtol: float = 1e-9) -> np.ndarray:
+    """Per rank of ``answer``: whether its object is not among ``exact``'s objects with that score.
+
+    Order does not matter: the set of (id, score) pairs of the exact answer is what counts.
+
+    >>> exact = Answer(np.array([1, 2, 3]), np.array([9.0, 5.0, 5.0]), np.array([1, 2, 3]))
+    >>> misses(exact, Answer(np.array([1, 3, 2]), np.array([9.0, 5.0, 5.0]), np.array([1, 3, 2]))).tolist()
+    [False, False, False]
+    >>> misses(exact, Answer(np.array([1, 2, 8]), np.array([9.0, 5.0, 5.0]), np.array([1, 2, 8]))).tolist()
+    [False, False, True]
+    """
+    scores_of: dict[int, list[float]] = {}
+    for object_id, score in zip(exact.ids.tolist(), exact.scores.tolist()):
+        scores_of.setdefault(object_id, []).append(score)
+    return np.array([not any(np.isclose(score, s, rtol=rtol, atol=0.0) for s in scores_of.get(object_id, ()))
+                     for object_id, score in zip(answer.ids.tolist(), answer.scores.tolist())], dtype=bool)
 
 
 def score_text(value: float) -> str:
@@ -87,10 +108,14 @@ def score_text(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1e5 else f"{value:.6g}"
 
 
-def styled(frame: pd.DataFrame, wrong: pd.DataFrame) -> Styler:
-    """``frame`` with the cells marked in ``wrong`` highlighted and scores to 6 digits."""
+def styled(frame: pd.DataFrame, wrong: pd.DataFrame, unit: str = "") -> Styler:
+    """``frame`` with the cells marked in ``wrong`` highlighted and scores to 6 digits (with ``unit``)."""
     def highlight(_: pd.DataFrame) -> pd.DataFrame:
         return wrong.map(lambda w: DISAGREE if w else "")
 
-    formats = {EXACT_SCORE: score_text} if EXACT_SCORE in frame else {}
+    def with_unit(value: float) -> str:
+        text = score_text(value)
+        return f"{text} {unit}" if unit and text != MISSING else text
+
+    formats = {EXACT_SCORE: with_unit} if EXACT_SCORE in frame else {}
     return frame.style.apply(highlight, axis=None).format(formats, na_rep=MISSING).hide(axis="index")

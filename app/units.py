@@ -229,3 +229,24 @@ def granularity(value: int, t_unit: str) -> int:
         if value >= size:
             return size
     return 1
+
+
+def time_texts(t: np.ndarray, t_unit: str, tz: str | None, spans_days: bool) -> list[str]:
+    """Event times as text for a table: the time of day, with the date when the data spans days.
+
+    >>> time_texts(np.array([1381148299950]), "ms", "America/New_York", False)
+    ['08:18:19.950']
+    >>> time_texts(np.array([1381148299950]), "ms", "America/New_York", True)
+    ['2013-10-07 08:18:19']
+    """
+    full = [format_time(int(v), t_unit, tz) for v in t]
+    return [text[:19] if spans_days else text[11:23] for text in full]
+
+
+def spans_days(t_first: int, t_last: int, t_unit: str) -> bool:
+    """Whether a clock's span covers more than one day (dates must then be shown).
+
+    >>> spans_days(0, 3_600_000, "ms"), spans_days(0, 3 * 86_400_000, "ms"), spans_days(0, 10**9, "ordinal")
+    (False, True, False)
+    """
+    return t_unit in MS_PER and (t_last - t_first) * MS_PER[t_unit] > MS_PER["d"]

@@ -73,6 +73,8 @@ class Family:
     partition_by: tuple[str, ...]
     default_inputs: tuple[Path, ...]
     default_name: Callable[..., str]
+    merged_as: Callable[[dict[str, Any]], str] = lambda params: ""
+    """How accepted rows are merged into fewer (World Cup: into chunks), for the log; ``""`` if never."""
 
 
 FAMILIES: dict[str, Family] = {
@@ -87,7 +89,7 @@ FAMILIES: dict[str, Family] = {
     "worldcup": Family(kind="attribute", extract=worldcup.extract, transform=worldcup.transform,
                        t_unit=worldcup.T_UNIT, reasons=worldcup.REASONS, partition_by=worldcup.PARTITION_BY,
                        default_inputs=(SAMPLE_DATA / "worldcup" / "wc_day6_1_sample.tar.bz2",),
-                       default_name=worldcup.default_name),
+                       default_name=worldcup.default_name, merged_as=worldcup.merged_as),
     "csv": Family(kind="object", extract=csvfile.extract, transform=csvfile.transform, t_unit=csvfile.DEFAULT_T_UNIT,
                   reasons=csvfile.REASONS, partition_by=csvfile.PARTITION_BY, default_inputs=(),
                   default_name=csvfile.default_name),
@@ -126,10 +128,17 @@ class IngestSummary:
     rows_total: int
     parquet: Path
     seconds: float = 0.0
+    merged_as: str = ""
+    """How the family merges rows (World Cup: requests into chunks), for the log."""
 
     @property
     def rows_rejected(self) -> int:
         return sum(self.rejects.values())
+
+    @property
+    def rows_merged(self) -> int:
+        """Rows accepted but merged into others (read - rejected - written)."""
+        return self.rows_read - self.rows_rejected - self.rows_written
 
 
 def ingest(spark: SparkSession, family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.DEFAULT_DB,
@@ -235,7 +244,8 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
     seconds = (dt.datetime.now(dt.timezone.utc) - started).total_seconds()
     previous_rows = existing["rows"] if existing else 0
     return IngestSummary(name=name, rows_read=rows_read, rejects=rejects, rows_written=facts["rows"],
-                         rows_total=previous_rows + facts["rows"], parquet=extracted.parquet, seconds=seconds)
+                         rows_total=previous_rows + facts["rows"], parquet=extracted.parquet, seconds=seconds,
+                         merged_as=family.merged_as(raw.params))
 
 
 @contextlib.contextmanager
@@ -371,6 +381,8 @@ def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected:
         "rows_read": extracted.raw.table.num_rows + (existing["rows_read"] if existing else 0),
         "rows_rejected": sum(rejects.values()) + (existing["rows_rejected"] if existing else 0),
         "rejects": {reason: previous[reason] + rejects[reason] for reason in family.reasons},
+        "rows_merged": (extracted.raw.table.num_rows - sum(rejects.values()) - facts["rows"]
+                        + (existing["rows_read"] - existing["rows_rejected"] - existing["rows"] if existing else 0)),
         "features": list(extracted.raw.features), "t_unit": params.get("t_unit", family.t_unit),
         "t_min": existing["t_min"] if existing else facts["t_min"], "t_max": facts["t_max"],
         "ingested_at": ingested_at, "parquet": str(extracted.parquet),
@@ -453,7 +465,9 @@ def format_summary(summary: IngestSummary) -> str:
     reasons = ", ".join(f"{reason} {count:,}" for reason, count in summary.rejects.items()) or "none"
     rate = summary.rows_read / summary.seconds if summary.seconds else 0.0
     return (f"[ingest] dataset {summary.name}: {summary.rows_read:,} rows read, "
-            f"{summary.rows_rejected:,} rejected, {summary.rows_written:,} written "
+            f"{summary.rows_rejected:,} rejected, "
+            + (f"{summary.rows_merged:,} merged {summary.merged_as}, " if summary.rows_merged else "")
+            + f"{summary.rows_written:,} written "
             f"({summary.rows_total:,} rows in the dataset) in {summary.seconds:.1f} s ({rate:,.0f} rows/s)\n"
             f"[ingest] rejected by reason: {reasons}\n"
             f"[ingest] parquet: {summary.parquet}")

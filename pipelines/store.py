@@ -14,6 +14,8 @@ Additions to the contract (allowed: new columns and tables only):
   that no slide is ever stored twice.  An older database file gets them on connect: each
   table is rebuilt with its key, identical duplicate rows collapsing into one; rows that share
   a key but differ stop the migration with a :class:`StoreError` naming the table.
+- column ``datasets.rows_merged``: rows accepted but merged into others (World Cup requests into
+  one tuple per client, section and chunk): ``rows_read = rows_rejected + rows_merged + rows``.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ SCHEMA = (
         dataset VARCHAR, source_file VARCHAR, line BIGINT, reason VARCHAR, raw VARCHAR)""",
     "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS params JSON",
     "ALTER TABLE runs ADD COLUMN IF NOT EXISTS reason VARCHAR",
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS rows_merged BIGINT",
 )
 
 LOCK_RETRY_SECONDS = 0.5

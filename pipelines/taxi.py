@@ -35,6 +35,11 @@ AMOUNT_COLUMNS = ("fare_amount", "extra", "mta_tax", "tip_amount", "tolls_amount
 """Money columns; an empty one counts as 0, a negative one rejects the row."""
 REQUIRED_COLUMNS = ("pickup_datetime", "dropoff_datetime", "trip_distance", "fare_amount", "tip_amount")
 SECONDS_PER_HOUR = 3600.0
+MAX_SPEED_MPH = 100.0
+"""Fastest plausible average speed of a trip, miles per hour. No road in or around New York City
+allows more than 65 mph (the city's default limit is 25 mph), and a trip's average includes its
+stops, so a trip above 100 mph (say 20 miles in 5 minutes, or the sample's 558 mph) is a clock or
+odometer error, not a fast ride: it is rejected as ``implausible_speed``."""
 
 REASONS = (
     "wrong_field_count",
@@ -43,6 +48,7 @@ REASONS = (
     "time_out_of_range",
     "non_positive_duration",
     "zero_distance",
+    "implausible_speed",
     "negative_amount",
     "before_dataset_end",
 )
@@ -51,7 +57,8 @@ REASONS = (
 ``non_numeric``: distance, fare or tip missing or not a finite number, or another amount
 present but not a number; ``bad_time``: a pickup or dropoff time that does not parse;
 ``time_out_of_range``: pickup outside the file's month; ``zero_distance``: distance 0 (or
-below); ``negative_amount``: any money column below 0."""
+below); ``implausible_speed``: distance over duration above :data:`MAX_SPEED_MPH`;
+``negative_amount``: any money column below 0."""
 
 
 def file_month(path: Path) -> int:
@@ -158,6 +165,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
         ("time_out_of_range", pickup_month != F.col("month")),
         ("non_positive_duration", duration <= 0),
         ("zero_distance", F.col("trip_distance") <= 0),
+        ("implausible_speed", F.col("trip_distance") / (duration / SECONDS_PER_HOUR) > MAX_SPEED_MPH),
         ("negative_amount", _any(F.coalesce(F.col(name) < 0, F.lit(False)) for name in AMOUNT_COLUMNS)),
         ("before_dataset_end", F.lit(False) if t_after is None else t < F.lit(t_after)),
     ]

@@ -64,6 +64,15 @@ def default_name(paths: Sequence[Path], options: dict[str, Any] | None = None) -
     return "worldcup"
 
 
+def merged_as(params: dict[str, Any]) -> str:
+    """How accepted requests become fewer tuples, for the ingest's log (``N merged <this>``).
+
+    >>> merged_as({"delta_t_ms": 5000})
+    'into one tuple per client, section and 5 s chunk'
+    """
+    return f"into one tuple per client, section and {int(params['delta_t_ms']) / 1000:g} s chunk"
+
+
 def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) -> dict[str, Any]:
     """The mapping's parameters: those of the dataset appended to, else the options, else defaults.
 

@@ -1,55 +1,71 @@
-"""Benchmarks page: the latest results of ``make bench``, one chart per workload family."""
+"""Benchmarks page: the report's home, read from the shipped results (``benchmarks/results/*.csv``).
+
+Each family of the benchmark grid (exact single-stream algorithms, SAP, SAO, incomplete
+streams) gets its comparison as charts and a table, with the papers' figures beside ours and
+the run and commit every figure comes from. Any other CSV file (a new benchmark, new columns)
+is shown as it is. ``var/bench.duckdb`` adds the history of every run when present.
+"""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
-from app import charts, data
-
-PLOTTED = [("objects_per_s", "Throughput (objects/s)"), ("avg_candidates", "Average candidates")]
-TABLE_COLUMNS = ["algorithm", "objects_per_s", "avg_candidates", "max_candidates", "model_bytes", "bytes",
-                 "measured_bytes", "peak_bytes", "precision", "vs_oracle"]
-
-
-def recorded(results: pd.DataFrame, column: str) -> str:
-    values = sorted({str(v) for v in results[column].dropna() if str(v)})
-    return ", ".join(values) if values else "not recorded"
-
+from app import bench_view, charts, data
 
 st.title("Benchmarks")
+st.markdown(
+    "Measured by `make bench` on the development machine and shipped with the repository in "
+    f"`{data.shown(data.BENCHMARKS)}/*.csv`; the full report with every table, the targets of the issues and the "
+    "method is **`docs/REPORT.md`** (generated from the same files by `benchmarks/report.py`). Each algorithm runs "
+    "beside the exact baselines on the same slides in the same process, so the ratios are the evidence; absolute "
+    "figures are noisy on a shared 2-core machine.")
 try:
-    results = data.benchmark_results()
+    tables, problems = data.benchmark_tables()
 except data.MissingData as missing:
     st.info(str(missing))
     st.stop()
+for problem in problems:
+    st.warning(problem, icon=":material/warning:")
 
-extra = [f"{label} {recorded(results, column)}" for column, label in
-         (("cpu_model", "CPU"), ("cores", "cores"), ("python", "Python"), ("load_1m", "load"))
-         if column in results.columns]
-st.caption(" · ".join([f"`{data.shown(data.BENCHMARKS)}`", f"run {recorded(results, 'when')}",
-                       f"machine {recorded(results, 'machine')}", *extra, f"commit {recorded(results, 'commit')}"])
-           + " (as recorded by `make bench`)")
+REPORT = data.ROOT / "docs" / "REPORT.md"
+if REPORT.is_file() and st.toggle("Read `docs/REPORT.md` here", key="show_report",
+                                  help="The generated report, as text (its plots are the SVG files in docs/report/)."):
+    with st.container(border=True, height=600):
+        st.markdown("\n".join(line for line in REPORT.read_text().splitlines() if not line.startswith("![")))
+with st.expander("What each measure means", icon=":material/help:"):
+    st.markdown("\n".join(f"- **{label}**: {text}" for label, text in bench_view.MEASURES.values()))
 
-families = list(dict.fromkeys(results["family"]))
-for family in families:
-    rows = results[results["family"] == family]
-    st.subheader(f"Workload: {family}")
-    for field, title in PLOTTED:
-        if field in rows.columns and rows[field].notna().any():
-            st.altair_chart(charts.benchmark_family(rows.dropna(subset=[field]), field, title), width="stretch")
-    columns = ["case"] + [c for c in TABLE_COLUMNS if c in rows.columns and rows[c].notna().any()]
-    config = {
-        "case": st.column_config.TextColumn("case", width="large"),
-        "objects_per_s": st.column_config.NumberColumn("objects/s", format="compact"),
-        "avg_candidates": st.column_config.NumberColumn("avg candidates", format="%.1f"),
-        "max_candidates": st.column_config.NumberColumn("max candidates", format="%d"),
-        "model_bytes": st.column_config.NumberColumn("modelled bytes", format="compact"),
-        "bytes": st.column_config.NumberColumn("modelled bytes", format="compact"),
-        "measured_bytes": st.column_config.NumberColumn("measured bytes", format="compact"),
-        "peak_bytes": st.column_config.NumberColumn("peak bytes (measured)", format="compact"),
-        "precision": st.column_config.NumberColumn("precision", format="%.3f"),
-        "vs_oracle": st.column_config.NumberColumn("× oracle speed", format="%.1f"),
-    }
-    with st.expander(f"Table of the {family} results ({len(rows)} rows)"):
-        st.dataframe(rows[columns], hide_index=True, width="stretch", column_config=config)
+papers = data.paper_figures().get("papers", {})
+shown_files: set[str] = set()
+for family in bench_view.FAMILIES:
+    present = [name for name in family.files if name in tables]
+    if not present:
+        continue
+    shown_files.update(present)
+    st.header(family.title, anchor=family.key, divider="gray")
+    st.markdown(family.about)
+    bench_view.claims(family, papers)
+    if family.grid and family.grid in tables:
+        bench_view.grid_section(family, tables[family.grid], papers)
+    for name in family.files:
+        if name != family.grid and name in tables:
+            bench_view.module_section(family, name, tables[name], papers)
+
+others = [name for name in tables if name not in shown_files]
+if others:
+    st.header("Other benchmarks", anchor="other", divider="gray")
+    st.caption("Every other results file, as `make bench` wrote it (modules in `benchmarks/bench_*.py`).")
+    for name in others:
+        bench_view.generic_section(name, tables[name])
+
+history = data.bench_history()
+st.header("Runs recorded in `var/bench.duckdb`", anchor="history", divider="gray")
+if history.empty:
+    st.caption(f"`{data.shown(data.BENCH_DB)}` is not there yet: every `make bench` appends its rows to the table "
+               "`bench_results` in it, so past runs can be compared.")
+else:
+    st.dataframe(history, hide_index=True, width="stretch",
+                 column_config={"run_at": st.column_config.DatetimeColumn("when (UTC)", format="YYYY-MM-DD HH:mm"),
+                                "load_1m": st.column_config.NumberColumn("load (1 min)", format="%.2f")})
+st.caption("Colours: " + " · ".join(f"<span style='color:{charts.algorithm_colour(a)}'>■</span> {a}"
+                                    for a in charts.ALGORITHM_COLOURS), unsafe_allow_html=True)

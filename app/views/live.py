@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 import engine
-from app import charts, data, live_state, presets, tables, units
+from app import charts, data, live_state, presets, session, tables, units
 from app.session import LiveRun, Setup, warm_start_slide
 
 TICK = 1.0  # seconds between two playback ticks (one refresh per second)
@@ -121,13 +121,15 @@ def problem_below(problems: list[live_state.Problem], field: str) -> None:
 def param_input(algorithm: str, name: str, default: Any) -> Any:
     """A sidebar widget for one algorithm parameter, chosen by the type of its default."""
     key = live_state.param_key(algorithm, name)
+    if key not in ss:  # a value set before (a replayed config's, the URL's) stays the widget's value
+        ss[key] = str(default) if not isinstance(default, (bool, int, float)) else default
     if isinstance(default, bool):
-        return st.checkbox(name, value=default, key=key)
+        return st.checkbox(name, key=key)
     if isinstance(default, int):
-        return st.number_input(name, value=default, step=1, key=key)
+        return st.number_input(name, step=1, key=key)
     if isinstance(default, float):
-        return st.number_input(name, value=default, key=key, format="%.6g")
-    return st.text_input(name, value=str(default), key=key)
+        return st.number_input(name, key=key, format="%.6g")
+    return st.text_input(name, key=key)
 
 
 # ---------------------------------------------------------------- rebuilding
@@ -224,8 +226,22 @@ def rebuild(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None
 # ---------------------------------------------------------------- panels
 
 def time_text(trace: data.Trace, profile: presets.Profile, seq: np.ndarray) -> list[str]:
-    """Time of day of each object (the date is in the status line)."""
-    return [units.format_time(int(trace.t[s]), trace.t_unit, profile.tz)[11:23] for s in seq]
+    """Time of each object: of day (the date is in the status line), with the date when the trace spans days."""
+    days = len(trace) > 0 and units.spans_days(int(trace.t[0]), int(trace.t[-1]), trace.t_unit)
+    return units.time_texts(trace.t[np.asarray(seq, dtype=np.int64)], trace.t_unit, profile.tz, days)
+
+
+def with_slide_time(history: pd.DataFrame, run: LiveRun, profile: presets.Profile) -> pd.DataFrame:
+    """``history`` plus ``when``: wall-clock ms of each slide's end, when the trace has a real clock."""
+    if not profile.timed or history.empty:
+        return history
+    t = data.end_times(run.trace, run.setup.query.kind, history["end"].to_numpy(np.int64))
+    return history.assign(when=units.wall_clock_ms(t, run.trace.t_unit, profile.tz))
+
+
+def score_unit(run: LiveRun, profile: presets.Profile) -> tuple[str, str]:
+    """Unit and axis title of the query's score on this dataset."""
+    return presets.score_unit(run.trace.family, dict(zip(run.trace.features, run.setup.query.weights)))
 
 
 def with_time(frame: pd.DataFrame, trace: data.Trace, profile: presets.Profile) -> pd.DataFrame:
@@ -270,7 +286,8 @@ def tiles(run: LiveRun) -> None:
                 a.metric("precision", "–" if last is None else f"{last['precision']:.2f}",
                          help=charts.METRICS["precision"][1])
                 b.metric("memory", "–" if last is None else units.format_bytes(last["measured_bytes"]),
-                         help="measured size of the structures; modelled (SPEC cost model): "
+                         help="measured size of the structures; modelled (the cost model of "
+                              "docs/algorithms/memory.md): "
                               + ("–" if last is None else units.format_bytes(last["bytes"])))
                 c.metric("ms / slide", "–" if last is None else f"{mine['ms'].mean():.2f}",
                          help=charts.METRICS["ms"][1] + " (mean of the last 20 slides)")
@@ -305,21 +322,23 @@ def render(run: LiveRun, profile: presets.Profile) -> None:
     st.markdown(f"**Top-{run.setup.query.k} at slide {run.current if run.current is not None else '–'}**: the exact "
                 f"answer ({run.reference}) rank by rank; one column per algorithm: ✓ where it "
                 "returned the exact object, else the id it returned, highlighted when it differs from the exact answer.")
-    st.table(tables.styled(frame, wrong))
+    unit, score_title = score_unit(run, profile)
+    st.table(tables.styled(frame, wrong, unit))
 
-    history = run.metrics_frame(HISTORY)
+    history = with_slide_time(run.metrics_frame(HISTORY), run, profile)
+    tz = profile.tz
     st.subheader("Over time", help="; ".join(f"**{name}**: {text}" for name, text in charts.METRICS.values()))
     approximate = [n for n in run.setup.algorithms if not engine.registry.algorithm_class(n).exact]
     if approximate:
-        metric_chart("precision", charts.over_time(history, "precision"))
-        metric_chart("error", charts.over_time(history, "error"))
+        metric_chart("precision", charts.over_time(history, "precision", tz=tz))
+        metric_chart("error", charts.over_time(history, "error", tz=tz))
     else:
         st.caption("Precision and error are not drawn: every selected algorithm is exact (precision 1, error 0). "
                    "Select an approximate algorithm to see them.")
-    metric_chart("candidates", charts.over_time(history, "candidates", log=True))
-    metric_chart("retained", charts.over_time(history, "retained", log=True))
-    metric_chart("memory", charts.memory_over_time(history))
-    metric_chart("ms", charts.over_time(history, "ms", log=True))
+    metric_chart("candidates", charts.over_time(history, "candidates", log=True, tz=tz))
+    metric_chart("retained", charts.over_time(history, "retained", log=True, tz=tz))
+    metric_chart("memory", charts.memory_over_time(history, tz=tz))
+    metric_chart("ms", charts.over_time(history, "ms", log=True, tz=tz))
 
     panel_names = [n for n in run.setup.algorithms if n != run.reference] or [run.reference]
     window = with_time(run.window_frame(WINDOW_POINTS), trace, profile)
@@ -330,13 +349,14 @@ def render(run: LiveRun, profile: presets.Profile) -> None:
                               "t": trace.t[run.exact.seq], "score": run.exact.scores})
         answers = pd.concat([answers, with_time(exact, trace, profile)], ignore_index=True)
     st.altair_chart(charts.window_panels(window, candidates, answers, panel_names, timed=profile.timed,
-                                         tz=profile.tz, columns=min(3, len(panel_names))))
+                                         tz=profile.tz, columns=min(3, len(panel_names)), score_title=score_title))
     if trace.stream == "incomplete":
-        bounds(run)
+        bounds(run, unit)
+    any_weights(run)
     layered(run)
 
 
-def bounds(run: LiveRun) -> None:
+def bounds(run: LiveRun, unit: str = "") -> None:
     """Attribute streams: every valid object's current score against the best it could reach."""
     occurrences = int(run.setup.params.get("eaa", {}).get("occurrences", 1))
     objects = run.objects_frame(occurrences)
@@ -345,11 +365,45 @@ def bounds(run: LiveRun) -> None:
     kth = float(run.exact.scores[-1]) if len(run.exact) == run.setup.query.k else 0.0
     in_answer = objects["id"].isin(run.exact.ids)
     status = np.where(in_answer, "in the answer", np.where(objects["best"] >= kth, "may still enter", "cannot enter"))
-    st.altair_chart(charts.current_vs_best(objects.assign(status=status), kth), width="stretch")
+    st.altair_chart(charts.current_vs_best(objects.assign(status=status), kth, unit), width="stretch")
     st.caption(f"Best possible = current score + each weight of a stream the object has fewer than {occurrences} "
                "valid tuple(s) in (values are at most 1), as EAA bounds it. Below the red line (the k-th current "
                f"score) an object cannot enter the answer: {int((status == 'cannot enter').sum()):,} of "
                f"{len(objects):,} objects could be dropped.")
+
+
+def any_weights(run: LiveRun) -> None:
+    """An index that answers any weights (SAO: ``query(weights, k)``) against the oracle, on Q new weight vectors."""
+    q = run.setup.query
+    for name in run.setup.algorithms:
+        alg = run.engines[name]
+        if name == run.reference or not callable(getattr(alg, "query", None)) or run.current is None:
+            continue
+        st.subheader(f"Any weights at once: {name} against the exact answers",
+                     help=f"{name} keeps one index for every weight vector; each of Q random weight vectors (uniform "
+                          "in [-1, 1] per feature, as in the SAO paper) is answered from the current window by "
+                          f"`{name}.query(weights, k)` and by the oracle's `query(weights, k)`, without reprocessing.")
+        count = st.number_input("Q (weight vectors)", min_value=1, max_value=200, value=20, step=5,
+                                key=f"any_weights_{name}")
+        lowest = 0.0 if run.trace.stream == "incomplete" else -1.0
+        try:
+            frame = run.any_weights_frame(name, session.weight_vectors(int(count), len(q.weights), lowest=lowest), q.k)
+        except ValueError as exc:
+            st.caption(f"{name} cannot answer other weights here: {exc}")
+            continue
+        mine, exact = frame[frame.algorithm == name], frame[frame.algorithm == run.reference]
+        a, b, c = st.columns(3)
+        a.metric(f"{name}: median ms per query", f"{mine.ms.median():.3f}")
+        b.metric("oracle: median ms per query", f"{exact.ms.median():.3f}",
+                 help="the exact answer: a full pass over the window per weight vector")
+        c.metric(f"{name}: mean precision", f"{mine.precision.mean():.2f}",
+                 help=f"share of the exact top-{q.k} ids {name} returned, over the Q weight vectors")
+        left, right = st.columns(2)
+        left.altair_chart(charts.query_times(frame), width="stretch")
+        right.altair_chart(charts.query_precision(frame, name), width="stretch")
+        st.caption(f"{name} holds {int(run.engines[name].stats()['candidates']):,} objects of the window's "
+                   f"{run.window_rows()[1] - run.window_rows()[0]:,}; an exact algorithm bound to one weight vector "
+                   "(MinTopK, SAP) would have to replay the window for each new vector.")
 
 
 def layered(run: LiveRun) -> None:
@@ -365,7 +419,9 @@ def layered(run: LiveRun) -> None:
         ia, ib = features.index(a), features.index(b)
         frame = run.layers_frame(name, (ia, ib), LAYER_POINTS)
         weights = run.setup.query.weights
-        st.altair_chart(charts.layers_projection(frame, (weights[ia], weights[ib]), a, b,
+        feature_units = presets.FEATURE_UNITS.get(trace.family, {})
+        a_title, b_title = (f"{f} ({feature_units[f]})" if f in feature_units else f"{f} (no unit)" for f in (a, b))
+        st.altair_chart(charts.layers_projection(frame, (weights[ia], weights[ib]), a_title, b_title,
                                                  f"{name}: layers projected on {a} and {b}"), width="stretch")
 
 
@@ -391,10 +447,14 @@ if pending.get("ds") in names:
     ss.dataset = pending["ds"]
 if "dataset" in ss and ss.dataset not in names:
     del ss.dataset
+if "dataset" not in ss and presets.demo().get("dataset") in names:  # open on what `make run` replays
+    ss.dataset = presets.demo()["dataset"]
 
 run: LiveRun | None = ss.get("live_run")
 with st.sidebar:
     dataset = st.selectbox("Dataset", names, key="dataset")
+    if dataset not in data.BUILT_IN and (counts := data.ingest_counts(db, dataset)):
+        st.caption(f"Ingest: {counts}")
 try:
     trace = run.trace if run is not None and run.trace.name == dataset else data.load_trace(db, dataset)
 except data.MissingData as missing:
@@ -403,8 +463,13 @@ except data.MissingData as missing:
 profile = presets.profile(trace.name, trace.family, trace.features, trace.t_unit)
 catalogue = algorithms_for(trace)
 
-if ss.get("query_for") != trace.name:  # a new dataset: its default preset, then what the URL says
+if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `make run`'s algorithms, then the URL
     apply_values(live_state.preset_values(profile.default_preset, profile))
+    replayed = {name: chosen for name, chosen in presets.replayed_algorithms(trace.name).items() if name in catalogue}
+    if replayed:
+        ss.algorithms = list(replayed)
+        apply_values({live_state.param_key(name, key): value for name, chosen in replayed.items()
+                      for key, value in chosen.items() if key in catalogue[name].defaults})
     ss.query_for = trace.name
     if pending:
         apply_values(live_state.from_url(pending, profile))
@@ -426,11 +491,10 @@ problems: list[live_state.Problem] = []
 param_problems: dict[str, str] = {}
 with st.sidebar:
     st.selectbox("Preset", [p.name for p in profile.presets] + [presets.CUSTOM], key="preset", on_change=apply_preset,
-                 args=(profile,), help="Named queries for this dataset; the first is the query `make run` replays "
-                                       "(compare it with the Runs page). Editing any value below makes it Custom.")
-    chosen = profile.preset(ss.preset)
-    if chosen is not None and chosen.note:
-        st.page_link("views/runs.py", label=f"Same as {chosen.note}: see its run", icon=":material/history:")
+                 args=(profile,), help="Named queries for this dataset; the first ones are those a replay config runs (`make run`'s, "
+                                       "or another config under pipelines/configs/): compare them with the Runs "
+                                       "page. Editing any value below makes it Custom.")
+    run_link = st.container()
     algorithms = st.multiselect("Algorithms", list(catalogue), key="algorithms",
                                 help="The oracle always runs as the exact reference; "
                                      + "; ".join(f"**{i.name}**: {i.summary}" for i in catalogue.values()))
@@ -458,6 +522,12 @@ with st.sidebar:
         candidate = None
         problems.append(live_state.Problem("query", str(exc)))
         st.error(str(exc), icon=":material/error:")
+    stored = None if candidate is None or dataset in data.BUILT_IN else data.run_of_query(
+        db, dataset, candidate.weights, candidate.k, candidate.window, candidate.slide, candidate.kind)
+    if stored is not None:
+        run_link.caption(f"A pipeline run replayed this query: `{stored[0]}`, query #{stored[1]}.")
+        run_link.page_link("views/runs.py", label="See its run", icon=":material/history:",
+                           query_params={"run": stored[0], "query": str(stored[1])})
     params: dict[str, dict[str, Any]] = {}
     for name in algorithms:
         if catalogue[name].defaults:

@@ -83,8 +83,11 @@ if runs.empty:
     st.stop()
 
 labels = {r.run_id: run_label(r) for r in runs.itertuples()}
-if "run_id" not in st.session_state and st.query_params.get("run") in labels:
-    st.session_state.run_id = st.query_params["run"]
+if "run_id" not in st.session_state:  # the URL's run, else the latest run of `make run`'s demo
+    wanted = st.query_params.get("run")
+    demo = data.demo_run(db, presets.demo())
+    if wanted in labels or demo in labels:
+        st.session_state.run_id = wanted if wanted in labels else demo
 run_id = st.selectbox("Run", list(labels), format_func=labels.get, key="run_id")
 run = runs[runs.run_id == run_id].iloc[0]
 info = data.dataset_info(db, run.dataset)
@@ -155,7 +158,8 @@ for i, name in enumerate(algorithms):
         measured = row.get("measured_bytes", np.nan)
         b.metric("memory", units.format_bytes(measured if pd.notna(measured) else row.bytes),
                  help=("measured size of the structures" if pd.notna(measured) else
-                       "modelled (SPEC cost model); this run did not record the measured size")
+                       "modelled (the cost model of docs/algorithms/memory.md); this run did not record the "
+                       "measured size")
                  + f", summed over shards; modelled: {units.format_bytes(row.bytes)}")
         c.metric("ms / slide", f"{row.seconds * 1e3:.2f}", help=charts.METRICS["ms"][1] + " (slowest shard)")
         d.metric("candidates", f"{int(row.candidates):,}", help=charts.METRICS["candidates"][1])
@@ -164,33 +168,42 @@ shown = {name: as_answer(answers[answers.algorithm == name]) for name in algorit
 time_of = None
 if trace is not None and trace.t_unit in units.MS_PER and exact is not None:
     rows_of = pd.Index(trace.ids).get_indexer(exact.ids)  # stored answers keep ids, not seq
-    times = {int(i): units.format_time(int(trace.t[r]), trace.t_unit, tz)[11:23] if r >= 0 else "–"
+    days = len(trace) > 0 and units.spans_days(int(trace.t[0]), int(trace.t[-1]), trace.t_unit)
+    times = {int(i): units.time_texts(trace.t[[r]], trace.t_unit, tz, days)[0] if r >= 0 else "–"
              for i, r in zip(exact.ids, rows_of)}
     time_of = lambda _seq: [times[int(i)] for i in exact.ids]  # noqa: E731 (the ids, in rank order)
 frame, wrong = tables.comparison(exact, shown, time_of)
 st.markdown(f"**Top-{query.k} at slide {slide}**: the exact answer rank by rank; one column per algorithm: "
             "✓ where it returned the exact object, else the id it returned, highlighted when it differs from the "
             "exact answer.")
-st.table(tables.styled(frame, wrong))
+weights_named = dict(zip(info["features"], weights_of(query)))
+unit, _ = presets.score_unit(info["family"], weights_named)
+st.table(tables.styled(frame, wrong, unit))
 st.download_button("Download every answer of this query (CSV)", partial(data.answers_csv, db, run_id, query_id),
                    file_name=f"{run_id}-query{query_id}-answers.csv", mime="text/csv", icon=":material/download:",
                    key="download_answers")
 
 chart_data, stride = thinned(metrics)
+if trace is not None and trace.t_unit in units.MS_PER and len(chart_data):
+    ends = data.end_times(trace, query.kind, chart_data["end"].to_numpy(np.int64))
+    chart_data = chart_data.assign(when=units.wall_clock_ms(ends, trace.t_unit, tz))
 st.subheader("Over time", help="; ".join(f"**{name}**: {text}" for name, text in charts.METRICS.values()))
 if stride > 1:
     st.caption(f"Charts show one slide in {stride}.")
 if (metrics.precision == 1.0).all() and (metrics.error == 0.0).all():
     st.caption("Precision and error are not drawn: every answer of this run was exact (precision 1, error 0).")
 else:
-    st.altair_chart(charts.over_time(chart_data, "precision", at=slide), width="stretch", height=330)
-    st.altair_chart(charts.over_time(chart_data, "error", at=slide), width="stretch", height=330)
-st.altair_chart(charts.over_time(chart_data, "candidates", at=slide, log=True), width="stretch", height=330)
-st.altair_chart(charts.over_time(chart_data, "retained", at=slide, log=True), width="stretch", height=330)
-st.altair_chart(charts.memory_over_time(chart_data, at=slide), width="stretch", height=330)
-st.caption("Memory: modelled by the SPEC cost model (dashed) and measured (solid, when the run recorded it), "
-           "summed over shards.")
-st.altair_chart(charts.over_time(chart_data, "ms", at=slide, log=True), width="stretch", height=330)
+    st.altair_chart(charts.over_time(chart_data, "precision", at=slide, tz=tz), width="stretch", height=330)
+    st.altair_chart(charts.over_time(chart_data, "error", at=slide, tz=tz), width="stretch", height=330)
+st.altair_chart(charts.over_time(chart_data, "candidates", at=slide, log=True, tz=tz), width="stretch",
+                height=330)
+st.altair_chart(charts.over_time(chart_data, "retained", at=slide, log=True, tz=tz), width="stretch",
+                height=330)
+st.altair_chart(charts.memory_over_time(chart_data, at=slide, tz=tz), width="stretch", height=330)
+st.caption("Memory: modelled by the cost model of `docs/algorithms/memory.md` (dashed) and measured (solid, when "
+           "the run recorded it), summed over shards.")
+st.altair_chart(charts.over_time(chart_data, "ms", at=slide, log=True, tz=tz), width="stretch",
+                height=330)
 
 st.subheader("Snapshots", help="Engine state saved by the pipeline; `replay --resume` continues from the last one.")
 try:

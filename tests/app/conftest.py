@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -155,3 +156,99 @@ def failing():
     registry.register(FailsOnDataForTests)
     yield FailsOnDataForTests.name
     registry._REGISTRY.pop(FailsOnDataForTests.name)
+
+
+DEMO = json.loads((Path(__file__).resolve().parents[2] / "pipelines" / "configs" / "demo.json").read_text())
+"""``make run``'s demo config (dataset ``spy``, its query and algorithms)."""
+DEMO_RUN = "demo-20261126T090000Z"
+OTHER_RUN = "families-20261126T090500Z"
+DEMO_ROWS = 12_000
+
+
+def demo_trace() -> data.Trace:
+    """A small stand-in for SPY: trades of one session (ms clock), features notional, price, size."""
+    rng = np.random.default_rng(11)
+    t = 1381152600000 + np.cumsum(rng.integers(0, 400, DEMO_ROWS)).astype(np.int64)  # 2013-10-07 09:30 New York
+    price = 168.0 + np.cumsum(rng.normal(0, 0.01, DEMO_ROWS))
+    size = np.round(rng.pareto(1.5, DEMO_ROWS) * 100 + 100)
+    x = np.column_stack([price * size, price, size])
+    return data.Trace("spy", np.arange(DEMO_ROWS, dtype=np.int64) + 1, t, x, ("notional", "price", "size"), "ms",
+                      "stock")
+
+
+def write_run(con, run_id: str, config: dict, trace: data.Trace, started: str) -> None:
+    """A finished run as the replay writes it: every configured algorithm over every query, with real engines."""
+    con.execute("INSERT INTO runs VALUES (?, ?, ?, 'local[*]', 1, ?::TIMESTAMP, ?::TIMESTAMP + INTERVAL 1 MINUTE, "
+                "'finished')", [run_id, config["dataset"], json.dumps(config), started, started])
+    for query_id, spec in enumerate(config["queries"]):
+        weights = [float(spec["weights"].get(f, 0.0)) for f in trace.features]
+        query = engine.Query(weights=weights, k=spec["k"], window=spec["window"], slide=spec["slide"],
+                             kind=spec["kind"])
+        con.execute("INSERT INTO queries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [run_id, query_id, json.dumps(weights), query.k, query.window, query.slide, query.kind])
+        engines = {a["name"]: engine.create(a["name"], query, **a.get("params", {})) for a in config["algorithms"]}
+        answers, metrics_rows = [], []
+        for slide, batch in enumerate(engine.slides(trace.arrays, query)):
+            exact = None
+            for name, alg in engines.items():
+                alg.process(batch)
+                answer = alg.topk()
+                exact = answer if name == "oracle" else exact
+                stats = alg.stats()
+                answers += [[run_id, query_id, name, slide, batch.end, rank + 1, int(i), float(s)]
+                            for rank, (i, s) in enumerate(zip(answer.ids, answer.scores))]
+                metrics_rows.append([run_id, query_id, name, slide, batch.end, stats["candidates"], stats["retained"],
+                                     stats["bytes"], 0.001, engine.metrics.precision(exact, answer),
+                                     engine.metrics.relative_error(exact, answer), stats.get("measured_bytes")])
+        for table, rows in (("answers", answers), ("slide_metrics", metrics_rows)):
+            con.register("incoming", pd.DataFrame(rows))
+            con.execute(f"INSERT INTO {table} SELECT * FROM incoming")
+            con.unregister("incoming")
+
+
+@pytest.fixture(scope="session")
+def demo_db_file(tmp_path_factory) -> Path:
+    """What ``make run`` leaves, in small: datasets ``spy`` and ``taxi``, the demo run on ``spy``
+    (``demo.json``'s query and algorithms) and a later ``families`` run on ``taxi``.
+
+    Tables as ``pipelines/store.py`` creates them (the contract of ``docs/CONTRACTS.md``). Built
+    once per session; :func:`demo_db` hands each test its own copy.
+    """
+    from pipelines import store
+
+    tmp_path = tmp_path_factory.mktemp("make-run")
+    db = tmp_path / "topk.duckdb"
+    spy = demo_trace()
+    rng = np.random.default_rng(5)
+    taxi = data.Trace("taxi", np.arange(3000, dtype=np.int64) + 7,
+                      1546318800000 + np.cumsum(rng.integers(0, 2_000_000, 3000)).astype(np.int64),
+                      rng.uniform(1, 60, (3000, 5)), ("duration", "distance", "speed", "fare", "tip"), "ms", "taxi")
+    with duckdb.connect(str(db)) as con:
+        for statement in store.SCHEMA:
+            con.execute(statement)
+        for trace in (spy, taxi):
+            parquet = tmp_path / f"{trace.name}.parquet"
+            con.register("trace_rows", pd.DataFrame({"id": trace.ids, "seq": np.arange(len(trace)), "t": trace.t,
+                                                     **{f: trace.x[:, j] for j, f in enumerate(trace.features)}}))
+            con.execute(f"COPY trace_rows TO '{parquet}' (FORMAT parquet)")
+            con.unregister("trace_rows")
+            con.execute("INSERT INTO datasets (name, family, source_files, rows_read, rows_rejected, rejects, "
+                        "features, t_unit, t_min, t_max, ingested_at, parquet) "
+                        "VALUES (?, ?, '[]', ?, 0, '{}', ?, 'ms', ?, ?, now(), ?)",
+                        [trace.name, trace.family, len(trace), json.dumps(list(trace.features)), int(trace.t[0]),
+                         int(trace.t[-1]), str(parquet)])
+        write_run(con, DEMO_RUN, DEMO, spy, "2026-11-26 09:00:00")
+        families = {"name": "families", "dataset": "taxi", "shards": 1,
+                    "queries": [{"weights": {"speed": 1.0}, "k": 10, "window": 1000, "slide": 100, "kind": "count"}],
+                    "algorithms": [{"name": "oracle"}, {"name": "mintopk"}]}
+        write_run(con, OTHER_RUN, families, taxi, "2026-11-26 09:05:00")
+    return db
+
+
+@pytest.fixture
+def demo_db(demo_db_file, tmp_path, monkeypatch) -> Path:
+    """A copy of :func:`demo_db_file` as ``TOPK_DB``."""
+    db = tmp_path / "topk.duckdb"
+    shutil.copy(demo_db_file, db)
+    monkeypatch.setenv("TOPK_DB", str(db))
+    return db

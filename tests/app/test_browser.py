@@ -18,7 +18,9 @@ import pytest
 import engine
 from app import data
 
-from .conftest import RUN_QUERY, oracle_answers
+from app import bench_view
+
+from .conftest import DEMO, DEMO_ROWS, DEMO_RUN, RUN_QUERY, oracle_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -164,11 +166,6 @@ def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
             expect(page.get_by_test_id("stTable").locator("tbody tr")).to_have_count(RUN_QUERY.k)
             assert "run=run-1" in page.url
             screenshot(page, tmp_path, "runs")
-
-            page.get_by_role("link", name="Benchmarks").click()
-            expect(page.get_by_role("heading", name="Benchmarks")).to_be_visible(timeout=30_000)
-            page.wait_for_timeout(1_000)
-            screenshot(page, tmp_path, "benchmarks")
         finally:
             browser.close()
 
@@ -209,3 +206,51 @@ def test_runs_page_on_a_run_made_by_the_pipeline(chromium, pipeline_db, tmp_path
             expect(page.get_by_text("sap").first).to_be_visible()
             screenshot(page, tmp_path, "runs-pipeline")
             browser.close()
+
+
+def test_a_newcomer_meets_the_demo_its_run_and_the_report(chromium, demo_db, tmp_path):
+    """After `make run`: Live and Runs open on the demo, the run link lands on that run and query, and the
+    Benchmarks page shows the shipped figures of every family (no placeholder). A screenshot of each page."""
+    from playwright.sync_api import expect, sync_playwright
+
+    slides = DEMO_ROWS // DEMO["queries"][0]["slide"]
+    first_window = DEMO["queries"][0]["window"] // DEMO["queries"][0]["slide"]
+    for url in serve(demo_db, tmp_path):
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1500, "height": 2400})
+                page.goto(url)
+                expect(page.get_by_text(f"Slide {first_window - 1} ·")).to_be_visible(timeout=60_000)
+                sidebar = page.get_by_test_id("stSidebar")
+                expect(sidebar.get_by_role("combobox", name="Dataset", exact=True)).to_have_value("spy")
+                for algorithm in DEMO["algorithms"]:
+                    expect(sidebar.get_by_test_id("stMultiSelect")).to_contain_text(algorithm["name"])
+                assert "ds=spy" in page.url and "alg=oracle%2Cmintopk%2Csap%2Csao" in page.url
+                expect(page.get_by_text("Any weights at once: sao against the exact answers")).to_be_visible()
+                screenshot(page, tmp_path, "live-demo")
+
+                expect(sidebar.get_by_text(f"A pipeline run replayed this query: {DEMO_RUN}, query #0.")).to_be_visible()
+                sidebar.get_by_role("link", name="See its run").click()
+                expect(page.get_by_text(f"Top-10 at slide {slides - 1}")).to_be_visible(timeout=60_000)
+                expect(page).to_have_url(re.compile(f"run={DEMO_RUN}&query=0"))
+                expect(page.get_by_role("combobox", name="Query", exact=True)).to_have_value(re.compile("largest notional"))
+                screenshot(page, tmp_path, "runs-demo")
+
+                fresh = browser.new_page(viewport={"width": 1500, "height": 1400})
+                fresh.goto(f"{url}/runs")  # a new session: Runs opens on the demo run, not the later taxi run
+                expect(fresh.get_by_text(f"Top-10 at slide {slides - 1}")).to_be_visible(timeout=60_000)
+                expect(fresh.get_by_role("combobox", name="Run", exact=True)).to_have_value(re.compile(DEMO_RUN))
+
+                fresh.goto(f"{url}/benchmarks")
+                for family in bench_view.FAMILIES:
+                    expect(fresh.get_by_role("heading", name=family.title)).to_be_visible(timeout=60_000)
+                expect(fresh.get_by_text("No benchmark results")).to_have_count(0)
+                charts_drawn = fresh.locator("[data-testid='stVegaLiteChart'] canvas, "
+                                             "[data-testid='stVegaLiteChart'] svg")
+                expect(charts_drawn.first).to_be_visible(timeout=30_000)
+                assert charts_drawn.count() >= 12
+                fresh.wait_for_timeout(1_000)
+                screenshot(fresh, tmp_path, "benchmarks")
+            finally:
+                browser.close()

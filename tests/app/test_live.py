@@ -7,9 +7,9 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app import data, tables
+from app import data, live_state, tables
 
-from .conftest import ENTRY, oracle_answers
+from .conftest import DEMO, DEMO_RUN, ENTRY, oracle_answers
 
 SYNTHETIC = data.synthetic_uniform()
 DEFAULT = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50, kind="count")
@@ -380,3 +380,32 @@ def test_an_engine_refusing_the_data_shows_its_message_next_to_its_parameters(ap
     app.number_input(key=f"param_{failing}_most").set_value(100).run()
     assert not app.error
     assert_shows(app, expected(DEFAULT, FIRST_WINDOW), algorithms=("mintopk", failing))
+
+
+def test_opens_on_the_demo_with_its_algorithms_and_a_link_to_its_run(app, demo_db):
+    """After `make run`: SPY, the demo's algorithms and parameters, its query, and the run that replayed it."""
+    app.run()
+    assert not app.exception and not app.error
+    assert app.selectbox(key="dataset").value == DEMO["dataset"]
+    assert app.multiselect(key="algorithms").value == [a["name"] for a in DEMO["algorithms"]]
+    assert app.number_input(key=live_state.param_key("sao", "memory")).value == 500
+    assert [(link.proto.page, link.proto.label) for link in app.get("page_link")] == [("runs", "See its run")]
+    assert f"A pipeline run replayed this query: `{DEMO_RUN}`, query #0." in [c.value for c in app.caption]
+    query = DEMO["queries"][0]
+    trace = data.load_trace(demo_db, "spy")
+    weights = [float(query["weights"].get(f, 0.0)) for f in trace.features]
+    demo_query = engine.Query(weights=weights, k=query["k"], window=query["window"], slide=query["slide"])
+    exact = expected(demo_query, demo_query.windows_per_object, trace)
+    assert_shows(app, exact, algorithms=("mintopk", "sap"))
+    assert "Any weights at once: sao against the exact answers" in [s.value for s in app.subheader]
+    assert [m.label for m in app.metric][-3:] == ["sao: median ms per query", "oracle: median ms per query",
+                                                  "sao: mean precision"]
+
+
+def test_no_run_link_where_no_run_replayed_the_query(app, demo_db):
+    app.run()
+    app.text_input(key="window").set_value("5,000").run()
+    assert not app.exception
+    assert not app.get("page_link")
+    app.selectbox(key="dataset").set_value(data.SYNTHETIC).run()
+    assert not app.get("page_link")

@@ -7,9 +7,11 @@ import json
 import duckdb
 import numpy as np
 
-from app import data
+import pandas as pd
 
-from .conftest import RUN_QUERY, oracle_answers
+from app import bench_view, data
+
+from .conftest import DEMO_RUN, OTHER_RUN, RUN_QUERY, oracle_answers
 
 
 def chart_titles(at) -> list[str]:
@@ -98,46 +100,80 @@ def test_answers_csv_holds_every_answer(filled_db, trace):
 
 
 def test_benchmarks_without_results(app, monkeypatch, tmp_path):
-    monkeypatch.setattr(data, "BENCHMARKS", tmp_path / "latest.json")
+    monkeypatch.setattr(data, "BENCHMARKS", tmp_path / "results")
     app.run()
     app.switch_page("views/benchmarks.py").run()
     assert not app.exception
     assert "No benchmark results" in app.info[0].value and "make bench" in app.info[0].value
 
 
-def test_benchmarks_with_a_broken_file(app, monkeypatch, tmp_path):
-    path = tmp_path / "latest.json"
-    path.write_text('{"algorithm": "mintopk"}')
-    monkeypatch.setattr(data, "BENCHMARKS", path)
+def test_benchmarks_show_the_shipped_results_of_every_family(app):
+    """A fresh clone: the shipped CSV files, every family with charts, the papers and the runs; no placeholder."""
+    app.run()
+    app.switch_page("views/benchmarks.py").run()
+    assert not app.exception and not app.info
+    headers = [h.value for h in app.header]
+    assert headers[:4] == [family.title for family in bench_view.FAMILIES]
+    specs = [json.loads(chart.proto.spec) for chart in app.get("vega_lite_chart")]
+    assert len(specs) >= 12
+    text = json.dumps(specs)
+    for algorithm in ("mintopk", "sap", "sao", "eaa", "approx"):
+        assert algorithm in text
+    assert "hollow diamonds: the paper's figures" in text  # the SAP paper's Table 6 beside our candidates
+    captions = " ".join(c.value for c in app.caption)
+    shipped = pd.read_csv(data.BENCHMARKS / "grid-sap.csv")
+    assert f"run `{shipped.run_id[0]}`" in captions and f"commit `{shipped.commit[0][:12]}" in captions
+    assert "docs/REPORT.md" in app.markdown[0].value
+    expanders = [e.label for e in app.expander]
+    assert any("Yang, Shastri, Rundensteiner, Ward" in label for label in expanders)  # papers cited by authors
+    assert "What each measure means" in expanders
+
+
+def test_benchmarks_tolerate_unknown_files_and_missing_columns(app, monkeypatch, tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    pd.DataFrame({"bench": ["grid-sap"] * 2, "workload": ["time-u"] * 2, "sweep": ["k", "k"], "k": [10, 100],
+                  "algorithm": ["mintopk", "mintopk"], "objects_per_s": [1e6, 2e5]}).to_csv(folder / "grid-sap.csv",
+                                                                                            index=False)
+    pd.DataFrame({"case": ["a"], "algorithm": ["newalg"], "objects_per_s": [5.0], "novel_column": [1]}).to_csv(
+        folder / "bench_core.csv", index=False)
+    pd.DataFrame({"what": ["x"], "seconds": [3.5]}).to_csv(folder / "bench_multi.csv", index=False)
+    (folder / "empty.csv").write_text("")
+    monkeypatch.setattr(data, "BENCHMARKS", folder)
     app.run()
     app.switch_page("views/benchmarks.py").run()
     assert not app.exception
-    assert "is not a list of benchmark results" in app.info[0].value
+    assert [h.value for h in app.header][:2] == [bench_view.FAMILIES[0].title, "Other benchmarks"]
+    assert [s.value for s in app.subheader] == ["`bench_core`", "`bench_multi`"]
+    assert "empty.csv" in app.warning[0].value
+    assert "not recorded" in " ".join(c.value for c in app.caption)
+    assert app.dataframe[-1].value["seconds"].tolist() == [3.5]
 
 
-def test_benchmarks_plot_one_chart_per_workload_family(app, monkeypatch, tmp_path):
-    rows = [{"bench": b, "algorithm": a, "case": c, "objects_per_s": float(10 ** n), "avg_candidates": n / 10,
-             "when": "2026-11-25T22:11:50+00:00", "machine": "x86_64"}
-            for n, (b, a, c) in enumerate([("mintopk", "oracle", "uniform n=100000 s=10 k=10"),
-                                           ("mintopk", "mintopk", "uniform n=100000 s=10 k=10"),
-                                           ("competitors", "tma", "decreasing n=100000 s=10 k=100")], 1)]
-    path = tmp_path / "latest.json"
-    path.write_text(json.dumps(rows))
-    monkeypatch.setattr(data, "BENCHMARKS", path)
+def test_runs_opens_on_the_latest_demo_run(app, demo_db):
+    app.run()
+    app.switch_page("views/runs.py").run()
+    assert not app.exception
+    assert app.selectbox(key="run_id").value == DEMO_RUN  # not the later taxi run
+    assert app.selectbox(key="query_id").format_func(0).startswith("#0 · largest notional · k = 10")
+    spec = json.loads(app.get("vega_lite_chart")[0].proto.spec)
+    x = spec["layer"][0]["encoding"]["x"]
+    assert x["field"] == "when" and x["title"] == "time (America/New_York, 2013-10-07)"  # trades of one day
+
+
+def test_runs_url_picks_the_run_and_scores_carry_their_unit(app, demo_db):
+    app.switch_page("views/runs.py")
+    app.query_params["run"] = OTHER_RUN
+    app.run()
+    assert not app.exception
+    assert app.selectbox(key="run_id").value == OTHER_RUN
+    styler = app.table[0].proto.arrow_data.styler
+    assert b" mph" in styler.display_values  # the taxi speed query's scores (Arrow bytes)
+
+
+def test_the_report_can_be_read_on_the_page(app):
     app.run()
     app.switch_page("views/benchmarks.py").run()
+    app.toggle(key="show_report").set_value(True).run()
     assert not app.exception
-    assert chart_titles(app) == ["Throughput (objects/s)", "Average candidates"] * 2
-    assert [h.value for h in app.subheader] == ["Workload: mintopk", "Workload: competitors"]
-    assert "run 2026-11-25T22:11:50+00:00 · machine x86_64 · commit not recorded" in app.caption[0].value
-    assert np.array_equal(app.dataframe[0].value["objects_per_s"], [10.0, 100.0])
-
-
-def test_benchmarks_read_the_new_results_format(tmp_path):
-    path = tmp_path / "latest.json"
-    path.write_text(json.dumps({"when": "2026-11-26T01:00:00Z", "machine": "ci", "commit": "abc123",
-                                "results": [{"workload": "sap", "algorithm": "sap", "objects_per_s": 5.0,
-                                             "n": 10, "s": 2, "k": 1}]}))
-    frame = data.benchmark_results(path)
-    row = frame.iloc[0]
-    assert (row.family, row.case, row.commit, row.machine) == ("sap", "10 2 1", "abc123", "ci")
+    assert any(m.value.startswith("# Top-k Watch: benchmark and paper-reproduction report") for m in app.markdown)

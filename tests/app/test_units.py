@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import json
 
 import altair as alt
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 
 import engine
-from app import charts, data, live_state, presets, session, tables, units
+from app import bench_view, charts, data, live_state, presets, session, tables, units
 from engine import metrics
 
 from .conftest import oracle_answers
@@ -20,7 +21,7 @@ def answer(ids, scores) -> engine.Answer:
     return engine.Answer(np.asarray(ids, np.int64), np.asarray(scores, np.float64), np.asarray(ids, np.int64))
 
 
-@pytest.mark.parametrize("module", [charts, data, live_state, presets, session, tables, units])
+@pytest.mark.parametrize("module", [bench_view, charts, data, live_state, presets, session, tables, units])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.failed == 0
@@ -94,7 +95,8 @@ def test_window_panels_on_a_clock_use_local_date_times():
     spec = charts.window_panels(window, empty, empty, ["a"], timed=True, tz="America/New_York").to_dict()
     x = spec["spec"]["layer"][0]["encoding"]["x"]
     assert x["field"] == "when" and x["type"] == "temporal" and x["scale"]["type"] == "utc"
-    assert x["title"] == "time (America/New_York)"
+    assert x["title"] == "time (America/New_York, 1970-01-01)"  # one day: the date in the title, times on ticks
+    assert x["axis"]["format"] == "%H:%M:%S"
 
 
 def test_layers_projection_draws_the_query_direction():
@@ -367,3 +369,160 @@ def test_a_warm_start_one_window_back_answers_like_a_full_replay(kind, trace):
     for name in exact:
         assert warm.answers[name].ids.tolist() == full.answers[name].ids.tolist(), name
     assert warm.history[0]["slide"] == first
+
+
+# issue 20: charts read at a glance, tables that mark only misses, defaults from make run ----------------
+
+def colours(spec) -> dict[str, str]:
+    scale = spec["encoding"]["color"]["scale"]
+    return dict(zip(scale["domain"], scale["range"]))
+
+
+def test_an_algorithm_keeps_its_colour_whatever_else_is_shown():
+    four = ["oracle", "mintopk", "sap", "sao"]
+    ten = [info.name for info in engine.available() if info.stream == "single"]
+    frames = [pd.DataFrame({"slide": 0, "algorithm": names, "ms": 1.0}) for names in (four, ten)]
+    small, large = (colours(charts.over_time(f, "ms").to_dict()) for f in frames)
+    assert small["sao"] == large["sao"] == charts.ALGORITHM_COLOURS["sao"]
+    assert len(set(large.values())) == len(ten)  # ten algorithms, ten colours
+    bars = charts.benchmark_family(pd.DataFrame({"algorithm": ["sao"], "case": ["c"], "objects_per_s": [1.0]}),
+                                   "objects_per_s", "objects/s").to_dict()
+    assert colours(bars)["sao"] == small["sao"]
+
+
+def test_one_huge_score_puts_the_window_on_a_log_axis_with_its_unit():
+    scores = np.r_[np.linspace(1e6, 3e6, 99), 126e6]  # one 126M trade among 1-3M ones: a 126x span
+    window = pd.DataFrame({"t": np.arange(100), "score": scores})
+    empty = pd.DataFrame({"algorithm": [], "rank": [], "t": [], "score": []})
+    spec = charts.window_panels(window, empty, empty, ["mintopk"], score_title="score ($)").to_dict()
+    y = spec["spec"]["layer"][0]["encoding"]["y"]
+    assert y["scale"]["type"] == "log" and y["title"] == "score ($) (log scale)"
+    assert charts.choose_scale(np.linspace(1e6, 3e6, 100)) == "linear"
+
+
+def test_clients_near_zero_and_a_few_heavy_ones_are_spread_out():
+    frame = pd.DataFrame({"id": range(6), "current": [0.001, 0.002, 0.001, 0.003, 0.9, 2.5],
+                          "best": [0.5, 0.6, 0.5, 0.7, 1.4, 3.0], "status": ["cannot enter"] * 6})
+    spec = charts.current_vs_best(frame, 0.9, "× largest chunk").to_dict()
+    x = spec["layer"][0]["encoding"]["x"]
+    assert x["scale"]["type"] == "log" and "× largest chunk" in x["title"]
+
+
+def test_over_time_plots_against_time_with_dates_over_days():
+    day = 86_400_000
+    frame = pd.DataFrame({"slide": [0, 1, 2], "algorithm": ["oracle"] * 3, "ms": [1.0, 2.0, 1.5],
+                          "when": [0, 20 * day, 400 * day]})
+    spec = charts.over_time(frame, "ms", at=1).to_dict()
+    line, rule = spec["layer"]
+    assert line["encoding"]["x"]["field"] == "when" and line["encoding"]["x"]["axis"]["format"] == "%Y-%m-%d"
+    assert spec["datasets"][rule["data"]["name"]] == [{"when": 20 * day, "slide": 1}]
+    assert line["encoding"]["y"]["title"] == "time per slide (ms)"
+    assert units.time_texts(np.array([0, 400 * day]), "ms", None, True) == ["1970-01-01 00:00:00",
+                                                                           "1971-02-05 00:00:00"]
+
+
+def test_reordered_or_tied_answers_are_not_marked_only_missing_objects_are():
+    exact = answer(range(1, 21), np.arange(20, 0, -1, dtype=float))
+    rng = np.random.default_rng(0)
+    kept = rng.permutation(np.arange(1, 21))[:13]  # 13 of the exact objects, in another order
+    got_ids = np.r_[kept, np.arange(101, 108)]  # and 7 others
+    got = answer(got_ids, [21.0 - i if i <= 20 else 0.5 for i in got_ids])
+    _, wrong = tables.comparison(exact, {"sao": got})
+    assert metrics.precision(exact, got) == 13 / 20
+    assert wrong["sao"].sum() == 7
+    assert wrong["sao"].tolist() == [bool(i > 20) for i in got_ids]
+
+
+def test_table_scores_carry_the_unit():
+    frame, wrong = tables.comparison(answer([1], [558.0]), {})
+    assert "558 mph" in tables.styled(frame, wrong, "mph").to_html()
+
+
+def test_score_units_per_dataset_family():
+    assert presets.score_unit("taxi", {"speed": 1.0}) == ("mph", "score (mph)")
+    assert presets.score_unit("stock", {"notional": 1.0, "price": 0.0, "size": 0.0}) == ("$", "score ($)")
+    assert presets.score_unit("worldcup", {"images": 1.0})[0] == "× largest chunk"
+
+
+def test_make_run_demo_decides_the_defaults():
+    demo = json.loads((presets.CONFIGS / "demo.json").read_text())
+    assert presets.demo() == {**demo, "_file": "demo.json"}
+    assert list(presets.replayed_algorithms(demo["dataset"])) == [a["name"] for a in demo["algorithms"]]
+    assert presets.replayed_algorithms("nothing-replays-this") == {}
+
+
+def test_sao_answers_any_weights_against_the_exact_answers():
+    trace = data.synthetic_uniform(rows=3000)
+    q = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=100)
+    run = session.LiveRun(trace, session.Setup("x", q, ("sao",), {"sao": {"memory": 200}}))
+    run.step(12)
+    vectors = session.weight_vectors(5, 3)
+    frame = run.any_weights_frame("sao", vectors, q.k)
+    lo, hi = run.window_rows()
+    for number, weights in enumerate(vectors, 1):
+        scores = trace.x[lo:hi] @ weights
+        exact_ids = set(trace.ids[lo:hi][np.argsort(-scores, kind="stable")[:q.k]].tolist())
+        got = run.engines["sao"].query(list(weights), q.k)
+        row = frame[(frame["query"] == number) & (frame["algorithm"] == "sao")].iloc[0]
+        assert row["precision"] == len(exact_ids & set(got.ids.tolist())) / q.k
+    assert set(frame["algorithm"]) == {"oracle", "sao"} and (frame["ms"] >= 0).all()
+
+
+def test_end_times_of_count_and_time_slides():
+    trace = data.synthetic_uniform(rows=100)
+    assert data.end_times(trace, "count", [50, 100]).tolist() == [trace.t[49], trace.t[99]]
+    assert data.end_times(trace, "time", [70]).tolist() == [70]
+
+
+SHIPPED = data.benchmark_tables()[0]
+
+
+def test_every_family_of_the_shipped_results_has_sweeps_to_draw():
+    for family in bench_view.FAMILIES:
+        if family.grid is None:
+            continue
+        frame = SHIPPED[family.grid]
+        names = bench_view.sweeps(frame)
+        assert family.defaults["sweep"] in names
+        rows = bench_view.sweep_rows(frame, frame["workload"].iloc[0], family.defaults["sweep"])
+        column = bench_view.sweep_column(rows, family.defaults["sweep"])
+        assert column is not None and rows[column].nunique() >= 2, family.key
+
+
+def test_the_sap_papers_table_6_is_put_beside_our_candidates():
+    papers = data.paper_figures()["papers"]
+    rows = bench_view.sweep_rows(SHIPPED["grid-sap"], "time-u", "k")
+    paper = bench_view.paper_points("single", papers, "time-u", "k", "avg_candidates", rows)
+    table = papers["sap"]["table6_candidates"]
+    assert paper[paper.algorithm == "sap"]["avg_candidates"].tolist() == table["TIME-U"]["sap"]["k"]
+    assert paper[paper.algorithm == "sap"]["k"].tolist() == table["columns"]["k"]
+    s_rows = bench_view.sweep_rows(SHIPPED["grid-sap"], "time-u", "s")
+    at_s = bench_view.paper_points("single", papers, "time-u", "s", "avg_candidates", s_rows)
+    assert at_s["s"].iloc[0] == table["columns"]["s_pct_of_n"][0] / 100 * 100_000  # % of n, at our n
+    assert bench_view.paper_points("single", papers, "stock", "k", "avg_candidates", rows) is None
+    chart = charts.sweep_chart(rows, "k", "k", "avg_candidates", "candidates", paper).to_dict()
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in chart["layer"]] \
+        == ["line", "point"]
+
+
+def test_runs_caption_names_run_commit_and_machine():
+    text = bench_view.runs_caption(SHIPPED["grid-sao"])
+    row = SHIPPED["grid-sao"].iloc[0]
+    assert f"run `{row.run_id}`" in text and f"commit `{row.commit[:12]}`" in text and "Xeon" in text
+    assert bench_view.runs_caption(pd.DataFrame({"x": [1]})) == "The run and commit of these figures are not recorded."
+
+
+def test_ingest_counts_say_what_was_rejected_and_merged(tmp_path):
+    import duckdb
+    from pipelines import store
+
+    db = tmp_path / "topk.duckdb"
+    with duckdb.connect(str(db)) as con:
+        for statement in store.SCHEMA:
+            con.execute(statement)
+        con.execute("INSERT INTO datasets (name, family, rows_read, rows_rejected, rejects, params, rows_merged) "
+                    "VALUES ('worldcup', 'worldcup', 200000, 3, '{\"bad_size\": 3, \"bad_time\": 0}', "
+                    "'{\"delta_t_ms\": 5000}', 40293)")
+    assert data.ingest_counts(db, "worldcup") == ("200,000 rows read, 3 rejected (bad_size 3), 40,293 merged into one "
+                                                  "tuple per client, section and 5 s chunk.")
+    assert data.ingest_counts(db, "absent") == ""

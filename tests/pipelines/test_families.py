@@ -51,6 +51,8 @@ TAXI_DIRT = [
     ({"pickup_datetime": "2018-12-31 23:50:00", "dropoff_datetime": "2019-01-01 00:10:00"}, "time_out_of_range"),
     ({"dropoff_datetime": "PICKUP"}, "non_positive_duration"),
     ({"trip_distance": "0.0"}, "zero_distance"),
+    ({"trip_distance": "558.0", "pickup_datetime": "2019-01-15 10:00:00", "dropoff_datetime": "2019-01-15 11:00:00"},
+     "implausible_speed"),
     ({"tip_amount": "-1.5"}, "negative_amount"),
 ]
 
@@ -103,6 +105,7 @@ def expected_trips(paths):
             duration = (dropoff - pickup).total_seconds()
             reason = ("time_out_of_range" if pickup.year * 100 + pickup.month != month else
                       "non_positive_duration" if duration <= 0 else "zero_distance" if distance <= 0 else
+                      "implausible_speed" if distance / (duration / 3600) > 100 else
                       "negative_amount" if min(money) < 0 else None)
             if reason:
                 rejects[reason] += 1
@@ -132,6 +135,8 @@ def test_taxi_ingest_orders_trips_by_pickup_and_rejects_by_reason(spark, tmp_pat
     row = datasets_row(db, "taxi")
     assert (row["family"], row["rows_read"], row["t_unit"]) == ("taxi", 2 * TAXI_ROWS + len(TAXI_DIRT) + 1, "ms")
     assert row["features"] == ["duration", "distance", "speed", "fare", "tip"]
+    assert summary.rejects["implausible_speed"] >= 1 and max(trip[4] for trip in got) <= ingest.taxi.MAX_SPEED_MPH
+    assert row["rows_merged"] == summary.rows_merged == 0 and " merged " not in ingest.format_summary(summary)
 
 
 def test_taxi_header_only_file_is_refused(spark, tmp_path):
@@ -208,6 +213,10 @@ def test_worldcup_ingest_is_an_attribute_stream_of_bytes_per_chunk(spark, tmp_pa
     assert row["features"] == ["images", "english", "french", "other"]
     assert row["params"] == {"sections": ["images", "english", "french"], "delta_t_ms": 5_000, "bytes_scale": scale}
     assert (row["family"], row["rows_read"], row["rows_rejected"]) == ("worldcup", len(lines), len(WORLDCUP_DIRT))
+    merged = len(lines) - len(WORLDCUP_DIRT) - len(chunks)  # valid requests that share a client, section and chunk
+    assert merged > 0 and row["rows_merged"] == summary.rows_merged == merged
+    assert f"{merged:,} merged into one tuple per client, section and 5 s chunk, {len(chunks):,} written" \
+        in ingest.format_summary(summary)
 
 
 def test_worldcup_sections_and_chunk_length_are_options(spark, tmp_path):
