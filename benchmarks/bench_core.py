@@ -1,0 +1,104 @@
+"""The compiled engine core (issue 17): every exact single-stream algorithm against the numpy
+brute force, whole runs as a replay or the dashboard pays them.
+
+One process, the same batches for every algorithm, uniform scores (``d = 1``).  Each run is
+timed WHOLE: the window fill included, then at least one full window turnover, with
+``process`` + ``topk`` + ``stats()`` at every slide, as ``engine replay`` and the dashboard
+call them.  Cases (the issue's): (a) ``n = 100,000, s = 10, k = 100`` (the SAP paper's point)
+and (b) ``n = 100,000, s = 1,000, k = 10``.  Quick mode keeps (b) and shrinks (a) to
+``n = 10,000`` (``C_nw = 1,000``); an algorithm whose run exceeds its CPU budget is reported as
+skipped, with the reason.
+
+Columns: ``objects_per_s`` (objects of the whole run over its CPU seconds), ``vs_oracle`` and
+``vs_mintopk`` (ratios of objects/s), ``us_per_slide`` (``process`` + ``topk``, wall µs per
+slide averaged over the run), ``stats_us_per_slide`` (``stats()``), ``stats_share``
+(``stats()`` over ``process`` + ``topk``).
+
+Targets (issue 17): at (a) MinTopK >= 10x the oracle, SAP >= 3x MinTopK, k-skyband, SMA and
+TMA each >= 3x the oracle; at (b) MinTopK >= 10x the oracle; ``stats_share`` <= 0.10 for every
+algorithm.
+"""
+
+from __future__ import annotations
+
+import time
+
+import engine
+from benchmarks.common import table, uniform_stream
+
+CASES = {"a": (100_000, 10, 100), "b": (100_000, 1_000, 10)}
+QUICK_CASES = {"a": (10_000, 10, 100), "b": (100_000, 1_000, 10)}
+BUDGET = {True: 5.0, False: 180.0}
+"""CPU seconds one algorithm's whole run may take before it is reported as skipped."""
+
+COLUMNS = ["case", "algorithm", "objects_per_s", "vs_oracle", "vs_mintopk", "us_per_slide",
+           "stats_us_per_slide", "stats_share", "status"]
+
+
+def exact_single_stream() -> list[str]:
+    """The oracle first, then every other registered exact single-stream algorithm."""
+    names = [info.name for info in engine.available() if info.exact and info.stream == "single"]
+    return ["oracle"] + [name for name in names if name != "oracle"]
+
+
+class TooSlow(Exception):
+    pass
+
+
+def whole_run(name: str, query: engine.Query, batches: list, budget: float) -> dict:
+    """CPU seconds of the whole run and wall seconds of process + topk and of stats()."""
+    alg = engine.create(name, query)
+    work = monitor = 0.0
+    clock = time.perf_counter
+    started = time.process_time()
+    for number, batch in enumerate(batches):
+        t0 = clock()
+        alg.process(batch)
+        alg.topk()
+        t1 = clock()
+        alg.stats()
+        t2 = clock()
+        work += t1 - t0
+        monitor += t2 - t1
+        if number % 256 == 255 and time.process_time() - started > budget:
+            raise TooSlow(f"over {budget:.0f} s of CPU after {number + 1} of {len(batches)} slides")
+    cpu = time.process_time() - started
+    objects = sum(len(batch) for batch in batches)
+    return {"objects_per_s": objects / cpu, "us_per_slide": 1e6 * work / len(batches),
+            "stats_us_per_slide": 1e6 * monitor / len(batches), "stats_share": monitor / work,
+            "seconds": cpu, "slides": len(batches)}
+
+
+def run(quick: bool = False, only: list[str] | None = None) -> list[dict]:
+    """One row per (case, algorithm); ``only`` keeps these algorithms (and the two yardsticks)."""
+    names = [name for name in exact_single_stream() if only is None or name in {*only, "oracle", "mintopk"}]
+    rows = []
+    for label, (n, s, k) in (QUICK_CASES if quick else CASES).items():
+        q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
+        batches = list(engine.slides(uniform_stream(2 * n, seed=17), q))   # fill + one turnover
+        found, case_rows = {}, []
+        for name in names:
+            row = {"bench": "core", "case": f"({label}) uniform n={n} s={s} k={k}", "algorithm": name,
+                   "n": n, "s": s, "k": k, "c_nw": n // s, "distribution": "uniform", "quick": quick}
+            try:
+                row.update(whole_run(name, q, batches, BUDGET[quick]), status="ok")
+                found[name] = row
+            except TooSlow as slow:
+                row["status"] = f"skipped: {slow}"
+            case_rows.append(row)
+        for row in case_rows:
+            for base, key in (("oracle", "vs_oracle"), ("mintopk", "vs_mintopk")):
+                if "objects_per_s" in row and base in found:
+                    row[key] = row["objects_per_s"] / found[base]["objects_per_s"]
+        rows += case_rows
+    return rows
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="case (a) at n = 10,000; short budgets")
+    parser.add_argument("--only", nargs="*", help="these algorithms (and the oracle) only")
+    args = parser.parse_args()
+    print(table(run(quick=args.quick, only=args.only), COLUMNS))
