@@ -106,8 +106,7 @@ class MinTopK(Algorithm):
     def topk(self) -> Answer:
         """The first ``tkc`` records of the list (Lemma 4.4): ``O(k)``, cached per slide."""
         if self._answer is None:
-            members = kernel.current_members(self._records, self._table, self._meta, self._current)
-            self._answer = Answer(self._records[members, ID], self._scores[members], self._records[members, SEQ])
+            self._answer = Answer(*kernel.answer(self._records, self._scores, self._table, self._meta, self._current))
         return self._answer
 
     def candidates(self) -> np.ndarray:
@@ -115,8 +114,10 @@ class MinTopK(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         size = int(self._meta[SIZE])
-        return {"candidates": size, "retained": size, "windows": self._windows,
-                **dict(zip(COUNTERS, self._counters.tolist()))}
+        arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
+        return {"candidates": size, "retained": size, "windows": self._windows, "arrivals": arrivals,
+                "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
+                "lbp_skips": lbp_skips}
 
     def memory(self) -> tuple[int, int]:
         """Both figures from the record count and the arrays' sizes: ``O(1)``."""

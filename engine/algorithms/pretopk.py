@@ -109,8 +109,7 @@ class PreTopK(Algorithm):
     def topk(self) -> Answer:
         """The current window's set, best first: ``O(k log k)``, cached per slide."""
         if self._answer is None:
-            rows = kernel.members(self._objects, self._scores, self._sets, self._sizes, self._current)
-            self._answer = Answer(self._objects[rows, ID], self._scores[rows], self._objects[rows, SEQ])
+            self._answer = Answer(*kernel.answer(self._objects, self._scores, self._sets, self._sizes, self._current))
         return self._answer
 
     def _held(self) -> np.ndarray:
@@ -122,8 +121,9 @@ class PreTopK(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         distinct = int(self._meta[DISTINCT])
+        offered, entries = self._counters.tolist()
         return {"candidates": distinct, "retained": distinct, "memberships": int(self._meta[MEMBERSHIPS]),
-                "windows": self._windows, **dict(zip(COUNTERS, self._counters.tolist()))}
+                "windows": self._windows, "offered": offered, "entries": entries}
 
     def memory(self) -> tuple[int, int]:
         """Both figures from the counts and the arrays' sizes: ``O(1)``."""

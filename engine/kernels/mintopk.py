@@ -268,14 +268,18 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
 
 
 @njit(cache=True)
-def current_members(records, windows, meta, window) -> np.ndarray:
-    """Rows of ``window``'s predicted top k, best first: the first ``tkc`` records (``O(k)``)."""
-    members = np.empty(windows[window % len(windows), TKC], np.int64)
+def answer(records, scores, windows, meta, window):
+    """``ids, scores, seqs`` of ``window``'s predicted top k, best first: the first ``tkc``
+    records of the list (Lemma 4.4, ``O(k)``)."""
+    size = windows[window % len(windows), TKC]
+    ids, values, seqs = np.empty(size, np.int64), np.empty(size), np.empty(size, np.int64)
     record = meta[TOP]
-    for i in range(len(members)):
-        members[i] = record
+    for i in range(size):
+        ids[i] = records[record, ID]
+        values[i] = scores[record]
+        seqs[i] = records[record, SEQ]
         record = records[record, BELOW]
-    return members
+    return ids, values, seqs
 
 
 @njit(cache=True)
