@@ -28,7 +28,7 @@ from benchmarks.common import table, uniform_stream
 
 CASES = {"a": (100_000, 10, 100), "b": (100_000, 1_000, 10)}
 QUICK_CASES = {"a": (10_000, 10, 100), "b": (100_000, 1_000, 10)}
-BUDGET = {True: 5.0, False: 180.0}
+BUDGET = {True: 2.0, False: 180.0}
 """CPU seconds one algorithm's whole run may take before it is reported as skipped."""
 
 COLUMNS = ["case", "algorithm", "objects_per_s", "vs_oracle", "vs_mintopk", "us_per_slide",
