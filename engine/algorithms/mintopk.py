@@ -163,6 +163,8 @@ class MinTopK(Algorithm):
             self._counters[COUNTERS.index(name)] = int(value)
 
     def check(self) -> None:
+        """The list, the index and every window's ``tkc`` and ``lbp`` (``O(MTK log MTK)`` for the
+        list, ``O(C_nw MTK)`` vectorised for the windows)."""
         records, scores, meta = self._records, self._scores, self._meta
         rows = kernel.ranked(records, meta).tolist()
         assert len(set(rows)) == len(rows) == meta[SIZE], "the list does not hold SIZE distinct records"
@@ -176,15 +178,15 @@ class MinTopK(Algorithm):
             assert not rows
             return
         oldest, newest = self._current, self._current + self._windows - 1
-        starts, ends = records[rows, START].tolist(), records[rows, END].tolist()
-        assert all(oldest <= a <= b <= newest for a, b in zip(starts, ends)), f"window marks outside {oldest}..{newest}"
+        starts, ends = records[rows, START], records[rows, END]
+        assert np.all((oldest <= starts) & (starts <= ends) & (ends <= newest)), f"window marks outside {oldest}..{newest}"
         for window in range(oldest, newest + 1):
             count, lowest = self._table[window % self._windows].tolist()
-            alive = [i for i, end in enumerate(ends) if end >= window]
-            members = [i for i in alive if starts[i] <= window]
+            alive = np.flatnonzero(ends >= window)
+            members = alive[starts[alive] <= window]
             assert len(members) == count <= self.q.k, f"window {window}: tkc {count}"
-            assert lowest == (rows[members[-1]] if members else NONE), f"window {window}: lbp"
-            assert alive[:len(members)] == members, f"window {window}: predicted top-k is not the top"
+            assert lowest == (rows[members[-1]] if count else NONE), f"window {window}: lbp"
+            assert np.array_equal(alive[:count], members), f"window {window}: predicted top-k is not the top"
 
     def _check_index(self, rows: list[int], keys: list[tuple]) -> None:
         """The treap holds exactly the list's records, in order, with heap-ordered priorities."""

@@ -15,6 +15,7 @@ import pytest
 
 import engine
 from engine.kernels import mintopk as list_kernel
+from engine.kernels import pretopk as set_kernel
 from engine.kernels.select import best_first
 from tests.engine.plain_topk import PlainMinTopK, PlainPreTopK
 from tests.streams import SHAPES, adversarial_scores
@@ -107,3 +108,46 @@ def test_the_slide_prefilter_equals_sorting(m, k):
     seqs = np.arange(m, dtype=np.int64) * 3
     expected = sorted(range(m), key=lambda i: (scores[i], seqs[i]), reverse=True)[:k]
     assert best_first(scores, seqs, k).tolist() == expected
+
+
+@pytest.mark.parametrize("damage", ["tkc", "lbp", "start", "index", "order"])
+def test_mintopk_check_finds_a_damaged_structure(damage):
+    q = engine.Query(weights=[1.0], k=3, window=12, slide=3)
+    alg = engine.create("mintopk", q)
+    for batch in engine.slides((np.arange(60), np.arange(60), np.random.default_rng(2).random(60)), q):
+        alg.process(batch)
+    alg.check()
+    rows = list_kernel.ranked(alg._records, alg._meta)
+    table = alg._table[alg._current % q.windows_per_object]
+    if damage == "tkc":
+        table[list_kernel.TKC] -= 1
+    elif damage == "lbp":
+        table[list_kernel.LBP] = rows[-1] if table[list_kernel.LBP] != rows[-1] else rows[0]
+    elif damage == "start":
+        alg._records[rows[0], list_kernel.START] = alg._records[rows[0], list_kernel.END] + 1
+    elif damage == "index":
+        root = alg._meta[list_kernel.ROOT]
+        alg._records[root, list_kernel.LEFT], alg._records[root, list_kernel.RIGHT] = \
+            alg._records[root, list_kernel.RIGHT], alg._records[root, list_kernel.LEFT]
+    else:
+        alg._scores[rows[0]] = alg._scores[rows[-1]] - 1.0
+    with pytest.raises(AssertionError):
+        alg.check()
+
+
+@pytest.mark.parametrize("damage", ["refs", "heap", "distinct"])
+def test_pretopk_check_finds_a_damaged_structure(damage):
+    q = engine.Query(weights=[1.0], k=3, window=12, slide=3)
+    alg = engine.create("pretopk", q)
+    for batch in engine.slides((np.arange(60), np.arange(60), np.random.default_rng(2).random(60)), q):
+        alg.process(batch)
+    alg.check()
+    heap = alg._sets[alg._current % q.windows_per_object]
+    if damage == "refs":
+        alg._objects[heap[0], set_kernel.REFS] += 1
+    elif damage == "heap":
+        heap[0], heap[1] = heap[1], heap[0]
+    else:
+        alg._meta[set_kernel.DISTINCT] += 1
+    with pytest.raises(AssertionError):
+        alg.check()
