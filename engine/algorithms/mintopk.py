@@ -8,8 +8,7 @@ import numpy as np
 
 from ..base import Algorithm
 from ..kernels import mintopk as kernel
-from ..kernels.mintopk import (ABOVE, BELOW, COUNTERS, END, ID, LBP, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START,
-                               T, TKC, TOP)
+from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
 from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
 from ..ranking import Answer, score
 from ..registry import register
