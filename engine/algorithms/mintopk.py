@@ -112,7 +112,7 @@ class MinTopK(Algorithm):
         return self._records[kernel.ranked(self._records, self._meta), SEQ]
 
     def _stats(self) -> dict[str, Any]:
-        size = int(self._meta[SIZE])
+        size = self._meta.item(SIZE)
         arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
         return {"candidates": size, "retained": size, "windows": self._windows, "arrivals": arrivals,
                 "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
@@ -120,7 +120,7 @@ class MinTopK(Algorithm):
 
     def memory(self) -> tuple[int, int]:
         """Both figures from the record count and the arrays' sizes: ``O(1)``."""
-        return (RECORD_BYTES * int(self._meta[SIZE]) + WINDOW_BYTES * self._windows,
+        return (RECORD_BYTES * self._meta.item(SIZE) + WINDOW_BYTES * self._windows,
                 self._array_bytes + self._fixed_bytes)
 
     def footprints(self) -> list[Footprint]:

@@ -120,15 +120,15 @@ class PreTopK(Algorithm):
         return self._objects[self._held(), SEQ]
 
     def _stats(self) -> dict[str, Any]:
-        distinct = int(self._meta[DISTINCT])
+        distinct = self._meta.item(DISTINCT)
         offered, entries = self._counters.tolist()
-        return {"candidates": distinct, "retained": distinct, "memberships": int(self._meta[MEMBERSHIPS]),
+        return {"candidates": distinct, "retained": distinct, "memberships": self._meta.item(MEMBERSHIPS),
                 "windows": self._windows, "offered": offered, "entries": entries}
 
     def memory(self) -> tuple[int, int]:
         """Both figures from the counts and the arrays' sizes: ``O(1)``."""
-        distinct, memberships = self._meta[DISTINCT], self._meta[MEMBERSHIPS]
-        return (int(OBJECT_BYTES * distinct + MEMBERSHIP_BYTES * memberships + WINDOW_BYTES * self._windows),
+        distinct, memberships = self._meta.item(DISTINCT), self._meta.item(MEMBERSHIPS)
+        return (OBJECT_BYTES * distinct + MEMBERSHIP_BYTES * memberships + WINDOW_BYTES * self._windows,
                 self._array_bytes + self._fixed_bytes)
 
     def footprints(self) -> list[Footprint]:
