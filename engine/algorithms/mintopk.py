@@ -114,7 +114,7 @@ class MinTopK(Algorithm):
     def _stats(self) -> dict[str, Any]:
         size = self._meta.item(SIZE)
         arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
-        return {"candidates": size, "retained": size, "windows": self._windows, "arrivals": arrivals,
+        return {"candidates": size, "retained": size, "arrivals": arrivals,
                 "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
                 "lbp_skips": lbp_skips}
 

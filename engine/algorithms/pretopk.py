@@ -123,7 +123,7 @@ class PreTopK(Algorithm):
         distinct = self._meta.item(DISTINCT)
         offered, entries = self._counters.tolist()
         return {"candidates": distinct, "retained": distinct, "memberships": self._meta.item(MEMBERSHIPS),
-                "windows": self._windows, "offered": offered, "entries": entries}
+                "offered": offered, "entries": entries}
 
     def memory(self) -> tuple[int, int]:
         """Both figures from the counts and the arrays' sizes: ``O(1)``."""
