@@ -1,4 +1,4 @@
-"""MinTopK and PreTopK: throughput against the oracle, PreTopK's cost against k, MinTopK's key index.
+"""MinTopK and PreTopK: throughput against the oracle, PreTopK's cost against k, response times under non-uniform arrival.
 
 Three sections (column ``section``), all on uniformly random scores (d = 1):
 
@@ -13,10 +13,6 @@ Three sections (column ``section``), all on uniformly random scores (d = 1):
   ``(k / s)(1 + ln(C_nw s / k))`` on i.i.d. scores: ``expected_entries``): at a fixed ``k / s``
   ``us_per_object`` may grow at most logarithmically in k (issue 12); at fixed ``s`` the
   entries grow with ``k / s`` as well.  MinTopK on the same runs for comparison.
-* ``index``: MinTopK with its fused block index (``engine.sortedkeys.SortedKeys``) against the
-  same algorithm over ``sortedcontainers.SortedList`` (``add`` then a search for the key
-  above): ``vs_sortedkeys`` is the SortedList variant's objects/s over SortedKeys' (issue 12
-  keeps SortedKeys only if it is faster by a margin worth its 80 lines).
 * ``arrival``: the MinTopK paper's Fig. 13, response time per window under non-uniform arrival:
   the shipped SPY day (regular hours) by its time stamps, time windows of 1,000 s, slides of 1,
   10 and 100 s, k = 1,000; SMA, PreTopK and MinTopK; the CPU time of ``process`` + ``topk`` at
@@ -32,39 +28,20 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from sortedcontainers import SortedList
 
 import engine
 from benchmarks import workloads
 from benchmarks.common import measure, peak_memory, required_slides, table, uniform_stream
-from engine.algorithms.mintopk import MinTopK
 
 CASES = [(100_000, 1_000, 10), (10_000, 10, 10), (100_000, 100, 10), (100_000, 1_000, 100), (10_000, 1_000, 10)]
 ALGORITHMS = ["oracle", "mintopk", "pretopk"]
 PRETOPK_KS = (1, 10, 100, 1000)
 
 COLUMNS = ["section", "case", "algorithm", "objects_per_s", "vs_oracle", "us_per_object", "entries_per_object",
-           "expected_entries", "vs_sortedkeys", "timed_slides", "response_ms_mean", "response_ms_std", "response_cv",
+           "expected_entries", "timed_slides", "response_ms_mean", "response_ms_std", "response_cv",
            "response_ms_min", "response_ms_max",
            "avg_candidates_per_k", "expected_mtk_per_k", "max_candidates", "bytes", "measured_bytes", "peak_bytes"]
 
-
-class SortedListIndex(SortedList):
-    """MinTopK's key index on ``sortedcontainers``: ``add``, then the key above by bisection."""
-
-    def insert(self, key):
-        self.add(key)
-        above = self.bisect_right(key)
-        return self[above] if above < len(self) else None
-
-    def measured_bytes(self) -> int:
-        return 0
-
-
-class MinTopKOverSortedList(MinTopK):
-    """MinTopK with ``SortedListIndex`` (not registered: for this benchmark only)."""
-
-    index_type = SortedListIndex
 
 
 def foundation(quick: bool) -> list[dict]:
@@ -146,29 +123,6 @@ def pretopk_against_k(quick: bool) -> list[dict]:
     return rows
 
 
-def index_comparison(quick: bool) -> list[dict]:
-    cases = [("uniform", 100_000, 1_000, 10), ("uniform", 10_000, 10, 10), ("uniform", 100_000, 100, 100),
-             ("decreasing", 10_000, 10, 10)]
-    rows = []
-    for distribution, n, s, k in cases[1:2] + cases[3:] if quick else cases:
-        q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
-        m = n + s * required_slides(n, s)
-        x = uniform_stream(m, seed=4)[2] if distribution == "uniform" else -np.arange(m, dtype=np.float64)
-        batches = list(engine.slides((np.arange(m), np.arange(m), x), q))
-        found = {}
-        for variant in (MinTopK, MinTopKOverSortedList):
-            runs = [timed(variant(q), batches, n // s) for _ in range(1 if quick else 3)]
-            found[variant] = min(runs, key=lambda r: r[0])
-        for variant, (elapsed, objects, sizes) in found.items():
-            label = "SortedKeys" if variant is MinTopK else "SortedList"
-            rows.append({"bench": "mintopk", "section": "index", "case": f"{distribution} n={n} s={s} k={k}",
-                         "algorithm": f"mintopk/{label}", "n": n, "s": s, "k": k, "c_nw": n // s,
-                         "distribution": distribution, "objects_per_s": objects / elapsed,
-                         "vs_sortedkeys": found[MinTopK][0] / elapsed, "avg_candidates": float(np.mean(sizes)),
-                         "timed_slides": len(sizes)})
-    return rows
-
-
 ARRIVAL_WINDOW_MS = 1_000_000
 ARRIVAL_SLIDES_MS = (1_000, 10_000, 100_000)
 ARRIVAL_K = 1_000
@@ -210,7 +164,7 @@ def arrival(quick: bool) -> list[dict]:
 
 
 def run(quick: bool = False) -> list[dict]:
-    return foundation(quick) + pretopk_against_k(quick) + index_comparison(quick) + arrival(quick)
+    return foundation(quick) + pretopk_against_k(quick) + arrival(quick)
 
 
 if __name__ == "__main__":

@@ -301,8 +301,6 @@ def with_derived(frame: pd.DataFrame) -> pd.DataFrame:
         out["candidates_per_k"] = out["avg_candidates"] / out["k"]
     if "data" in out and "D" not in out:       # bench_sao names its drift in the data label ("gaussian D=1")
         out["D"] = pd.to_numeric(out["data"].astype(str).str.extract(r"D=([0-9.]+)", expand=False), errors="coerce")
-    if "vs_sortedkeys" in out:
-        out["sortedkeys_speedup"] = 1.0 / out["vs_sortedkeys"]
     if {"response_ms_std", "response_ms_mean"} <= set(out.columns):
         out["response_cv"] = out["response_ms_std"] / out["response_ms_mean"]
     return out

@@ -33,7 +33,11 @@ class Algorithm(abc.ABC):
     each structure's declared layout) and ``measured_bytes`` (their real size plus a walk of
     the algorithm's remaining, ``O(k)``-sized attributes) without visiting the records.  An
     algorithm that declares none returns ``bytes`` from ``_stats`` and is measured by the
-    generic ``O(size)`` deep walk.
+    generic ``O(size)`` deep walk.  An algorithm that keeps its structures in numpy arrays can
+    also override :meth:`memory` to return both figures in ``O(1)`` (the layouts' prices times
+    its record counts; the arrays' bytes, kept as they are allocated, see
+    :func:`~engine.memory.owned_bytes`, plus fixed overheads measured once): ``stats`` then
+    uses it and skips the walk; ``footprints`` still declares the same structures.
 
     Subclasses set ``name``, ``summary``, ``exact``, ``stream`` (``"single"`` or
     ``"incomplete"``) and ``defaults`` (parameter name -> default value).
@@ -88,12 +92,26 @@ class Algorithm(abc.ABC):
         """The footprint of every structure held, or ``None`` (not declared: deep walk)."""
         return None
 
+    def memory(self) -> tuple[int, int] | None:
+        """``(bytes, measured_bytes)`` in ``O(1)``, or ``None`` (computed from :meth:`footprints`).
+
+        Overridden by algorithms that keep both figures current as their structures change:
+        ``bytes`` must equal the footprints' modelled sum, ``measured_bytes`` their measured sum
+        plus the other attributes (``tests/engine/test_memory.py`` checks both).
+        """
+        return None
+
     def stats(self) -> dict[str, Any]:
         """``candidates``, ``retained``, ``bytes`` (modelled), ``measured_bytes`` and counters.
 
-        ``O(1)`` plus ``_stats`` for algorithms declaring footprints, else ``O(size)``.
+        ``O(1)`` plus ``_stats`` for algorithms declaring :meth:`memory` or footprints, else
+        ``O(size)``.
         """
         out = self._stats()
+        figures = self.memory()
+        if figures is not None:
+            out["bytes"], out["measured_bytes"] = figures
+            return out
         parts = self.footprints()
         if parts is not None:
             out["bytes"] = sum(part.modelled for part in parts)
@@ -108,6 +126,9 @@ class Algorithm(abc.ABC):
         are the footprints when the caller has them already.
         """
         if parts is None:
+            figures = self.memory()
+            if figures is not None:
+                return figures[1]
             parts = self.footprints()
         if parts is None:
             return deep_size(self.__dict__, exclude=(self.q, self.params))

@@ -126,6 +126,23 @@ def array_bytes(arrays: Iterable[np.ndarray]) -> int:
     return total
 
 
+ARRAY_HEADERS = tuple(sys.getsizeof(np.empty((0,) * ndim)) for ndim in range(8))
+"""Bytes of a numpy array object of ``ndim`` dimensions owning its buffer, the buffer excluded."""
+
+
+def owned_bytes(*arrays: np.ndarray) -> int:
+    """Real bytes of numpy arrays that own their buffers: header plus ``nbytes`` each.
+
+    ``O(len(arrays))``, no ``sys.getsizeof`` call: an array-backed algorithm adds this up when
+    it (re)allocates its arrays and reports the total from :meth:`engine.Algorithm.memory`.
+
+    >>> a = np.zeros((100, 3), np.int64)
+    >>> owned_bytes(a, np.zeros(5)) == sys.getsizeof(a) + sys.getsizeof(np.zeros(5))
+    True
+    """
+    return sum(ARRAY_HEADERS[array.ndim] + array.nbytes for array in arrays)
+
+
 def python_bytes(*objects: object) -> int:
     """``sys.getsizeof`` summed over sample objects: the per-record size of a Python structure.
 

@@ -6,27 +6,24 @@ from typing import Any
 
 import numpy as np
 
-import sys
-
 from ..base import Algorithm
-from ..memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, Footprint, Layout, python_bytes
-from ..sortedkeys import SortedKeys
-from ..ranking import Answer, score, top_indices
+from ..kernels import mintopk as kernel
+from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
+from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 
-START, END, ID, T, KEY, ABOVE, BELOW = range(7)
-
 LAYOUT = Layout("super-top-k list", {
     "record": {**OBJECT_FIELDS, "score": 1, "start_w": 1, "end_w": 1, "above": 1, "below": 1,
-               "index slot": 1, "table slot": 1},
+               "index left": 1, "index right": 1, "index parent": 1},
     "window": {"tkc": 1, "lbp": 1}})
-"""A record: id, seq, t, score, its two window marks, two list links and its slots in the key
-index and the seq table (10 words); a window: its counter and lower-bound pointer."""
+"""A record: id, seq, t, score, its two window marks, two list links and three links of the
+position index (11 words); a window: its counter and lower-bound pointer."""
 
-RECORD_BYTES = python_bytes([None] * 7, (0.5, 10 ** 6)) + PY_FLOAT + 3 * PY_INT
-"""Measured once: a record's list of 7, its key tuple, the score and three ints (seq, id, t);
-its two window marks are two more ints once window numbers pass 256 (smaller ints are shared)."""
+RECORD_BYTES = WORD * LAYOUT.words("record")
+WINDOW_BYTES = WORD * LAYOUT.words("window")
+FIRST_CAPACITY = 64
 
 
 @register
@@ -38,20 +35,23 @@ class MinTopK(Algorithm):
     ``(score, seq)``.  Each object carries a starting and an ending window mark (its top-k
     career is a contiguous run of windows, Lemma 4.3); each window ``W_i`` carries a top-k
     counter ``tkc`` and a lower-bound pointer ``lbp`` to its lowest predicted top-k object.
-    Windows are named by the number of their last slide (``end // s``).
+    Windows are named by the number of their last slide (``end // s``).  The structures are
+    numpy arrays and the steps compiled kernels (``engine.kernels.mintopk``): an array-backed
+    doubly linked list with a treap as its position index.
 
-    Per arriving object (Figure 6, ``UpdateSuperTopk``): ``O(1)`` discard when it ranks below
-    the whole list and every window is full; otherwise ``O(log MTK)`` to position it plus
-    ``O(1)`` per window it enters (those windows are a suffix, found by scanning back from the
-    newest), each full one losing its ``lbp`` object (``start_w += 1``) and moving ``lbp`` one
-    position up the list (Lemma 4.5).  Per slide (``PurgeExpiredWindow``): ``O(k log MTK)``.
-    With ``prefilter=True`` only the top ``k`` of each slide (``argpartition``) reach the loop:
-    objects of one slide expire together, so the others can never be in the MTK set.
+    Per slide, ``PurgeExpiredWindow`` for each window answered since the last slide:
+    ``O(k log MTK)``.  Per arriving object (Figure 6, ``UpdateSuperTopk``): ``O(1)`` discard
+    when it ranks below the newest window's full top k; otherwise ``O(log MTK)`` expected to
+    position it plus ``O(1)`` per window it enters (a suffix of the windows, scanned back from
+    the newest), each full one losing its ``lbp`` object (``start_w += 1``) and moving ``lbp``
+    one position up the list (Lemma 4.5).  With ``prefilter=True`` only the top ``k`` of each
+    slide reach the loop (``O(s log k)``): objects of one slide expire together, so the others
+    can never be in the MTK set.  ``topk`` ``O(k)``, cached per slide; ``stats`` ``O(1)``.
 
-    Memory (layout ``LAYOUT``): 10 words per MTK record (id, seq, t, score, two window marks,
-    two list links, a slot in the key index and one in the seq table) plus 2 words (``tkc``,
-    ``lbp``) per window.  No raw window is kept.  ``measured_bytes`` is ``O(1)``: the record
-    count times ``RECORD_BYTES`` plus the containers' own sizes.
+    Memory (layout ``LAYOUT``): 11 words per MTK record (id, seq, t, score, two window marks,
+    two list links, three index links) plus 2 words (``tkc``, ``lbp``) per window.  No raw
+    window is kept.  ``measured_bytes``: the arrays at their capacity (doubled when full) plus
+    the algorithm object's other attributes, measured once (``O(1)``).
 
     Examples
     --------
@@ -67,205 +67,140 @@ class MinTopK(Algorithm):
     name = "mintopk"
     summary = "MinTopK: one super-top-k list with window marks (EDBT 2011), per-slide prefilter"
     defaults = {"prefilter": True}
-    index_type = SortedKeys
-    """The ordered key index: ``insert(key)`` returning the next larger key, ``remove``, ``len``,
-    ascending ``iter`` and ``measured_bytes`` (``make bench`` swaps in ``SortedList`` here)."""
 
     def _reset(self) -> None:
         self._windows = self.q.windows_per_object
         self._k = self.q.k
-        self._index = self.index_type()
-        self._records: dict[int, list] = {}
-        self._top: list | None = None
-        self._tkc = [0] * self._windows
-        self._lbp: list[list | None] = [None] * self._windows
+        self._records, self._scores, self._table, self._meta, self._counters = \
+            kernel.empty_arrays(FIRST_CAPACITY, self._windows)
         self._current: int | None = None
-        self._answer = Answer.empty()
-        self._counters = {"arrivals": 0, "prefiltered": 0, "discarded": 0, "inserted": 0,
-                          "evictions": 0, "lbp_skips": 0}
+        self._answer: Answer | None = Answer.empty()
+        arrays = (self._records, self._scores, self._table, self._meta, self._counters)
+        self._array_bytes = owned_bytes(*arrays)
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays)) + 3 * WORD * self._k
+        """The other attributes, measured once, and the answer's arrays once it holds k objects."""
+
+    def _reserve(self, arrivals: int) -> None:
+        """Room for ``arrivals`` more records (capacity doubled when short: ``O(1)`` amortised)."""
+        needed = int(self._meta[SIZE]) + arrivals
+        if needed > len(self._records):
+            capacity = max(2 * len(self._records), needed)
+            self._records, self._scores = kernel.grown(self._records, self._scores, self._meta, capacity)
+            self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta, self._counters)
 
     def process(self, batch: Batch) -> None:
+        """``PurgeExpiredWindow`` for the answered windows, then ``UpdateSuperTopk`` per arrival."""
         slide = batch.end // self.q.slide
         if self._current is None:
             self._current = slide
         elif slide <= self._current:
             raise ValueError(f"slide {slide} arrives after slide {self._current}")
-        while self._current < slide:
-            self._purge_current_window()
-        counters = self._counters
-        counters["arrivals"] += len(batch)
-        if len(batch):
-            scores = score(batch.x, self.q.weights)
-            ids, seqs, ts = batch.ids, batch.seq, batch.t
-            if self.params["prefilter"] and len(batch) > self._k:
-                best = top_indices(scores, seqs, self._k)
-                counters["prefiltered"] += len(batch) - len(best)
-                scores, seqs, ids, ts = scores[best], seqs[best], ids[best], ts[best]
-            arrivals = zip(scores.tolist(), seqs.tolist(), ids.tolist(), ts.tolist())
-            if self.params["prefilter"]:
-                arrivals = sorted(arrivals, reverse=True)
-            for value, seq, oid, t in arrivals:
-                self._update_super_topk((value, seq), oid, t)
+        prefilter = self.params["prefilter"]
+        self._reserve(min(len(batch), self._k) if prefilter else len(batch))
+        kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
+                     self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t, prefilter)
+        self._current = slide
         self._answer = None
-
-    def _update_super_topk(self, key: tuple, oid: int, t: int) -> None:
-        k, size, tkc, lbp = self._k, self._windows, self._tkc, self._lbp
-        oldest = self._current
-        newest = oldest + size - 1
-        slot = newest % size
-        if tkc[slot] == k and key < lbp[slot][KEY]:
-            self._counters["discarded"] += 1
-            return
-        record = self._position(key, oid, t, newest)
-        evictions = skips = 0
-        window = newest
-        while window >= oldest:
-            if tkc[slot] < k:
-                tkc[slot] += 1
-                lowest = lbp[slot]
-                if lowest is None or key < lowest[KEY]:
-                    lbp[slot] = record
-            else:
-                lowest = lbp[slot]
-                if key < lowest[KEY]:
-                    break
-                evictions += 1
-                lowest[START] += 1
-                above = lowest[ABOVE]
-                while above[END] < window:
-                    skips += 1
-                    above = above[ABOVE]
-                lbp[slot] = above
-                if lowest[START] > lowest[END]:
-                    self._unlink(lowest)
-            window -= 1
-            slot = slot - 1 if slot else size - 1
-        record[START] = window + 1
-        self._counters["lbp_skips"] += skips
-        self._counters["inserted"] += 1
-        self._counters["evictions"] += evictions
-
-    def _position(self, key: tuple, oid: int, t: int, end_window: int) -> list:
-        """Link a new record into the list at its rank: ``O(log MTK)`` through the index."""
-        above_key = self._index.insert(key)
-        above = None if above_key is None else self._records[above_key[1]]
-        below = above[BELOW] if above is not None else self._top
-        record = [end_window, end_window, oid, t, key, above, below]
-        if above is None:
-            self._top = record
-        else:
-            above[BELOW] = record
-        if below is not None:
-            below[ABOVE] = record
-        self._records[key[1]] = record
-        return record
-
-    def _unlink(self, record: list) -> None:
-        above, below = record[ABOVE], record[BELOW]
-        if above is None:
-            self._top = below
-        else:
-            above[BELOW] = below
-        if below is not None:
-            below[ABOVE] = above
-        self._index.remove(record[KEY])
-        del self._records[record[KEY][1]]
-
-    def _current_members(self) -> list[list]:
-        """The records of the current window's predicted top-k, best first (Lemma 4.4)."""
-        members, record = [], self._top
-        for _ in range(self._tkc[self._current % self._windows]):
-            members.append(record)
-            record = record[BELOW]
-        return members
-
-    def _purge_current_window(self) -> None:
-        """Drop the answered window before the next slide arrives (``PurgeExpiredWindow``)."""
-        for record in self._current_members():
-            record[START] += 1
-            if record[START] > record[END]:
-                self._unlink(record)
-        slot = self._current % self._windows
-        self._tkc[slot] = 0
-        self._lbp[slot] = None
-        self._current += 1
 
     def topk(self) -> Answer:
         """The first ``tkc`` records of the list (Lemma 4.4): ``O(k)``, cached per slide."""
         if self._answer is None:
-            members = self._current_members()
-            self._answer = Answer(np.array([r[ID] for r in members], np.int64),
-                                  np.array([r[KEY][0] for r in members], np.float64),
-                                  np.array([r[KEY][1] for r in members], np.int64))
+            self._answer = Answer(*kernel.answer(self._records, self._scores, self._table, self._meta, self._current))
         return self._answer
 
     def candidates(self) -> np.ndarray:
-        return np.fromiter(self._records, np.int64, len(self._records))
+        return self._records[kernel.ranked(self._records, self._meta), SEQ]
 
     def _stats(self) -> dict[str, Any]:
-        size = len(self._index)
-        return {"candidates": size, "retained": size, "windows": self._windows, **self._counters}
+        size = self._meta.item(SIZE)
+        arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
+        return {"candidates": size, "retained": size, "arrivals": arrivals,
+                "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
+                "lbp_skips": lbp_skips}
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the record count and the arrays' sizes: ``O(1)``."""
+        return (RECORD_BYTES * self._meta.item(SIZE) + WINDOW_BYTES * self._windows,
+                self._array_bytes + self._fixed_bytes)
 
     def footprints(self) -> list[Footprint]:
-        size = len(self._records)
-        newest = -1 if self._current is None else self._current + self._windows - 1
-        beyond_cache = min(1.0, max(0, newest - 256) / self._windows)
-        measured = int(size * (RECORD_BYTES + 2 * PY_INT * beyond_cache)) + sys.getsizeof(self._records) \
-            + self._index.measured_bytes() + sys.getsizeof(self._tkc) + sys.getsizeof(self._lbp)
-        owners = (self._records, self._index, self._tkc, self._lbp, self._top)
-        return [Footprint(LAYOUT, {"record": size, "window": self._windows}, measured, 0, owners)]
-
-    def _ranked_records(self) -> list[list]:
-        """Every record, best first, following the list's links (``O(MTK)``)."""
-        records, record = [], self._top
-        while record is not None:
-            records.append(record)
-            record = record[BELOW]
-        return records
+        arrays = (self._records, self._scores, self._table, self._meta, self._counters)
+        return [Footprint(LAYOUT, {"record": int(self._meta[SIZE]), "window": self._windows},
+                          self._array_bytes, 0, arrays)]
 
     def dump_state(self) -> dict[str, Any]:
         windows = []
         if self._current is not None:
             for window in range(self._current, self._current + self._windows):
-                slot = window % self._windows
-                lowest = self._lbp[slot]
-                windows.append([self._tkc[slot], None if lowest is None else lowest[KEY][1]])
-        return {"current": self._current,
-                "objects": [[r[KEY][0], r[KEY][1], r[START], r[END], r[ID], r[T]] for r in self._ranked_records()],
-                "windows": windows, "counters": dict(self._counters)}
+                count, lowest = self._table[window % self._windows].tolist()
+                windows.append([count, None if lowest == NONE else int(self._records[lowest, SEQ])])
+        rows = kernel.ranked(self._records, self._meta)
+        fields = self._records[rows][:, [SEQ, START, END, ID, T]].tolist()
+        objects = [[value, *rest] for value, rest in zip(self._scores[rows].tolist(), fields)]
+        return {"current": self._current, "objects": objects, "windows": windows,
+                "counters": dict(zip(COUNTERS, self._counters.tolist()))}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data (the layout is unchanged since format 1)."""
         self._current = data["current"]
-        for value, seq, start, end, oid, t in reversed(data["objects"]):
-            record = self._position((float(value), int(seq)), int(oid), int(t), int(end))
-            record[START] = int(start)
+        objects = data["objects"]
+        self._reserve(len(objects))
+        row_of = {}
+        for value, seq, start, end, oid, t in reversed(objects):
+            row = kernel.position(self._records, self._scores, self._meta, float(value), int(seq), int(oid),
+                                  int(t), int(end))
+            self._records[row, START] = int(start)
+            row_of[int(seq)] = row
         if self._current is not None:
             if len(data["windows"]) != self._windows:
                 raise ValueError(f"expected {self._windows} windows, got {len(data['windows'])}")
             for offset, (count, lowest) in enumerate(data["windows"]):
                 slot = (self._current + offset) % self._windows
-                self._tkc[slot] = int(count)
-                self._lbp[slot] = None if lowest is None else self._records[lowest]
+                self._table[slot] = (int(count), NONE if lowest is None else row_of[lowest])
         self._answer = None if self._current is not None else Answer.empty()
-        self._counters.update({name: int(value) for name, value in data["counters"].items()})
+        for name, value in data["counters"].items():
+            self._counters[COUNTERS.index(name)] = int(value)
 
     def check(self) -> None:
-        ranked = self._ranked_records()
-        assert [r[KEY] for r in ranked][::-1] == list(self._index), "links disagree with the index"
-        assert len(self._records) == len(ranked), "record table disagrees with the list"
-        for above, below in zip(ranked, ranked[1:]):
-            assert below[ABOVE] is above, "broken upward link"
-        assert not ranked or ranked[-1][BELOW] is None
+        """The list, the index and every window's ``tkc`` and ``lbp`` (``O(MTK log MTK)`` for the
+        list, ``O(C_nw MTK)`` vectorised for the windows)."""
+        records, scores, meta = self._records, self._scores, self._meta
+        rows = kernel.ranked(records, meta).tolist()
+        assert len(set(rows)) == len(rows) == meta[SIZE], "the list does not hold SIZE distinct records"
+        assert records[rows[-1], BELOW] == NONE if rows else meta[TOP] == NONE, "the list does not end"
+        keys = list(zip(scores[rows].tolist(), records[rows, SEQ].tolist()))
+        assert all(a > b for a, b in zip(keys, keys[1:])), "the list is not sorted best first"
+        for above, below in zip(rows, rows[1:]):
+            assert records[below, ABOVE] == above, "broken upward link"
+        self._check_index(rows, keys)
         if self._current is None:
-            assert not ranked
+            assert not rows
             return
         oldest, newest = self._current, self._current + self._windows - 1
-        for r in ranked:
-            assert oldest <= r[START] <= r[END] <= newest, f"window marks {r[START]}..{r[END]} outside {oldest}..{newest}"
+        starts, ends = records[rows, START], records[rows, END]
+        assert np.all((oldest <= starts) & (starts <= ends) & (ends <= newest)), f"window marks outside {oldest}..{newest}"
         for window in range(oldest, newest + 1):
-            slot = window % self._windows
-            alive = [r for r in ranked if r[END] >= window]
-            members = [r for r in alive if r[START] <= window]
-            assert len(members) == self._tkc[slot] <= self.q.k, f"window {window}: tkc {self._tkc[slot]}"
-            assert self._lbp[slot] is (members[-1] if members else None), f"window {window}: lbp"
-            assert alive[:len(members)] == members, f"window {window}: predicted top-k is not the top"
+            count, lowest = self._table[window % self._windows].tolist()
+            alive = np.flatnonzero(ends >= window)
+            members = alive[starts[alive] <= window]
+            assert len(members) == count <= self.q.k, f"window {window}: tkc {count}"
+            assert lowest == (rows[members[-1]] if count else NONE), f"window {window}: lbp"
+            assert np.array_equal(alive[:count], members), f"window {window}: predicted top-k is not the top"
+
+    def _check_index(self, rows: list[int], keys: list[tuple]) -> None:
+        """The treap holds exactly the list's records, in order, with heap-ordered priorities."""
+        records, in_order, stack, node = self._records, [], [], int(self._meta[kernel.ROOT])
+        while stack or node != NONE:
+            while node != NONE:
+                stack.append(node)
+                node = int(records[node, LEFT])
+            node = stack.pop()
+            in_order.append(node)
+            assert len(in_order) <= len(rows), "the index holds more records than the list"
+            for child in (records[node, LEFT], records[node, RIGHT]):
+                if child != NONE:
+                    assert records[child, PARENT] == node, "broken index parent link"
+                    assert kernel.priority(int(records[child, SEQ])) <= kernel.priority(int(records[node, SEQ])), \
+                        "index priorities are not a heap"
+            node = int(records[node, RIGHT])
+        assert in_order == rows, "the index order differs from the list"

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Algorithm
-from ..memory import OBJECT_FIELDS, Footprint, Layout
+from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, owned_bytes
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
@@ -79,6 +79,14 @@ class Oracle(Algorithm):
     def _stats(self) -> dict[str, Any]:
         n = len(self._window)
         return {"candidates": n, "retained": n}
+
+    def memory(self) -> tuple[int, int]:
+        """``bytes`` from the window's length, ``measured_bytes`` from its columns' capacity and
+        the answer's arrays: ``O(columns)``, no walk."""
+        window = self._window
+        modelled = WORD * WINDOW.words("object", self.q.dimensions) * len(window)
+        answer = 0 if self._answer is None else owned_bytes(self._answer.ids, self._answer.scores, self._answer.seq)
+        return modelled, window.measured_bytes() + answer
 
     def footprints(self) -> list[Footprint]:
         window = self._window

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-import sys
-from heapq import heapify, heappush, heapreplace
 from typing import Any
 
 import numpy as np
 
 from ..base import Algorithm
-from ..memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, Footprint, Layout, python_bytes
-from ..ranking import Answer, score, top_indices
+from ..kernels import pretopk as kernel
+from ..kernels.pretopk import COUNTERS, DISTINCT, ID, MEMBERSHIPS, NONE, REFS, SEQ, T
+from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 
 LAYOUT = Layout("predicted top-k sets", {
-    "object": {**OBJECT_FIELDS, "score": 1, "reference count": 1, "table slot": 1},
+    "object": {**OBJECT_FIELDS, "score": 1, "reference count": 1, "free link": 1},
     "membership": {"pointer": 1},
-    "window": {"set": 1}})
-"""A distinct object: id, seq, t, score, the number of sets holding it and its slot in the seq
-table (6 words); a membership: one pointer in a window's set; a window: its set."""
+    "window": {"set size": 1}})
+"""A distinct object: id, seq, t, score, the number of sets holding it and its link in the
+chain of free rows (6 words); a membership: one pointer in a window's set; a window: its size."""
 
-OBJECT_BYTES = python_bytes([None] * 3, (0.5, 10 ** 6)) + PY_FLOAT + 3 * PY_INT
-"""Measured once: an object's ``[id, t, references]`` list, its key tuple, score and three ints."""
+OBJECT_BYTES = WORD * LAYOUT.words("object")
+MEMBERSHIP_BYTES = WORD * LAYOUT.words("membership")
+WINDOW_BYTES = WORD * LAYOUT.words("window")
+FIRST_CAPACITY = 64
+
 
 @register
 class PreTopK(Algorithm):
@@ -35,18 +38,21 @@ class PreTopK(Algorithm):
     carries a reference count (the number of sets holding it); it leaves the object table when
     the count reaches zero.  After slide ``j`` the answer is the set of ``W_j``, which is then
     dropped and an empty ``W_{j+C_nw}`` created.  ``prefilter=True`` first keeps the top ``k``
-    of each slide, as in MinTopK.
+    of each slide, as in MinTopK.  The sets and the object table are numpy arrays, the steps
+    compiled kernels (``engine.kernels.pretopk``).
 
     Complexity: ``O(C_nw log k)`` per offered object (a comparison with each window's lowest
     key, a heap replacement where it enters, an ``O(1)`` reference count update per eviction);
     ``O(k)`` per slide to drop the answered window; ``topk`` ``O(k log k)``, cached per slide;
-    ``stats`` ``O(C_nw)``.  Counters: ``offered`` objects and their ``entries`` (windows
+    ``stats`` ``O(1)``.  Counters: ``offered`` objects and their ``entries`` (windows
     entered; on i.i.d. scores about ``(k / s) (1 + ln(C_nw s / k))`` per object for ``k <= n``,
-    so the heap work per object grows with ``k / s``).  It is the paper's baseline: unlike MinTopK it keeps one copy of a
-    key per window and visits every window.
+    so the heap work per object grows with ``k / s``).  It is the paper's baseline: unlike
+    MinTopK it keeps one copy of a key per window and visits every window.
 
     Memory (layout ``LAYOUT``): 6 words per distinct object (id, seq, t, score, reference
-    count, table slot) plus one pointer per window membership and one per window.
+    count, free link) plus one pointer per window membership and one word (its size) per
+    window.  ``measured_bytes``: the arrays at their capacity (the sets ``C_nw x k`` from the
+    start, the object table doubled when full) plus the other attributes measured once.
 
     Examples
     --------
@@ -65,122 +71,126 @@ class PreTopK(Algorithm):
 
     def _reset(self) -> None:
         self._windows = self.q.windows_per_object
-        self._sets: list[list[tuple]] = [[] for _ in range(self._windows)]
-        self._objects: dict[int, list] = {}
+        self._k = self.q.k
+        self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters = \
+            kernel.empty_arrays(FIRST_CAPACITY, self._windows, self._k)
         self._current: int | None = None
-        self._answer = Answer.empty()
-        self._counters = {"offered": 0, "entries": 0}
+        self._answer: Answer | None = Answer.empty()
+        arrays = self._arrays()
+        self._array_bytes = owned_bytes(*arrays)
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays)) + 3 * WORD * self._k
+        """The other attributes, measured once, and the answer's arrays once it holds k objects."""
+
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        return self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters
+
+    def _reserve(self, arrivals: int) -> None:
+        """Room for ``arrivals`` more objects (capacity doubled when short: ``O(1)`` amortised)."""
+        needed = int(self._meta[DISTINCT]) + arrivals
+        if needed > len(self._objects):
+            capacity = max(2 * len(self._objects), needed)
+            self._objects, self._scores = kernel.grown(self._objects, self._scores, self._meta, capacity)
+            self._array_bytes = owned_bytes(*self._arrays())
 
     def process(self, batch: Batch) -> None:
+        """Drop the answered windows' sets, then offer each arrival to every window."""
         slide = batch.end // self.q.slide
         if self._current is None:
             self._current = slide
         elif slide <= self._current:
             raise ValueError(f"slide {slide} arrives after slide {self._current}")
-        while self._current < slide:
-            self._drop_current_window()
-        if len(batch):
-            scores = score(batch.x, self.q.weights)
-            order = top_indices(scores, batch.seq, self.q.k) if self.params["prefilter"] else range(len(batch))
-            ids, seqs, ts, scores = batch.ids.tolist(), batch.seq.tolist(), batch.t.tolist(), scores.tolist()
-            entries = 0
-            for i in order:
-                entries += self._offer((scores[i], seqs[i]), ids[i], ts[i])
-            self._counters["offered"] += len(order)
-            self._counters["entries"] += entries
+        prefilter = self.params["prefilter"]
+        self._reserve(min(len(batch), self._k) if prefilter else len(batch))
+        kernel.slide(self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters, self._k,
+                     self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t, prefilter)
+        self._current = slide
         self._answer = None
-
-    def _offer(self, key: tuple, oid: int, t: int) -> int:
-        """Offer one object to every window: ``O(C_nw log k)``; returns the windows it entered."""
-        k, objects = self.q.k, self._objects
-        references = 0
-        for members in self._sets:
-            if len(members) < k:
-                heappush(members, key)
-            elif members[0] < key:
-                evicted = heapreplace(members, key)[1]
-                record = objects[evicted]
-                record[2] -= 1
-                if not record[2]:
-                    del objects[evicted]
-            else:
-                continue
-            references += 1
-        if references:
-            objects[key[1]] = [oid, t, references]
-        return references
-
-    def _drop_current_window(self) -> None:
-        """Release the answered window's set (``O(k)``) and reuse its slot for the newest."""
-        slot = self._current % self._windows
-        objects = self._objects
-        for _, seq in self._sets[slot]:
-            record = objects[seq]
-            record[2] -= 1
-            if not record[2]:
-                del objects[seq]
-        self._sets[slot] = []
-        self._current += 1
 
     def topk(self) -> Answer:
         """The current window's set, best first: ``O(k log k)``, cached per slide."""
         if self._answer is None:
-            current = sorted(self._sets[self._current % self._windows], reverse=True)
-            self._answer = Answer(np.array([self._objects[s][0] for _, s in current], np.int64),
-                                  np.array([v for v, _ in current], np.float64),
-                                  np.array([s for _, s in current], np.int64))
+            self._answer = Answer(*kernel.answer(self._objects, self._scores, self._sets, self._sizes, self._current))
         return self._answer
 
+    def _held(self) -> np.ndarray:
+        """Rows of the objects held (``O(capacity)``)."""
+        return np.flatnonzero(self._objects[:, REFS] > 0)
+
     def candidates(self) -> np.ndarray:
-        return np.fromiter(self._objects, np.int64, len(self._objects))
+        return self._objects[self._held(), SEQ]
 
     def _stats(self) -> dict[str, Any]:
-        distinct = len(self._objects)
-        return {"candidates": distinct, "retained": distinct,
-                "memberships": sum(len(members) for members in self._sets), "windows": self._windows,
-                **self._counters}
+        distinct = self._meta.item(DISTINCT)
+        offered, entries = self._counters.tolist()
+        return {"candidates": distinct, "retained": distinct, "memberships": self._meta.item(MEMBERSHIPS),
+                "offered": offered, "entries": entries}
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the counts and the arrays' sizes: ``O(1)``."""
+        distinct, memberships = self._meta.item(DISTINCT), self._meta.item(MEMBERSHIPS)
+        return (OBJECT_BYTES * distinct + MEMBERSHIP_BYTES * memberships + WINDOW_BYTES * self._windows,
+                self._array_bytes + self._fixed_bytes)
 
     def footprints(self) -> list[Footprint]:
-        """``O(C_nw)``: one ``getsizeof`` per window set."""
-        distinct = len(self._objects)
-        memberships = sum(len(members) for members in self._sets)
-        measured = distinct * OBJECT_BYTES + sys.getsizeof(self._objects) + sys.getsizeof(self._sets) \
-            + sum(sys.getsizeof(members) for members in self._sets)
-        counts = {"object": distinct, "membership": memberships, "window": self._windows}
-        return [Footprint(LAYOUT, counts, measured, 0, (self._objects, self._sets))]
+        counts = {"object": int(self._meta[DISTINCT]), "membership": int(self._meta[MEMBERSHIPS]),
+                  "window": self._windows}
+        return [Footprint(LAYOUT, counts, self._array_bytes, 0, self._arrays())]
 
     def dump_state(self) -> dict[str, Any]:
         sets = []
         if self._current is not None:
-            sets = [[list(key) for key in sorted(self._sets[w % self._windows])]
-                    for w in range(self._current, self._current + self._windows)]
-        return {"current": self._current, "sets": sets, "counters": dict(self._counters),
-                "objects": [[seq, oid, t] for seq, (oid, t, _) in self._objects.items()]}
+            for window in range(self._current, self._current + self._windows):
+                rows = kernel.members(self._objects, self._scores, self._sets, self._sizes, window)[::-1]
+                sets.append([[value, seq] for value, seq in zip(self._scores[rows].tolist(),
+                                                                  self._objects[rows, SEQ].tolist())])
+        held = self._held()
+        return {"current": self._current, "sets": sets, "counters": dict(zip(COUNTERS, self._counters.tolist())),
+                "objects": self._objects[held][:, [SEQ, ID, T]].tolist()}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data (the layout is unchanged since format 1)."""
         self._current = data["current"]
-        references: dict[int, int] = {}
+        self._reserve(len(data["objects"]))
+        row_of = {}
+        for seq, oid, t in data["objects"]:
+            row_of[int(seq)] = kernel.new_object(self._objects, self._scores, self._meta, 0.0, int(seq), int(oid),
+                                                 int(t))
         if self._current is not None:
             if len(data["sets"]) != self._windows:
                 raise ValueError(f"expected {self._windows} windows, got {len(data['sets'])}")
             for offset, members in enumerate(data["sets"]):
-                keys = [(float(v), int(s)) for v, s in members]
-                heapify(keys)
-                self._sets[(self._current + offset) % self._windows] = keys
-                for _, seq in keys:
-                    references[seq] = references.get(seq, 0) + 1
-        self._objects = {int(seq): [int(oid), int(t), references.get(int(seq), 0)] for seq, oid, t in data["objects"]}
+                if len(members) > self._k:
+                    raise ValueError(f"window {self._current + offset} holds {len(members)} objects, k is {self._k}")
+                slot = (self._current + offset) % self._windows
+                for i, (value, seq) in enumerate(sorted((float(v), int(s)) for v, s in members)):
+                    row = row_of[seq]
+                    self._scores[row] = value
+                    self._objects[row, REFS] += 1
+                    self._sets[slot, i] = row
+                self._sizes[slot] = len(members)
+                self._meta[MEMBERSHIPS] += len(members)
+        for seq, row in row_of.items():
+            if self._objects[row, REFS] == 0:
+                raise ValueError(f"object {seq} is in no window's set")
         self._answer = None if self._current is not None else Answer.empty()
-        self._counters.update({name: int(data.get("counters", {}).get(name, 0)) for name in self._counters})
+        for position, name in enumerate(COUNTERS):
+            self._counters[position] = int(data.get("counters", {}).get(name, 0))
 
     def check(self) -> None:
-        references: dict[int, int] = {}
-        for members in self._sets:
-            assert len(members) <= self.q.k, "window set larger than k"
-            assert all(members[(i - 1) // 2] <= members[i] for i in range(1, len(members))), "window set is not a heap"
-            assert len({seq for _, seq in members}) == len(members), "object twice in one window"
-            for _, seq in members:
-                references[seq] = references.get(seq, 0) + 1
-        assert set(references) == set(self._objects), "object table differs from the window sets"
-        for seq, (_, _, count) in self._objects.items():
-            assert count == references[seq], f"object {seq}: reference count {count}, held by {references[seq]} sets"
+        objects, scores, references = self._objects, self._scores, {}
+        for w in range(self._windows):
+            size = int(self._sizes[w])
+            assert 0 <= size <= self.q.k, "window set larger than k"
+            heap = self._sets[w, :size].tolist()
+            keys = [(float(scores[r]), int(objects[r, SEQ])) for r in heap]
+            assert all(keys[(i - 1) // 2] < keys[i] for i in range(1, size)), "window set is not a heap"
+            assert len(set(heap)) == size, "object twice in one window"
+            assert all(r == NONE for r in self._sets[w, size:].tolist()), "stale rows past the set's size"
+            for row in heap:
+                references[row] = references.get(row, 0) + 1
+        held = self._held().tolist()
+        assert set(references) == set(held), "object table differs from the window sets"
+        assert len(held) == self._meta[DISTINCT], "DISTINCT disagrees with the table"
+        assert sum(references.values()) == self._meta[MEMBERSHIPS], "MEMBERSHIPS disagrees with the sets"
+        for row in held:
+            assert objects[row, REFS] == references[row], f"row {row}: reference count {objects[row, REFS]}"

@@ -166,3 +166,27 @@ def test_stats_do_not_visit_the_records(name, monkeypatch):
     monkeypatch.setattr(sys, "getsizeof", lambda *args: calls.append(1) or real(*args))
     alg.stats()
     assert len(calls) <= 100 + 2 * q.windows_per_object, f"{name}: {len(calls)} objects measured for {held} held"
+
+
+KEEPING = [name for name in DECLARING
+           if engine.registry.algorithm_class(name).memory is not engine.Algorithm.memory]
+
+
+@pytest.mark.parametrize("name", KEEPING)
+def test_kept_figures_equal_the_footprints_and_the_walk(name):
+    """``memory()`` (kept current, ``O(1)``) gives the figures the footprints and a walk of the
+    other attributes give, within 5 % (the fixed part is measured once, the answer for ``k``)."""
+    for scores in ("uniform", "decreasing"):
+        q, batches = workload(name, d=2, n=2_000, s=50, slides=30)
+        if scores == "decreasing":
+            m = sum(len(b) for b in batches)
+            x = -np.arange(m, dtype=np.float64)[:, None].repeat(2, axis=1)
+            batches = list(engine.slides((np.arange(m), np.arange(m), x), q))
+        algorithm = run(name, q, batches)
+        modelled, measured = algorithm.memory()
+        parts = algorithm.footprints()
+        owners = tuple(owner for part in parts for owner in part.owners)
+        walked = sum(part.measured for part in parts) + \
+            deep_size(algorithm.__dict__, exclude=(algorithm.q, algorithm.params, *owners))
+        assert modelled == sum(part.modelled for part in parts), f"{name} on {scores} scores"
+        assert abs(measured - walked) <= 0.05 * walked, f"{name} on {scores} scores: {measured} vs {walked}"

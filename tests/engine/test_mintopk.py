@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import engine
-from benchmarks.bench_mintopk import MinTopKOverSortedList
-from engine.sortedkeys import SortedKeys
 
 
 def feed(alg, scores, q):
@@ -48,32 +46,3 @@ def test_prefilter_passes_only_the_top_k_of_each_slide():
     stats = alg.stats()
     assert stats["arrivals"] == 100 and stats["prefiltered"] == 80
     assert stats["inserted"] + stats["discarded"] == 20
-
-
-@pytest.mark.parametrize("scores", ["uniform", "decreasing"])
-def test_the_benchmarked_sortedlist_index_gives_the_same_run(scores):
-    """``make bench`` compares SortedKeys with this variant: it must do the same work."""
-    q = engine.Query(weights=[1.0], k=4, window=60, slide=3)
-    m = 600
-    x = np.random.default_rng(8).random(m) if scores == "uniform" else -np.arange(m, dtype=np.float64)
-    plain = engine.create("mintopk", q)
-    swapped = MinTopKOverSortedList(q)
-    for batch in engine.slides((np.arange(m), np.arange(m), x), q):
-        plain.process(batch)
-        swapped.process(batch)
-        swapped.check()
-        assert swapped.topk().ids.tolist() == plain.topk().ids.tolist()
-        assert swapped._stats() == plain._stats()
-
-
-def test_sortedkeys_remove_of_an_absent_key_raises_keyerror():
-    keys = SortedKeys()
-    with pytest.raises(KeyError):
-        keys.remove(1)
-    for key in range(3000):
-        keys.insert(key)
-    for absent in (-1, 1500.5, 5000):
-        with pytest.raises(KeyError):
-            keys.remove(absent)
-    keys.remove(1500)
-    assert len(keys) == 2999 and list(keys) == [k for k in range(3000) if k != 1500]
