@@ -26,6 +26,7 @@ import pandas as pd
 import engine
 from app import units
 from app.data import Trace
+from app.presets import describe_weights
 from engine.multi import SharedTopK
 
 SHOWN_IDS = 10
@@ -298,7 +299,9 @@ class Watch:
         return None if result is None else result.answer
 
     def table(self, end_text: Callable[[int], str] = str) -> pd.DataFrame:
-        """One row per query: its parameters, slide, end, answer in short, and the MinTopK check."""
+        """One row per query: its parameters, the row its windows start at, its latest slide (numbered from
+        its first boundary) and end, the answer in short, the candidates of its MinTopK alone, and whether
+        that MinTopK's answer is the same."""
         t_unit, features = self.trace.t_unit, self.trace.features
         rows = []
         for handle, watched in self.watched.items():
@@ -309,20 +312,19 @@ class Watch:
             mine = alone.engine.topk()
             same = result is not None and mine.ids.tolist() == ids
             rows.append({
-                "query": handle,
-                "weights": " ".join(f"{w:g}·{f}" for w, f in zip(q.weights, features) if w) or "all 0",
-                "k": q.k, "kind": q.kind, "window": typed(q.window, q.kind, t_unit),
-                "slide": typed(q.slide, q.kind, t_unit),
+                "#": handle,
+                "query": f"{describe_weights(dict(zip(features, q.weights)))} · k = {q.k} · "
+                         f"{typed(q.window, q.kind, t_unit)} / {typed(q.slide, q.kind, t_unit)} {q.kind}",
                 "from row": watched.since,
-                "slide no.": None if result is None else result.slide,
+                "slide": None if result is None else result.slide,
                 "end": "–" if result is None else end_text(result.end),
                 "top ids": " ".join(str(i) for i in ids[:SHOWN_IDS]) + more,
                 "scores": " ".join(f"{s:.4g}" for s in scores[:SHOWN_IDS]) + more,
-                "candidates alone": int(alone.engine.stats()["candidates"]),
+                "alone": int(alone.engine.stats()["candidates"]),
                 "= MinTopK": "–" if result is None else "✓" if same else "✗ differs",
             })
-        return pd.DataFrame(rows, columns=["query", "weights", "k", "kind", "window", "slide", "from row", "slide no.",
-                                           "end", "top ids", "scores", "candidates alone", "= MinTopK"])
+        return pd.DataFrame(rows, columns=["#", "query", "from row", "slide", "end", "top ids", "scores", "alone",
+                                           "= MinTopK"])
 
     def totals(self) -> dict[str, float]:
         """Records and modelled bytes of the shared executor and of one MinTopK per query; seconds."""
@@ -351,4 +353,4 @@ def records_chart(frame: pd.DataFrame) -> alt.Chart:
         y=alt.Y("records:Q", title="records"),
         color=alt.Color("structure:N", title=None, legend=alt.Legend(orient="top")),
         tooltip=["structure:N", alt.Tooltip("row:Q", format=","), alt.Tooltip("records:Q", format=",")],
-    ).properties(height=220)
+    ).properties(height=240)

@@ -125,14 +125,26 @@ def render(watch: Watch, profile: presets.Profile) -> None:
     st.markdown("**One row per query**: its latest answer (slide numbers count from the first boundary after the "
                 "query was added; *end* is that slide's boundary), the candidates one MinTopK would keep for it "
                 "alone, and ✓ where the shared answer equals that MinTopK's.")
-    st.dataframe(watch.table(end_text), hide_index=True, width="stretch", key="wl_table")
+    st.dataframe(watch.table(end_text), hide_index=True, width="stretch", key="wl_table", column_config={
+        "#": st.column_config.NumberColumn(width=40),
+        "query": st.column_config.TextColumn(width="medium", help="weights · k · window / slide, kind"),
+        "from row": st.column_config.NumberColumn(width=70, help="first row its windows hold"),
+        "slide": st.column_config.NumberColumn(width=55, help="its latest slide, numbered from its first boundary"),
+        "end": st.column_config.TextColumn(width="small", help="that slide's boundary"),
+        "top ids": st.column_config.TextColumn(width="medium", help="ids of the answer, best first"),
+        "scores": st.column_config.TextColumn(width="medium", help="their scores (4 significant digits)"),
+        "alone": st.column_config.NumberColumn(width=55, help="candidates one MinTopK keeps for this query alone"),
+        "= MinTopK": st.column_config.TextColumn(width=80, help="✓: the shared answer is that MinTopK's"),
+    })
     if any(w.since for w in watch.watched.values()):
         st.caption("*from row*: a query added mid-stream that could not join a window family holding its whole "
                    "window starts a new one, whose windows hold the objects from that row on (a warm-up of one "
                    "window). Restart runs every query from row 0.")
     frame = watch.points_frame()
     if len(frame):
-        st.altair_chart(records_chart(frame), width="stretch")
+        st.altair_chart(records_chart(frame), width="stretch", height=300)
+        st.caption("Records held: objects in the shared executor's lists against the candidates of one MinTopK per "
+                   "query, summed; an object several queries need is stored once when they share weights.")
 
 
 # ---------------------------------------------------------------- the page

@@ -48,19 +48,27 @@ def table(app):
     return app.dataframe[0].value
 
 
+def url_queries(app) -> list[engine.Query]:
+    """The watched queries as the URL writes them (``kind:k:window:slide:w1,w2,...``, ``;`` between)."""
+    out = []
+    for part in app.query_params["q"].split(";"):
+        kind, k, window, slide, weights = part.split(":")
+        out.append(engine.Query([float(w) for w in weights.split(",")], k=int(k), window=int(window),
+                                slide=int(slide), kind=kind))
+    return out
+
+
 def assert_rows_equal_the_oracle(app, since: dict[int, int] | None = None) -> int:
     """Every row of the table shows its query's oracle answer; returns the number of rows checked."""
     frame, rows = table(app), rows_delivered(app)
-    for _, row in frame.iterrows():
-        weights = [float(w) for w in app.query_params["q"].split(";")[list(frame["query"]).index(row["query"])]
-                   .split(":")[4].split(",")]
-        window = int(row["window"].replace(",", "")) if row["kind"] == "count" else int(row["window"])
-        slide = int(row["slide"].replace(",", "")) if row["kind"] == "count" else int(row["slide"])
-        query = engine.Query(weights, k=int(row["k"]), window=window, slide=slide, kind=row["kind"])
-        assert row["from row"] == (since or {}).get(row["query"], 0)
+    queries = url_queries(app)
+    assert len(queries) == len(frame)
+    for query, (_, row) in zip(queries, frame.iterrows()):
+        assert f"k = {query.k} ·" in row["query"] and row["query"].endswith(query.kind)
+        assert row["from row"] == (since or {}).get(row["#"], 0)
         expected = oracle_answer(query, rows, row["from row"])
-        assert expected is not None, f"query {row['query']} has no boundary yet at row {rows}"
-        assert [int(i) for i in row["top ids"].split()] == expected.ids.tolist(), f"query {row['query']}"
+        assert expected is not None, f"query {row['#']} has no boundary yet at row {rows}"
+        assert [int(i) for i in row["top ids"].split()] == expected.ids.tolist(), f"query {row['#']}"
         np.testing.assert_allclose([float(s) for s in row["scores"].split()], expected.scores, rtol=1e-3)
         assert row["= MinTopK"] == "✓"
     return len(frame)
@@ -80,23 +88,23 @@ def add_query(app, kind: str, k: int, window: str, slide: str, weights) -> None:
 
 def test_added_queries_answer_like_the_oracle_and_survive_a_removal():
     app = open_page()
-    assert list(table(app)["query"]) == [0, 1, 2]  # the dataset's presets, one sharing the first's list
+    assert list(table(app)["#"]) == [0, 1, 2]  # the dataset's presets, one sharing the first's list
     add_query(app, "count", 3, "200", "40", [1.0, -0.5, 0.0])
     add_query(app, "time", 4, "120", "30", [0.0, 0.0, 1.0])
-    assert list(table(app)["query"]) == [0, 1, 2, 3, 4]
+    assert list(table(app)["#"]) == [0, 1, 2, 3, 4]
     for _ in range(6):
         app.button(key="wl_step").click().run()
     assert rows_delivered(app) > 0
     assert assert_rows_equal_the_oracle(app) == 5
-    slides_before = table(app).set_index("query")["slide no."]
+    slides_before = table(app).set_index("#")["slide"]
 
     app.selectbox(key="wl_remove_pick").set_value(3)
     app.button(key="wl_remove").click().run()
-    assert list(table(app)["query"]) == [0, 1, 2, 4]
+    assert list(table(app)["#"]) == [0, 1, 2, 4]
     for _ in range(4):
         app.button(key="wl_step").click().run()
     assert assert_rows_equal_the_oracle(app) == 4
-    slides_after = table(app).set_index("query")["slide no."]
+    slides_after = table(app).set_index("#")["slide"]
     assert slides_after[4] > slides_before[4]  # the time query went on counting its slides, not restarted
 
 
@@ -108,7 +116,7 @@ def test_a_query_added_mid_stream_holds_the_rows_from_its_addition():
     assert at == 150  # three boundaries of the seeded queries' slide of 50
     add_query(app, "count", 2, "100", "50", [0.0, 1.0, 0.0])  # a new family: a warm-up from row 150
     add_query(app, "count", 5, "1,000", "50", [1.0, 1.0, 1.0])  # joins the first preset's family: whole windows
-    assert table(app)["slide no."].isna().tolist()[-2:] == [True, True]  # nothing until their next boundary
+    assert table(app)["slide"].isna().tolist()[-2:] == [True, True]  # nothing until their next boundary
     for _ in range(2):
         app.button(key="wl_step").click().run()
     assert assert_rows_equal_the_oracle(app, since={3: at}) == 5
@@ -117,11 +125,12 @@ def test_a_query_added_mid_stream_holds_the_rows_from_its_addition():
 
 def test_the_url_restores_the_workload_and_the_position():
     app = open_page(ds=data.SYNTHETIC, q="count:4:300:60:1,0,-1;time:2:100:20:0,1,0", at="500")
-    assert list(table(app)["k"]) == [4, 2]
+    assert [q.k for q in url_queries(app)] == [4, 2]
+    assert table(app)["query"].tolist() == ["x_0 − x_2 · k = 4 · 300 / 60 count", "largest x_1 · k = 2 · 100 / 20 time"]
     assert rows_delivered(app) == 500
     assert assert_rows_equal_the_oracle(app) == 2
     app.button(key="wl_restart").click().run()
-    assert rows_delivered(app) == 0 and table(app)["slide no."].isna().all()
+    assert rows_delivered(app) == 0 and table(app)["slide"].isna().all()
 
 
 def test_a_bad_query_is_refused_with_a_message():
