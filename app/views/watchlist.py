@@ -62,7 +62,10 @@ def set_playing(playing: bool) -> None:
 
 def step() -> None:
     ss.wl_playing = False
-    ss.wl_watch.step()
+    try:
+        ss.wl_watch.step()
+    except ValueError as exc:  # the stream refused (e.g. a time going backwards in a time window)
+        ss.wl_note = f"The stream stopped: {exc}"
 
 
 def restart() -> None:
@@ -134,7 +137,7 @@ def render(watch: Watch, profile: presets.Profile) -> None:
         "top ids": st.column_config.TextColumn(width="medium", help="ids of the answer, best first"),
         "scores": st.column_config.TextColumn(width="medium", help="their scores (4 significant digits)"),
         "alone": st.column_config.NumberColumn(width=55, help="candidates one MinTopK keeps for this query alone"),
-        "= MinTopK": st.column_config.TextColumn(width=80, help="✓: the shared answer is that MinTopK's"),
+        "= MinTopK": st.column_config.TextColumn("MinTopK", width=70, help="✓: the shared answer is that MinTopK's"),
     })
     if any(w.since for w in watch.watched.values()):
         st.caption("*from row*: a query added mid-stream that could not join a window family holding its whole "
@@ -248,7 +251,12 @@ def watch_panels() -> None:
     started = ss.pop("wl_run_start", None) or perf_counter()
     live: Watch = ss.wl_watch
     if ss.wl_playing:
-        live.play(max(1, round(ss.wl_speed * TICK)), BUDGET)
+        try:
+            live.play(max(1, round(ss.wl_speed * TICK)), BUDGET)
+        except ValueError as exc:
+            ss.wl_playing = False
+            ss.wl_note = f"The stream stopped: {exc}"
+            st.rerun(scope="app")
         st.query_params["at"] = str(live.rows)
         if live.done:
             ss.wl_playing = False

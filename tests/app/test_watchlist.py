@@ -58,7 +58,7 @@ def url_queries(app) -> list[engine.Query]:
     return out
 
 
-def assert_rows_equal_the_oracle(app, since: dict[int, int] | None = None) -> int:
+def assert_rows_equal_the_oracle(app, since: dict[int, int] | None = None, trace: data.Trace = SYNTHETIC) -> int:
     """Every row of the table shows its query's oracle answer; returns the number of rows checked."""
     frame, rows = table(app), rows_delivered(app)
     queries = url_queries(app)
@@ -66,7 +66,7 @@ def assert_rows_equal_the_oracle(app, since: dict[int, int] | None = None) -> in
     for query, (_, row) in zip(queries, frame.iterrows()):
         assert f"k = {query.k} ·" in row["query"] and row["query"].endswith(query.kind)
         assert row["from row"] == (since or {}).get(row["#"], 0)
-        expected = oracle_answer(query, rows, row["from row"])
+        expected = oracle_answer(query, rows, row["from row"], trace)
         assert expected is not None, f"query {row['#']} has no boundary yet at row {rows}"
         assert [int(i) for i in row["top ids"].split()] == expected.ids.tolist(), f"query {row['#']}"
         np.testing.assert_allclose([float(s) for s in row["scores"].split()], expected.scores, rtol=1e-3)
@@ -80,8 +80,8 @@ def add_query(app, kind: str, k: int, window: str, slide: str, weights) -> None:
     app.number_input(key="wl_k").set_value(k)
     app.text_input(key="wl_window").set_value(window)
     app.text_input(key="wl_slide").set_value(slide)
-    for j, weight in enumerate(weights):
-        app.slider(key=f"wl_w_x_{j}").set_value(weight)
+    for slider, weight in zip([s for s in app.slider if s.key.startswith("wl_w_")], weights):  # feature order
+        slider.set_value(weight)
     app.button(key="wl_add").click().run()
     assert not app.error, app.error[0].value
 
@@ -133,6 +133,16 @@ def test_the_url_restores_the_workload_and_the_position():
     assert rows_delivered(app) == 0 and table(app)["slide"].isna().all()
 
 
+def test_an_ingested_dataset_with_a_clock(filled_db, trace):
+    app = open_page(ds="demo")
+    assert app.selectbox(key="wl_dataset").value == "demo"
+    add_query(app, "time", 3, "200 ms", "100 ms", [1.0, 0.0])
+    for _ in range(4):
+        app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app, trace=trace) == len(url_queries(app)) >= 2
+    assert table(app)["end"].str.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}").all()  # a date-time
+
+
 def test_a_bad_query_is_refused_with_a_message():
     app = open_page()
     app.text_input(key="wl_window").set_value("ten").run()
@@ -143,6 +153,8 @@ def test_a_bad_query_is_refused_with_a_message():
     app.button(key="wl_add").click().run()
     assert "multiple of slide" in app.error[0].value
     assert len(table(app)) == 3
+    app.selectbox(key="wl_dataset").set_value(data.SYNTHETIC_ATTRIBUTES).run()
+    assert not app.exception and "attribute stream" in app.info[-1].value
 
 
 @pytest.mark.parametrize("seed", [1, 2])
