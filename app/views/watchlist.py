@@ -177,6 +177,8 @@ if "wl_dataset" in ss and ss.wl_dataset not in names:
     del ss.wl_dataset
 
 watch: Watch | None = ss.get("wl_watch")
+if "wl_dataset" not in ss and watch is not None:  # back from another page: widget values were dropped
+    ss.wl_dataset = watch.trace.name
 with st.sidebar:
     dataset = st.selectbox("Dataset", names, key="wl_dataset")
 try:
@@ -198,6 +200,8 @@ if watch is None or watch.trace.name != trace.name:
     ss.wl_url = {}
     ss.wl_playing = False
     form_defaults(profile)
+elif "wl_kind" not in ss:
+    form_defaults(profile)
 
 with st.sidebar:
     st.subheader("Add a query")
@@ -207,8 +211,7 @@ with st.sidebar:
     unit_hint = "objects, e.g. 1,000 or 1k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
     window_text = st.text_input(f"Window ({unit_hint})", key="wl_window")
     slide_text = st.text_input("Slide", key="wl_slide", help="The window must be a whole number of slides.")
-    lowest = -1.0
-    weights = [st.slider(feature, lowest, 1.0, step=0.05, key=f"wl_w_{feature}") for feature in trace.features]
+    weights = [st.slider(feature, -1.0, 1.0, step=0.05, key=f"wl_w_{feature}") for feature in trace.features]
     if st.button("Add to the watch list", key="wl_add", icon=":material/add:", type="primary", width="stretch"):
         try:
             query = parse_query(kind, int(k), window_text, slide_text, weights, trace.t_unit)

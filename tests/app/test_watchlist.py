@@ -143,6 +143,18 @@ def test_an_ingested_dataset_with_a_clock(filled_db, trace):
     assert table(app)["end"].str.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}").all()  # a date-time
 
 
+def test_the_watch_list_survives_a_visit_to_another_page():
+    app = open_page()
+    add_query(app, "count", 2, "100", "20", [0.0, 0.0, 1.0])
+    for _ in range(3):  # boundaries at rows 20, 40 (this query's) and 50 (the presets')
+        app.button(key="wl_step").click().run()
+    app.switch_page("views/runs.py").run()
+    app.switch_page(PAGE).run()
+    assert list(table(app)["#"]) == [0, 1, 2, 3] and rows_delivered(app) == 50
+    assert app.text_input(key="wl_window").value == "1,000"  # the form has the dataset's defaults again
+    assert_rows_equal_the_oracle(app)
+
+
 def test_a_bad_query_is_refused_with_a_message():
     app = open_page()
     app.text_input(key="wl_window").set_value("ten").run()
