@@ -222,14 +222,15 @@ with st.sidebar:
         except ValueError as exc:
             st.error(f"Not added: {exc}", icon=":material/error:")
 
-playing = bool(ss.wl_playing) and not watch.done
+playing = bool(ss.wl_playing) and not watch.done and bool(watch.watched)
 ss.wl_playing = playing
 ss.setdefault("wl_speed", 1_000)
 play_col, step_col, restart_col, speed_col = st.columns([1, 1, 1, 4], vertical_alignment="bottom")
 play_col.button("Pause" if playing else "Play", key="wl_play", on_click=set_playing, args=(not playing,),
                 type="primary", width="stretch", icon=":material/pause:" if playing else ":material/play_arrow:",
-                disabled=watch.done and not playing)
-step_col.button("Step", key="wl_step", icon=":material/skip_next:", on_click=step, disabled=watch.done,
+                disabled=(watch.done or not watch.watched) and not playing)
+step_col.button("Step", key="wl_step", icon=":material/skip_next:", on_click=step,
+                disabled=watch.done or not watch.watched,
                 width="stretch", help="Deliver the rows up to the next slide boundary of any query.")
 restart_col.button("Restart", key="wl_restart", icon=":material/replay:", on_click=restart, width="stretch",
                    help="Every query again from row 0.")

@@ -131,6 +131,11 @@ def test_the_url_restores_the_workload_and_the_position():
     assert assert_rows_equal_the_oracle(app) == 2
     app.button(key="wl_restart").click().run()
     assert rows_delivered(app) == 0 and table(app)["slide"].isna().all()
+    for handle in (0, 1):
+        app.selectbox(key="wl_remove_pick").set_value(handle)
+        app.button(key="wl_remove").click().run()
+    assert "watch list is empty" in app.info[-1].value and not app.dataframe
+    assert app.button(key="wl_step").disabled and app.button(key="wl_play").disabled
 
 
 def test_an_ingested_dataset_with_a_clock(filled_db, trace):
