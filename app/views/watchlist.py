@@ -146,8 +146,9 @@ def render(watch: Watch, profile: presets.Profile) -> None:
     frame = watch.points_frame()
     if len(frame):
         st.altair_chart(records_chart(frame), width="stretch", height=300)
-        st.caption("Records held: objects in the shared executor's lists against the candidates of one MinTopK per "
-                   "query, summed; an object several queries need is stored once when they share weights.")
+        st.caption("Records held: objects in the shared executor's lists (an object that queries with equal weights "
+                   "need is stored once, with window marks per family) against the candidates of one MinTopK per "
+                   "query, summed.")
 
 
 # ---------------------------------------------------------------- the page
