@@ -104,7 +104,9 @@ def tiles(watch: Watch) -> None:
         st.markdown("**One MinTopK per query** <span style='color:gray'>· the unshared reference</span>",
                     unsafe_allow_html=True)
         a, b = st.columns(2)
-        a.metric("records", f"{totals['alone_records']:,}", help="candidates of one MinTopK per query, summed")
+        a.metric("records", f"{totals['alone_records']:,}", help="candidates of one MinTopK per query, summed. "
+                 "A MinTopK takes whole slides: between two of its boundaries it has not seen the newest rows "
+                 "the shared executor already holds")
         b.metric("memory", units.format_bytes(totals["alone_bytes"]), help="modelled, summed over the queries")
     with clock.container(border=True):
         st.markdown("**Engine time** <span style='color:gray'>· since the last restart</span>",
