@@ -18,6 +18,7 @@ st.set_page_config(page_title="Top-k Watch", page_icon=":material/leaderboard:",
 
 page = st.navigation([
     st.Page("views/live.py", title="Live", icon=":material/play_circle:", default=True),
+    st.Page("views/watchlist.py", title="Watch list", icon=":material/checklist:"),
     st.Page("views/runs.py", title="Runs", icon=":material/history:"),
     st.Page("views/benchmarks.py", title="Benchmarks", icon=":material/speed:"),
 ])

@@ -1,0 +1,276 @@
+"""Watch list page: several continuous top-k queries on one stream, run by one shared executor.
+
+The queries (each with its own weights, k, window, slide and kind) go through one
+``engine.multi.SharedTopK``; adding or removing one while the stream plays leaves the others
+running. One MinTopK per query runs beside it as the unshared reference: the table checks
+every answer against it and the tiles compare what both hold. Playback runs in a fragment
+(``st.fragment(run_every=...)``) like the Live page's. The dataset, the queries and the
+position live in the URL (``ds``, ``q``, ``at``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from time import perf_counter
+
+import streamlit as st
+
+import engine
+from app import data, presets, units
+from app.watchlist_state import Watch, from_url, parse_query, records_chart, to_url, typed
+
+TICK = 1.0  # seconds between two playback ticks
+BUDGET = 0.6  # most seconds of engine work per tick
+SPEEDS = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000]  # rows per second
+SEEDED = 2  # presets watched when a dataset is opened without queries in the URL (plus one sharing the first's list)
+
+ss = st.session_state
+
+
+def seed_queries(profile: presets.Profile) -> list[engine.Query]:
+    """The dataset's first presets as queries, and the first again with half its k over twice its
+    window (the same weights: it shares the first one's candidate list)."""
+    out = []
+    for preset in profile.presets:
+        try:
+            out.append(parse_query(preset.kind, preset.k, preset.window, preset.slide,
+                                   preset.weight_vector(profile.features), profile.t_unit))
+        except ValueError:
+            continue
+    if out:
+        out = out[:SEEDED] + [replace(out[0], k=max(1, out[0].k // 2), window=2 * out[0].window)]
+    return out
+
+
+def form_defaults(profile: presets.Profile) -> None:
+    preset = profile.default_preset
+    ss.wl_kind, ss.wl_k = preset.kind, preset.k
+    ss.wl_window, ss.wl_slide = preset.window, preset.slide
+    for feature, weight in zip(profile.features, preset.weight_vector(profile.features)):
+        ss[f"wl_w_{feature}"] = weight
+
+
+# ---------------------------------------------------------------- callbacks (run before the page)
+
+def switch_kind(profile: presets.Profile) -> None:
+    ss.wl_window, ss.wl_slide = profile.defaults(ss.wl_kind)
+
+
+def set_playing(playing: bool) -> None:
+    ss.wl_playing = playing
+
+
+def step() -> None:
+    ss.wl_playing = False
+    try:
+        ss.wl_watch.step()
+    except ValueError as exc:  # the stream refused (e.g. a time going backwards in a time window)
+        ss.wl_note = f"The stream stopped: {exc}"
+
+
+def restart() -> None:
+    ss.wl_playing = False
+    ss.wl_watch = ss.wl_watch.restarted()
+
+
+def remove() -> None:
+    handle = ss.get("wl_remove_pick")
+    if handle in ss.wl_watch.watched:
+        ss.wl_watch.remove(handle)
+        ss.wl_note = f"Query #{handle} removed; the others go on from row {ss.wl_watch.rows:,}."
+
+
+# ---------------------------------------------------------------- panels
+
+def label(watch: Watch, handle: int) -> str:
+    q = watch.watched[handle].query
+    weights = presets.describe_weights(dict(zip(watch.trace.features, q.weights)))
+    return (f"#{handle} · {weights} · k = {q.k} · {typed(q.window, q.kind, watch.trace.t_unit)} / "
+            f"{typed(q.slide, q.kind, watch.trace.t_unit)} ({q.kind})")
+
+
+def tiles(watch: Watch) -> None:
+    totals = watch.totals()
+    shared, alone, clock = st.columns(3)
+    with shared.container(border=True):
+        st.markdown(f"**Shared executor** <span style='color:gray'>· {totals['groups']} weight group(s), "
+                    f"{totals['families']} window famil{'y' if totals['families'] == 1 else 'ies'}</span>",
+                    unsafe_allow_html=True)
+        a, b = st.columns(2)
+        a.metric("records", f"{totals['records']:,}", help="objects in the shared super-top-k lists "
+                 "(one per weights group): every object some query may still answer with, stored once")
+        b.metric("memory", units.format_bytes(totals["bytes"]), help="modelled: words per record and per window")
+    with alone.container(border=True):
+        st.markdown("**One MinTopK per query** <span style='color:gray'>· the unshared reference</span>",
+                    unsafe_allow_html=True)
+        a, b = st.columns(2)
+        a.metric("records", f"{totals['alone_records']:,}", help="candidates of one MinTopK per query, summed. "
+                 "A MinTopK takes whole slides: between two of its boundaries it has not seen the newest rows "
+                 "the shared executor already holds")
+        b.metric("memory", units.format_bytes(totals["alone_bytes"]), help="modelled, summed over the queries")
+    with clock.container(border=True):
+        st.markdown("**Engine time** <span style='color:gray'>· since the last restart</span>",
+                    unsafe_allow_html=True)
+        a, b = st.columns(2)
+        a.metric("shared", f"{totals['seconds']:.2f} s", help="seconds in the shared executor")
+        b.metric("one per query", f"{totals['alone_seconds']:.2f} s", help="seconds in the MinTopKs, summed "
+                 "(a query added mid-stream replays its last window here)")
+
+
+def render(watch: Watch, profile: presets.Profile) -> None:
+    trace = watch.trace
+    where = units.format_time(int(trace.t[watch.rows - 1]), trace.t_unit, profile.tz) if watch.rows else "–"
+    st.progress(watch.rows / max(1, len(trace)), text=f"{watch.rows:,} of {len(trace):,} rows delivered · "
+                f"last t: {where}" + (" · end of the trace" if watch.done else ""))
+    tiles(watch)
+    if not watch.watched:
+        st.info("The watch list is empty: add a query in the sidebar.")
+        return
+    end_text = (lambda end: units.format_time(end, trace.t_unit, profile.tz)) if profile.timed else str
+    st.markdown("**One row per query**: its latest answer (slide numbers count from the first boundary after the "
+                "query was added; *end* is that slide's boundary), the candidates one MinTopK would keep for it "
+                "alone, and ✓ where the shared answer equals that MinTopK's.")
+    st.dataframe(watch.table(end_text), hide_index=True, width="stretch", key="wl_table", column_config={
+        "#": st.column_config.NumberColumn(width=40),
+        "query": st.column_config.TextColumn(width="medium", help="weights · k · window / slide, kind"),
+        "from row": st.column_config.NumberColumn(width=70, help="first row its windows hold"),
+        "slide": st.column_config.NumberColumn(width=55, help="its latest slide, numbered from its first boundary"),
+        "end": st.column_config.TextColumn(width="small", help="that slide's boundary"),
+        "top ids": st.column_config.TextColumn(width="medium", help="ids of the answer, best first"),
+        "scores": st.column_config.TextColumn(width="medium", help="their scores (4 significant digits)"),
+        "alone": st.column_config.NumberColumn(width=55, help="candidates one MinTopK keeps for this query alone"),
+        "= MinTopK": st.column_config.TextColumn("MinTopK", width=70, help="✓: the shared answer is that MinTopK's"),
+    })
+    if any(w.since for w in watch.watched.values()):
+        st.caption("*from row*: a query added mid-stream that could not join a window family holding its whole "
+                   "window starts a new one, whose windows hold the objects from that row on (a warm-up of one "
+                   "window). Restart runs every query from row 0.")
+    frame = watch.points_frame()
+    if len(frame):
+        st.altair_chart(records_chart(frame), width="stretch", height=300)
+        st.caption("Records held: objects in the shared executor's lists (an object that queries with equal weights "
+                   "need is stored once, with window marks per family) against the candidates of one MinTopK per "
+                   "query, summed.")
+
+
+# ---------------------------------------------------------------- the page
+
+PAGE_START = perf_counter()
+st.title("Watch list")
+st.caption("Several continuous top-k queries on the same stream, run by one shared executor (MTopList: queries "
+           "with equal weights share one candidate list, queries with equal windows share their windows).")
+st.page_link("views/live.py", label="One query, every algorithm compared: the Live page", icon=":material/play_circle:")
+
+db = data.db_path()
+names: list[str] = []
+try:
+    names += data.datasets(db)["name"].tolist()
+except data.MissingData as missing:
+    st.info(f"{missing} Meanwhile the built-in synthetic stream is available.")
+names += list(data.BUILT_IN)
+
+if "wl_started" not in ss:  # a new session: the URL decides the view
+    ss.wl_started = True
+    ss.wl_url = {key: st.query_params[key] for key in st.query_params}
+    ss.wl_playing = False
+pending: dict[str, str] = ss.get("wl_url") or {}
+if pending.get("ds") in names:
+    ss.wl_dataset = pending["ds"]
+if "wl_dataset" in ss and ss.wl_dataset not in names:
+    del ss.wl_dataset
+
+watch: Watch | None = ss.get("wl_watch")
+if "wl_dataset" not in ss and watch is not None:  # back from another page: widget values were dropped
+    ss.wl_dataset = watch.trace.name
+with st.sidebar:
+    dataset = st.selectbox("Dataset", names, key="wl_dataset")
+try:
+    trace = watch.trace if watch is not None and watch.trace.name == dataset else data.load_trace(db, dataset)
+except data.MissingData as missing:
+    st.warning(str(missing))
+    st.stop()
+if trace.stream != "single":
+    st.info(f"`{dataset}` is an attribute stream (one value per tuple); the shared executor reads object streams. "
+            "Pick another dataset.")
+    st.stop()
+profile = presets.profile(trace.name, trace.family, trace.features, trace.t_unit)
+
+if watch is None or watch.trace.name != trace.name:
+    queries = from_url(pending["q"], len(trace.features)) if pending.get("q") else seed_queries(profile)
+    watch = ss.wl_watch = Watch(trace, queries)
+    if str(pending.get("at", "")).isdigit():
+        watch.advance(int(pending["at"]))
+    ss.wl_url = {}
+    ss.wl_playing = False
+    form_defaults(profile)
+elif "wl_kind" not in ss:
+    form_defaults(profile)
+
+with st.sidebar:
+    st.subheader("Add a query")
+    kind = st.radio("Window kind", ["count", "time"], horizontal=True, key="wl_kind", on_change=switch_kind,
+                    args=(profile,), help="count: the last n objects; time: the objects of the last n time units.")
+    k = st.number_input("k", min_value=1, max_value=1000, step=1, key="wl_k", help="Objects in every answer.")
+    unit_hint = "objects, e.g. 1,000 or 1k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
+    window_text = st.text_input(f"Window ({unit_hint})", key="wl_window")
+    slide_text = st.text_input("Slide", key="wl_slide", help="The window must be a whole number of slides.")
+    weights = [st.slider(feature, -1.0, 1.0, step=0.05, key=f"wl_w_{feature}") for feature in trace.features]
+    if st.button("Add to the watch list", key="wl_add", icon=":material/add:", type="primary", width="stretch"):
+        try:
+            query = parse_query(kind, int(k), window_text, slide_text, weights, trace.t_unit)
+            handle = watch.add(query)
+            ss.wl_note = (f"Query #{handle} added at row {watch.rows:,}; it answers from its next slide boundary"
+                          + (f", its windows holding the objects from row {watch.watched[handle].since:,} on."
+                             if watch.watched[handle].since else ", over whole windows."))
+        except ValueError as exc:
+            st.error(f"Not added: {exc}", icon=":material/error:")
+
+playing = bool(ss.wl_playing) and not watch.done and bool(watch.watched)
+ss.wl_playing = playing
+ss.setdefault("wl_speed", 1_000)
+play_col, step_col, restart_col, speed_col = st.columns([1, 1, 1, 4], vertical_alignment="bottom")
+play_col.button("Pause" if playing else "Play", key="wl_play", on_click=set_playing, args=(not playing,),
+                type="primary", width="stretch", icon=":material/pause:" if playing else ":material/play_arrow:",
+                disabled=(watch.done or not watch.watched) and not playing)
+step_col.button("Step", key="wl_step", icon=":material/skip_next:", on_click=step,
+                disabled=watch.done or not watch.watched,
+                width="stretch", help="Deliver the rows up to the next slide boundary of any query.")
+restart_col.button("Restart", key="wl_restart", icon=":material/replay:", on_click=restart, width="stretch",
+                   help="Every query again from row 0.")
+speed_col.select_slider("Speed (rows per second)", SPEEDS, key="wl_speed")
+
+if watch.watched:
+    pick_col, remove_col = st.columns([5, 1], vertical_alignment="bottom")
+    if ss.get("wl_remove_pick") not in watch.watched:
+        ss.wl_remove_pick = next(iter(watch.watched))
+    pick_col.selectbox("Query to remove", list(watch.watched), key="wl_remove_pick",
+                       format_func=lambda handle: label(watch, handle))
+    remove_col.button("Remove", key="wl_remove", icon=":material/delete:", on_click=remove, width="stretch")
+if "wl_note" in ss:
+    st.caption(ss.wl_note)
+
+st.query_params.from_dict({"ds": dataset, "q": to_url(watch.queries), "at": str(watch.rows)})
+
+
+@st.fragment(run_every=TICK if playing else None)
+def watch_panels() -> None:
+    """While playing: one tick of rows within the budget; then the panels."""
+    started = ss.pop("wl_run_start", None) or perf_counter()
+    live: Watch = ss.wl_watch
+    if ss.wl_playing:
+        try:
+            live.play(max(1, round(ss.wl_speed * TICK)), BUDGET)
+        except ValueError as exc:
+            ss.wl_playing = False
+            ss.wl_note = f"The stream stopped: {exc}"
+            st.rerun(scope="app")
+        st.query_params["at"] = str(live.rows)
+        if live.done:
+            ss.wl_playing = False
+            st.rerun(scope="app")
+    render(live, profile)
+    st.caption(f"Computed in {perf_counter() - started:.2f} s on the server.")
+
+
+ss.wl_run_start = PAGE_START
+watch_panels()

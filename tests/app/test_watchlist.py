@@ -1,0 +1,216 @@
+"""The Watch list page under AppTest: every row's answer is checked against the oracle run here.
+
+The oracle is ``engine.create("oracle", q)`` fed ``engine.slides`` over the rows the page has
+delivered (from the row the query was added at): an answer computed without the shared executor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import engine
+from app import data
+from app.watchlist_state import Watch
+
+from .conftest import ENTRY
+
+SYNTHETIC = data.synthetic_uniform()
+PAGE = "views/watchlist.py"
+
+
+def oracle_answer(query: engine.Query, rows: int, since: int = 0, trace: data.Trace = SYNTHETIC):
+    """The oracle's answer at the last boundary the first ``rows`` rows passed, over the rows from ``since``
+    (a multiple of the slide for count windows); ``None`` before the first boundary."""
+    oracle, answer = engine.create("oracle", query), None
+    for batch in engine.slides(tuple(column[since:rows] for column in trace.arrays), query, seq_start=since):
+        oracle.process(batch)
+        answer = oracle.topk()
+    return answer
+
+
+def open_page(**params: str) -> AppTest:
+    app = AppTest.from_file(ENTRY, default_timeout=60)
+    app.query_params.update(params)
+    app.switch_page(PAGE).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def rows_delivered(app) -> int:
+    return int(app.query_params["at"])
+
+
+def table(app):
+    assert not app.exception, app.exception
+    assert len(app.dataframe) == 1, f"{len(app.dataframe)} tables"
+    return app.dataframe[0].value
+
+
+def url_queries(app) -> list[engine.Query]:
+    """The watched queries as the URL writes them (``kind:k:window:slide:w1,w2,...``, ``;`` between)."""
+    out = []
+    for part in app.query_params["q"].split(";"):
+        kind, k, window, slide, weights = part.split(":")
+        out.append(engine.Query([float(w) for w in weights.split(",")], k=int(k), window=int(window),
+                                slide=int(slide), kind=kind))
+    return out
+
+
+def assert_rows_equal_the_oracle(app, since: dict[int, int] | None = None, trace: data.Trace = SYNTHETIC) -> int:
+    """Every row of the table shows its query's oracle answer; returns the number of rows checked."""
+    frame, rows = table(app), rows_delivered(app)
+    queries = url_queries(app)
+    assert len(queries) == len(frame)
+    for query, (_, row) in zip(queries, frame.iterrows()):
+        assert f"k = {query.k} ·" in row["query"] and row["query"].endswith(query.kind)
+        assert row["from row"] == (since or {}).get(row["#"], 0)
+        expected = oracle_answer(query, rows, row["from row"], trace)
+        assert expected is not None, f"query {row['#']} has no boundary yet at row {rows}"
+        assert [int(i) for i in row["top ids"].split()] == expected.ids.tolist(), f"query {row['#']}"
+        np.testing.assert_allclose([float(s) for s in row["scores"].split()], expected.scores, rtol=1e-3)
+        assert row["= MinTopK"] == "✓"
+    return len(frame)
+
+
+def add_query(app, kind: str, k: int, window: str, slide: str, weights) -> None:
+    if app.radio(key="wl_kind").value != kind:
+        app.radio(key="wl_kind").set_value(kind).run()
+    app.number_input(key="wl_k").set_value(k)
+    app.text_input(key="wl_window").set_value(window)
+    app.text_input(key="wl_slide").set_value(slide)
+    for slider, weight in zip([s for s in app.slider if s.key.startswith("wl_w_")], weights):  # feature order
+        slider.set_value(weight)
+    app.button(key="wl_add").click().run()
+    assert not app.error, app.error[0].value
+
+
+def test_added_queries_answer_like_the_oracle_and_survive_a_removal():
+    app = open_page()
+    assert list(table(app)["#"]) == [0, 1, 2]  # the dataset's presets, one sharing the first's list
+    add_query(app, "count", 3, "200", "40", [1.0, -0.5, 0.0])
+    add_query(app, "time", 4, "120", "30", [0.0, 0.0, 1.0])
+    assert list(table(app)["#"]) == [0, 1, 2, 3, 4]
+    for _ in range(6):
+        app.button(key="wl_step").click().run()
+    assert rows_delivered(app) > 0
+    assert assert_rows_equal_the_oracle(app) == 5
+    slides_before = table(app).set_index("#")["slide"]
+
+    app.selectbox(key="wl_remove_pick").set_value(3)
+    app.button(key="wl_remove").click().run()
+    assert list(table(app)["#"]) == [0, 1, 2, 4]
+    for _ in range(4):
+        app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app) == 4
+    slides_after = table(app).set_index("#")["slide"]
+    assert slides_after[4] > slides_before[4]  # the time query went on counting its slides, not restarted
+
+
+def test_a_query_added_mid_stream_holds_the_rows_from_its_addition():
+    app = open_page()
+    for _ in range(3):
+        app.button(key="wl_step").click().run()
+    at = rows_delivered(app)
+    assert at == 150  # three boundaries of the seeded queries' slide of 50
+    add_query(app, "count", 2, "100", "50", [0.0, 1.0, 0.0])  # a new family: a warm-up from row 150
+    add_query(app, "count", 5, "1,000", "50", [1.0, 1.0, 1.0])  # joins the first preset's family: whole windows
+    assert table(app)["slide"].isna().tolist()[-2:] == [True, True]  # nothing until their next boundary
+    for _ in range(2):
+        app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app, since={3: at}) == 5
+    assert any("from row" in caption.value for caption in app.caption)
+
+
+def test_the_url_restores_the_workload_and_the_position():
+    app = open_page(ds=data.SYNTHETIC, q="count:4:300:60:1,0,-1;time:2:100:20:0,1,0", at="500")
+    assert [q.k for q in url_queries(app)] == [4, 2]
+    assert table(app)["query"].tolist() == ["x_0 − x_2 · k = 4 · 300 / 60 count", "largest x_1 · k = 2 · 100 / 20 time"]
+    assert rows_delivered(app) == 500
+    assert assert_rows_equal_the_oracle(app) == 2
+    app.button(key="wl_restart").click().run()
+    assert rows_delivered(app) == 0 and table(app)["slide"].isna().all()
+    for handle in (0, 1):
+        app.selectbox(key="wl_remove_pick").set_value(handle)
+        app.button(key="wl_remove").click().run()
+    assert "watch list is empty" in app.info[-1].value and not app.dataframe
+    assert app.button(key="wl_step").disabled and app.button(key="wl_play").disabled
+
+
+def test_an_ingested_dataset_with_a_clock(filled_db, trace):
+    app = open_page(ds="demo")
+    assert app.selectbox(key="wl_dataset").value == "demo"
+    add_query(app, "time", 3, "200 ms", "100 ms", [1.0, 0.0])
+    for _ in range(4):
+        app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app, trace=trace) == len(url_queries(app)) >= 2
+    assert table(app)["end"].str.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}").all()  # a date-time
+
+
+def test_the_watch_list_survives_a_visit_to_another_page():
+    app = open_page()
+    add_query(app, "count", 2, "100", "20", [0.0, 0.0, 1.0])
+    for _ in range(3):  # boundaries at rows 20, 40 (this query's) and 50 (the presets')
+        app.button(key="wl_step").click().run()
+    app.switch_page("views/runs.py").run()
+    app.switch_page(PAGE).run()
+    assert list(table(app)["#"]) == [0, 1, 2, 3] and rows_delivered(app) == 50
+    assert app.text_input(key="wl_window").value == "1,000"  # the form has the dataset's defaults again
+    assert_rows_equal_the_oracle(app)
+
+
+def test_a_bad_query_is_refused_with_a_message():
+    app = open_page()
+    app.text_input(key="wl_window").set_value("ten").run()
+    app.button(key="wl_add").click().run()
+    assert "Not added: window" in app.error[0].value
+    app.text_input(key="wl_window").set_value("1000")
+    app.text_input(key="wl_slide").set_value("300").run()
+    app.button(key="wl_add").click().run()
+    assert "multiple of slide" in app.error[0].value
+    assert len(table(app)) == 3
+    app.selectbox(key="wl_dataset").set_value(data.SYNTHETIC_ATTRIBUTES).run()
+    assert not app.exception and "attribute stream" in app.info[-1].value
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_watch_state_matches_brute_force_through_adds_and_removes(seed):
+    """Without the page: random adds and removes mid-stream; every latest answer equals a brute-force top-k
+    of the rows from the query's ``since`` inside its window, and one MinTopK per query agrees."""
+    trace = data.synthetic_uniform(rows=2500, dimensions=2, seed=seed)
+    rng = np.random.default_rng(seed)
+    watch = Watch(trace, [engine.Query([1.0, 1.0], k=3, window=200, slide=50)])
+    for round_ in range(40):
+        if rng.random() < 0.15:
+            slide = int(rng.choice([10, 25, 50]))
+            watch.add(engine.Query([1.0, float(rng.choice([1.0, -1.0]))], k=int(rng.integers(1, 6)),
+                                   window=slide * int(rng.integers(1, 5)), slide=slide,
+                                   kind=str(rng.choice(["count", "time"]))))
+        if rng.random() < 0.08 and len(watch.watched) > 1:
+            watch.remove(int(rng.choice(list(watch.watched))))
+        watch.step()
+        for handle, watched in watch.watched.items():
+            result = watch.shared.topk(handle)
+            if result is None:
+                continue
+            q = watched.query
+            seq = np.arange(watched.since, watch.rows)
+            key = seq if q.kind == "count" else trace.t[seq]
+            inside = seq[(key >= result.end - q.window) & (key < result.end)]
+            scores = engine.score(trace.x[inside], q.weights)
+            order = np.lexsort((-inside, -scores))[:q.k]
+            assert result.answer.ids.tolist() == trace.ids[inside[order]].tolist(), (round_, handle)
+        assert set(watch.table()["= MinTopK"]) <= {"✓", "–"}
+
+
+def test_play_delivers_rows_and_pause_stops():
+    app = open_page()
+    app.button(key="wl_play").click().run()  # one playback tick runs with the page
+    played = rows_delivered(app)
+    assert played > 0 and app.button(key="wl_play").label == "Pause"
+    assert assert_rows_equal_the_oracle(app) == 3
+    app.button(key="wl_play").click().run()
+    assert app.button(key="wl_play").label == "Play"
+    app.run()
+    assert rows_delivered(app) >= played
