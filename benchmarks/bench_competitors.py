@@ -12,7 +12,7 @@ Two sections (column ``section``), one process and the same batches for every al
   one full window turnover or 200 slides, whichever is more (``common.required_slides``), and
   further while ``BUDGET`` seconds last.  Reported: objects/s, the average
   candidates after each timed slide, rescans per timed slide, and both memory figures at the
-  end, in bytes: ``bytes`` (the SPEC cost model, from each structure's declared layout) and
+  end, in bytes: ``bytes`` (the cost model, from each structure's declared layout) and
   ``measured_bytes`` (the real size of the structures).
 * ``memory``: the issue-12 review workload (uniform, n = 100,000, s = 1,000, k = 10, 300
   slides) for every registered single-stream algorithm: objects/s (timed as above, without

@@ -3,8 +3,9 @@ stream) and the 12 taxi months, rows read per second, end to end (extract, Spark
 partitioned Parquet, DuckDB record) in one warm local SparkSession.
 
 Spark's start-up is measured once and reported apart. Quick mode ingests one shipped taxi
-month only. The full data is read from ``$TOPK_DATA`` (default ``/work/shared/data``,
-falling back to the shipped samples for what they hold).
+month only. The full data is read from the benchmarks' data directory
+(``benchmarks.common.data_dir()``: ``$TOPK_DATA`` or ``--data-dir``), falling back to the shipped
+samples for what they hold.
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common import data_dir
 from pipelines import ingest
 from pipelines.spark import PROJECT_ROOT, start_spark
 
-DATA = Path(os.environ.get("TOPK_DATA", "/work/shared/data"))
 SAMPLES = PROJECT_ROOT / "sample_data"
 
 
 def cases(quick: bool) -> list[tuple[str, str, list[Path]]]:
-    taxi = sorted((DATA / "taxi").glob("*.csv.gz")) or sorted((SAMPLES / "taxi").glob("*.csv.gz"))
+    data = Path(data_dir())
+    taxi = sorted((data / "taxi").glob("*.csv.gz")) or sorted((SAMPLES / "taxi").glob("*.csv.gz"))
     if quick:
         return [("taxi, 1 month", "taxi", taxi[:1])]
-    stock = sorted((DATA / "stock").glob("*_trade.zip"))
+    stock = sorted((data / "stock").glob("*_trade.zip"))
     return [("stock, SPY + BAC, 10 files", "stock", stock), ("taxi, 12 months", "taxi", taxi)]
 
 

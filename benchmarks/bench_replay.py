@@ -46,12 +46,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import engine
+from benchmarks.common import data_dir
 from pipelines.replay_tasks import dataset_files
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "var" / "bench"
 DB = WORK / "bench.duckdb"
-STOCK = Path(os.environ.get("TOPK_STOCK_DATA", "/work/shared/data/stock"))
 DAYS = ["20131007", "20131008", "20131009", "20131010", "20131011"]
 FEATURES = ["notional", "price", "size"]
 MASTER = "local[2]"
@@ -127,7 +127,11 @@ def row(part: str, case: str, result: dict, **extra) -> dict:
 def market_dataset() -> tuple[str, Path]:
     """``market``: SPY and BAC, five days each, one multi-symbol stock dataset (ingested once, then reused)."""
     if not dataset_recorded("market"):
-        files = [STOCK / f"{symbol}_{day}_trade.zip" for symbol in ("spy", "bac") for day in DAYS]
+        files = [Path(data_dir()) / "stock" / f"{symbol}_{day}_trade.zip" for symbol in ("spy", "bac") for day in DAYS]
+        missing = [str(f) for f in files if not f.exists()]
+        if missing:
+            raise FileNotFoundError(f"bench_replay needs the 10 stock files in {data_dir()}/stock "
+                                    f"(--data-dir or $TOPK_DATA); missing: {', '.join(missing)}")
         subprocess.run([sys.executable, "-m", "pipelines.ingest", "stock", "--input", *map(str, files),
                         "--db", str(DB), "--out", str(WORK), "--name", "market", "--master", MASTER],
                        cwd=ROOT, check=True, stdout=subprocess.DEVNULL)

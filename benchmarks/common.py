@@ -29,6 +29,22 @@ import engine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+DATA_ENV = "TOPK_DATA"
+DATA_SOURCES = """\
+The public traces larger than sample_data/ (the benchmarks fall back to sample_data/ for what it holds):
+  stock/{spy,bac}_201310DD_trade.zip  US equity trade ticks 7-11 Oct 2013: AlgoSeek data as distributed
+                                      with the QuantConnect Lean engine (github.com/QuantConnect/Lean,
+                                      Data/equity/usa/tick/<symbol>/<date>_trade.zip)
+  taxi/yellow_tripdata_sample_2019-MM.csv.gz  NYC TLC yellow trips, 10,000 sampled per month (NYC Open
+                                      Data, as sampled in the great_expectations repository)
+  worldcup/wc_day6_1_sample.tar.bz2   1998 World Cup access log sample (M. Arlitt and T. Jin, ITA)"""
+
+
+def data_dir() -> str:
+    """The directory of the public traces: ``$TOPK_DATA`` (``python -m benchmarks.run --data-dir``),
+    default ``var/data`` in the repository; see :data:`DATA_SOURCES` for what it holds."""
+    return os.environ.get(DATA_ENV) or os.path.join(ROOT, "var", "data")
+
 
 @dataclass
 class Measurement:

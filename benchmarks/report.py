@@ -1008,7 +1008,7 @@ def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
                                     tracemalloc_kb=default["peak_tracemalloc_bytes"].map(kb))
             memory = memory.assign(model_over_measured=memory["bytes"] / memory["measured_bytes"])
             out.append(f"\n**Memory at the default point** ({default['case'].iloc[0]}; KB; `bytes` is the "
-                       "SPEC cost model, `measured` the real size of the structures, `tracemalloc` the peak "
+                       "cost model (docs/algorithms/memory.md), `measured` the real size of the structures, `tracemalloc` the peak "
                        "allocated during the warm-up run, input excluded):\n")
             out.append(md_table(memory, ["algorithm", "avg_candidates", "avg_retained", "bytes_kb", "measured_kb",
                                          "tracemalloc_kb", "model_over_measured"],
@@ -1022,7 +1022,7 @@ def single_section(grid: pd.DataFrame, paper: dict, plots: Plots) -> str:
         if shape:
             out.append("\n**Shape against the paper** (candidate ratios per case):\n\n" + shape)
         if workload == "time-u":
-            out.append("\n**MinTopK list size against k·H(C_nw)** (ALGORITHMS.md section 1, i.i.d. scores), the "
+            out.append("\n**MinTopK list size against k·H(C_nw)** (docs/algorithms/mintopk.md, i.i.d. scores), the "
                        "paper's TIME-U column and ours:\n\n" + mintopk_model_md(part, paper))
         variants = sap_variants_md(part, workload, paper)
         if variants:
@@ -1464,7 +1464,7 @@ def methods() -> str:
   `SUM(weight * value) GROUP BY id`. Its answers are checked against the oracle like every
   algorithm's (`precision`, `agrees_with_oracle` in the CSV). Its `peak_tracemalloc_bytes` misses
   DuckDB's own allocator.
-- **Memory.** `bytes`: the SPEC's cost model from `stats()`; `measured_bytes`: the real size of
+- **Memory.** `bytes`: the cost model (docs/algorithms/memory.md) from `stats()`; `measured_bytes`: the real size of
   the structures (`stats()`, engine/memory.py); `peak_tracemalloc_bytes`: the peak of Python
   allocations during the warm-up run, inputs excluded.
 - **Workloads.** TIME-U: uniform scores. TIME-R: the paper's `sin(π t / 10^6)` (no noise), the

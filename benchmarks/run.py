@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import harness, registry
-from benchmarks.common import machine_info, required_slides, table
+from benchmarks.common import DATA_ENV, DATA_SOURCES, machine_info, required_slides, table
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -270,7 +270,7 @@ def estimate(results: pathlib.Path, quick: bool = False) -> list[dict]:
 
 def main(argv=None) -> int:
     modules = discover()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small cases only (a couple of minutes)")
     parser.add_argument("--families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES),
                         help="grid families to run (default: all)")
@@ -281,10 +281,15 @@ def main(argv=None) -> int:
                         help=f"with --quick, run the Spark modules too ({', '.join(SPARK_MODULES)})")
     parser.add_argument("--db", type=pathlib.Path, default=DEFAULT_DB, help="DuckDB file for bench_results")
     parser.add_argument("--results", type=pathlib.Path, default=RESULTS, help="directory of the CSV files")
+    parser.add_argument("--data-dir", type=pathlib.Path, default=None,
+                        help=f"directory of the public traces larger than sample_data/ (default ${DATA_ENV}, "
+                             f"else var/data).\n{DATA_SOURCES}")
     parser.add_argument("--no-report", action="store_true", help="do not regenerate docs/REPORT.md")
     parser.add_argument("--estimate", action="store_true",
                         help="only print how long each part should take, projected from the last results")
     args = parser.parse_args(argv)
+    if args.data_dir is not None:
+        os.environ[DATA_ENV] = str(args.data_dir)
     if args.estimate:
         print(table(estimate(args.results, args.quick), ["part", "cases", "projected_cases", "projected_seconds",
                                                          "cases_without_data", "rows_hitting_turnover_limit",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import io
-import os
 import pathlib
 import tarfile
 import zipfile
@@ -27,16 +26,16 @@ import zipfile
 import numpy as np
 import pandas as pd
 
+from benchmarks.common import data_dir
 from engine import generators
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHARED = pathlib.Path(os.environ.get("TOPK_SHARED_DATA", "/work/shared/data"))
 CACHE = ROOT / "var" / "bench-cache"
 
 
 def stock_files(quick: bool) -> list[pathlib.Path]:
-    """The sample SPY day (quick) or every SPY and BAC day of the shared data (full)."""
-    shared = sorted(SHARED.glob("stock/*_trade.zip"))
+    """The sample SPY day (quick) or every SPY and BAC day of the data directory (full)."""
+    shared = sorted(pathlib.Path(data_dir()).glob("stock/*_trade.zip"))
     if quick or not shared:
         return sorted((ROOT / "sample_data").glob("spy_*_trade.zip"))[:1]
     return shared
@@ -78,7 +77,7 @@ def taxi():
     Trips with non-positive duration, zero distance or an implausible speed (> 100 mph) are
     left out.  ``t`` is seconds since the first pickup.
     """
-    files = sorted(SHARED.glob("taxi/yellow_tripdata_sample_2019-*.csv.gz"))
+    files = sorted(pathlib.Path(data_dir()).glob("taxi/yellow_tripdata_sample_2019-*.csv.gz"))
     frame = pd.concat(pd.read_csv(f, usecols=["pickup_datetime", "dropoff_datetime", "trip_distance"],
                                   parse_dates=["pickup_datetime", "dropoff_datetime"]) for f in files)
     hours = (frame["dropoff_datetime"] - frame["pickup_datetime"]).dt.total_seconds() / 3600.0
@@ -169,7 +168,7 @@ def worldcup_table():
     bytes, the section is the first URL path segment (sections outside the ingest's list go to
     ``other``), ``chunk`` = milliseconds since the epoch // ``delta t``.
     """
-    path = SHARED / "worldcup" / "wc_day6_1_sample.tar.bz2"
+    path = pathlib.Path(data_dir()) / "worldcup" / "wc_day6_1_sample.tar.bz2"
     cached = CACHE / f"worldcup-chunks-{WORLDCUP_CHUNK_MS}-{'-'.join(WORLDCUP_SECTIONS)}.parquet"
     if cached.exists() and cached.stat().st_mtime >= path.stat().st_mtime:
         return pd.read_parquet(cached)

@@ -14,7 +14,7 @@ which performs the same floating-point operations as :func:`engine.ranking.score
 object's ``seq`` in an answer is the ``seq`` of its newest valid tuple, so the total order
 ``(score, seq)`` of section 0 ranks objects (equal scores: the most recently updated first).
 
-Memory cost model (SPEC 3): :data:`TUPLE_WORDS` per raw tuple; the algorithms state the
+Memory cost model (``docs/algorithms/memory.md``): :data:`TUPLE_WORDS` per raw tuple; the algorithms state the
 rest of their layouts with the same :data:`engine.base.WORD`.
 """
 

@@ -14,7 +14,7 @@ from .ranking import Answer
 from .stream import Batch
 
 OBJECT_WORDS = sum(OBJECT_FIELDS.values())
-"""Words every retained object costs before its values: id, seq and t (SPEC 3)."""
+"""Words every retained object costs before its values: id, seq and t (the cost model, ``docs/algorithms/memory.md``)."""
 
 __all__ = ["Algorithm", "OBJECT_WORDS", "WORD", "coerce_param"]
 

@@ -1,4 +1,4 @@
-"""The headless command line, ``python -m engine`` (SPEC section 4).
+"""The headless command line, ``python -m engine`` (contract: ``docs/CONTRACTS.md``).
 
 ``python -m engine run`` replays a CSV or Parquet stream through one algorithm and writes one
 JSON line per slide boundary; ``python -m engine run-many`` replays it through a workload of

@@ -1,6 +1,6 @@
 """Memory of an algorithm, two figures from one declaration per structure.
 
-* ``bytes``, the **modelled** cost (SPEC section 3): 8 bytes per word, the words of each record
+* ``bytes``, the **modelled** cost (``docs/algorithms/memory.md``): 8 bytes per word, the words of each record
   declared once per structure in a :class:`Layout` (fields per record, ``"d"`` for the feature
   vector), times the records the structure holds.  One structure costs the same wherever it
   is used: the dominance skyband is priced by ``DominanceSet.LAYOUT`` in k-skyband and in SMA.
@@ -26,10 +26,10 @@ from typing import Iterable, Mapping
 import numpy as np
 
 WORD = 8
-"""Bytes per feature value, id, seq, t, score, pointer, counter or window mark (SPEC 3)."""
+"""Bytes per feature value, id, seq, t, score, pointer, counter or window mark."""
 
 OBJECT_FIELDS: Mapping[str, int | str] = {"id": 1, "seq": 1, "t": 1}
-"""Words every retained object costs before its values (SPEC 3)."""
+"""Words every retained object costs before its values."""
 
 LAYOUTS: dict[str, "Layout"] = {}
 """Every declared layout by name; declaring a second layout with the same name is an error."""
