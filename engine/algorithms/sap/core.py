@@ -18,8 +18,9 @@ import numpy as np
 
 from ...base import WORD, Algorithm
 from ...jsondata import floats_in, floats_out
-from ...ranking import Answer, score, top_indices
+from ...ranking import Answer, score
 from ...stream import Batch
+from ...kernels import sap as kernels
 from .candidates import CandidateSet, Top, count_above, empty_top, merge_tops
 from .savl import MeaningfulSet, StackBuilder
 
@@ -37,6 +38,8 @@ LAYOUT = {
 """Words (8 bytes) per element of every structure: the SPEC 3 cost model, one layout each."""
 
 FORMING_STATES = ("forming", "ready")
+
+NO_SEQS = np.empty(0, np.int64)
 
 RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
 """One record array per raw slide (one array header per slide instead of four)."""
@@ -151,7 +154,7 @@ class Partition:
         self.slides = sum(u.slides for u in units)
         self.objects = sum(u.objects for u in units)
         self.top = top
-        self.top_seqs = set(top[1].tolist())
+        self.top_seqs = np.sort(top[1])
         self.kth = (float(top[0][k - 1]), int(top[1][k - 1])) if len(top[0]) >= k else None
         self.rho = 0
         self.in_c = len(top[0])
@@ -184,7 +187,7 @@ class Partition:
         top = _top_in(data["top"])
         part = cls(int(data["serial"]), units, top if top is not None else empty_top(), k)
         part.top = top
-        part.top_seqs = set() if top is None else set(top[1].tolist())
+        part.top_seqs = NO_SEQS if top is None else np.sort(top[1])
         part.kth = _key_in(data["kth"])
         part.rho, part.in_c, part.raw = int(data["rho"]), int(data["in_c"]), bool(data["raw"])
         part.state, part.capacity = str(data["state"]), int(data["capacity"])
@@ -312,31 +315,31 @@ class SAPBase(Algorithm):
         wanted = self._k - front.in_c
         if not M or wanted <= 0:
             return
-        self._promote(front, [M.pop_best() for _ in range(min(wanted, len(M)))])
+        self._promote(front, M.pop_columns(min(wanted, len(M))))
 
-    def _promote(self, front: Partition, promoted: list[tuple]) -> None:
+    def _promote(self, front: Partition, promoted: Top) -> None:
         """Move entries popped from ``M_0`` (best first) into ``C`` with their dominance
         counters.  Counters only grow down the list: from the first entry that ``k`` newer
         candidates dominate, they dominate every entry left, and ``M_0`` is emptied."""
-        if not promoted:
+        if not len(promoted[0]):
             return
-        counts = self._C.dominators(promoted, front.serial)
+        counts = self._C.dominators(promoted[0], front.serial)
         dead = int(np.searchsorted(counts, self._k, side="left"))
-        if dead < len(promoted):
-            promoted, counts = promoted[:dead], counts[:dead]
+        if dead < len(counts):
+            promoted, counts = tuple(column[:dead] for column in promoted), counts[:dead]
             self._M.clear()
             self._counters["savl_dropped"] += 1
-        if promoted:
+        if dead:
             self._C.insert(promoted, counts, front.serial)
-            front.in_c += len(promoted)
-            self._counters["promotions"] += len(promoted)
+            front.in_c += dead
+            self._counters["promotions"] += dead
 
     def _arrive(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         k = self._k
         m = len(values)
         self._counters["arrivals"] += m
         if m:
-            chosen = top_indices(values, arrivals[1], k)
+            chosen = kernels.slide_best(values, arrivals[1], k)
             self._counters["prefiltered"] += m - len(chosen)
             top = tuple(column[chosen] for column in arrivals)
             self._raw[e] = _record(top)
@@ -415,7 +418,7 @@ class SAPBase(Algorithm):
                 self._raw_size -= len(rows)
         part.raw = False
         part.top = None
-        part.top_seqs = set()
+        part.top_seqs = NO_SEQS
         for unit in part.units:
             unit.top = None
 
@@ -480,7 +483,7 @@ class SAPBase(Algorithm):
             part.state = "ready"
 
     def _scan_slide(self, part: Partition, slide: int, theta: tuple | None, builder: StackBuilder,
-                    only: set | None = None, exclude: set | None = None, floor: float | None = None) -> None:
+                    only: np.ndarray | None = None, exclude: np.ndarray = None, floor: float | None = None) -> None:
         """Offer one slide's objects of ``P - P^k`` to an S-AVL under construction.
 
         Global pruning: objects ranking below ``theta`` (the ``k``-th best newer object) are
@@ -495,18 +498,13 @@ class SAPBase(Algorithm):
         n = len(values) if theta is None else count_above(values, seqs, theta)
         n = min(n, builder.capacity)
         if floor is not None:
-            n = min(n, int(np.count_nonzero(values >= floor)))
+            n = min(n, int(kernels.count_at_least(values, floor)))
         if n <= 0:
             return
         self._counters["scanned"] += n
-        members = part.top_seqs
-        chosen = [entry for entry in zip(values[:n].tolist(), seqs[:n].tolist(), top[2][:n].tolist(),
-                                         top[3][:n].tolist())
-                  if entry[1] not in members and (only is None or entry[1] in only)
-                  and (exclude is None or entry[1] not in exclude)]
-        chosen.sort(key=lambda entry: -entry[1])
-        for entry in chosen:
-            builder.scan(entry)
+        chosen = kernels.scan_rows(values, seqs, n, part.top_seqs, NO_SEQS if only is None else only,
+                                   only is not None, NO_SEQS if exclude is None else exclude)
+        builder.scan_rows(*top, chosen)
 
     def _activate_front(self) -> None:
         """``P_0`` must have its ``M_0`` before its first slide expires: finish the build."""
@@ -518,7 +516,7 @@ class SAPBase(Algorithm):
         if front.state == "forming":
             self._form(front, front.cursor)
         if front.state == "ready":
-            self._M.absorb(front.builder.stacks)
+            self._M.absorb_builder(front.builder)
             front.builder = None
             front.running = None
             front.state = "active"

@@ -155,7 +155,7 @@ class SAP(SAPDynamic):
                     for slide in slides:
                         self._scan_slide(part, slide, theta, part.builder)
             else:
-                only = set(unit.top[1].tolist())
+                only = np.sort(unit.top[1])
                 for slide in slides:
                     self._scan_slide(part, slide, theta, part.builder, only=only)
                 unit.pending = len(unit.top[0]) >= k
@@ -191,22 +191,16 @@ class SAP(SAPDynamic):
         if theta is not None and unit.tau_min < theta[0]:
             floor = unit.tau_min
             self._counters["units_skipped"] += 1
-        exclude = set(unit.top[1].tolist())
+        exclude = np.sort(unit.top[1])
         for slide in range(unit.last, unit.first - 1, -1):
             self._scan_slide(front, slide, theta, builder, exclude=exclude, floor=floor)
-        if not builder.stacks:
+        if not len(builder):
             return
-        self._M.absorb(builder.stacks)
+        self._M.absorb_builder(builder)
         lowest = self._C.lowest_of(front.serial)
-        promoted = []
-        while self._M and lowest is not None and self._M_best_key() > lowest:
-            promoted.append(self._M.pop_best())
-        self._promote(front, promoted)
+        if lowest is not None:
+            self._promote(front, self._M.pop_columns(len(self._M), above=lowest))
         self._refill(front)
-
-    def _M_best_key(self) -> tuple:
-        best = self._M.best()
-        return (best[0], best[1])
 
     # ----------------------------------------------------------------- state
     def _dump_variant(self) -> dict:

@@ -1,0 +1,1 @@
+"""Compiled kernels (numba ``@njit(cache=True)``): the per-object and per-slide work of the algorithms."""
