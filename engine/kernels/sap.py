@@ -69,22 +69,17 @@ def slide_best(scores, seqs, k):
 
 
 @njit(cache=True)
-def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, k):
-    """The best ``k`` of two tops, best first: one merge pass, ``O(k)``."""
-    n = min(k, len(a_score) + len(b_score))
-    score = np.empty(n, np.float64)
-    seq = np.empty(n, np.int64)
-    ids = np.empty(n, np.int64)
-    t = np.empty(n, np.int64)
+def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, seq, ids, t):
+    """The best ``len(score)`` of two tops into ``score, seq, ids, t``, best first: one merge
+    pass, ``O(k)``."""
     i = j = 0
-    for out in range(n):
+    for out in range(len(score)):
         if j >= len(b_score) or (i < len(a_score) and ranks_above(a_score[i], a_seq[i], b_score[j], b_seq[j])):
             score[out], seq[out], ids[out], t[out] = a_score[i], a_seq[i], a_id[i], a_t[i]
             i += 1
         else:
             score[out], seq[out], ids[out], t[out] = b_score[j], b_seq[j], b_id[j], b_t[j]
             j += 1
-    return score, seq, ids, t
 
 
 @njit(cache=True)
@@ -131,51 +126,49 @@ def keep_alive(keys, bound):
 
 
 @njit(cache=True)
-def refine(score, seq, ids, t, count, part, new_score, new_seq, new_id, new_t, serial, k):
-    """``C <- Refine(C, P_m^k)`` (Algorithm 1 line 13), one merge pass, ``O(|C| + k)``.
-
-    Every new candidate is newer than every member, so it dominates exactly the members
-    scoring at most its score: member ``i`` gains the number of new scores ``>= score[i]``
-    (both lists fall, one pointer).  Members reaching ``k`` leave (their partition serials are
-    returned, one per member); the survivors and the new candidates (counter 0, partition
-    ``serial``) are merged best first.
-    """
-    n, m = len(score), len(new_score)
-    alive = np.empty(n, np.int64)
-    kept = 0
-    dropped = np.empty(n, np.int64)
-    gone = 0
+def add_dominators(score, count, new_score, k):
+    """Algorithm 1 line 13, first half: every new candidate of ``P_m^k`` is newer than every
+    member of ``C``, so it dominates exactly the members scoring at most its score; member
+    ``i`` gains the number of new scores ``>= score[i]`` (both lists fall: one pointer,
+    ``O(|C| + k)``, counters updated in place).  Returns how many members reach ``k``."""
     j = 0
-    new_count = count.copy()
-    for i in range(n):
-        while j < m and new_score[j] >= score[i]:
+    dead = 0
+    for i in range(len(score)):
+        while j < len(new_score) and new_score[j] >= score[i]:
             j += 1
-        new_count[i] += j
-        if new_count[i] >= k:
-            dropped[gone] = part[i]
+        count[i] += j
+        if count[i] >= k:
+            dead += 1
+    return dead
+
+
+@njit(cache=True)
+def refine(score, seq, ids, t, count, part, new_score, new_seq, new_id, new_t, serial, k,
+           out_score, out_seq, out_id, out_t, out_count, out_part, dropped):
+    """Algorithm 1 line 13, second half (after :func:`add_dominators`): members with ``k``
+    dominators leave (their partition serials go to ``dropped``), the others and the new
+    candidates (counter 0, partition ``serial``) are merged best first into ``out_*``
+    (``O(|C| + k)``)."""
+    n, m = len(score), len(new_score)
+    a = b = gone = 0
+    for out in range(len(out_score)):
+        while a < n and count[a] >= k:
+            dropped[gone] = part[a]
             gone += 1
-        else:
-            alive[kept] = i
-            kept += 1
-    total = kept + m
-    out_score = np.empty(total, np.float64)
-    out_seq = np.empty(total, np.int64)
-    out_id = np.empty(total, np.int64)
-    out_t = np.empty(total, np.int64)
-    out_count = np.empty(total, np.int64)
-    out_part = np.empty(total, np.int64)
-    a = b = 0
-    for out in range(total):
-        if b >= m or (a < kept and ranks_above(score[alive[a]], seq[alive[a]], new_score[b], new_seq[b])):
-            r = alive[a]
-            out_score[out], out_seq[out], out_id[out], out_t[out] = score[r], seq[r], ids[r], t[r]
-            out_count[out], out_part[out] = new_count[r], part[r]
+            a += 1
+        if b >= m or (a < n and ranks_above(score[a], seq[a], new_score[b], new_seq[b])):
+            out_score[out], out_seq[out], out_id[out], out_t[out] = score[a], seq[a], ids[a], t[a]
+            out_count[out], out_part[out] = count[a], part[a]
             a += 1
         else:
             out_score[out], out_seq[out], out_id[out], out_t[out] = new_score[b], new_seq[b], new_id[b], new_t[b]
             out_count[out], out_part[out] = 0, serial
             b += 1
-    return out_score, out_seq, out_id, out_t, out_count, out_part, dropped[:gone]
+    while a < n:
+        if count[a] >= k:
+            dropped[gone] = part[a]
+            gone += 1
+        a += 1
 
 
 @njit(cache=True)
@@ -195,18 +188,13 @@ def dominators(score, part, values, serial):
 
 
 @njit(cache=True)
-def insert_ranked(score, seq, ids, t, count, part, new_score, new_seq, new_id, new_t, new_count, serial):
-    """Insert objects (given best first) into ``C`` at their ranks: one merge, ``O(|C| + e)``."""
+def insert_ranked(score, seq, ids, t, count, part, new_score, new_seq, new_id, new_t, new_count, serial,
+                  out_score, out_seq, out_id, out_t, out_count, out_part):
+    """Insert objects (given best first) into ``C`` at their ranks, into ``out_*``: one merge,
+    ``O(|C| + e)``."""
     n, m = len(score), len(new_score)
-    total = n + m
-    out_score = np.empty(total, np.float64)
-    out_seq = np.empty(total, np.int64)
-    out_id = np.empty(total, np.int64)
-    out_t = np.empty(total, np.int64)
-    out_count = np.empty(total, np.int64)
-    out_part = np.empty(total, np.int64)
     a = b = 0
-    for out in range(total):
+    for out in range(n + m):
         if b >= m or (a < n and ranks_above(score[a], seq[a], new_score[b], new_seq[b])):
             out_score[out], out_seq[out], out_id[out], out_t[out] = score[a], seq[a], ids[a], t[a]
             out_count[out], out_part[out] = count[a], part[a]
@@ -215,7 +203,6 @@ def insert_ranked(score, seq, ids, t, count, part, new_score, new_seq, new_id, n
             out_score[out], out_seq[out], out_id[out], out_t[out] = new_score[b], new_seq[b], new_id[b], new_t[b]
             out_count[out], out_part[out] = new_count[b], serial
             b += 1
-    return out_score, out_seq, out_id, out_t, out_count, out_part
 
 
 # ----------------------------------------------------------------- S-AVL construction

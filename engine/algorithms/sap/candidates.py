@@ -13,8 +13,14 @@ from ...kernels import sap as kernels
 Top = tuple  # (score float64, seq int64, id int64, t int64), best first
 
 
-def empty_top() -> Top:
-    return (np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+def empty_top(n: int = 0) -> Top:
+    """A top of ``n`` uninitialised rows (empty by default)."""
+    return (np.empty(n, np.float64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
+
+
+def empty_columns(n: int) -> tuple:
+    """The six columns of ``C`` for ``n`` rows, uninitialised."""
+    return (*empty_top(n), np.empty(n, np.int64), np.empty(n, np.int64))
 
 
 def best_of(top: Top, k: int) -> Top:
@@ -35,7 +41,9 @@ def merge_tops(a: Top, b: Top, k: int) -> Top:
         return a if len(a[0]) <= k else tuple(column[:k] for column in a)
     if not len(a[0]):
         return b if len(b[0]) <= k else tuple(column[:k] for column in b)
-    return kernels.merge_ranked(*a, *b, k)
+    out = empty_top(min(k, len(a[0]) + len(b[0])))
+    kernels.merge_ranked(*a, *b, *out)
+    return out
 
 
 def count_above(scores: np.ndarray, seqs: np.ndarray, key: tuple) -> int:
@@ -90,8 +98,11 @@ class CandidateSet:
     def refine(self, top: Top, part: int) -> list[int]:
         """Merge a finished partition's ``P^k`` (newer than every member); return the
         partition serials of the members dropped (one per member).  ``O(|C| + k)``."""
-        *columns, dropped = kernels.refine(*self.columns, *top, part, self.k)
-        self._set(tuple(columns))
+        dead = int(kernels.add_dominators(self.score, self.count, top[0], self.k)) if len(top[0]) else 0
+        columns = empty_columns(len(self) - dead + len(top[0]))
+        dropped = np.empty(dead, np.int64)
+        kernels.refine(*self.columns, *top, part, self.k, *columns, dropped)
+        self._set(columns)
         return dropped.tolist()
 
     def expire(self, bound: int) -> int:
@@ -112,7 +123,9 @@ class CandidateSet:
     def insert(self, entries: Top, counts: np.ndarray, part: int) -> None:
         """Insert promoted objects of partition ``part`` (columns, best first) with their
         counters (one merge, ``O(|C| + e)``)."""
-        self._set(kernels.insert_ranked(*self.columns, *entries, np.asarray(counts, np.int64), part))
+        columns = empty_columns(len(self) + len(entries[0]))
+        kernels.insert_ranked(*self.columns, *entries, np.asarray(counts, np.int64), part, *columns)
+        self._set(columns)
 
     def top(self, k: int) -> Top:
         return (self.score[:k], self.seq[:k], self.ids[:k], self.t[:k])

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import abc
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
-from ...base import WORD, Algorithm
+from ...base import Algorithm
+from ...memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, deep_size
 from ...jsondata import floats_in, floats_out
 from ...ranking import Answer, score
 from ...stream import Batch
@@ -24,22 +26,34 @@ from ...kernels import sap as kernels
 from .candidates import CandidateSet, Top, count_above, empty_top, merge_tops
 from .savl import MeaningfulSet, StackBuilder
 
-LAYOUT = {
-    "raw": 4,             # a retained object of a slide's top k (Appendix C): id, seq, t, score
-    "candidate": 6,       # a member of C: id, seq, t, score, dominance counter, partition
-    "open_top": 4,        # a member of P_m^k or of the filling unit's top k
-    "partition_top": 4,   # a member of P_i^k kept while P_i's raw slides are kept
-    "meaningful": 5,      # an S-AVL entry: id, seq, t, score, link to the entry below
-    "stack": 2,           # a stack: its tree node over the top and its length
-    "partition": 9,       # first slide, slides, objects, rho, in_c, k-th key (2), state, cursor
-    "unit": 7,            # first slide, slides, objects, kind, tau_min, theta key (2)
-    "unit_top": 4,        # a member of a unit's top k (L_i) while its partition's raw is kept
-}
-"""Words (8 bytes) per element of every structure: the SPEC 3 cost model, one layout each."""
+OBJECT = {**OBJECT_FIELDS, "score": 1}
+
+RAW_SLIDES = Layout("sap raw slides", {"object": OBJECT})
+"""The retained best ``k`` of every slide of a partition whose ``M`` may still be needed."""
+
+CANDIDATES = Layout("sap candidate set", {"candidate": {**OBJECT, "counter": 1, "partition": 1}})
+"""``C``: a candidate with its dominance counter and partition serial."""
+
+OPEN_TOPS = Layout("sap open tops", {"object": OBJECT})
+"""``P_m^k`` and the filling unit's top ``k``."""
+
+PARTITIONS = Layout("sap partitions", {
+    "partition": {"first": 1, "slides": 1, "objects": 1, "rho": 1, "in_c": 1, "kth": 2, "state": 1, "cursor": 1},
+    "partition_top": OBJECT,  # a member of P_i^k, kept while P_i's raw slides are kept
+    "unit": {"first": 1, "slides": 1, "objects": 1, "kind": 1, "tau_min": 1, "theta": 2},
+    "unit_top": OBJECT,  # a member of a finished unit's top k (L_i) while its partition's raw is kept
+})
+"""Finished partitions and units (of the open partition too)."""
+
+SAVL = Layout("sap s-avl", {"entry": {**OBJECT, "below": 1}, "stack": {"node": 1, "length": 1}})
+"""An S-AVL (``M_0`` or one under construction): entries with their link, and stacks."""
 
 FORMING_STATES = ("forming", "ready")
 
 NO_SEQS = np.empty(0, np.int64)
+
+SMALL_INT = 256
+"""Python caches the ints up to 256: a dict key above it is an object of its own."""
 
 RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
 """One record array per raw slide (one array header per slide instead of four)."""
@@ -198,6 +212,32 @@ class Partition:
         return part
 
 
+def _fixed_sizes() -> dict[str, int]:
+    """Bytes of the Python records of each structure, measured once on samples (their numpy
+    columns excluded): what ``measured_bytes`` adds per record to the arrays' sizes."""
+    top = (np.array([0.5]), np.array([10 ** 6]), np.array([10 ** 6]), np.array([10 ** 6]))
+    unit = Unit(1)
+    part = Partition(1, [unit], top, 1)
+    candidates = CandidateSet(1, 1)
+    meaningful = MeaningfulSet(1)
+    builder = StackBuilder(1)
+    answer = Answer.empty()
+    return {
+        "raw slide": sys.getsizeof(np.empty(0, RAW)),
+        "array": sys.getsizeof(np.empty(0)),
+        "top": sys.getsizeof(top),
+        "unit": deep_size(unit, exclude=(unit.top,)) + WORD,
+        "partition": sys.getsizeof(part) + sys.getsizeof(part.units) + sys.getsizeof(part.kth) + PY_FLOAT + WORD,
+        "candidate set": deep_size(candidates) - array_bytes(candidates.columns),
+        "meaningful set": deep_size(meaningful) - meaningful.nbytes(),
+        "builder": deep_size(builder) - builder.nbytes(),
+        "answer": deep_size(answer) - array_bytes([answer.ids, answer.scores, answer.seq]),
+    }
+
+
+FIXED = _fixed_sizes()
+
+
 class SAPBase(Algorithm):
     """The SAP framework (Algorithm 1 per slide); subclasses choose the partitioning.
 
@@ -236,6 +276,13 @@ class SAPBase(Algorithm):
         self._slide: int | None = None
         self._raw: dict[int, np.ndarray] = {}
         self._raw_size = 0
+        self._raw_int_keys = 0  # slide numbers above the interpreter's cached small ints
+        self._raw_in_c = 0  # members of C of partitions whose raw slides are kept
+        self._part_tops = 0  # partitions holding their P_i^k (those whose raw slides are kept)
+        self._part_top_size = 0
+        self._units = 0  # finished units, in partitions and in the open partition
+        self._unit_tops = 0  # finished units holding a top k of their own (not their partition's)
+        self._unit_top_size = 0
         self._parts: list[Partition] = []
         self._serial = 0
         self._open: list[Unit] = []
@@ -296,14 +343,16 @@ class SAPBase(Algorithm):
             return
         front = parts[0]
         bound = gone * self._s
-        front.in_c -= self._C.expire(bound)
+        expired = self._C.expire(bound)
+        front.in_c -= expired
+        if front.raw:
+            self._raw_in_c -= expired
         self._M.expire(bound)
-        rows = self._raw.pop(gone, None)
-        if rows is not None:
-            self._raw_size -= len(rows)
+        self._raw_drop(gone)
         if front.last <= gone:
             self._M.clear()
             self._release(front)
+            self._units -= len(front.units)
             del parts[0]
         else:
             self._refill(front)
@@ -332,6 +381,8 @@ class SAPBase(Algorithm):
         if dead:
             self._C.insert(promoted, counts, front.serial)
             front.in_c += dead
+            if front.raw:
+                self._raw_in_c += dead
             self._counters["promotions"] += dead
 
     def _arrive(self, e: int, values: np.ndarray, arrivals: Top) -> None:
@@ -342,8 +393,7 @@ class SAPBase(Algorithm):
             chosen = kernels.slide_best(values, arrivals[1], k)
             self._counters["prefiltered"] += m - len(chosen)
             top = tuple(column[chosen] for column in arrivals)
-            self._raw[e] = _record(top)
-            self._raw_size += len(chosen)
+            self._raw_put(e, _record(top))
         else:
             top = arrivals
         unit = self._filling
@@ -355,6 +405,8 @@ class SAPBase(Algorithm):
         self._observe(values)
         if unit.slides == self._unit_slides:
             self._filling = None
+            self._units += 1
+            self._count_unit_top(unit, 1)
             self._unit_done(unit)
 
     def _observe(self, values: np.ndarray) -> None:
@@ -376,6 +428,12 @@ class SAPBase(Algorithm):
         by_serial = {p.serial: p for p in self._parts}
         for serial in dropped:
             by_serial[serial].in_c -= 1
+            self._raw_in_c -= by_serial[serial].raw
+        self._part_tops += 1
+        self._part_top_size += len(top[0])
+        self._raw_in_c += part.in_c
+        if len(units) == 1 and units[0].top is top:
+            self._count_unit_top(units[0], -1)
         negated = -top[0]
         for p in self._parts:
             if p.kth is not None and p.rho < k:
@@ -413,14 +471,43 @@ class SAPBase(Algorithm):
         if not part.raw:
             return
         for slide in range(part.first, part.last + 1):
-            rows = self._raw.pop(slide, None)
-            if rows is not None:
-                self._raw_size -= len(rows)
+            self._raw_drop(slide)
+        self._part_tops -= 1
+        self._part_top_size -= len(part.top[0])
+        self._raw_in_c -= part.in_c
+        for unit in part.units:
+            if unit.top is not None and unit.top is not part.top:
+                self._count_unit_top(unit, -1)
+            unit.top = None
         part.raw = False
         part.top = None
         part.top_seqs = NO_SEQS
-        for unit in part.units:
-            unit.top = None
+
+    def _raw_put(self, slide: int, rows: np.ndarray) -> None:
+        self._raw[slide] = rows
+        self._raw_size += len(rows)
+        self._raw_int_keys += slide > SMALL_INT
+
+    def _raw_drop(self, slide: int) -> None:
+        rows = self._raw.pop(slide, None)
+        if rows is not None:
+            self._raw_size -= len(rows)
+            self._raw_int_keys -= slide > SMALL_INT
+
+    def _count_unit_top(self, unit: Unit, sign: int) -> None:
+        self._unit_tops += sign
+        self._unit_top_size += sign * len(unit.top[0])
+
+    def _aggregates(self) -> dict[str, int]:
+        """The counters ``stats`` reads, recomputed from the structures (``O(partitions + units)``)."""
+        parts = self._parts
+        owner_top = {id(unit): p.top for p in parts for unit in p.units}
+        finished = [unit for p in parts for unit in p.units] + self._open
+        own = [unit for unit in finished if unit.top is not None and unit.top is not owner_top.get(id(unit))]
+        return {"_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
+                "_part_top_size": sum(len(p.top[0]) for p in parts if p.raw), "_units": len(finished),
+                "_unit_tops": len(own), "_unit_top_size": sum(len(unit.top[0]) for unit in own),
+                "_raw_int_keys": sum(slide > SMALL_INT for slide in self._raw)}
 
     def _open_tops(self) -> Top:
         """The best ``k`` of the open partition and the filling unit (cached per slide)."""
@@ -544,22 +631,52 @@ class SAPBase(Algorithm):
         return len(self._open_top[0]) + (len(self._filling.top[0]) if self._filling is not None else 0)
 
     def _stats(self) -> dict[str, Any]:
+        """Counters kept as the structures change (``O(1)``)."""
+        M = self._M
+        retained = self._raw_size + len(self._C) - self._raw_in_c
+        if self._parts and not self._parts[0].raw:
+            retained += len(M)
+        return {"candidates": len(self._C) + self._open_size() + len(M), "retained": retained,
+                "partitions": len(self._parts) + (1 if self._open or self._filling else 0),
+                "meaningful": len(M), **self._counters}
+
+    def footprints(self) -> list[Footprint]:
+        """Raw slides, ``C``, the open tops, the partitions and units, the S-AVLs (``O(1)``:
+        counts kept as the structures change; measured from array sizes and the per-record
+        sizes of the Python records, :data:`FIXED`)."""
+        builders = [p.builder for p in self._parts[:2] if p.builder is not None]
+        running = [p.running for p in self._parts[:2] if p.running is not None]
+        M = self._M
+        raw = Footprint(RAW_SLIDES, {"object": self._raw_size},
+                        (sys.getsizeof(self._raw) + len(self._raw) * FIXED["raw slide"] + self._raw_int_keys * PY_INT
+                         + self._raw_size * RAW.itemsize),
+                        owners=(self._raw,))
+        candidates = Footprint(CANDIDATES, {"candidate": len(self._C)},
+                               FIXED["candidate set"] + array_bytes(self._C.columns), owners=(self._C,))
+        answer = self._answer
+        tops = [self._open_top] + [top for top in (self._open_cache, None if self._filling is None else self._filling.top)
+                                   if top is not None]
+        arrays = {id(a): a for top in tops for a in top}
+        if answer is not None:
+            arrays.update((id(a), a) for a in (answer.ids, answer.scores, answer.seq))
+        opened = Footprint(OPEN_TOPS, {"object": self._open_size()},
+                           array_bytes(arrays.values()) + len(tops) * FIXED["top"] + FIXED["answer"]
+                           + (FIXED["unit"] if self._filling is not None else 0),
+                           owners=(self._open_top, self._open_cache, self._filling, answer))
         parts = self._parts
-        forming = [p.builder for p in parts if p.builder is not None]
-        retained = self._raw_size + sum(p.in_c for p in parts if not p.raw)
-        if parts and not parts[0].raw:
-            retained += len(self._M)
-        units = [u for p in parts for u in p.units] + self._open + ([self._filling] if self._filling else [])
-        words = (LAYOUT["raw"] * self._raw_size + LAYOUT["candidate"] * len(self._C)
-                 + LAYOUT["open_top"] * self._open_size()
-                 + LAYOUT["partition_top"] * sum(len(p.top[0]) for p in parts if p.top is not None)
-                 + LAYOUT["meaningful"] * (len(self._M) + sum(len(b) for b in forming))
-                 + LAYOUT["stack"] * (len(self._M.live_stacks()) + sum(len(b.stacks) for b in forming))
-                 + LAYOUT["partition"] * len(parts) + LAYOUT["unit"] * len(units)
-                 + LAYOUT["unit_top"] * sum(len(u.top[0]) for u in units if u.top is not None))
-        return {"candidates": len(self._C) + self._open_size() + len(self._M), "retained": retained,
-                "bytes": WORD * words, "partitions": len(parts) + (1 if self._open or self._filling else 0),
-                "meaningful": len(self._M), **self._counters}
+        measured = (sys.getsizeof(parts) + sys.getsizeof(self._open) + len(parts) * FIXED["partition"]
+                    + self._units * FIXED["unit"] + self._part_tops * (FIXED["top"] + 5 * FIXED["array"])
+                    + self._part_top_size * (RAW.itemsize + WORD)
+                    + self._unit_tops * (FIXED["top"] + 4 * FIXED["array"]) + self._unit_top_size * RAW.itemsize
+                    + len(running) * FIXED["top"] + array_bytes([a for top in running for a in top]))
+        partitions = Footprint(PARTITIONS, {"partition": len(parts), "partition_top": self._part_top_size,
+                                            "unit": self._units, "unit_top": self._unit_top_size},
+                               measured, owners=(parts, self._open, getattr(self, "_previous", None)))
+        savl = Footprint(SAVL, {"entry": len(M) + sum(len(b) for b in builders),
+                                "stack": M.stack_count + sum(b.stack_count for b in builders)},
+                         FIXED["meaningful set"] + M.nbytes() + sum(FIXED["builder"] + b.nbytes() for b in builders),
+                         owners=(M,))
+        return [raw, candidates, opened, partitions, savl]
 
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
@@ -582,13 +699,13 @@ class SAPBase(Algorithm):
             if len(row) != 5:
                 raise ValueError("a raw slide must be [slide, scores, seq, ids, t]")
             top = _top_in(row[1:])
-            self._raw[int(row[0])] = _record(top)
-            self._raw_size += len(top[0])
+            self._raw_put(int(row[0]), _record(top))
         self._parts = [Partition.from_json(p, self._k) for p in data["partitions"]]
         self._open = [Unit.from_json(u) for u in data["open"]]
         self._open_top = _top_in(data["open_top"])
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
+        self.__dict__.update(self._aggregates())
         self._load_variant(data["variant"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None if self._slide is not None else Answer.empty()
@@ -647,6 +764,7 @@ class SAPBase(Algorithm):
             raw_slides.update(range(u.first, u.last + 1))
         assert set(self._raw) <= raw_slides, "a raw slide outside the retained partitions"
         assert self._raw_size == sum(len(rows) for rows in self._raw.values())
+        assert all(getattr(self, name) == value for name, value in self._aggregates().items()), "stats counters"
         for slide, rows in self._raw.items():
             top = _columns(rows)
             keys = top[1] if self._expiry == 1 else top[3]

@@ -63,7 +63,8 @@ class SAP(SAPDynamic):
     none of it can be in an answer before ``U_v^k`` starts expiring); if the lowest score of
     ``U_v^tau`` is below ``F_theta``, only ``U_v^tau`` is scanned instead of the unit.
 
-    Memory (``bytes``): ``engine.algorithms.sap.core.LAYOUT``.
+    Memory (``bytes``): the layouts of ``engine.algorithms.sap.core`` (``RAW_SLIDES``,
+    ``CANDIDATES``, ``OPEN_TOPS``, ``PARTITIONS``, ``SAVL``).
 
     Examples
     --------

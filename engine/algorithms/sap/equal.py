@@ -36,8 +36,9 @@ class SAPEqual(SAPBase):
     Complexity per slide: ``O(s)`` selection, ``O(k log k)`` merges, ``O(|C|)`` vectorised
     expiry, ``O(log k)`` per S-AVL operation; ``O(|C| log |C|)`` per finished partition.
 
-    Memory (``bytes``): see ``engine.algorithms.sap.core.LAYOUT``; SAP keeps the raw best ``k``
-    of every slide of a partition until it knows that partition's ``M`` (``retained``).
+    Memory (``bytes``): the layouts of ``engine.algorithms.sap.core`` (``RAW_SLIDES``,
+    ``CANDIDATES``, ``OPEN_TOPS``, ``PARTITIONS``, ``SAVL``); SAP keeps the raw best ``k`` of every
+    slide of a partition until it knows that partition's ``M`` (``retained``).
 
     Examples
     --------

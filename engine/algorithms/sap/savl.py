@@ -241,8 +241,7 @@ class MeaningfulSet:
         self._entries, self._stacks = base + n, stacks + len(tops)
         waiting = self._queue[self._head:]
         waiting = np.concatenate((waiting[self._alive[waiting]], np.arange(base, base + n)))
-        keys = self._keys()
-        self._queue = waiting[np.argsort(keys[waiting], kind="stable")]
+        self._queue = waiting[np.argsort(pool.seq[waiting], kind="stable")]  # seq order is expiry order
         self._head = 0
 
     def _keys(self) -> np.ndarray:
@@ -318,5 +317,5 @@ class MeaningfulSet:
         waiting = self._queue[self._head:]
         alive = waiting[self._alive[waiting]]
         assert len(alive) == len(self), "the expiry queue misses entries"
-        keys = self._keys()[alive]
-        assert np.all(keys[1:] >= keys[:-1]), "the expiry queue is not oldest first"
+        seqs = self._pool.seq[alive]
+        assert np.all(seqs[1:] > seqs[:-1]), "the expiry queue is not oldest first"
