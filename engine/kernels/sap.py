@@ -83,6 +83,54 @@ def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, se
 
 
 @njit(cache=True)
+def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t):
+    """Algorithm 1 lines 7-11 for one slide, with Appendix C: the slide's best ``len(rows)``
+    objects (only they can ever be meaningful: they expire together) go to the raw record
+    array ``rows``, best first, and are merged with the filling unit's top ``u_*`` into
+    ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``O(m log k + k)``."""
+    chosen = slide_best(values, seq, k)
+    for i in range(len(chosen)):
+        r = chosen[i]
+        rows[i]["score"], rows[i]["seq"], rows[i]["id"], rows[i]["t"] = values[r], seq[r], ids[r], t[r]
+    i = j = 0
+    for out in range(len(score)):
+        if j >= len(chosen) or (i < len(u_score) and ranks_above(u_score[i], u_seq[i], values[chosen[j]],
+                                                                  seq[chosen[j]])):
+            score[out], out_seq[out], out_id[out], out_t[out] = u_score[i], u_seq[i], u_id[i], u_t[i]
+            i += 1
+        else:
+            r = chosen[j]
+            score[out], out_seq[out], out_id[out], out_t[out] = values[r], seq[r], ids[r], t[r]
+            j += 1
+
+
+@njit(cache=True)
+def answer_of_three(a_score, a_seq, a_id, b_score, b_seq, b_id, c_score, c_seq, c_id, ids, score, seq):
+    """The answer: the best ``len(ids)`` of three tops (``C``, ``P_m^k``, the filling unit's
+    top ``k``), best first, into ``ids, score, seq`` (``O(k)``)."""
+    i = j = h = 0
+    for out in range(len(ids)):
+        pick = 0
+        best_score, best_seq = 0.0, 0
+        if i < len(a_score):
+            pick, best_score, best_seq = 1, a_score[i], a_seq[i]
+        if j < len(b_score) and (pick == 0 or ranks_above(b_score[j], b_seq[j], best_score, best_seq)):
+            pick, best_score, best_seq = 2, b_score[j], b_seq[j]
+        if h < len(c_score) and (pick == 0 or ranks_above(c_score[h], c_seq[h], best_score, best_seq)):
+            pick, best_score, best_seq = 3, c_score[h], c_seq[h]
+        score[out], seq[out] = best_score, best_seq
+        if pick == 1:
+            ids[out] = a_id[i]
+            i += 1
+        elif pick == 2:
+            ids[out] = b_id[j]
+            j += 1
+        else:
+            ids[out] = c_id[h]
+            h += 1
+
+
+@njit(cache=True)
 def count_ranked_above(scores, seqs, key_score, key_seq):
     """How many objects rank above the key ``(score, seq)`` (``O(m)``)."""
     count = 0

@@ -71,6 +71,9 @@ class CandidateSet:
     ([4.0, 3.0, 2.0], [0, 1, 0])
     """
 
+    ROW_BYTES = 6 * 8
+    """Bytes of one member in the six columns."""
+
     def __init__(self, k: int, expiry_index: int) -> None:
         self.k = k
         self._expiry = expiry_index

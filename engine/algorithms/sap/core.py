@@ -52,6 +52,8 @@ FORMING_STATES = ("forming", "ready")
 
 NO_SEQS = np.empty(0, np.int64)
 
+NO_TOP = empty_top()
+
 SMALL_INT = 256
 """Python caches the ints up to 256: a dict key above it is an object of its own."""
 
@@ -238,6 +240,15 @@ def _fixed_sizes() -> dict[str, int]:
 FIXED = _fixed_sizes()
 
 
+def _top_bytes(top: Top) -> int:
+    """Real bytes of a top: its tuple and four arrays (``O(1)``)."""
+    return FIXED["top"] + 4 * FIXED["array"] + len(top[0]) * RAW.itemsize
+
+WORDS = {layout.name: {kind: layout.words(kind) for kind in layout.records}
+         for layout in (RAW_SLIDES, CANDIDATES, OPEN_TOPS, PARTITIONS, SAVL)}
+"""Words per record of every layout, computed once."""
+
+
 class SAPBase(Algorithm):
     """The SAP framework (Algorithm 1 per slide); subclasses choose the partitioning.
 
@@ -292,6 +303,7 @@ class SAPBase(Algorithm):
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
+        self._fixed_bytes: int | None = None
         self._counters = {"arrivals": 0, "prefiltered": 0, "refines": 0, "refine_drops": 0, "promotions": 0,
                           "savl_builds": 0, "savl_builds_avoided": 0, "savl_dropped": 0, "scanned": 0,
                           "units_skipped": 0, "tests": 0, "splits": 0}
@@ -389,19 +401,19 @@ class SAPBase(Algorithm):
         k = self._k
         m = len(values)
         self._counters["arrivals"] += m
-        if m:
-            chosen = kernels.slide_best(values, arrivals[1], k)
-            self._counters["prefiltered"] += m - len(chosen)
-            top = tuple(column[chosen] for column in arrivals)
-            self._raw_put(e, _record(top))
-        else:
-            top = arrivals
         unit = self._filling
         if unit is None:
             unit = self._filling = Unit(e)
         unit.slides += 1
         unit.objects += m
-        unit.top = merge_tops(unit.top, top, k)
+        if m:
+            chosen = min(k, m)
+            self._counters["prefiltered"] += m - chosen
+            rows = np.empty(chosen, RAW)
+            top = empty_top(min(k, chosen + len(unit.top[0])))
+            kernels.take_slide(values, *arrivals[1:], k, rows, *unit.top, *top)
+            unit.top = top
+            self._raw_put(e, rows)
         self._observe(values)
         if unit.slides == self._unit_slides:
             self._filling = None
@@ -615,8 +627,13 @@ class SAPBase(Algorithm):
     def topk(self) -> Answer:
         """The top ``k`` of ``C``, ``P_m^k`` and the filling unit (``O(k log k)``, cached)."""
         if self._answer is None:
-            top = merge_tops(self._C.top(self._k), self._open_tops(), self._k)
-            self._answer = Answer(top[2].copy(), top[0].copy(), top[1].copy())
+            C, open_top = self._C, self._open_top
+            filling = self._filling.top if self._filling is not None else NO_TOP
+            n = min(self._k, len(C) + len(open_top[0]) + len(filling[0]))
+            answer = Answer(np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64))
+            kernels.answer_of_three(C.score, C.seq, C.ids, *open_top[:3], *filling[:3],
+                                    answer.ids, answer.scores, answer.seq)
+            self._answer = answer
         return self._answer
 
     def candidates(self) -> np.ndarray:
@@ -640,43 +657,76 @@ class SAPBase(Algorithm):
                 "partitions": len(self._parts) + (1 if self._open or self._filling else 0),
                 "meaningful": len(M), **self._counters}
 
-    def footprints(self) -> list[Footprint]:
-        """Raw slides, ``C``, the open tops, the partitions and units, the S-AVLs (``O(1)``:
-        counts kept as the structures change; measured from array sizes and the per-record
-        sizes of the Python records, :data:`FIXED`)."""
+    def _structures(self) -> list[tuple]:
+        """``(layout, counts, measured bytes, owners)`` of every structure: raw slides, ``C``,
+        the open tops, the partitions and units, the S-AVLs.  ``O(1)``: the counts are kept as
+        the structures change; the measured bytes come from array sizes and the per-record
+        sizes of the Python records (:data:`FIXED`)."""
         builders = [p.builder for p in self._parts[:2] if p.builder is not None]
         running = [p.running for p in self._parts[:2] if p.running is not None]
         M = self._M
-        raw = Footprint(RAW_SLIDES, {"object": self._raw_size},
-                        (sys.getsizeof(self._raw) + len(self._raw) * FIXED["raw slide"] + self._raw_int_keys * PY_INT
-                         + self._raw_size * RAW.itemsize),
-                        owners=(self._raw,))
-        candidates = Footprint(CANDIDATES, {"candidate": len(self._C)},
-                               FIXED["candidate set"] + array_bytes(self._C.columns), owners=(self._C,))
+        raw = (RAW_SLIDES, {"object": self._raw_size},
+               (sys.getsizeof(self._raw) + len(self._raw) * FIXED["raw slide"] + self._raw_int_keys * PY_INT
+                + self._raw_size * RAW.itemsize), (self._raw,))
+        candidates = (CANDIDATES, {"candidate": len(self._C)},
+                      FIXED["candidate set"] + 6 * FIXED["array"] + len(self._C) * CandidateSet.ROW_BYTES, (self._C,))
         answer = self._answer
-        tops = [self._open_top] + [top for top in (self._open_cache, None if self._filling is None else self._filling.top)
-                                   if top is not None]
-        arrays = {id(a): a for top in tops for a in top}
-        if answer is not None:
-            arrays.update((id(a), a) for a in (answer.ids, answer.scores, answer.seq))
-        opened = Footprint(OPEN_TOPS, {"object": self._open_size()},
-                           array_bytes(arrays.values()) + len(tops) * FIXED["top"] + FIXED["answer"]
-                           + (FIXED["unit"] if self._filling is not None else 0),
-                           owners=(self._open_top, self._open_cache, self._filling, answer))
+        tops = {id(top): top for top in (self._open_top, self._open_cache,
+                                         None if self._filling is None else self._filling.top) if top is not None}
+        opened = (OPEN_TOPS, {"object": self._open_size()},
+                  (sum(_top_bytes(top) for top in tops.values()) + FIXED["answer"]
+                   + (0 if answer is None else 3 * FIXED["array"] + len(answer) * 3 * WORD)
+                   + (FIXED["unit"] if self._filling is not None else 0)),
+                  (self._open_top, self._open_cache, self._filling, answer))
         parts = self._parts
         measured = (sys.getsizeof(parts) + sys.getsizeof(self._open) + len(parts) * FIXED["partition"]
                     + self._units * FIXED["unit"] + self._part_tops * (FIXED["top"] + 5 * FIXED["array"])
                     + self._part_top_size * (RAW.itemsize + WORD)
                     + self._unit_tops * (FIXED["top"] + 4 * FIXED["array"]) + self._unit_top_size * RAW.itemsize
-                    + len(running) * FIXED["top"] + array_bytes([a for top in running for a in top]))
-        partitions = Footprint(PARTITIONS, {"partition": len(parts), "partition_top": self._part_top_size,
-                                            "unit": self._units, "unit_top": self._unit_top_size},
-                               measured, owners=(parts, self._open, getattr(self, "_previous", None)))
-        savl = Footprint(SAVL, {"entry": len(M) + sum(len(b) for b in builders),
-                                "stack": M.stack_count + sum(b.stack_count for b in builders)},
-                         FIXED["meaningful set"] + M.nbytes() + sum(FIXED["builder"] + b.nbytes() for b in builders),
-                         owners=(M,))
+                    + sum(_top_bytes(top) for top in running))
+        partitions = (PARTITIONS, {"partition": len(parts), "partition_top": self._part_top_size,
+                                   "unit": self._units, "unit_top": self._unit_top_size},
+                      measured, (parts, self._open, getattr(self, "_previous", None)))
+        savl = (SAVL, {"entry": len(M) + sum(len(b) for b in builders),
+                       "stack": M.stack_count + sum(b.stack_count for b in builders)},
+                FIXED["meaningful set"] + M.nbytes() + sum(FIXED["builder"] + b.nbytes() for b in builders), (M,))
         return [raw, candidates, opened, partitions, savl]
+
+    def footprints(self) -> list[Footprint]:
+        """The footprint of every structure (``O(1)``, see :meth:`_structures`)."""
+        return [Footprint(layout, counts, measured, owners=owners)
+                for layout, counts, measured, owners in self._structures()]
+
+    def memory(self) -> tuple[int, int]:
+        """``(bytes, measured_bytes)`` in ``O(1)``: the footprints' sums without building them,
+        plus the algorithm's other attributes (settings, counters: measured once by a walk,
+        ``O(attributes)``, then the variable-sized ones added, :meth:`_attribute_bytes`)."""
+        modelled = measured = 0
+        for layout, counts, size, _ in self._structures():
+            words = WORDS[layout.name]
+            modelled += sum(words[kind] * n for kind, n in counts.items())
+            measured += size
+        if self._fixed_bytes is None:
+            owners = tuple(owner for part in self._structures() for owner in part[3])
+            self._fixed_bytes = 0
+            self._fixed_bytes = (deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
+                                 - self._attribute_bytes())
+        return WORD * modelled, measured + self._fixed_bytes + self._attribute_bytes()
+
+    def stats(self) -> dict[str, Any]:
+        """``candidates``, ``retained``, ``bytes``, ``measured_bytes`` and the counters (``O(1)``)."""
+        out = self._stats()
+        out["bytes"], out["measured_bytes"] = self.memory()
+        return out
+
+    def measured_bytes(self, parts: list[Footprint] | None = None) -> int:
+        """The real size of the working structures (``O(1)``, :meth:`memory`)."""
+        return self.memory()[1]
+
+    def _attribute_bytes(self) -> int:
+        """Bytes of the attributes outside the structures whose size changes: the counters'
+        values (``O(1)``; the variants add theirs)."""
+        return PY_INT * sum(value > SMALL_INT for value in self._counters.values())
 
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:

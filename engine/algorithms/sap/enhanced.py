@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -202,6 +203,9 @@ class SAP(SAPDynamic):
         if lowest is not None:
             self._promote(front, self._M.pop_columns(len(self._M), above=lowest))
         self._refill(front)
+
+    def _attribute_bytes(self) -> int:
+        return super()._attribute_bytes() + sys.getsizeof(self._above)
 
     # ----------------------------------------------------------------- state
     def _dump_variant(self) -> dict:
