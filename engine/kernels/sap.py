@@ -435,3 +435,45 @@ def m_expire(heap, pos, meta, e_score, e_seq, below, alive, top, stack_of, queue
         _m_pop_stack(heap, pos, meta, e_score, e_seq, below, alive, top, stack_of[entry])
         gone += 1
     return head, gone
+
+
+# ----------------------------------------------------------------- TBUI
+@njit(cache=True)
+def kth_highest(values, j):
+    """The ``j``-th highest value (the paper's median search, ``O(len)``)."""
+    return np.partition(values, len(values) - j)[len(values) - j]
+
+
+@njit(cache=True)
+def _keep_at_least(above, n, tau):
+    kept = 0
+    for i in range(n):
+        if above[i] >= tau:
+            above[kept] = above[i]
+            kept += 1
+    return kept
+
+
+@njit(cache=True)
+def tbui_observe(values, above, n, tau, zeta, limit, initialising):
+    """Algorithm 2 lines 3-9 for one slide: the slide's scores of at least ``tau`` join
+    ``U^tau`` (``above[:n]``, room for them required); during the initialisation ``tau`` rises
+    to the ``zeta``-th highest of ``U^tau`` whenever ``|U^tau| >= 2 zeta``, afterwards once when
+    ``|U^tau| > limit`` (the uptrend).  Returns ``(n, tau)``; ``O(s + |U^tau|)``."""
+    for v in values:
+        if v >= tau:
+            above[n] = v
+            n += 1
+    if initialising:
+        while n >= 2 * zeta:
+            raised = kth_highest(above[:n], zeta)
+            if raised <= tau:
+                break
+            tau = raised
+            n = _keep_at_least(above, n, tau)
+    elif n > limit:
+        raised = kth_highest(above[:n], zeta)
+        if raised > tau:
+            tau = raised
+            n = _keep_at_least(above, n, tau)
+    return n, tau

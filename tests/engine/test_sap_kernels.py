@@ -217,3 +217,33 @@ def test_meaningful_set_follows_a_list_of_stacks(seed):
         assert len(m) == sum(len(s) for s in stacks)
         assert sorted(m.seqs().tolist()) == sorted(e[1] for s in stacks for e in s)
         assert m.best() == (max((s[-1] for s in stacks if s), key=lambda e: (e[0], e[1])) if any(stacks) else None)
+
+
+def reference_observe(above, values, tau, zeta, limit, initialising):
+    """Algorithm 2 lines 3-9 with Python lists: U^tau grows by the scores >= tau; tau rises to
+    the zeta-th highest of U^tau (at |U^tau| >= 2 zeta while initialising, else above limit)."""
+    above = above + [v for v in values if v >= tau]
+    while (len(above) >= 2 * zeta) if initialising else (len(above) > limit):
+        raised = sorted(above, reverse=True)[zeta - 1]
+        if raised <= tau:
+            break
+        tau = raised
+        above = [v for v in above if v >= tau]
+        if not initialising:
+            break
+    return above, tau
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_tbui_observe_follows_algorithm_2(seed):
+    rng = np.random.default_rng(seed)
+    zeta = int(rng.integers(1, 6))
+    limit = max(2 * zeta, zeta + int(rng.integers(0, 5)))
+    initialising = bool(rng.integers(0, 2))
+    above, tau = [], -np.inf
+    buffer, n, got_tau = np.empty(1000), 0, -np.inf
+    for _ in range(20):
+        values = rng.integers(0, 6, int(rng.integers(0, 8))).astype(np.float64)
+        above, tau = reference_observe(above, values.tolist(), tau, zeta, limit, initialising)
+        n, got_tau = kernels.tbui_observe(values, buffer, n, got_tau, zeta, limit, initialising)
+        assert got_tau == tau and sorted(buffer[:n].tolist()) == sorted(above)

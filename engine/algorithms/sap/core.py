@@ -260,7 +260,7 @@ class SAPBase(Algorithm):
        ``M_0`` (``O(log k)``).  When ``P_0`` is gone, ``P_1`` becomes the front and its S-AVL
        becomes ``M_0``.
     2. **Arrival** (lines 7-11): only the slide's best ``k`` can ever be meaningful (its objects
-       expire together; Appendix C), selected by ``argpartition`` (``O(s)``); they are kept as the
+       expire together; Appendix C), selected by a heap (``O(s log k)``); they are kept as the
        slide's raw objects and merged into the open unit's top ``k`` (``O(k)``).
     3. **Partitioning** (line 12): when a unit is complete the variant decides whether a
        partition is finished; a finished ``P_m^k`` is merged into ``C`` (``Refine``, ``O(|C|)``)
