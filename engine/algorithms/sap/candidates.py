@@ -23,12 +23,6 @@ def empty_columns(n: int) -> tuple:
     return (*empty_top(n), np.empty(n, np.int64), np.empty(n, np.int64))
 
 
-def best_of(top: Top, k: int) -> Top:
-    """The best ``k`` of an unordered top, ranked (``O(m log k)``)."""
-    chosen = kernels.slide_best(top[0], top[1], k)
-    return tuple(column[chosen] for column in top)
-
-
 def merge_tops(a: Top, b: Top, k: int) -> Top:
     """The best ``k`` of two ranked tops, ranked (one merge, ``O(k)``).
 
@@ -56,7 +50,7 @@ class CandidateSet:
 
     Columns: score, seq, id, t, the counter ``D(o, C)`` (how many candidates of later
     partitions rank above ``o``) and the partition serial.  :meth:`refine` is the paper's
-    one-pass merge (``O(|C| + k)`` plus a sort of the merged arrays): every arrival of the
+    one-pass merge (``O(|C| + k)``, :func:`engine.kernels.sap.refine`): every arrival of the
     finished partition is newer than every member, so it dominates exactly the members scoring
     at most its score; members reaching ``k`` leave.
 

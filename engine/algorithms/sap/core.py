@@ -255,7 +255,7 @@ class SAPBase(Algorithm):
     Per slide (``process``), in this order:
 
     1. **Expiry** (Algorithm 1 lines 1-6): the oldest slide leaves ``P_0``; its candidates leave
-       ``C`` (one vectorised pass, ``O(|C|)``) and its S-AVL entries leave ``M_0``
+       ``C`` (one counting pass, ``O(|C|)``) and its S-AVL entries leave ``M_0``
        (``O(log k)`` each); every expired member of ``P_0^k`` is replaced by the best entry of
        ``M_0`` (``O(log k)``).  When ``P_0`` is gone, ``P_1`` becomes the front and its S-AVL
        becomes ``M_0``.
@@ -318,7 +318,7 @@ class SAPBase(Algorithm):
 
     # ----------------------------------------------------------------- per slide
     def process(self, batch: Batch) -> None:
-        """One slide: ``O(s + |C| + k log k)`` vectorised plus ``O(log k)`` per S-AVL operation."""
+        """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation."""
         e = batch.end // self._s
         if self._slide is None:
             self._slide = e - 1

@@ -253,10 +253,6 @@ class MeaningfulSet:
             return None
         return self._pool.entry(int(self._top[self._heap[0]]))
 
-    def best_key(self) -> tuple | None:
-        best = self.best()
-        return None if best is None else (best[0], best[1])
-
     def pop_columns(self, count: int, above: tuple | None = None) -> tuple:
         """Remove up to ``count`` best entries (only those ranking above the key ``above``, if
         given); their columns ``(score, seq, id, t)``, best first (``O(log k)`` each)."""
