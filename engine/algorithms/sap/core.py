@@ -662,8 +662,14 @@ class SAPBase(Algorithm):
         the open tops, the partitions and units, the S-AVLs.  ``O(1)``: the counts are kept as
         the structures change; the measured bytes come from array sizes and the per-record
         sizes of the Python records (:data:`FIXED`)."""
-        builders = [p.builder for p in self._parts[:2] if p.builder is not None]
-        running = [p.running for p in self._parts[:2] if p.running is not None]
+        entries = stacks = savl_bytes = running_bytes = 0
+        for part in self._parts[:2]:
+            if part.builder is not None:
+                entries += len(part.builder)
+                stacks += part.builder.stack_count
+                savl_bytes += FIXED["builder"] + part.builder.nbytes()
+            if part.running is not None:
+                running_bytes += _top_bytes(part.running)
         M = self._M
         raw = (RAW_SLIDES, {"object": self._raw_size},
                (sys.getsizeof(self._raw) + len(self._raw) * FIXED["raw slide"] + self._raw_int_keys * PY_INT
@@ -671,25 +677,27 @@ class SAPBase(Algorithm):
         candidates = (CANDIDATES, {"candidate": len(self._C)},
                       FIXED["candidate set"] + 6 * FIXED["array"] + len(self._C) * CandidateSet.ROW_BYTES, (self._C,))
         answer = self._answer
-        tops = {id(top): top for top in (self._open_top, self._open_cache,
-                                         None if self._filling is None else self._filling.top) if top is not None}
+        open_top, cache, filling = self._open_top, self._open_cache, self._filling
+        tops_bytes = _top_bytes(open_top)
+        if filling is not None:
+            tops_bytes += FIXED["unit"] + _top_bytes(filling.top)
+        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
+            tops_bytes += _top_bytes(cache)
         opened = (OPEN_TOPS, {"object": self._open_size()},
-                  (sum(_top_bytes(top) for top in tops.values()) + FIXED["answer"]
-                   + (0 if answer is None else 3 * FIXED["array"] + len(answer) * 3 * WORD)
-                   + (FIXED["unit"] if self._filling is not None else 0)),
+                  (tops_bytes + FIXED["answer"]
+                   + (0 if answer is None else 3 * FIXED["array"] + len(answer) * 3 * WORD)),
                   (self._open_top, self._open_cache, self._filling, answer))
         parts = self._parts
         measured = (sys.getsizeof(parts) + sys.getsizeof(self._open) + len(parts) * FIXED["partition"]
                     + self._units * FIXED["unit"] + self._part_tops * (FIXED["top"] + 5 * FIXED["array"])
                     + self._part_top_size * (RAW.itemsize + WORD)
                     + self._unit_tops * (FIXED["top"] + 4 * FIXED["array"]) + self._unit_top_size * RAW.itemsize
-                    + sum(_top_bytes(top) for top in running))
+                    + running_bytes)
         partitions = (PARTITIONS, {"partition": len(parts), "partition_top": self._part_top_size,
                                    "unit": self._units, "unit_top": self._unit_top_size},
                       measured, (parts, self._open, getattr(self, "_previous", None)))
-        savl = (SAVL, {"entry": len(M) + sum(len(b) for b in builders),
-                       "stack": M.stack_count + sum(b.stack_count for b in builders)},
-                FIXED["meaningful set"] + M.nbytes() + sum(FIXED["builder"] + b.nbytes() for b in builders), (M,))
+        savl = (SAVL, {"entry": len(M) + entries, "stack": M.stack_count + stacks},
+                FIXED["meaningful set"] + M.nbytes() + savl_bytes, (M,))
         return [raw, candidates, opened, partitions, savl]
 
     def footprints(self) -> list[Footprint]:
@@ -704,7 +712,8 @@ class SAPBase(Algorithm):
         modelled = measured = 0
         for layout, counts, size, _ in self._structures():
             words = WORDS[layout.name]
-            modelled += sum(words[kind] * n for kind, n in counts.items())
+            for kind, n in counts.items():
+                modelled += words[kind] * n
             measured += size
         if self._fixed_bytes is None:
             owners = tuple(owner for part in self._structures() for owner in part[3])

@@ -44,8 +44,9 @@ class _Pool:
         self.below = np.empty(0, np.int64)
 
     def reserve(self, used: int, needed: int) -> None:
-        self.score, self.seq, self.ids, self.t, self.below = _grow(
-            [self.score, self.seq, self.ids, self.t, self.below], used, needed)
+        if needed > len(self.score):
+            self.score, self.seq, self.ids, self.t, self.below = _grow(
+                [self.score, self.seq, self.ids, self.t, self.below], used, needed)
 
     def entry(self, i: int) -> tuple:
         return (float(self.score[i]), int(self.seq[i]), int(self.ids[i]), int(self.t[i]))
@@ -59,7 +60,8 @@ class _Pool:
         return out[::-1]
 
     def nbytes(self) -> int:
-        return 5 * ARRAY_HEADER + sum(column.nbytes for column in (self.score, self.seq, self.ids, self.t, self.below))
+        """Bytes of the five columns at their capacity (``O(1)``)."""
+        return 5 * ARRAY_HEADER + 40 * len(self.score)
 
 
 class StackBuilder:
@@ -119,7 +121,8 @@ class StackBuilder:
                        np.zeros(1, np.int64))
 
     def nbytes(self) -> int:
-        return self.pool.nbytes() + 3 * ARRAY_HEADER + self.top.nbytes + self.order.nbytes + self.meta.nbytes
+        """Bytes of the pool and the arrays of stacks (``O(1)``)."""
+        return self.pool.nbytes() + 3 * ARRAY_HEADER + 16 * self.capacity + 24
 
     def check(self) -> None:
         """Stacks ordered bottom to top by rising key and falling seq; the tops sorted."""
@@ -193,6 +196,7 @@ class MeaningfulSet:
         self._entries = 0
         self._stacks = 0
         self._meta = np.zeros(2, np.int64)  # heap size (live stacks), live entries
+        self._measure()
 
     def __len__(self) -> int:
         return int(self._meta[1])
@@ -243,6 +247,7 @@ class MeaningfulSet:
         waiting = np.concatenate((waiting[self._alive[waiting]], np.arange(base, base + n)))
         self._queue = waiting[np.argsort(pool.seq[waiting], kind="stable")]  # seq order is expiry order
         self._head = 0
+        self._measure()
 
     def _keys(self) -> np.ndarray:
         return self._pool.seq if self._expiry == 1 else self._pool.t
@@ -292,8 +297,12 @@ class MeaningfulSet:
         return [entry for stack in self.live_stacks() for entry in stack]
 
     def nbytes(self) -> int:
+        """Bytes of every column at its capacity (``O(1)``: measured when they are reallocated)."""
+        return self._bytes
+
+    def _measure(self) -> None:
         arrays = (self._alive, self._stack_of, self._top, self._heap, self._pos, self._queue, self._meta)
-        return self._pool.nbytes() + len(arrays) * ARRAY_HEADER + sum(array.nbytes for array in arrays)
+        self._bytes = self._pool.nbytes() + len(arrays) * ARRAY_HEADER + sum(array.nbytes for array in arrays)
 
     def check(self) -> None:
         stacks = self.live_stacks()
