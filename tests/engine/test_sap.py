@@ -17,6 +17,7 @@ from engine.algorithms.sap.dynamic import eta, max_partition_slides, split_test,
 from engine.algorithms.sap.enhanced import zeta_max, zeta_star
 from engine.algorithms.sap.equal import equal_partition_slides
 from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
+from engine.memory import deep_size
 from tests.streams import assert_same_answer, check_against_oracle
 
 VARIANTS = ["sap-equal", "sap-dynamic", "sap"]
@@ -90,7 +91,7 @@ def test_meaningful_set_pops_the_best_and_expires_tops():
         if rng.random() < 0.5:
             best = m.best()
             assert (best[0], best[1]) == max((e[0], e[1]) for e in alive.values())
-            assert m.pop_best() is best
+            assert m.pop_best() == best
             del alive[best[1]]
         else:
             bound += 7
@@ -298,11 +299,22 @@ def test_stats_count_every_structure(name):
     q = engine.Query(weights=[1.0], k=6, window=300, slide=5)
     rng = np.random.default_rng(6)
     alg = run(name, -np.arange(3000) / 3000 + 0.1 * rng.random(3000), q)
+    alg.topk()
     stats = alg.stats()
+    parts = alg.footprints()
     assert stats["candidates"] == len(alg.candidates())
     assert stats["retained"] >= stats["candidates"] - len(alg._open_top[0])
     assert stats["bytes"] > 0 and stats["partitions"] >= 1
     assert set(alg.topk().seq.tolist()) <= set(alg.candidates().tolist())
+    assert stats["bytes"] == sum(part.modelled for part in parts)
+    # the O(1) measured figure: the footprints plus the other attributes, walked for real here
+    owners = tuple(owner for part in parts for owner in part.owners)
+    rest = deep_size(alg.__dict__, exclude=(alg.q, alg.params, *owners))
+    assert abs(stats["measured_bytes"] - sum(part.measured for part in parts) - rest) <= 0.05 * rest
+    # the counts kept as the structures change are those of the structures
+    assert stats["retained"] == len(alg._C) + alg._raw_size - sum(p.in_c for p in alg._parts if p.raw) \
+        + (len(alg._M) if alg._parts and not alg._parts[0].raw else 0)
+    assert parts[0].counts["object"] == sum(len(rows) for rows in alg._raw.values())
 
 
 @pytest.mark.parametrize("name", VARIANTS)

@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ranking import top_indices
+from ...kernels import sap as kernels
 
 Top = tuple  # (score float64, seq int64, id int64, t int64), best first
 
 
-def empty_top() -> Top:
-    return (np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+def empty_top(n: int = 0) -> Top:
+    """A top of ``n`` uninitialised rows (empty by default)."""
+    return (np.empty(n, np.float64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
 
 
-def best_of(top: Top, k: int) -> Top:
-    """The best ``k`` of an unordered top, ranked (``O(m + k log k)``)."""
-    chosen = top_indices(top[0], top[1], k)
-    return tuple(column[chosen] for column in top)
+def empty_columns(n: int) -> tuple:
+    """The six columns of ``C`` for ``n`` rows, uninitialised."""
+    return (*empty_top(n), np.empty(n, np.int64), np.empty(n, np.int64))
 
 
 def merge_tops(a: Top, b: Top, k: int) -> Top:
-    """The best ``k`` of two tops, ranked (``O(|a| + |b| + k log k)``).
+    """The best ``k`` of two ranked tops, ranked (one merge, ``O(k)``).
 
     >>> a = (np.array([5.0, 1.0]), np.array([0, 1]), np.array([0, 1]), np.array([0, 1]))
     >>> b = (np.array([3.0]), np.array([2]), np.array([2]), np.array([2]))
@@ -35,15 +35,14 @@ def merge_tops(a: Top, b: Top, k: int) -> Top:
         return a if len(a[0]) <= k else tuple(column[:k] for column in a)
     if not len(a[0]):
         return b if len(b[0]) <= k else tuple(column[:k] for column in b)
-    if len(a[0]) >= k and (b[0][0], b[1][0]) < (a[0][k - 1], a[1][k - 1]):
-        return a if len(a[0]) == k else tuple(column[:k] for column in a)
-    return best_of(tuple(np.concatenate((x, y)) for x, y in zip(a, b)), k)
+    out = empty_top(min(k, len(a[0]) + len(b[0])))
+    kernels.merge_ranked(*a, *b, *out)
+    return out
 
 
 def count_above(scores: np.ndarray, seqs: np.ndarray, key: tuple) -> int:
-    """How many of the objects rank above ``key = (score, seq)`` (vectorised, ``O(m)``)."""
-    value, seq = key
-    return int(np.count_nonzero((scores > value) | ((scores == value) & (seqs > seq))))
+    """How many of the objects rank above ``key = (score, seq)`` (``O(m)``)."""
+    return int(kernels.count_ranked_above(scores, seqs, key[0], key[1]))
 
 
 class CandidateSet:
@@ -51,7 +50,7 @@ class CandidateSet:
 
     Columns: score, seq, id, t, the counter ``D(o, C)`` (how many candidates of later
     partitions rank above ``o``) and the partition serial.  :meth:`refine` is the paper's
-    one-pass merge (``O(|C| + k)`` plus a sort of the merged arrays): every arrival of the
+    one-pass merge (``O(|C| + k)``, :func:`engine.kernels.sap.refine`): every arrival of the
     finished partition is newer than every member, so it dominates exactly the members scoring
     at most its score; members reaching ``k`` leave.
 
@@ -65,6 +64,9 @@ class CandidateSet:
     >>> c.score.tolist(), c.count.tolist()
     ([4.0, 3.0, 2.0], [0, 1, 0])
     """
+
+    ROW_BYTES = 6 * 8
+    """Bytes of one member in the six columns."""
 
     def __init__(self, k: int, expiry_index: int) -> None:
         self.k = k
@@ -92,66 +94,35 @@ class CandidateSet:
 
     def refine(self, top: Top, part: int) -> list[int]:
         """Merge a finished partition's ``P^k`` (newer than every member); return the
-        partition serials of the members dropped (one per member)."""
-        new_score = top[0]
-        dropped: list[int] = []
-        if len(self.score) and len(new_score):
-            # new_score is best first: above[i] = how many new scores are >= member i's score
-            above = np.searchsorted(-new_score, -self.score, side="right")
-            self.count = self.count + above
-            dead = self.count >= self.k
-            if dead.any():
-                dropped = self.part[dead].tolist()
-                keep = ~dead
-                self._set(tuple(column[keep] for column in self.columns))
-        merged = (np.concatenate((self.score, new_score)), np.concatenate((self.seq, top[1])),
-                  np.concatenate((self.ids, top[2])), np.concatenate((self.t, top[3])),
-                  np.concatenate((self.count, np.zeros(len(new_score), np.int64))),
-                  np.concatenate((self.part, np.full(len(new_score), part, np.int64))))
-        order = np.lexsort((-merged[1], -merged[0]))
-        self._set(tuple(column[order] for column in merged))
-        return dropped
+        partition serials of the members dropped (one per member).  ``O(|C| + k)``."""
+        dead = int(kernels.add_dominators(self.score, self.count, top[0], self.k)) if len(top[0]) else 0
+        columns = empty_columns(len(self) - dead + len(top[0]))
+        dropped = np.empty(dead, np.int64)
+        kernels.refine(*self.columns, *top, part, self.k, *columns, dropped)
+        self._set(columns)
+        return dropped.tolist()
 
     def expire(self, bound: int) -> int:
         """Drop members whose expiry key is below ``bound`` (``O(|C|)``); returns how many."""
-        dead = self.keys() < bound
-        gone = int(np.count_nonzero(dead))
+        keys = self.keys()
+        gone = int(kernels.count_expired(keys, bound))
         if gone:
-            keep = ~dead
+            keep = kernels.keep_alive(keys, bound)
             self._set(tuple(column[keep] for column in self.columns))
         return gone
 
-    def dominators(self, entries: list[tuple], part: int) -> np.ndarray:
-        """For objects of partition ``part`` (older than every other member), how many
-        candidates of other partitions rank above each: those scoring at least as much
-        (``O(|C| + e log |C|)``)."""
-        later = self.score[self.part != part]
-        values = np.array([entry[0] for entry in entries], np.float64)
-        return np.searchsorted(-later, -values, side="right")
+    def dominators(self, values: np.ndarray, part: int) -> np.ndarray:
+        """For objects of partition ``part`` (older than every other member), scores given best
+        first: how many candidates of other partitions rank above each, i.e. score at least
+        as much (``O(|C| + e)``)."""
+        return kernels.dominators(self.score, self.part, values, part)
 
-    def insert(self, entries: list[tuple], counts, part: int) -> None:
-        """Insert promoted objects of partition ``part``, given best first, with their counters
-        (``O(|C|)`` vectorised plus ``O(log |C|)`` per entry)."""
-        score, seq = self.score, self.seq
-        negated = -score
-        values = np.array([e[0] for e in entries], np.float64)
-        positions = np.searchsorted(negated, -values, side="left")
-        ends = np.searchsorted(negated, -values, side="right")
-        for j in np.flatnonzero(ends > positions).tolist():  # equal scores: newer first
-            positions[j] += int(np.count_nonzero(seq[positions[j]:ends[j]] > entries[j][1]))
-        places = np.asarray(positions, np.int64) + np.arange(len(entries))
-        keep = np.ones(len(score) + len(entries), bool)
-        keep[places] = False
-        new = (values, np.array([e[1] for e in entries], np.int64),
-               np.array([e[2] for e in entries], np.int64), np.array([e[3] for e in entries], np.int64),
-               np.asarray(counts, np.int64), np.full(len(entries), part, np.int64))
-        columns = []
-        for column, add in zip(self.columns, new):
-            out = np.empty(len(keep), column.dtype)
-            out[keep] = column
-            out[places] = add
-            columns.append(out)
-        self._set(tuple(columns))
+    def insert(self, entries: Top, counts: np.ndarray, part: int) -> None:
+        """Insert promoted objects of partition ``part`` (columns, best first) with their
+        counters (one merge, ``O(|C| + e)``)."""
+        columns = empty_columns(len(self) + len(entries[0]))
+        kernels.insert_ranked(*self.columns, *entries, np.asarray(counts, np.int64), part, *columns)
+        self._set(columns)
 
     def top(self, k: int) -> Top:
         return (self.score[:k], self.seq[:k], self.ids[:k], self.t[:k])

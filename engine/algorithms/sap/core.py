@@ -12,31 +12,50 @@ from __future__ import annotations
 
 import abc
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
-from ...base import WORD, Algorithm
+from ...base import Algorithm
+from ...memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, deep_size
 from ...jsondata import floats_in, floats_out
-from ...ranking import Answer, score, top_indices
+from ...ranking import Answer, score
 from ...stream import Batch
+from ...kernels import sap as kernels
 from .candidates import CandidateSet, Top, count_above, empty_top, merge_tops
 from .savl import MeaningfulSet, StackBuilder
 
-LAYOUT = {
-    "raw": 4,             # a retained object of a slide's top k (Appendix C): id, seq, t, score
-    "candidate": 6,       # a member of C: id, seq, t, score, dominance counter, partition
-    "open_top": 4,        # a member of P_m^k or of the filling unit's top k
-    "partition_top": 4,   # a member of P_i^k kept while P_i's raw slides are kept
-    "meaningful": 5,      # an S-AVL entry: id, seq, t, score, link to the entry below
-    "stack": 2,           # a stack: its tree node over the top and its length
-    "partition": 9,       # first slide, slides, objects, rho, in_c, k-th key (2), state, cursor
-    "unit": 7,            # first slide, slides, objects, kind, tau_min, theta key (2)
-    "unit_top": 4,        # a member of a unit's top k (L_i) while its partition's raw is kept
-}
-"""Words (8 bytes) per element of every structure: the SPEC 3 cost model, one layout each."""
+OBJECT = {**OBJECT_FIELDS, "score": 1}
+
+RAW_SLIDES = Layout("sap raw slides", {"object": OBJECT})
+"""The retained best ``k`` of every slide of a partition whose ``M`` may still be needed."""
+
+CANDIDATES = Layout("sap candidate set", {"candidate": {**OBJECT, "counter": 1, "partition": 1}})
+"""``C``: a candidate with its dominance counter and partition serial."""
+
+OPEN_TOPS = Layout("sap open tops", {"object": OBJECT})
+"""``P_m^k`` and the filling unit's top ``k``."""
+
+PARTITIONS = Layout("sap partitions", {
+    "partition": {"first": 1, "slides": 1, "objects": 1, "rho": 1, "in_c": 1, "kth": 2, "state": 1, "cursor": 1},
+    "partition_top": OBJECT,  # a member of P_i^k, kept while P_i's raw slides are kept
+    "unit": {"first": 1, "slides": 1, "objects": 1, "kind": 1, "tau_min": 1, "theta": 2},
+    "unit_top": OBJECT,  # a member of a finished unit's top k (L_i) while its partition's raw is kept
+})
+"""Finished partitions and units (of the open partition too)."""
+
+SAVL = Layout("sap s-avl", {"entry": {**OBJECT, "below": 1}, "stack": {"node": 1, "length": 1}})
+"""An S-AVL (``M_0`` or one under construction): entries with their link, and stacks."""
 
 FORMING_STATES = ("forming", "ready")
+
+NO_SEQS = np.empty(0, np.int64)
+
+NO_TOP = empty_top()
+
+SMALL_INT = 256
+"""Python caches the ints up to 256: a dict key above it is an object of its own."""
 
 RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
 """One record array per raw slide (one array header per slide instead of four)."""
@@ -151,7 +170,7 @@ class Partition:
         self.slides = sum(u.slides for u in units)
         self.objects = sum(u.objects for u in units)
         self.top = top
-        self.top_seqs = set(top[1].tolist())
+        self.top_seqs = np.sort(top[1])
         self.kth = (float(top[0][k - 1]), int(top[1][k - 1])) if len(top[0]) >= k else None
         self.rho = 0
         self.in_c = len(top[0])
@@ -184,7 +203,7 @@ class Partition:
         top = _top_in(data["top"])
         part = cls(int(data["serial"]), units, top if top is not None else empty_top(), k)
         part.top = top
-        part.top_seqs = set() if top is None else set(top[1].tolist())
+        part.top_seqs = NO_SEQS if top is None else np.sort(top[1])
         part.kth = _key_in(data["kth"])
         part.rho, part.in_c, part.raw = int(data["rho"]), int(data["in_c"]), bool(data["raw"])
         part.state, part.capacity = str(data["state"]), int(data["capacity"])
@@ -195,18 +214,53 @@ class Partition:
         return part
 
 
+def _fixed_sizes() -> dict[str, int]:
+    """Bytes of the Python records of each structure, measured once on samples (their numpy
+    columns excluded): what ``measured_bytes`` adds per record to the arrays' sizes."""
+    top = (np.array([0.5]), np.array([10 ** 6]), np.array([10 ** 6]), np.array([10 ** 6]))
+    unit = Unit(1)
+    part = Partition(1, [unit], top, 1)
+    candidates = CandidateSet(1, 1)
+    meaningful = MeaningfulSet(1)
+    builder = StackBuilder(1)
+    answer = Answer.empty()
+    return {
+        "raw slide": sys.getsizeof(np.empty(0, RAW)),
+        "array": sys.getsizeof(np.empty(0)),
+        "top": sys.getsizeof(top),
+        "unit": deep_size(unit, exclude=(unit.top,)) + WORD,
+        "partition": sys.getsizeof(part) + sys.getsizeof(part.units) + sys.getsizeof(part.kth) + PY_FLOAT + WORD,
+        "candidate set": deep_size(candidates) - array_bytes(candidates.columns),
+        "meaningful set": deep_size(meaningful) - meaningful.nbytes(),
+        "builder": deep_size(builder) - builder.nbytes(),
+        "answer": deep_size(answer) - array_bytes([answer.ids, answer.scores, answer.seq]),
+    }
+
+
+FIXED = _fixed_sizes()
+
+
+def _top_bytes(top: Top) -> int:
+    """Real bytes of a top: its tuple and four arrays (``O(1)``)."""
+    return FIXED["top"] + 4 * FIXED["array"] + len(top[0]) * RAW.itemsize
+
+WORDS = {layout.name: {kind: layout.words(kind) for kind in layout.records}
+         for layout in (RAW_SLIDES, CANDIDATES, OPEN_TOPS, PARTITIONS, SAVL)}
+"""Words per record of every layout, computed once."""
+
+
 class SAPBase(Algorithm):
     """The SAP framework (Algorithm 1 per slide); subclasses choose the partitioning.
 
     Per slide (``process``), in this order:
 
     1. **Expiry** (Algorithm 1 lines 1-6): the oldest slide leaves ``P_0``; its candidates leave
-       ``C`` (one vectorised pass, ``O(|C|)``) and its S-AVL entries leave ``M_0``
+       ``C`` (one counting pass, ``O(|C|)``) and its S-AVL entries leave ``M_0``
        (``O(log k)`` each); every expired member of ``P_0^k`` is replaced by the best entry of
        ``M_0`` (``O(log k)``).  When ``P_0`` is gone, ``P_1`` becomes the front and its S-AVL
        becomes ``M_0``.
     2. **Arrival** (lines 7-11): only the slide's best ``k`` can ever be meaningful (its objects
-       expire together; Appendix C), selected by ``argpartition`` (``O(s)``); they are kept as the
+       expire together; Appendix C), selected by a heap (``O(s log k)``); they are kept as the
        slide's raw objects and merged into the open unit's top ``k`` (``O(k)``).
     3. **Partitioning** (line 12): when a unit is complete the variant decides whether a
        partition is finished; a finished ``P_m^k`` is merged into ``C`` (``Refine``, ``O(|C|)``)
@@ -233,6 +287,13 @@ class SAPBase(Algorithm):
         self._slide: int | None = None
         self._raw: dict[int, np.ndarray] = {}
         self._raw_size = 0
+        self._raw_int_keys = 0  # slide numbers above the interpreter's cached small ints
+        self._raw_in_c = 0  # members of C of partitions whose raw slides are kept
+        self._part_tops = 0  # partitions holding their P_i^k (those whose raw slides are kept)
+        self._part_top_size = 0
+        self._units = 0  # finished units, in partitions and in the open partition
+        self._unit_tops = 0  # finished units holding a top k of their own (not their partition's)
+        self._unit_top_size = 0
         self._parts: list[Partition] = []
         self._serial = 0
         self._open: list[Unit] = []
@@ -242,6 +303,7 @@ class SAPBase(Algorithm):
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
+        self._fixed_bytes: int | None = None
         self._counters = {"arrivals": 0, "prefiltered": 0, "refines": 0, "refine_drops": 0, "promotions": 0,
                           "savl_builds": 0, "savl_builds_avoided": 0, "savl_dropped": 0, "scanned": 0,
                           "units_skipped": 0, "tests": 0, "splits": 0}
@@ -256,7 +318,7 @@ class SAPBase(Algorithm):
 
     # ----------------------------------------------------------------- per slide
     def process(self, batch: Batch) -> None:
-        """One slide: ``O(s + |C| + k log k)`` vectorised plus ``O(log k)`` per S-AVL operation."""
+        """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation."""
         e = batch.end // self._s
         if self._slide is None:
             self._slide = e - 1
@@ -293,14 +355,16 @@ class SAPBase(Algorithm):
             return
         front = parts[0]
         bound = gone * self._s
-        front.in_c -= self._C.expire(bound)
+        expired = self._C.expire(bound)
+        front.in_c -= expired
+        if front.raw:
+            self._raw_in_c -= expired
         self._M.expire(bound)
-        rows = self._raw.pop(gone, None)
-        if rows is not None:
-            self._raw_size -= len(rows)
+        self._raw_drop(gone)
         if front.last <= gone:
             self._M.clear()
             self._release(front)
+            self._units -= len(front.units)
             del parts[0]
         else:
             self._refill(front)
@@ -312,46 +376,49 @@ class SAPBase(Algorithm):
         wanted = self._k - front.in_c
         if not M or wanted <= 0:
             return
-        self._promote(front, [M.pop_best() for _ in range(min(wanted, len(M)))])
+        self._promote(front, M.pop_columns(min(wanted, len(M))))
 
-    def _promote(self, front: Partition, promoted: list[tuple]) -> None:
+    def _promote(self, front: Partition, promoted: Top) -> None:
         """Move entries popped from ``M_0`` (best first) into ``C`` with their dominance
         counters.  Counters only grow down the list: from the first entry that ``k`` newer
         candidates dominate, they dominate every entry left, and ``M_0`` is emptied."""
-        if not promoted:
+        if not len(promoted[0]):
             return
-        counts = self._C.dominators(promoted, front.serial)
+        counts = self._C.dominators(promoted[0], front.serial)
         dead = int(np.searchsorted(counts, self._k, side="left"))
-        if dead < len(promoted):
-            promoted, counts = promoted[:dead], counts[:dead]
+        if dead < len(counts):
+            promoted, counts = tuple(column[:dead] for column in promoted), counts[:dead]
             self._M.clear()
             self._counters["savl_dropped"] += 1
-        if promoted:
+        if dead:
             self._C.insert(promoted, counts, front.serial)
-            front.in_c += len(promoted)
-            self._counters["promotions"] += len(promoted)
+            front.in_c += dead
+            if front.raw:
+                self._raw_in_c += dead
+            self._counters["promotions"] += dead
 
     def _arrive(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         k = self._k
         m = len(values)
         self._counters["arrivals"] += m
-        if m:
-            chosen = top_indices(values, arrivals[1], k)
-            self._counters["prefiltered"] += m - len(chosen)
-            top = tuple(column[chosen] for column in arrivals)
-            self._raw[e] = _record(top)
-            self._raw_size += len(chosen)
-        else:
-            top = arrivals
         unit = self._filling
         if unit is None:
             unit = self._filling = Unit(e)
         unit.slides += 1
         unit.objects += m
-        unit.top = merge_tops(unit.top, top, k)
+        if m:
+            chosen = min(k, m)
+            self._counters["prefiltered"] += m - chosen
+            rows = np.empty(chosen, RAW)
+            top = empty_top(min(k, chosen + len(unit.top[0])))
+            kernels.take_slide(values, *arrivals[1:], k, rows, *unit.top, *top)
+            unit.top = top
+            self._raw_put(e, rows)
         self._observe(values)
         if unit.slides == self._unit_slides:
             self._filling = None
+            self._units += 1
+            self._count_unit_top(unit, 1)
             self._unit_done(unit)
 
     def _observe(self, values: np.ndarray) -> None:
@@ -373,6 +440,12 @@ class SAPBase(Algorithm):
         by_serial = {p.serial: p for p in self._parts}
         for serial in dropped:
             by_serial[serial].in_c -= 1
+            self._raw_in_c -= by_serial[serial].raw
+        self._part_tops += 1
+        self._part_top_size += len(top[0])
+        self._raw_in_c += part.in_c
+        if len(units) == 1 and units[0].top is top:
+            self._count_unit_top(units[0], -1)
         negated = -top[0]
         for p in self._parts:
             if p.kth is not None and p.rho < k:
@@ -410,14 +483,43 @@ class SAPBase(Algorithm):
         if not part.raw:
             return
         for slide in range(part.first, part.last + 1):
-            rows = self._raw.pop(slide, None)
-            if rows is not None:
-                self._raw_size -= len(rows)
+            self._raw_drop(slide)
+        self._part_tops -= 1
+        self._part_top_size -= len(part.top[0])
+        self._raw_in_c -= part.in_c
+        for unit in part.units:
+            if unit.top is not None and unit.top is not part.top:
+                self._count_unit_top(unit, -1)
+            unit.top = None
         part.raw = False
         part.top = None
-        part.top_seqs = set()
-        for unit in part.units:
-            unit.top = None
+        part.top_seqs = NO_SEQS
+
+    def _raw_put(self, slide: int, rows: np.ndarray) -> None:
+        self._raw[slide] = rows
+        self._raw_size += len(rows)
+        self._raw_int_keys += slide > SMALL_INT
+
+    def _raw_drop(self, slide: int) -> None:
+        rows = self._raw.pop(slide, None)
+        if rows is not None:
+            self._raw_size -= len(rows)
+            self._raw_int_keys -= slide > SMALL_INT
+
+    def _count_unit_top(self, unit: Unit, sign: int) -> None:
+        self._unit_tops += sign
+        self._unit_top_size += sign * len(unit.top[0])
+
+    def _aggregates(self) -> dict[str, int]:
+        """The counters ``stats`` reads, recomputed from the structures (``O(partitions + units)``)."""
+        parts = self._parts
+        owner_top = {id(unit): p.top for p in parts for unit in p.units}
+        finished = [unit for p in parts for unit in p.units] + self._open
+        own = [unit for unit in finished if unit.top is not None and unit.top is not owner_top.get(id(unit))]
+        return {"_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
+                "_part_top_size": sum(len(p.top[0]) for p in parts if p.raw), "_units": len(finished),
+                "_unit_tops": len(own), "_unit_top_size": sum(len(unit.top[0]) for unit in own),
+                "_raw_int_keys": sum(slide > SMALL_INT for slide in self._raw)}
 
     def _open_tops(self) -> Top:
         """The best ``k`` of the open partition and the filling unit (cached per slide)."""
@@ -480,7 +582,7 @@ class SAPBase(Algorithm):
             part.state = "ready"
 
     def _scan_slide(self, part: Partition, slide: int, theta: tuple | None, builder: StackBuilder,
-                    only: set | None = None, exclude: set | None = None, floor: float | None = None) -> None:
+                    only: np.ndarray | None = None, exclude: np.ndarray = None, floor: float | None = None) -> None:
         """Offer one slide's objects of ``P - P^k`` to an S-AVL under construction.
 
         Global pruning: objects ranking below ``theta`` (the ``k``-th best newer object) are
@@ -495,18 +597,13 @@ class SAPBase(Algorithm):
         n = len(values) if theta is None else count_above(values, seqs, theta)
         n = min(n, builder.capacity)
         if floor is not None:
-            n = min(n, int(np.count_nonzero(values >= floor)))
+            n = min(n, int(kernels.count_at_least(values, floor)))
         if n <= 0:
             return
         self._counters["scanned"] += n
-        members = part.top_seqs
-        chosen = [entry for entry in zip(values[:n].tolist(), seqs[:n].tolist(), top[2][:n].tolist(),
-                                         top[3][:n].tolist())
-                  if entry[1] not in members and (only is None or entry[1] in only)
-                  and (exclude is None or entry[1] not in exclude)]
-        chosen.sort(key=lambda entry: -entry[1])
-        for entry in chosen:
-            builder.scan(entry)
+        chosen = kernels.scan_rows(values, seqs, n, part.top_seqs, NO_SEQS if only is None else only,
+                                   only is not None, NO_SEQS if exclude is None else exclude)
+        builder.scan_rows(*top, chosen)
 
     def _activate_front(self) -> None:
         """``P_0`` must have its ``M_0`` before its first slide expires: finish the build."""
@@ -518,7 +615,7 @@ class SAPBase(Algorithm):
         if front.state == "forming":
             self._form(front, front.cursor)
         if front.state == "ready":
-            self._M.absorb(front.builder.stacks)
+            self._M.absorb_builder(front.builder)
             front.builder = None
             front.running = None
             front.state = "active"
@@ -530,8 +627,13 @@ class SAPBase(Algorithm):
     def topk(self) -> Answer:
         """The top ``k`` of ``C``, ``P_m^k`` and the filling unit (``O(k log k)``, cached)."""
         if self._answer is None:
-            top = merge_tops(self._C.top(self._k), self._open_tops(), self._k)
-            self._answer = Answer(top[2].copy(), top[0].copy(), top[1].copy())
+            C, open_top = self._C, self._open_top
+            filling = self._filling.top if self._filling is not None else NO_TOP
+            n = min(self._k, len(C) + len(open_top[0]) + len(filling[0]))
+            answer = Answer(np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64))
+            kernels.answer_of_three(C.score, C.seq, C.ids, *open_top[:3], *filling[:3],
+                                    answer.ids, answer.scores, answer.seq)
+            self._answer = answer
         return self._answer
 
     def candidates(self) -> np.ndarray:
@@ -546,22 +648,94 @@ class SAPBase(Algorithm):
         return len(self._open_top[0]) + (len(self._filling.top[0]) if self._filling is not None else 0)
 
     def _stats(self) -> dict[str, Any]:
+        """Counters kept as the structures change (``O(1)``)."""
+        M = self._M
+        retained = self._raw_size + len(self._C) - self._raw_in_c
+        if self._parts and not self._parts[0].raw:
+            retained += len(M)
+        return {"candidates": len(self._C) + self._open_size() + len(M), "retained": retained,
+                "partitions": len(self._parts) + (1 if self._open or self._filling else 0),
+                "meaningful": len(M), **self._counters}
+
+    def _structures(self) -> list[tuple]:
+        """``(layout, counts, measured bytes, owners)`` of every structure: raw slides, ``C``,
+        the open tops, the partitions and units, the S-AVLs.  ``O(1)``: the counts are kept as
+        the structures change; the measured bytes come from array sizes and the per-record
+        sizes of the Python records (:data:`FIXED`)."""
+        entries = stacks = savl_bytes = running_bytes = 0
+        for part in self._parts[:2]:
+            if part.builder is not None:
+                entries += len(part.builder)
+                stacks += part.builder.stack_count
+                savl_bytes += FIXED["builder"] + part.builder.nbytes()
+            if part.running is not None:
+                running_bytes += _top_bytes(part.running)
+        M = self._M
+        raw = (RAW_SLIDES, {"object": self._raw_size},
+               (sys.getsizeof(self._raw) + len(self._raw) * FIXED["raw slide"] + self._raw_int_keys * PY_INT
+                + self._raw_size * RAW.itemsize), (self._raw,))
+        candidates = (CANDIDATES, {"candidate": len(self._C)},
+                      FIXED["candidate set"] + 6 * FIXED["array"] + len(self._C) * CandidateSet.ROW_BYTES, (self._C,))
+        answer = self._answer
+        open_top, cache, filling = self._open_top, self._open_cache, self._filling
+        tops_bytes = _top_bytes(open_top)
+        if filling is not None:
+            tops_bytes += FIXED["unit"] + _top_bytes(filling.top)
+        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
+            tops_bytes += _top_bytes(cache)
+        opened = (OPEN_TOPS, {"object": self._open_size()},
+                  (tops_bytes + FIXED["answer"]
+                   + (0 if answer is None else 3 * FIXED["array"] + len(answer) * 3 * WORD)),
+                  (self._open_top, self._open_cache, self._filling, answer))
         parts = self._parts
-        forming = [p.builder for p in parts if p.builder is not None]
-        retained = self._raw_size + sum(p.in_c for p in parts if not p.raw)
-        if parts and not parts[0].raw:
-            retained += len(self._M)
-        units = [u for p in parts for u in p.units] + self._open + ([self._filling] if self._filling else [])
-        words = (LAYOUT["raw"] * self._raw_size + LAYOUT["candidate"] * len(self._C)
-                 + LAYOUT["open_top"] * self._open_size()
-                 + LAYOUT["partition_top"] * sum(len(p.top[0]) for p in parts if p.top is not None)
-                 + LAYOUT["meaningful"] * (len(self._M) + sum(len(b) for b in forming))
-                 + LAYOUT["stack"] * (len(self._M.live_stacks()) + sum(len(b.stacks) for b in forming))
-                 + LAYOUT["partition"] * len(parts) + LAYOUT["unit"] * len(units)
-                 + LAYOUT["unit_top"] * sum(len(u.top[0]) for u in units if u.top is not None))
-        return {"candidates": len(self._C) + self._open_size() + len(self._M), "retained": retained,
-                "bytes": WORD * words, "partitions": len(parts) + (1 if self._open or self._filling else 0),
-                "meaningful": len(self._M), **self._counters}
+        measured = (sys.getsizeof(parts) + sys.getsizeof(self._open) + len(parts) * FIXED["partition"]
+                    + self._units * FIXED["unit"] + self._part_tops * (FIXED["top"] + 5 * FIXED["array"])
+                    + self._part_top_size * (RAW.itemsize + WORD)
+                    + self._unit_tops * (FIXED["top"] + 4 * FIXED["array"]) + self._unit_top_size * RAW.itemsize
+                    + running_bytes)
+        partitions = (PARTITIONS, {"partition": len(parts), "partition_top": self._part_top_size,
+                                   "unit": self._units, "unit_top": self._unit_top_size},
+                      measured, (parts, self._open, getattr(self, "_previous", None)))
+        savl = (SAVL, {"entry": len(M) + entries, "stack": M.stack_count + stacks},
+                FIXED["meaningful set"] + M.nbytes() + savl_bytes, (M,))
+        return [raw, candidates, opened, partitions, savl]
+
+    def footprints(self) -> list[Footprint]:
+        """The footprint of every structure (``O(1)``, see :meth:`_structures`)."""
+        return [Footprint(layout, counts, measured, owners=owners)
+                for layout, counts, measured, owners in self._structures()]
+
+    def memory(self) -> tuple[int, int]:
+        """``(bytes, measured_bytes)`` in ``O(1)``: the footprints' sums without building them,
+        plus the algorithm's other attributes (settings, counters: measured once by a walk,
+        ``O(attributes)``, then the variable-sized ones added, :meth:`_attribute_bytes`)."""
+        modelled = measured = 0
+        for layout, counts, size, _ in self._structures():
+            words = WORDS[layout.name]
+            for kind, n in counts.items():
+                modelled += words[kind] * n
+            measured += size
+        if self._fixed_bytes is None:
+            owners = tuple(owner for part in self._structures() for owner in part[3])
+            self._fixed_bytes = 0
+            self._fixed_bytes = (deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
+                                 - self._attribute_bytes())
+        return WORD * modelled, measured + self._fixed_bytes + self._attribute_bytes()
+
+    def stats(self) -> dict[str, Any]:
+        """``candidates``, ``retained``, ``bytes``, ``measured_bytes`` and the counters (``O(1)``)."""
+        out = self._stats()
+        out["bytes"], out["measured_bytes"] = self.memory()
+        return out
+
+    def measured_bytes(self, parts: list[Footprint] | None = None) -> int:
+        """The real size of the working structures (``O(1)``, :meth:`memory`)."""
+        return self.memory()[1]
+
+    def _attribute_bytes(self) -> int:
+        """Bytes of the attributes outside the structures whose size changes: the counters'
+        values (``O(1)``; the variants add theirs)."""
+        return PY_INT * sum(value > SMALL_INT for value in self._counters.values())
 
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
@@ -584,13 +758,13 @@ class SAPBase(Algorithm):
             if len(row) != 5:
                 raise ValueError("a raw slide must be [slide, scores, seq, ids, t]")
             top = _top_in(row[1:])
-            self._raw[int(row[0])] = _record(top)
-            self._raw_size += len(top[0])
+            self._raw_put(int(row[0]), _record(top))
         self._parts = [Partition.from_json(p, self._k) for p in data["partitions"]]
         self._open = [Unit.from_json(u) for u in data["open"]]
         self._open_top = _top_in(data["open_top"])
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
+        self.__dict__.update(self._aggregates())
         self._load_variant(data["variant"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None if self._slide is not None else Answer.empty()
@@ -649,6 +823,7 @@ class SAPBase(Algorithm):
             raw_slides.update(range(u.first, u.last + 1))
         assert set(self._raw) <= raw_slides, "a raw slide outside the retained partitions"
         assert self._raw_size == sum(len(rows) for rows in self._raw.values())
+        assert all(getattr(self, name) == value for name, value in self._aggregates().items()), "stats counters"
         for slide, rows in self._raw.items():
             top = _columns(rows)
             keys = top[1] if self._expiry == 1 else top[3]

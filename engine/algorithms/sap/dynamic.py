@@ -82,7 +82,8 @@ class SAPDynamic(SAPBase):
     the SAP framework of ``sap-equal``.  Per unit: one test, ``O(k log k + eta k)`` plus scipy's
     cost; per slide as ``sap-equal``.
 
-    Memory (``bytes``): ``engine.algorithms.sap.core.LAYOUT``.
+    Memory (``bytes``): the layouts of ``engine.algorithms.sap.core`` (``RAW_SLIDES``,
+    ``CANDIDATES``, ``OPEN_TOPS``, ``PARTITIONS``, ``SAVL``).
 
     Examples
     --------

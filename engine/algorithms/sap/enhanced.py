@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from .candidates import merge_tops
 from .core import Partition, SAPBase, Unit, _f, _key_in, _key_out
 from .dynamic import SAPDynamic
 from .savl import StackBuilder
+from ...kernels import sap as kernels
 
 
 def zeta_star(k: int) -> float:
@@ -63,7 +65,8 @@ class SAP(SAPDynamic):
     none of it can be in an answer before ``U_v^k`` starts expiring); if the lowest score of
     ``U_v^tau`` is below ``F_theta``, only ``U_v^tau`` is scanned instead of the unit.
 
-    Memory (``bytes``): ``engine.algorithms.sap.core.LAYOUT``.
+    Memory (``bytes``): the layouts of ``engine.algorithms.sap.core`` (``RAW_SLIDES``,
+    ``CANDIDATES``, ``OPEN_TOPS``, ``PARTITIONS``, ``SAVL``).
 
     Examples
     --------
@@ -85,34 +88,25 @@ class SAP(SAPDynamic):
         self._zeta_max = zeta_max(k)
         self._tau = -math.inf
         self._initialising = True
-        self._above = np.empty(0, np.float64)
+        self._above = np.empty(0, np.float64)  # U^tau: the first _above_n entries
+        self._above_n = 0
         self._previous: Unit | None = None
 
     # ----------------------------------------------------------------- TBUI
     def _observe(self, values: np.ndarray) -> None:
-        """Algorithm 2 lines 3-9 for one slide (vectorised)."""
-        if len(values):
-            self._above = np.concatenate((self._above, values[values >= self._tau]))
-        zeta = self._zeta
-        if self._initialising:
-            while len(self._above) >= 2 * zeta:
-                if not self._raise_tau():
-                    break
-        elif len(self._above) > max(2 * zeta, self._zeta_max):
-            self._raise_tau()
-
-    def _raise_tau(self) -> bool:
-        """``tau`` <- the ``zeta*``-th highest of ``U^tau`` (med-search); False if it cannot rise."""
-        tau = kth_highest(self._above, self._zeta)
-        if tau <= self._tau:
-            return False
-        self._tau = tau
-        self._above = self._above[self._above >= tau]
-        return True
+        """Algorithm 2 lines 3-9 for one slide (:func:`engine.kernels.sap.tbui_observe`)."""
+        needed = self._above_n + len(values)
+        if needed > len(self._above):
+            grown = np.empty(max(needed, 2 * len(self._above), 64), np.float64)
+            grown[:self._above_n] = self._above[:self._above_n]
+            self._above = grown
+        n, tau = kernels.tbui_observe(values, self._above, self._above_n, self._tau, self._zeta,
+                                      max(2 * self._zeta, self._zeta_max), self._initialising)
+        self._above_n, self._tau = int(n), float(tau)
 
     def _classify(self, unit: Unit) -> None:
         """Algorithm 2 lines 10-16 at the end of a unit."""
-        above = self._above
+        above = self._above[:self._above_n]
         restart = False
         if self._initialising:
             if len(above) >= self._zeta:
@@ -130,7 +124,7 @@ class SAP(SAPDynamic):
         if restart:
             self._initialising = True
             self._tau = -math.inf
-        self._above = np.empty(0, np.float64)
+        self._above_n = 0
         self._previous = unit
 
     # ----------------------------------------------------------------- UBSA
@@ -155,7 +149,7 @@ class SAP(SAPDynamic):
                     for slide in slides:
                         self._scan_slide(part, slide, theta, part.builder)
             else:
-                only = set(unit.top[1].tolist())
+                only = np.sort(unit.top[1])
                 for slide in slides:
                     self._scan_slide(part, slide, theta, part.builder, only=only)
                 unit.pending = len(unit.top[0]) >= k
@@ -191,36 +185,34 @@ class SAP(SAPDynamic):
         if theta is not None and unit.tau_min < theta[0]:
             floor = unit.tau_min
             self._counters["units_skipped"] += 1
-        exclude = set(unit.top[1].tolist())
+        exclude = np.sort(unit.top[1])
         for slide in range(unit.last, unit.first - 1, -1):
             self._scan_slide(front, slide, theta, builder, exclude=exclude, floor=floor)
-        if not builder.stacks:
+        if not len(builder):
             return
-        self._M.absorb(builder.stacks)
+        self._M.absorb_builder(builder)
         lowest = self._C.lowest_of(front.serial)
-        promoted = []
-        while self._M and lowest is not None and self._M_best_key() > lowest:
-            promoted.append(self._M.pop_best())
-        self._promote(front, promoted)
+        if lowest is not None:
+            self._promote(front, self._M.pop_columns(len(self._M), above=lowest))
         self._refill(front)
 
-    def _M_best_key(self) -> tuple:
-        best = self._M.best()
-        return (best[0], best[1])
+    def _attribute_bytes(self) -> int:
+        return super()._attribute_bytes() + sys.getsizeof(self._above)
 
     # ----------------------------------------------------------------- state
     def _dump_variant(self) -> dict:
-        return {"tau": _f(self._tau), "initialising": self._initialising, "above": floats_out(self._above)}
+        return {"tau": _f(self._tau), "initialising": self._initialising, "above": floats_out(self._above[:self._above_n])}
 
     def _load_variant(self, data: dict) -> None:
         self._tau = float(floats_in([data["tau"]])[0])
         self._initialising = bool(data["initialising"])
         self._above = floats_in(data["above"])
+        self._above_n = len(self._above)
         units = [u for p in self._parts for u in p.units] + self._open
         self._previous = units[-1] if units else None
 
     def _check_variant(self) -> None:
-        assert np.all(self._above >= self._tau), "U^tau holds an object below tau"
+        assert np.all(self._above[:self._above_n] >= self._tau), "U^tau holds an object below tau"
         units = [u for p in self._parts for u in p.units] + self._open
         for unit in units:
             assert unit.kind in ("k", "non"), "a finished unit without a TBUI label"

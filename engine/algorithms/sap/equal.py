@@ -33,11 +33,12 @@ class SAPEqual(SAPBase):
 
     Every partition keeps its top ``k`` in ``C`` once finished; ``M_0`` is an S-AVL built
     with the delay policy and amortized over the expiry of the partition before it.
-    Complexity per slide: ``O(s)`` selection, ``O(k log k)`` merges, ``O(|C|)`` vectorised
-    expiry, ``O(log k)`` per S-AVL operation; ``O(|C| log |C|)`` per finished partition.
+    Complexity per slide: ``O(s log k)`` selection, ``O(k)`` merges, ``O(|C|)``
+    expiry, ``O(log k)`` per S-AVL operation; ``O(|C| + k)`` per finished partition (Refine).
 
-    Memory (``bytes``): see ``engine.algorithms.sap.core.LAYOUT``; SAP keeps the raw best ``k``
-    of every slide of a partition until it knows that partition's ``M`` (``retained``).
+    Memory (``bytes``): the layouts of ``engine.algorithms.sap.core`` (``RAW_SLIDES``,
+    ``CANDIDATES``, ``OPEN_TOPS``, ``PARTITIONS``, ``SAVL``); SAP keeps the raw best ``k`` of every
+    slide of a partition until it knows that partition's ``M`` (``retained``).
 
     Examples
     --------

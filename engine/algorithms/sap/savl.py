@@ -1,16 +1,67 @@
-"""The S-AVL of the SAP paper (Section 5.1): stacks plus a balanced tree over their tops.
+"""The S-AVL of the SAP paper (Section 5.1): stacks plus a balanced structure over their tops.
 
-An entry is a tuple ``(score, seq, id, t)``; its key ``(score, seq)`` is the total order
+An entry is an object ``(score, seq, id, t)``; its key ``(score, seq)`` is the total order
 (equal scores, newer first).  Inside every stack, from bottom to top, keys increase and
 objects get older (``F(S[j]) <= F(S[j+1])``, ``S[j].t >= S[j+1].t``): a top is the best and
-the oldest object of its stack.
+the oldest object of its stack.  Both structures keep their entries in numpy columns (a pool
+with a ``below`` link per entry); the work is done by the kernels of ``engine.kernels.sap``.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+import sys
+
 import numpy as np
-from sortedcontainers import SortedList
+
+from ...kernels import sap as kernels
+
+ARRAY_HEADER = sys.getsizeof(np.empty(0))
+"""Bytes of one numpy array header (the fixed overhead of every column)."""
+
+
+def _grow(columns: list[np.ndarray], used: int, needed: int) -> list[np.ndarray]:
+    """The columns with room for ``needed`` entries (capacity doubled, ``O(used)`` amortised)."""
+    capacity = len(columns[0])
+    if needed <= capacity:
+        return columns
+    capacity = max(needed, 2 * capacity, 8)
+    grown = []
+    for column in columns:
+        out = np.empty(capacity, column.dtype)
+        out[:used] = column[:used]
+        grown.append(out)
+    return grown
+
+
+class _Pool:
+    """Entries in columns: score, seq, id, t and ``below`` (the entry under it, ``-1``)."""
+
+    def __init__(self) -> None:
+        self.score = np.empty(0, np.float64)
+        self.seq = np.empty(0, np.int64)
+        self.ids = np.empty(0, np.int64)
+        self.t = np.empty(0, np.int64)
+        self.below = np.empty(0, np.int64)
+
+    def reserve(self, used: int, needed: int) -> None:
+        if needed > len(self.score):
+            self.score, self.seq, self.ids, self.t, self.below = _grow(
+                [self.score, self.seq, self.ids, self.t, self.below], used, needed)
+
+    def entry(self, i: int) -> tuple:
+        return (float(self.score[i]), int(self.seq[i]), int(self.ids[i]), int(self.t[i]))
+
+    def stack(self, top: int) -> list[tuple]:
+        """The entries of the stack whose top is entry ``top``, bottom first."""
+        out = []
+        while top >= 0:
+            out.append(self.entry(top))
+            top = int(self.below[top])
+        return out[::-1]
+
+    def nbytes(self) -> int:
+        """Bytes of the five columns at their capacity (``O(1)``)."""
+        return 5 * ARRAY_HEADER + 40 * len(self.score)
 
 
 class StackBuilder:
@@ -21,7 +72,8 @@ class StackBuilder:
     pushed onto the stack whose top is the largest key below its own, or pruned when every top
     ranks above it (then ``capacity`` newer, better objects of ``P`` and ``P.rho`` candidates of
     later partitions dominate it: Lemma 2).  Replacing that top by a larger key keeps the
-    order of the tops, so the sorted list of tops is updated in place (``O(log k)`` per scan).
+    order of the tops, so the sorted array of tops is updated in place (``O(log k)`` per
+    object, :func:`engine.kernels.sap.savl_scan`).
 
     Examples
     --------
@@ -34,55 +86,88 @@ class StackBuilder:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self.stacks: list[list[tuple]] = []
-        self._tops: list[tuple] = []
-        self.pruned = 0
+        self.pool = _Pool()
+        self.top = np.empty(capacity, np.int64)
+        self.order = np.empty(capacity, np.int64)
+        self.meta = np.zeros(3, np.int64)  # stacks, entries, pruned
 
     def __len__(self) -> int:
-        return sum(len(stack) for stack in self.stacks)
+        return int(self.meta[1])
+
+    @property
+    def pruned(self) -> int:
+        return int(self.meta[2])
+
+    @property
+    def stack_count(self) -> int:
+        return int(self.meta[0])
+
+    @property
+    def stacks(self) -> list[list[tuple]]:
+        """Every stack, bottom first, in the order they were opened (``O(entries)``)."""
+        return [self.pool.stack(int(self.top[i])) for i in range(self.stack_count)]
+
+    def scan_rows(self, score: np.ndarray, seq: np.ndarray, ids: np.ndarray, t: np.ndarray,
+                  rows: np.ndarray) -> None:
+        """Offer the objects ``rows`` of the columns, newest first (``O(log k)`` each)."""
+        self.pool.reserve(len(self), len(self) + len(rows))
+        pool = self.pool
+        kernels.savl_scan(pool.score, pool.seq, pool.ids, pool.t, pool.below, self.top, self.order, self.meta,
+                          self.capacity, score, seq, ids, t, rows)
 
     def scan(self, entry: tuple) -> None:
-        """Offer the next (older) object: open a stack, push it, or prune it (``O(log k)``)."""
-        key = (entry[0], entry[1])
-        tops = self._tops
-        if len(self.stacks) < self.capacity:
-            insort(tops, (*key, len(self.stacks)))
-            self.stacks.append([entry])
-            return
-        i = bisect_left(tops, key) - 1
-        if i < 0:
-            self.pruned += 1
-            return
-        index = tops[i][2]
-        tops[i] = (*key, index)
-        self.stacks[index].append(entry)
+        """Offer the next (older) object ``(score, seq, id, t)``: open a stack, push it, or prune it."""
+        self.scan_rows(np.array([entry[0]], np.float64), *(np.array([v], np.int64) for v in entry[1:]),
+                       np.zeros(1, np.int64))
+
+    def nbytes(self) -> int:
+        """Bytes of the pool and the arrays of stacks (``O(1)``)."""
+        return self.pool.nbytes() + 3 * ARRAY_HEADER + 16 * self.capacity + 24
 
     def check(self) -> None:
-        """Stacks ordered bottom to top by rising key and falling seq; tops sorted."""
-        assert len(self.stacks) <= self.capacity
-        for stack in self.stacks:
+        """Stacks ordered bottom to top by rising key and falling seq; the tops sorted."""
+        stacks = self.stacks
+        assert len(stacks) <= self.capacity
+        assert sum(len(stack) for stack in stacks) == len(self), "entry count"
+        for stack in stacks:
             assert stack, "empty stack"
             for lower, upper in zip(stack, stack[1:]):
                 assert (lower[0], lower[1]) < (upper[0], upper[1]) and lower[1] > upper[1], "stack order"
-        assert self._tops == sorted((s[-1][0], s[-1][1], i) for i, s in enumerate(self.stacks))
+        if len(stacks) == self.capacity:
+            tops = [(stacks[i][-1][0], stacks[i][-1][1]) for i in self.order[:self.capacity].tolist()]
+            assert tops == sorted(tops), "the array of tops is not sorted"
 
     @classmethod
     def restore(cls, capacity: int, stacks: list[list[tuple]], pruned: int) -> "StackBuilder":
+        """The builder holding ``stacks`` (bottom first, in opening order) and ``pruned``."""
+        if len(stacks) > capacity or any(not stack for stack in stacks):
+            raise ValueError("an S-AVL under construction has more stacks than its capacity, or an empty one")
         builder = cls(capacity)
-        builder.stacks = stacks
-        builder._tops = sorted((s[-1][0], s[-1][1], i) for i, s in enumerate(stacks))
-        builder.pruned = pruned
+        entries = [entry for stack in stacks for entry in stack]
+        pool = builder.pool
+        pool.reserve(0, len(entries))
+        index = 0
+        for number, stack in enumerate(stacks):
+            for depth, entry in enumerate(stack):
+                pool.score[index], pool.seq[index], pool.ids[index], pool.t[index] = entry
+                pool.below[index] = index - 1 if depth else -1
+                index += 1
+            builder.top[number] = index - 1
+        builder.meta[:] = (len(stacks), len(entries), pruned)
+        if len(stacks) == capacity:
+            kernels._sort_tops(pool.score, pool.seq, builder.top, builder.order, capacity)
         return builder
 
 
 class MeaningfulSet:
     """``M_0``: the stacks of every S-AVL built for the front partition ``P_0``.
 
-    A ``sortedcontainers.SortedList`` holds the stack tops (the "AVL tree"): the best
-    meaningful object is its last element.  :meth:`pop_best` moves it out (into ``P_0^k``) and
-    exposes the entry below it (``O(log k)``).  Tops are the oldest objects of their stacks, so
-    objects leave by expiry from the tops too: :meth:`expire` walks the entries oldest first
-    (``O(log k)`` per expired entry).
+    The stack tops are kept in a max-heap with a position per stack (the array form of the
+    paper's AVL tree over the tops): the best meaningful object is the top of the stack at the
+    root.  :meth:`pop_best` moves it out (into ``P_0^k``) and exposes the entry below it
+    (``O(log k)``).  Tops are the oldest objects of their stacks, so objects leave by expiry
+    from the tops too: :meth:`expire` walks the entries oldest first (``O(log k)`` per
+    expired entry).
 
     Examples
     --------
@@ -96,105 +181,146 @@ class MeaningfulSet:
 
     def __init__(self, expiry_index: int) -> None:
         self._expiry = expiry_index
-        self.stacks: list[list[tuple]] = []
-        self._tops = SortedList()
-        self._where: dict[int, int] = {}
-        self._oldest_first: list[tuple] = []
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every entry (``O(1)``; the columns are released)."""
+        self._pool = _Pool()
+        self._alive = np.empty(0, np.bool_)
+        self._stack_of = np.empty(0, np.int64)
+        self._top = np.empty(0, np.int64)
+        self._heap = np.empty(0, np.int64)
+        self._pos = np.empty(0, np.int64)
+        self._queue = np.empty(0, np.int64)
         self._head = 0
+        self._entries = 0
+        self._stacks = 0
+        self._meta = np.zeros(2, np.int64)  # heap size (live stacks), live entries
+        self._measure()
 
     def __len__(self) -> int:
-        return len(self._where)
+        return int(self._meta[1])
 
     def __bool__(self) -> bool:
-        return bool(self._where)
+        return bool(self._meta[1])
+
+    @property
+    def stack_count(self) -> int:
+        """Stacks with at least one entry (``O(1)``)."""
+        return int(self._meta[0])
+
+    def absorb_builder(self, builder: StackBuilder) -> None:
+        """Add the finished stacks of ``builder`` (``O(E log E)`` for ``E`` entries in ``M_0``)."""
+        n = len(builder)
+        if not n:
+            return
+        pool = builder.pool
+        self._add(pool.score[:n], pool.seq[:n], pool.ids[:n], pool.t[:n], pool.below[:n],
+                  builder.top[:builder.stack_count])
 
     def absorb(self, stacks: list[list[tuple]]) -> None:
-        """Add finished stacks (``O(E log E)`` for ``E`` entries)."""
-        entries = self._oldest_first[self._head:]
-        for stack in stacks:
-            if not stack:
-                continue
-            index = len(self.stacks)
-            self.stacks.append(stack)
-            top = stack[-1]
-            self._tops.add((top[0], top[1], index))
-            for entry in stack:
-                self._where[entry[1]] = index
-            entries.extend(stack)
-        entries.sort(key=lambda e: e[1])
-        self._oldest_first = entries
+        """Add finished stacks given as lists of entries, bottom first."""
+        builder = StackBuilder.restore(max(len(stacks), 1), [stack for stack in stacks if stack], 0)
+        self.absorb_builder(builder)
+
+    def _add(self, score, seq, ids, t, below, tops) -> None:
+        base, stacks = self._entries, self._stacks
+        n = len(score)
+        pool = self._pool
+        pool.reserve(base, base + n)
+        pool.score[base:base + n], pool.seq[base:base + n] = score, seq
+        pool.ids[base:base + n], pool.t[base:base + n] = ids, t
+        pool.below[base:base + n] = np.where(below >= 0, below + base, -1)
+        self._alive, self._stack_of = _grow([self._alive, self._stack_of], base, base + n)
+        self._alive[base:base + n] = True
+        for number, entry in enumerate(tops.tolist()):
+            while entry >= 0:
+                self._stack_of[base + entry] = stacks + number
+                entry = int(below[entry])
+        self._top, self._pos, self._heap = _grow([self._top, self._pos, self._heap], stacks, stacks + len(tops))
+        self._top[stacks:stacks + len(tops)] = tops + base
+        for number in range(len(tops)):
+            kernels.m_push(self._heap, self._pos, self._meta, pool.score, pool.seq, self._top, stacks + number)
+        self._meta[1] += n
+        self._entries, self._stacks = base + n, stacks + len(tops)
+        waiting = self._queue[self._head:]
+        waiting = np.concatenate((waiting[self._alive[waiting]], np.arange(base, base + n)))
+        self._queue = waiting[np.argsort(pool.seq[waiting], kind="stable")]  # seq order is expiry order
         self._head = 0
+        self._measure()
+
+    def _keys(self) -> np.ndarray:
+        return self._pool.seq if self._expiry == 1 else self._pool.t
 
     def best(self) -> tuple | None:
         """The best entry (``O(1)``)."""
-        if not self._tops:
+        if not self:
             return None
-        return self.stacks[self._tops[-1][2]][-1]
+        return self._pool.entry(int(self._top[self._heap[0]]))
 
-    def _pop_top(self, index: int) -> tuple:
-        stack = self.stacks[index]
-        entry = stack.pop()
-        del self._where[entry[1]]
-        if stack:
-            top = stack[-1]
-            self._tops.add((top[0], top[1], index))
-        return entry
+    def pop_columns(self, count: int, above: tuple | None = None) -> tuple:
+        """Remove up to ``count`` best entries (only those ranking above the key ``above``, if
+        given); their columns ``(score, seq, id, t)``, best first (``O(log k)`` each)."""
+        pool = self._pool
+        key = above if above is not None else (0.0, 0)
+        rows = kernels.m_pop_best(self._heap, self._pos, self._meta, pool.score, pool.seq, pool.below,
+                                  self._alive, self._top, count, float(key[0]), int(key[1]), above is not None)
+        return pool.score[rows], pool.seq[rows], pool.ids[rows], pool.t[rows]
 
     def pop_best(self) -> tuple:
         """Remove and return the best entry (``O(log k)``)."""
-        _, _, index = self._tops.pop()
-        return self._pop_top(index)
+        columns = self.pop_columns(1)
+        return (float(columns[0][0]), int(columns[1][0]), int(columns[2][0]), int(columns[3][0]))
 
     def expire(self, bound: int) -> int:
         """Drop entries whose expiry key is below ``bound``; returns how many."""
-        queue, where, position = self._oldest_first, self._where, self._expiry
-        gone = 0
-        head = self._head
-        while head < len(queue) and queue[head][position] < bound:
-            entry = queue[head]
-            head += 1
-            index = where.get(entry[1])
-            if index is None:
-                continue
-            assert self.stacks[index][-1] is entry, "an expiring entry is not its stack's top"
-            self._tops.remove((entry[0], entry[1], index))
-            self._pop_top(index)
-            gone += 1
-        if 2 * head > len(queue):
-            del queue[:head]
-            head = 0
-        self._head = head
-        return gone
-
-    def clear(self) -> None:
-        self.stacks = []
-        self._tops = SortedList()
-        self._where = {}
-        self._oldest_first = []
-        self._head = 0
+        if not self:
+            return 0
+        pool = self._pool
+        head, gone = kernels.m_expire(self._heap, self._pos, self._meta, pool.score, pool.seq, pool.below,
+                                      self._alive, self._top, self._stack_of, self._queue, self._head,
+                                      self._keys(), bound)
+        self._head = int(head)
+        return int(gone)
 
     def seqs(self) -> np.ndarray:
-        """``seq`` of every entry (``O(|M|)``)."""
-        return np.fromiter(self._where, np.int64, len(self._where))
-
-    def entries(self) -> list[tuple]:
-        return [entry for stack in self.stacks for entry in stack]
+        """``seq`` of every entry (``O(entries)``)."""
+        return self._pool.seq[:self._entries][self._alive[:self._entries]]
 
     def live_stacks(self) -> list[list[tuple]]:
-        return [stack for stack in self.stacks if stack]
+        """Every stack with entries, bottom first (``O(entries)``)."""
+        return [self._pool.stack(int(self._top[s])) for s in range(self._stacks) if self._top[s] >= 0]
+
+    stacks = property(live_stacks)
+
+    def entries(self) -> list[tuple]:
+        return [entry for stack in self.live_stacks() for entry in stack]
+
+    def nbytes(self) -> int:
+        """Bytes of every column at its capacity (``O(1)``: measured when they are reallocated)."""
+        return self._bytes
+
+    def _measure(self) -> None:
+        arrays = (self._alive, self._stack_of, self._top, self._heap, self._pos, self._queue, self._meta)
+        self._bytes = self._pool.nbytes() + len(arrays) * ARRAY_HEADER + sum(array.nbytes for array in arrays)
 
     def check(self) -> None:
-        tops = []
+        stacks = self.live_stacks()
         count = 0
-        for index, stack in enumerate(self.stacks):
+        for stack in stacks:
             for lower, upper in zip(stack, stack[1:]):
                 assert (lower[0], lower[1]) < (upper[0], upper[1]) and lower[1] > upper[1], "stack order"
-            for entry in stack:
-                assert self._where.get(entry[1]) == index, "entry index disagrees with its stack"
             count += len(stack)
-            if stack:
-                tops.append((stack[-1][0], stack[-1][1], index))
-        assert count == len(self._where), "entry index has extra entries"
-        assert list(self._tops) == sorted(tops), "tree of tops disagrees with the stacks"
-        alive = [e[1] for e in self._oldest_first[self._head:] if e[1] in self._where]
-        assert sorted(alive) == sorted(self._where) and alive == sorted(alive), "expiry queue"
+        assert count == len(self), "the entry count disagrees with the stacks"
+        assert self.stack_count == len(stacks), "the heap size disagrees with the stacks"
+        score, seq = self._pool.score, self._pool.seq
+        for i in range(1, self.stack_count):
+            parent, child = self._top[self._heap[(i - 1) // 2]], self._top[self._heap[i]]
+            assert (score[parent], seq[parent]) > (score[child], seq[child]), "the heap of tops is out of order"
+        for i in range(self.stack_count):
+            assert self._pos[self._heap[i]] == i, "heap positions"
+        waiting = self._queue[self._head:]
+        alive = waiting[self._alive[waiting]]
+        assert len(alive) == len(self), "the expiry queue misses entries"
+        seqs = self._pool.seq[alive]
+        assert np.all(seqs[1:] > seqs[:-1]), "the expiry queue is not oldest first"

@@ -1,0 +1,479 @@
+"""Compiled steps of SAP (Zhu, Wang, Yang, Zheng, Wang, TKDE 2017), one paper step each.
+
+Objects are kept as aligned columns ``score`` (float64) and ``seq``, ``id``, ``t`` (int64);
+a *top* is such a set of columns ranked best first by the total order ``(score, seq)``.
+
+* Selection and merging of tops (Algorithm 1 lines 7-11, Appendix C): :func:`slide_best`,
+  :func:`merge_ranked`, :func:`count_ranked_above`.
+* The candidate set ``C`` (Section 3.1): :func:`refine` (the one-pass merge with dominance
+  counters), :func:`dominators` and :func:`insert_ranked` (objects promoted from ``M_0``),
+  :func:`count_expired` / :func:`keep_alive` (expiry).
+* The S-AVL (Section 5.1): :func:`savl_scan` builds stacks newest first over a sorted array
+  of stack tops (binary search, ``O(log k)`` per object); ``M_0`` is a max-heap of the stack
+  tops with a position index (:func:`m_pop_best`, :func:`m_expire`, ``O(log k)`` each), the
+  array form of the paper's AVL tree over the tops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def ranks_above(score_a, seq_a, score_b, seq_b):
+    """``a`` ranks above ``b``: larger score, or the same score and newer (``O(1)``)."""
+    return score_a > score_b or (score_a == score_b and seq_a > seq_b)
+
+
+# ----------------------------------------------------------------- tops
+@njit(cache=True)
+def _heap_down(heap, size, scores, seqs, i):
+    """Min-heap of indices (the worst kept object at the root), restored below ``i``."""
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            return
+        if child + 1 < size and ranks_above(scores[heap[child]], seqs[heap[child]],
+                                            scores[heap[child + 1]], seqs[heap[child + 1]]):
+            child += 1
+        if not ranks_above(scores[heap[i]], seqs[heap[i]], scores[heap[child]], seqs[heap[child]]):
+            return
+        heap[i], heap[child] = heap[child], heap[i]
+        i = child
+
+
+@njit(cache=True)
+def slide_best(scores, seqs, k):
+    """Indices of the ``min(k, m)`` best objects of a slide, best first (Appendix C).
+
+    ``O(m log k)``: a min-heap of the best ``k`` seen so far, emptied worst first.
+    """
+    m = len(scores)
+    size = min(k, m)
+    heap = np.empty(size, np.int64)
+    for i in range(size):
+        heap[i] = i
+    for i in range(size // 2 - 1, -1, -1):
+        _heap_down(heap, size, scores, seqs, i)
+    for i in range(size, m):
+        if ranks_above(scores[i], seqs[i], scores[heap[0]], seqs[heap[0]]):
+            heap[0] = i
+            _heap_down(heap, size, scores, seqs, 0)
+    order = np.empty(size, np.int64)
+    for last in range(size - 1, -1, -1):
+        order[last] = heap[0]
+        heap[0] = heap[last]
+        _heap_down(heap, last, scores, seqs, 0)
+    return order
+
+
+@njit(cache=True)
+def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, seq, ids, t):
+    """The best ``len(score)`` of two tops into ``score, seq, ids, t``, best first: one merge
+    pass, ``O(k)``."""
+    i = j = 0
+    for out in range(len(score)):
+        if j >= len(b_score) or (i < len(a_score) and ranks_above(a_score[i], a_seq[i], b_score[j], b_seq[j])):
+            score[out], seq[out], ids[out], t[out] = a_score[i], a_seq[i], a_id[i], a_t[i]
+            i += 1
+        else:
+            score[out], seq[out], ids[out], t[out] = b_score[j], b_seq[j], b_id[j], b_t[j]
+            j += 1
+
+
+@njit(cache=True)
+def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t):
+    """Algorithm 1 lines 7-11 for one slide, with Appendix C: the slide's best ``len(rows)``
+    objects (only they can ever be meaningful: they expire together) go to the raw record
+    array ``rows``, best first, and are merged with the filling unit's top ``u_*`` into
+    ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``O(m log k + k)``."""
+    chosen = slide_best(values, seq, k)
+    for i in range(len(chosen)):
+        r = chosen[i]
+        rows[i]["score"], rows[i]["seq"], rows[i]["id"], rows[i]["t"] = values[r], seq[r], ids[r], t[r]
+    i = j = 0
+    for out in range(len(score)):
+        if j >= len(chosen) or (i < len(u_score) and ranks_above(u_score[i], u_seq[i], values[chosen[j]],
+                                                                  seq[chosen[j]])):
+            score[out], out_seq[out], out_id[out], out_t[out] = u_score[i], u_seq[i], u_id[i], u_t[i]
+            i += 1
+        else:
+            r = chosen[j]
+            score[out], out_seq[out], out_id[out], out_t[out] = values[r], seq[r], ids[r], t[r]
+            j += 1
+
+
+@njit(cache=True)
+def answer_of_three(a_score, a_seq, a_id, b_score, b_seq, b_id, c_score, c_seq, c_id, ids, score, seq):
+    """The answer: the best ``len(ids)`` of three tops (``C``, ``P_m^k``, the filling unit's
+    top ``k``), best first, into ``ids, score, seq`` (``O(k)``)."""
+    i = j = h = 0
+    for out in range(len(ids)):
+        pick = 0
+        best_score, best_seq = 0.0, 0
+        if i < len(a_score):
+            pick, best_score, best_seq = 1, a_score[i], a_seq[i]
+        if j < len(b_score) and (pick == 0 or ranks_above(b_score[j], b_seq[j], best_score, best_seq)):
+            pick, best_score, best_seq = 2, b_score[j], b_seq[j]
+        if h < len(c_score) and (pick == 0 or ranks_above(c_score[h], c_seq[h], best_score, best_seq)):
+            pick, best_score, best_seq = 3, c_score[h], c_seq[h]
+        score[out], seq[out] = best_score, best_seq
+        if pick == 1:
+            ids[out] = a_id[i]
+            i += 1
+        elif pick == 2:
+            ids[out] = b_id[j]
+            j += 1
+        else:
+            ids[out] = c_id[h]
+            h += 1
+
+
+@njit(cache=True)
+def count_ranked_above(scores, seqs, key_score, key_seq):
+    """How many objects rank above the key ``(score, seq)`` (``O(m)``)."""
+    count = 0
+    for i in range(len(scores)):
+        if ranks_above(scores[i], seqs[i], key_score, key_seq):
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def count_at_least(scores, value):
+    """How many scores are at least ``value`` (``O(m)``)."""
+    count = 0
+    for i in range(len(scores)):
+        if scores[i] >= value:
+            count += 1
+    return count
+
+
+# ----------------------------------------------------------------- the candidate set C
+@njit(cache=True)
+def count_expired(keys, bound):
+    """How many expiry keys (seq or t) are below ``bound`` (``O(|C|)``)."""
+    count = 0
+    for i in range(len(keys)):
+        if keys[i] < bound:
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def keep_alive(keys, bound):
+    """Indices of the members whose expiry key is at least ``bound``, in order."""
+    rows = np.empty(len(keys), np.int64)
+    n = 0
+    for i in range(len(keys)):
+        if keys[i] >= bound:
+            rows[n] = i
+            n += 1
+    return rows[:n]
+
+
+@njit(cache=True)
+def add_dominators(score, count, new_score, k):
+    """Algorithm 1 line 13, first half: every new candidate of ``P_m^k`` is newer than every
+    member of ``C``, so it dominates exactly the members scoring at most its score; member
+    ``i`` gains the number of new scores ``>= score[i]`` (both lists fall: one pointer,
+    ``O(|C| + k)``, counters updated in place).  Returns how many members reach ``k``."""
+    j = 0
+    dead = 0
+    for i in range(len(score)):
+        while j < len(new_score) and new_score[j] >= score[i]:
+            j += 1
+        count[i] += j
+        if count[i] >= k:
+            dead += 1
+    return dead
+
+
+@njit(cache=True)
+def refine(score, seq, ids, t, count, part, new_score, new_seq, new_id, new_t, serial, k,
+           out_score, out_seq, out_id, out_t, out_count, out_part, dropped):
+    """Algorithm 1 line 13, second half (after :func:`add_dominators`): members with ``k``
+    dominators leave (their partition serials go to ``dropped``), the others and the new
+    candidates (counter 0, partition ``serial``) are merged best first into ``out_*``
+    (``O(|C| + k)``)."""
+    n, m = len(score), len(new_score)
+    a = b = gone = 0
+    for out in range(len(out_score)):
+        while a < n and count[a] >= k:
+            dropped[gone] = part[a]
+            gone += 1
+            a += 1
+        if b >= m or (a < n and ranks_above(score[a], seq[a], new_score[b], new_seq[b])):
+            out_score[out], out_seq[out], out_id[out], out_t[out] = score[a], seq[a], ids[a], t[a]
+            out_count[out], out_part[out] = count[a], part[a]
+            a += 1
+        else:
+            out_score[out], out_seq[out], out_id[out], out_t[out] = new_score[b], new_seq[b], new_id[b], new_t[b]
+            out_count[out], out_part[out] = 0, serial
+            b += 1
+    while a < n:
+        if count[a] >= k:
+            dropped[gone] = part[a]
+            gone += 1
+        a += 1
+
+
+@njit(cache=True)
+def dominators(score, part, values, serial):
+    """For objects of partition ``serial`` (older than every other member of ``C``), given
+    best first: how many members of other partitions score at least as much (``O(|C| + e)``)."""
+    out = np.empty(len(values), np.int64)
+    i = 0
+    count = 0
+    for j in range(len(values)):
+        while i < len(score) and score[i] >= values[j]:
+            if part[i] != serial:
+                count += 1
+            i += 1
+        out[j] = count
+    return out
+
+
+@njit(cache=True)
+def insert_ranked(score, seq, ids, t, count, part, new_score, new_seq, new_id, new_t, new_count, serial,
+                  out_score, out_seq, out_id, out_t, out_count, out_part):
+    """Insert objects (given best first) into ``C`` at their ranks, into ``out_*``: one merge,
+    ``O(|C| + e)``."""
+    n, m = len(score), len(new_score)
+    a = b = 0
+    for out in range(n + m):
+        if b >= m or (a < n and ranks_above(score[a], seq[a], new_score[b], new_seq[b])):
+            out_score[out], out_seq[out], out_id[out], out_t[out] = score[a], seq[a], ids[a], t[a]
+            out_count[out], out_part[out] = count[a], part[a]
+            a += 1
+        else:
+            out_score[out], out_seq[out], out_id[out], out_t[out] = new_score[b], new_seq[b], new_id[b], new_t[b]
+            out_count[out], out_part[out] = new_count[b], serial
+            b += 1
+
+
+# ----------------------------------------------------------------- S-AVL construction
+@njit(cache=True)
+def _sort_tops(e_score, e_seq, top, order, n):
+    """``order[:n]``: the stack indices by rising top key (two stable sorts, ``O(n log n)``)."""
+    tops = top[:n]
+    by_seq = np.argsort(e_seq[tops], kind="mergesort")
+    by_key = by_seq[np.argsort(e_score[tops][by_seq], kind="mergesort")]
+    order[:n] = by_key
+
+
+@njit(cache=True)
+def savl_scan(e_score, e_seq, e_id, e_t, below, top, order, meta, capacity,
+              score, seq, ids, t, rows):
+    """Offer objects ``rows`` (newest first) to an S-AVL under construction (Section 5.1).
+
+    The first ``capacity`` objects each open a stack; then an object goes onto the stack
+    whose top is the largest key below its own (binary search in ``order``, the stack indices
+    by rising top key; the replaced top keeps its place, ``O(log k)``), or is pruned when all
+    tops rank above it.  Entries are appended to the pool ``e_*`` (``below``: the entry under
+    it in its stack, ``-1`` at the bottom); ``top[stack]`` is a stack's top entry;
+    ``meta = [stacks, entries, pruned]``.  The pool must have room for ``len(rows)`` more.
+    """
+    for r in rows:
+        stacks, entries = meta[0], meta[1]
+        if stacks < capacity:
+            e_score[entries], e_seq[entries], e_id[entries], e_t[entries] = score[r], seq[r], ids[r], t[r]
+            below[entries] = -1
+            top[stacks] = entries
+            meta[0] = stacks + 1
+            meta[1] = entries + 1
+            if stacks + 1 == capacity:
+                _sort_tops(e_score, e_seq, top, order, capacity)
+            continue
+        lo, hi = 0, stacks  # the number of tops ranking below the object
+        while lo < hi:
+            mid = (lo + hi) // 2
+            entry = top[order[mid]]
+            if ranks_above(score[r], seq[r], e_score[entry], e_seq[entry]):
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == 0:
+            meta[2] += 1
+            continue
+        stack = order[lo - 1]
+        e_score[entries], e_seq[entries], e_id[entries], e_t[entries] = score[r], seq[r], ids[r], t[r]
+        below[entries] = top[stack]
+        top[stack] = entries
+        meta[1] = entries + 1
+
+
+@njit(cache=True)
+def scan_rows(score, seq, limit, members, only, use_only, exclude):
+    """The rows of a raw slide (best first) an S-AVL scan offers, newest first.
+
+    The best ``limit`` rows (global pruning and Appendix C's ``k - rho`` cut, decided by the
+    caller) minus members of ``P^k`` and of ``exclude``, and, if ``use_only``, only those in
+    ``only`` (every seq array sorted ascending).
+    """
+    rows = np.empty(limit, np.int64)
+    n = 0
+    for r in range(limit):
+        q = seq[r]
+        if _contains(members, q) or _contains(exclude, q):
+            continue
+        if use_only and not _contains(only, q):
+            continue
+        rows[n] = r
+        n += 1
+    rows = rows[:n]
+    return rows[np.argsort(-seq[rows], kind="mergesort")]
+
+
+@njit(cache=True)
+def _contains(sorted_values, value):
+    i = np.searchsorted(sorted_values, value)
+    return i < len(sorted_values) and sorted_values[i] == value
+
+
+# ----------------------------------------------------------------- M_0
+@njit(cache=True)
+def _m_above(e_score, e_seq, top, a, b):
+    """Stack ``a``'s top ranks above stack ``b``'s."""
+    x, y = top[a], top[b]
+    return ranks_above(e_score[x], e_seq[x], e_score[y], e_seq[y])
+
+
+@njit(cache=True)
+def _m_up(heap, pos, e_score, e_seq, top, i):
+    while i > 0:
+        parent = (i - 1) // 2
+        if not _m_above(e_score, e_seq, top, heap[i], heap[parent]):
+            return
+        heap[i], heap[parent] = heap[parent], heap[i]
+        pos[heap[i]] = i
+        pos[heap[parent]] = parent
+        i = parent
+
+
+@njit(cache=True)
+def _m_down(heap, pos, size, e_score, e_seq, top, i):
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            return
+        if child + 1 < size and _m_above(e_score, e_seq, top, heap[child + 1], heap[child]):
+            child += 1
+        if not _m_above(e_score, e_seq, top, heap[child], heap[i]):
+            return
+        heap[i], heap[child] = heap[child], heap[i]
+        pos[heap[i]] = i
+        pos[heap[child]] = child
+        i = child
+
+
+@njit(cache=True)
+def m_push(heap, pos, meta, e_score, e_seq, top, stack):
+    """Add a stack's top to the heap of tops (``O(log k)``); ``meta = [heap size, entries]``."""
+    size = meta[0]
+    heap[size] = stack
+    pos[stack] = size
+    meta[0] = size + 1
+    _m_up(heap, pos, e_score, e_seq, top, size)
+
+
+@njit(cache=True)
+def _m_pop_stack(heap, pos, meta, e_score, e_seq, below, alive, top, stack):
+    """Remove the top entry of ``stack``: the entry below becomes its top (a smaller key:
+    sift down) or the stack leaves the heap (``O(log k)``)."""
+    entry = top[stack]
+    alive[entry] = False
+    meta[1] -= 1
+    i = pos[stack]
+    nxt = below[entry]
+    if nxt >= 0:
+        top[stack] = nxt
+        _m_down(heap, pos, meta[0], e_score, e_seq, top, i)
+        return entry
+    top[stack] = -1
+    size = meta[0] - 1
+    meta[0] = size
+    pos[stack] = -1
+    if i < size:
+        heap[i] = heap[size]
+        pos[heap[i]] = i
+        _m_down(heap, pos, size, e_score, e_seq, top, i)
+        _m_up(heap, pos, e_score, e_seq, top, i)
+    return entry
+
+
+@njit(cache=True)
+def m_pop_best(heap, pos, meta, e_score, e_seq, below, alive, top, count, key_score, key_seq, use_key):
+    """Algorithm 1 line 6: the best stack top moves out of ``M_0`` (``O(log k)`` each), at most
+    ``count`` times, and, if ``use_key``, only while it ranks above ``(key_score, key_seq)``.
+    Returns the entries, best first."""
+    out = np.empty(count, np.int64)
+    n = 0
+    while n < count and meta[0] > 0:
+        entry = top[heap[0]]
+        if use_key and not ranks_above(e_score[entry], e_seq[entry], key_score, key_seq):
+            break
+        out[n] = _m_pop_stack(heap, pos, meta, e_score, e_seq, below, alive, top, heap[0])
+        n += 1
+    return out[:n]
+
+
+@njit(cache=True)
+def m_expire(heap, pos, meta, e_score, e_seq, below, alive, top, stack_of, queue, head, keys, bound):
+    """Entries whose expiry key is below ``bound`` leave ``M_0``: walked oldest first from
+    ``queue[head]``; a top is the oldest entry of its stack, so each one is a top
+    (``O(log k)`` each).  Returns ``(new head, entries removed)``."""
+    gone = 0
+    while head < len(queue) and keys[queue[head]] < bound:
+        entry = queue[head]
+        head += 1
+        if not alive[entry]:
+            continue
+        if top[stack_of[entry]] != entry:
+            raise AssertionError("an expiring entry is not its stack's top")
+        _m_pop_stack(heap, pos, meta, e_score, e_seq, below, alive, top, stack_of[entry])
+        gone += 1
+    return head, gone
+
+
+# ----------------------------------------------------------------- TBUI
+@njit(cache=True)
+def kth_highest(values, j):
+    """The ``j``-th highest value (the paper's median search, ``O(len)``)."""
+    return np.partition(values, len(values) - j)[len(values) - j]
+
+
+@njit(cache=True)
+def _keep_at_least(above, n, tau):
+    kept = 0
+    for i in range(n):
+        if above[i] >= tau:
+            above[kept] = above[i]
+            kept += 1
+    return kept
+
+
+@njit(cache=True)
+def tbui_observe(values, above, n, tau, zeta, limit, initialising):
+    """Algorithm 2 lines 3-9 for one slide: the slide's scores of at least ``tau`` join
+    ``U^tau`` (``above[:n]``, room for them required); during the initialisation ``tau`` rises
+    to the ``zeta``-th highest of ``U^tau`` whenever ``|U^tau| >= 2 zeta``, afterwards once when
+    ``|U^tau| > limit`` (the uptrend).  Returns ``(n, tau)``; ``O(s + |U^tau|)``."""
+    for v in values:
+        if v >= tau:
+            above[n] = v
+            n += 1
+    if initialising:
+        while n >= 2 * zeta:
+            raised = kth_highest(above[:n], zeta)
+            if raised <= tau:
+                break
+            tau = raised
+            n = _keep_at_least(above, n, tau)
+    elif n > limit:
+        raised = kth_highest(above[:n], zeta)
+        if raised > tau:
+            tau = raised
+            n = _keep_at_least(above, n, tau)
+    return n, tau

@@ -1,0 +1,249 @@
+"""The compiled SAP kernels (``engine.kernels.sap``) against plain-Python references.
+
+Every reference below is written from the paper's definitions with Python lists and sorts,
+independently of the kernels; inputs have many ties (scores from a few values) so that the
+total order ``(score, seq)`` decides.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+
+import numpy as np
+import pytest
+
+from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
+from engine.kernels import sap as kernels
+
+SEEDS = range(30)
+
+
+def objects(rng, m, values=5, start=0):
+    """``m`` objects with scores from ``values`` distinct values, seq ``start, start + 1, ...``."""
+    score = rng.integers(0, values, m).astype(np.float64)
+    seq = np.arange(start, start + m, dtype=np.int64)
+    return score, seq, seq + 1000, seq // 3
+
+
+def ranked(score, seq, ids, t):
+    """Rows as tuples, best first by (score, seq)."""
+    return sorted(zip(score.tolist(), seq.tolist(), ids.tolist(), t.tolist()), key=lambda r: (r[0], r[1]),
+                  reverse=True)
+
+
+def columns(rows):
+    return (np.array([r[0] for r in rows], np.float64), *(np.array([r[i] for r in rows], np.int64)
+                                                          for i in (1, 2, 3)))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_slide_best_is_the_best_k_in_rank_order(seed):
+    rng = np.random.default_rng(seed)
+    m, k = int(rng.integers(0, 40)), int(rng.integers(1, 15))
+    score, seq, ids, t = objects(rng, m)
+    rng.shuffle(seq)
+    chosen = kernels.slide_best(score, seq, k)
+    expected = ranked(score, seq, ids, t)[:k]
+    assert list(zip(score[chosen].tolist(), seq[chosen].tolist())) == [(r[0], r[1]) for r in expected]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_merge_ranked_keeps_the_best_k_of_both(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 12))
+    a = columns(ranked(*objects(rng, int(rng.integers(0, 15)))))
+    b = columns(ranked(*objects(rng, int(rng.integers(0, 15)), start=100)))
+    n = min(k, len(a[0]) + len(b[0]))
+    out = (np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
+    kernels.merge_ranked(*a, *b, *out)
+    expected = ranked(*(np.concatenate((x, y)) for x, y in zip(a, b)))[:k]
+    assert list(zip(*(column.tolist() for column in out))) == [tuple(r) for r in expected]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_counts_above_a_key_and_below_a_bound(seed):
+    rng = np.random.default_rng(seed)
+    score, seq, _, t = objects(rng, int(rng.integers(0, 30)))
+    key = (float(rng.integers(0, 5)), int(rng.integers(0, 30)))
+    assert kernels.count_ranked_above(score, seq, *key) == sum((s, q) > key for s, q in zip(score, seq))
+    assert kernels.count_at_least(score, key[0]) == sum(s >= key[0] for s in score)
+    bound = int(rng.integers(0, 12))
+    assert kernels.count_expired(t, bound) == sum(v < bound for v in t)
+    assert kernels.keep_alive(t, bound).tolist() == [i for i, v in enumerate(t) if v >= bound]
+
+
+def reference_refine(members, new, serial, k):
+    """Refine by definition: every new candidate (newer than every member) dominates the members
+    scoring at most its score; members with k dominators leave.  Rows: (score, seq, id, t,
+    counter, partition)."""
+    kept, dropped = [], []
+    for row in members:
+        counter = row[4] + sum(1 for r in new if r[0] >= row[0])
+        (dropped if counter >= k else kept).append((*row[:4], counter, row[5]))
+    rows = kept + [(*r, 0, serial) for r in new]
+    return sorted(rows, key=lambda r: (r[0], r[1]), reverse=True), [r[5] for r in dropped]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_refine_equals_the_definition(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 6))
+    members, serial, start = [], 0, 0
+    for serial in range(6):
+        m = int(rng.integers(0, 8))
+        new = ranked(*objects(rng, m, start=start))[:k]
+        start += m
+        expected, expected_dropped = reference_refine(members, new, serial, k)
+        c = [np.array([r[i] for r in members], np.float64 if i == 0 else np.int64) for i in range(6)]
+        dead = kernels.add_dominators(c[0], c[4], columns(new)[0], k)
+        total = len(members) - dead + len(new)
+        out = [np.empty(total, np.float64)] + [np.empty(total, np.int64) for _ in range(5)]
+        dropped = np.empty(dead, np.int64)
+        kernels.refine(*c, *columns(new), serial, k, *out, dropped)
+        assert list(zip(*(column.tolist() for column in out))) == expected
+        assert dropped.tolist() == expected_dropped
+        members = expected
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dominators_and_insertion_of_promoted_objects(seed):
+    rng = np.random.default_rng(seed)
+    rows = ranked(*objects(rng, int(rng.integers(0, 20)), start=50))
+    parts = rng.integers(0, 3, len(rows))
+    c = [*columns(rows), rng.integers(0, 3, len(rows)), parts.astype(np.int64)]
+    promoted = ranked(*objects(rng, int(rng.integers(1, 6))))
+    values = columns(promoted)[0]
+    got = kernels.dominators(c[0], c[5], values, 0)
+    assert got.tolist() == [sum(1 for s, p in zip(c[0], parts) if p != 0 and s >= v) for v in values]
+    out = [np.empty(len(rows) + len(promoted), np.float64)] + [np.empty(len(rows) + len(promoted), np.int64)
+                                                             for _ in range(5)]
+    kernels.insert_ranked(*c, *columns(promoted), got, 0, *out)
+    expected = sorted(list(zip(*(column.tolist() for column in c)))
+                      + [(*r, int(n), 0) for r, n in zip(promoted, got)], key=lambda r: (r[0], r[1]), reverse=True)
+    assert list(zip(*(column.tolist() for column in out))) == expected
+
+
+class ReferenceBuilder:
+    """Section 5.1 with Python lists: a sorted list of ``(top key, stack)``, bisect per object."""
+
+    def __init__(self, capacity):
+        self.capacity, self.stacks, self.tops, self.pruned = capacity, [], [], 0
+
+    def scan(self, entry):
+        key = (entry[0], entry[1])
+        if len(self.stacks) < self.capacity:
+            insort(self.tops, (*key, len(self.stacks)))
+            self.stacks.append([entry])
+            return
+        i = bisect_left(self.tops, key) - 1
+        if i < 0:
+            self.pruned += 1
+            return
+        self.tops[i] = (*key, self.tops[i][2])
+        self.stacks[self.tops[i][2]].append(entry)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_savl_scan_builds_the_stacks_of_the_reference(seed):
+    rng = np.random.default_rng(seed)
+    capacity = int(rng.integers(1, 8))
+    score, seq, ids, t = objects(rng, int(rng.integers(0, 80)), values=int(rng.integers(1, 20)))
+    reference = ReferenceBuilder(capacity)
+    builder = StackBuilder(capacity)
+    newest_first = np.arange(len(score))[::-1].copy()
+    for r in newest_first.tolist():
+        reference.scan((float(score[r]), int(seq[r]), int(ids[r]), int(t[r])))
+    for chunk in np.array_split(newest_first, 3):
+        builder.scan_rows(score, seq, ids, t, chunk)
+    builder.check()
+    assert builder.stacks == reference.stacks and builder.pruned == reference.pruned
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_scan_rows_filters_and_orders_newest_first(seed):
+    rng = np.random.default_rng(seed)
+    score, seq, _, _ = objects(rng, 20)
+    order = np.array(sorted(range(20), key=lambda i: (score[i], seq[i]), reverse=True))
+    score, seq = score[order], seq[order]
+    limit = int(rng.integers(0, 21))
+    members, only, exclude = (np.sort(rng.choice(20, int(rng.integers(0, 8)), replace=False)) for _ in range(3))
+    use_only = bool(rng.integers(0, 2))
+    rows = kernels.scan_rows(score, seq, limit, members, only, use_only, exclude)
+    expected = [r for r in range(limit) if seq[r] not in members and seq[r] not in exclude
+                and (not use_only or seq[r] in only)]
+    assert rows.tolist() == sorted(expected, key=lambda r: -seq[r])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_meaningful_set_follows_a_list_of_stacks(seed):
+    """M_0 against Python lists: the best entry is the best stack top; expiry removes tops."""
+    rng = np.random.default_rng(seed)
+    stacks, m, start = [], MeaningfulSet(expiry_index=1), 0
+    bound = 0
+    for step in range(60):
+        action = rng.integers(0, 4)
+        if action == 0:
+            builder = ReferenceBuilder(int(rng.integers(1, 5)))
+            score, seq, ids, t = objects(rng, int(rng.integers(1, 30)), start=start)
+            start += len(score)
+            for r in range(len(score) - 1, -1, -1):
+                builder.scan((float(score[r]), int(seq[r]), int(ids[r]), int(t[r])))
+            fresh = [list(s) for s in builder.stacks]
+            stacks.extend(fresh)
+            m.absorb(fresh)
+        elif action == 1 and any(stacks):
+            best = max((s[-1] for s in stacks if s), key=lambda e: (e[0], e[1]))
+            assert m.pop_best() == best
+            next(s for s in stacks if s and s[-1] == best).pop()
+        elif action == 2:
+            count, key = int(rng.integers(1, 4)), (float(rng.integers(0, 5)), int(rng.integers(0, 99)))
+            expected = []
+            while len(expected) < count and any(stacks):
+                best = max((s[-1] for s in stacks if s), key=lambda e: (e[0], e[1]))
+                if (best[0], best[1]) <= key:
+                    break
+                expected.append(best)
+                next(s for s in stacks if s and s[-1] == best).pop()
+            got = m.pop_columns(count, above=key)
+            assert list(zip(*(column.tolist() for column in got))) == expected
+        else:
+            bound += int(rng.integers(0, 8))
+            expected = sum(1 for s in stacks for e in s if e[1] < bound)
+            assert m.expire(bound) == expected
+            for s in stacks:
+                while s and s[-1][1] < bound:
+                    s.pop()
+        m.check()
+        assert len(m) == sum(len(s) for s in stacks)
+        assert sorted(m.seqs().tolist()) == sorted(e[1] for s in stacks for e in s)
+        assert m.best() == (max((s[-1] for s in stacks if s), key=lambda e: (e[0], e[1])) if any(stacks) else None)
+
+
+def reference_observe(above, values, tau, zeta, limit, initialising):
+    """Algorithm 2 lines 3-9 with Python lists: U^tau grows by the scores >= tau; tau rises to
+    the zeta-th highest of U^tau (at |U^tau| >= 2 zeta while initialising, else above limit)."""
+    above = above + [v for v in values if v >= tau]
+    while (len(above) >= 2 * zeta) if initialising else (len(above) > limit):
+        raised = sorted(above, reverse=True)[zeta - 1]
+        if raised <= tau:
+            break
+        tau = raised
+        above = [v for v in above if v >= tau]
+        if not initialising:
+            break
+    return above, tau
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_tbui_observe_follows_algorithm_2(seed):
+    rng = np.random.default_rng(seed)
+    zeta = int(rng.integers(1, 6))
+    limit = max(2 * zeta, zeta + int(rng.integers(0, 5)))
+    initialising = bool(rng.integers(0, 2))
+    above, tau = [], -np.inf
+    buffer, n, got_tau = np.empty(1000), 0, -np.inf
+    for _ in range(20):
+        values = rng.integers(0, 6, int(rng.integers(0, 8))).astype(np.float64)
+        above, tau = reference_observe(above, values.tolist(), tau, zeta, limit, initialising)
+        n, got_tau = kernels.tbui_observe(values, buffer, n, got_tau, zeta, limit, initialising)
+        assert got_tau == tau and sorted(buffer[:n].tolist()) == sorted(above)
