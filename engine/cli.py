@@ -1,7 +1,9 @@
 """The headless command line, ``python -m engine`` (SPEC section 4).
 
 ``python -m engine run`` replays a CSV or Parquet stream through one algorithm and writes one
-JSON line per slide boundary; ``python -m engine list`` prints the registry.  Bad arguments or
+JSON line per slide boundary; ``python -m engine run-many`` replays it through a workload of
+queries (shared execution, ``engine.multi``, or one algorithm instance per query) and writes
+one JSON line per query and slide boundary; ``python -m engine list`` prints the registry.  Bad arguments or
 bad input end with one ``error: ...`` line on stderr (naming the file, the line and the
 problem) and exit status 2, and leave no output file behind: the answers are written to a
 temporary file next to the output and renamed over it only once the run has succeeded.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import heapq
 import json
 import math
 import os
@@ -400,6 +403,148 @@ def run(args: argparse.Namespace) -> None:
     write_atomically(args.output, answer_lines(algorithm, data))
 
 
+# ------------------------------------------------------------------------------ run-many
+
+SHARED = "shared"
+"""``run-many --algorithm`` value of the shared executor (the default)."""
+
+QUERY_FIELDS = ("weights", "k", "window", "slide", "kind")
+
+CHUNK_ROWS = 1 << 16
+"""Rows the shared executor takes per call, so answers stream out as they are found."""
+
+
+def read_queries(path: str) -> list[Query]:
+    """The workload file: a JSON list of ``{"weights", "k", "window", "slide", "kind"}``
+    (``kind`` defaults to ``"count"``); a bad entry names its position (from 0) and the problem."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            entries = json.load(file)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"{path} line {exc.lineno}: not JSON: {exc.msg}") from None
+    if not isinstance(entries, list) or not entries:
+        raise CommandError(f"{path}: expected a non-empty JSON list of queries, got "
+                           f"{'an empty list' if entries == [] else type(entries).__name__}")
+    queries = []
+    for position, entry in enumerate(entries):
+        where = f"{path}: query {position}"
+        if not isinstance(entry, dict):
+            raise CommandError(f"{where}: expected an object with {', '.join(QUERY_FIELDS)}, got {json.dumps(entry)}")
+        unknown = sorted(set(entry) - set(QUERY_FIELDS))
+        if unknown:
+            raise CommandError(f"{where}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(QUERY_FIELDS)}")
+        missing = [name for name in QUERY_FIELDS[:4] if name not in entry]
+        if missing:
+            raise CommandError(f"{where}: missing field(s) {', '.join(missing)}")
+        weights = entry["weights"]
+        if not isinstance(weights, list) or any(isinstance(w, bool) or not isinstance(w, (int, float)) for w in weights):
+            raise CommandError(f"{where}: weights must be a list of numbers, got {json.dumps(weights)}")
+        try:
+            queries.append(Query(weights=tuple(weights), k=entry["k"], window=entry["window"],
+                                 slide=entry["slide"], kind=entry.get("kind", "count")))
+        except ValueError as exc:
+            raise CommandError(f"{where}: {exc}") from None
+    return queries
+
+
+class AnswerLines:
+    """Formats ``run-many``'s output lines (as ``json.dumps`` would); each distinct score is
+    written once.
+
+    An object stays in a window's answer for many slides and in the answers of many queries,
+    so its score's text is kept (up to ``LIMIT`` distinct scores, then forgotten at once).
+
+    >>> AnswerLines().line(3, 0, 10, np.array([7]), np.array([0.5]))
+    '{"query": 3, "slide": 0, "end": 10, "ids": [7], "scores": [0.5]}\\n'
+    """
+
+    LIMIT = 1 << 20
+
+    def __init__(self) -> None:
+        self._texts: dict[float, str] = {}
+
+    def line(self, query: int, slide: int, end: int, ids: np.ndarray, scores: np.ndarray) -> str:
+        values = scores.tolist()
+        texts = self._texts
+        try:
+            written = ", ".join(map(texts.__getitem__, values))
+        except KeyError:
+            if len(texts) > self.LIMIT:
+                texts.clear()
+            for value in values:
+                if value not in texts:
+                    texts[value] = repr(value) if math.isfinite(value) else json.dumps(value)
+            written = ", ".join(map(texts.__getitem__, values))
+        return f'{{"query": {query}, "slide": {slide}, "end": {end}, "ids": {ids.tolist()}, ' \
+               f'"scores": [{written}]}}\n'
+
+
+def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
+    """The workload through :class:`engine.multi.SharedTopK`, chunk by chunk, in stream order."""
+    from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
+
+    executor = SharedTopK(queries)
+    lines = AnswerLines()
+    ids, t, x = data
+    for lo in range(0, len(ids), CHUNK_ROWS):
+        part = slice(lo, lo + CHUNK_ROWS)
+        for result in executor.process(ids[part], t[part], x[part]):
+            yield lines.line(result.query, result.slide, result.end, result.answer.ids, result.answer.scores)
+
+
+def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str]:
+    """One algorithm instance per query, interleaved in the shared executor's order: by the
+    number of arrivals when the boundary is passed, then by query (the unshared reference)."""
+    t = data[1]
+    lines = AnswerLines()
+
+    def answers(position: int, algorithm: Algorithm) -> Iterator[tuple[int, int, int, str]]:
+        count = algorithm.q.kind == "count"
+        for batch in slides(data, algorithm.q):
+            algorithm.process(batch)
+            answer = algorithm.topk()
+            passed = batch.end if count else int(np.searchsorted(t, batch.end))
+            yield passed, position, batch.index, lines.line(position, batch.index, batch.end, answer.ids,
+                                                            answer.scores)
+
+    for *_, line in heapq.merge(*(answers(i, algorithm) for i, algorithm in enumerate(algorithms))):
+        yield line
+
+
+def run_many(args: argparse.Namespace) -> None:
+    """``python -m engine run-many``: check the workload and the input, write every answer."""
+    queries = read_queries(args.queries)
+    info = None
+    if args.algorithm != SHARED:
+        info = find_algorithm(args.algorithm)
+        if info.stream != "single":
+            raise CommandError(f"--algorithm: {info.name} is an {info.stream}-stream algorithm; "
+                               "run-many takes single-stream ones")
+        params = check_params(info, args.param)
+    elif args.param:
+        raise CommandError("--param: the shared executor takes no parameters")
+    table = read_table(args.input)
+    kind = "time" if any(query.kind == "time" for query in queries) else "count"
+    data, ones = object_stream(table, None, kind)
+    for position, query in enumerate(queries):
+        if query.dimensions != len(ones):
+            raise CommandError(f"{args.queries}: query {position}: {query.dimensions} weight(s), but {table.path} "
+                               f"has {len(ones)} feature column(s)")
+    if info is None:
+        lines = shared_lines(queries, data)
+    else:
+        try:
+            algorithms = [create(info.name, query, **params) for query in queries]
+        except ValueError as exc:
+            raise CommandError(f"cannot create {info.name}: {exc}") from None
+        lines = unshared_lines(algorithms, data)
+    write_atomically(args.output, lines)
+
+
 def print_algorithms(out: TextIO) -> None:
     """``python -m engine list``: one line per algorithm: name, family, summary, parameters."""
     infos = available()
@@ -447,13 +592,32 @@ example:
 """
 
 
+RUN_MANY_EPILOG = """\
+queries (Q.json): a JSON list of {"weights": [...], "k": K, "window": N, "slide": S, "kind": "count"|"time"}
+  (kind defaults to count; one weight per feature column); a bad query is refused before any
+  output, naming its position (from 0) and the problem.
+
+input: as for run (id,t,<features...>).
+
+output: one JSON line per (query, slide boundary passed), in stream order, then by query:
+  {"query": i, "slide": j, "end": T, "ids": [...], "scores": [...]}
+
+--algorithm shared (the default) runs every query through one shared executor (queries with
+equal weights share one super-top-k list); any single-stream algorithm runs one instance per
+query instead (the unshared reference).  Both give the same answers for exact algorithms.
+
+example:
+  python -m engine run-many --queries watch.json --input trades.csv --output answers.jsonl
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m engine`` argument parser with its ``run`` and ``list`` commands."""
+    """The ``python -m engine`` argument parser with its ``run``, ``run-many`` and ``list`` commands."""
     parser = argparse.ArgumentParser(
         prog="python -m engine",
         description="Top-k Watch, headless: continuous top-k queries over sliding windows.",
         epilog="'python -m engine run --help' describes the input and output formats.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,list}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,run-many,list}")
     run_parser = commands.add_parser(
         "run", help="replay a CSV or Parquet stream through one algorithm, one JSON line per slide",
         description="Replay a stream through one algorithm and write its answer after every slide.",
@@ -472,6 +636,19 @@ def build_parser() -> argparse.ArgumentParser:
                                  "write negative ones as --weights=-1,0.5")
     run_parser.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet stream")
     run_parser.add_argument("--output", required=True, metavar="FILE.jsonl", help="where to write the answers")
+    many_parser = commands.add_parser(
+        "run-many", help="replay a stream through a workload of queries, one JSON line per query and slide",
+        description="Replay a stream through many queries at once and write every query's answer after each "
+                    "of its slides.",
+        epilog=RUN_MANY_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    many_parser.add_argument("--queries", required=True, metavar="Q.json", help="the workload, a JSON list of queries")
+    many_parser.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet stream")
+    many_parser.add_argument("--output", required=True, metavar="FILE.jsonl", help="where to write the answers")
+    many_parser.add_argument("--algorithm", default=SHARED, metavar="NAME",
+                             help=f"{SHARED} (default: the shared executor) or a single-stream algorithm, "
+                                  "one instance per query")
+    many_parser.add_argument("--param", action="append", default=[], type=_param_argument, metavar="KEY=VALUE",
+                             help="a parameter of --algorithm NAME; repeat for several")
     commands.add_parser("list", help="list the registered algorithms with their families and parameters",
                         description="List the registered algorithms: name, family, summary, parameters.")
     return parser
@@ -483,6 +660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "list":
             print_algorithms(sys.stdout)
+        elif args.command == "run-many":
+            run_many(args)
         else:
             run(args)
     except CommandError as exc:

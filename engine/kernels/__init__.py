@@ -1,0 +1,1 @@
+"""Compiled (numba) kernels of the engine: plain functions over numpy arrays."""
