@@ -18,6 +18,7 @@ QUERIES = [
     {"weights": NOTIONAL, "k": 10, "window": 200, "slide": 50, "kind": "count"},
     {"weights": NOTIONAL, "k": 3, "window": 1_800_000, "slide": 600_000, "kind": "time"},
     {"weights": PRICE_SIZE, "k": 2, "window": 30, "slide": 30, "kind": "count"},
+    {"weights": PRICE_SIZE, "k": 2, "window": 60_000, "slide": 20_000, "kind": "time"},  # empty slides
 ]
 DAY1_ROWS, DAY2_ROWS = 1_203, 900
 SNAPSHOT_EVERY = 7
