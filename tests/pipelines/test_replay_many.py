@@ -9,6 +9,8 @@ import duckdb
 import pytest
 
 from pipelines import ingest, replay
+from pipelines.errors import InputError
+from pipelines.replay_config import parse_config
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
 NOTIONAL, PRICE_SIZE = {"notional": 1.0}, {"price": 1.0, "size": -0.001}
@@ -94,3 +96,13 @@ def test_shared_replay_resumes_after_more_rows_exactly(spark, days, store_dir, f
     for algorithm in ("multi", "oracle"):
         assert answers(db, first.run_id, algorithm) == answers(db, full_run, "oracle")
     assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written == 0
+
+
+@pytest.mark.parametrize("entry, stream, message", [
+    ({"name": "multi", "params": {"prefilter": True}}, "single", "the shared executor takes no params"),
+    ({"name": "multi"}, "incomplete", "reads single streams"),
+])
+def test_shared_entries_that_cannot_run_are_refused(entry, stream, message):
+    features = ["notional", "price", "size"]
+    with pytest.raises(InputError, match=message):
+        parse_config({"name": "x", "dataset": "d", "queries": QUERIES[:1], "algorithms": [entry]}, features, stream)
