@@ -31,6 +31,7 @@ task writes them as empty answers, as a per-algorithm task on that shard does.
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -192,7 +193,6 @@ def segment_cuts(members: list["QueryProgress"], t: np.ndarray) -> tuple[tuple[i
 
 def run_shared_task(task: SharedTask) -> Iterator[dict[str, Any]]:
     """Replay the group's range in one pass; yield the marker of every member's segment written."""
-    import importlib
     for module in task.plugins:
         importlib.import_module(module)
     queries = [Query.from_dict(member.query) for member in task.members]
@@ -210,7 +210,11 @@ def run_shared_task(task: SharedTask) -> Iterator[dict[str, Any]]:
     last_progress = time.monotonic()
 
     def feed(arrays: dict[str, np.ndarray], stream_end: int, time_now: int) -> None:
-        rows = arrays if keep is None else {name: values[keep(arrays)] for name, values in arrays.items()}
+        if keep is None:
+            rows = arrays
+        else:
+            mask = keep(arrays)
+            rows = {name: values[mask] for name, values in arrays.items()}
         began = time.perf_counter()
         results = executor.process(rows["id"], rows["t"], rows["x"], seq=rows["seq"], stream_end=stream_end,
                                    time_now=time_now)
