@@ -23,7 +23,7 @@ QUERIES = [
     {"weights": PRICE_SIZE, "k": 2, "window": 60_000, "slide": 20_000, "kind": "time"},  # empty slides
 ]
 DAY1_ROWS, DAY2_ROWS = 1_203, 900
-SNAPSHOT_EVERY = 7
+SNAPSHOT_EVERY = 20
 quiet = dict(log=lambda _: None)
 
 
