@@ -32,6 +32,7 @@ task writes them as empty answers, as a per-algorithm task on that shard does.
 from __future__ import annotations
 
 import importlib
+from collections import deque
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -205,7 +206,7 @@ def run_shared_task(task: SharedTask) -> Iterator[dict[str, Any]]:
                for handle, member in enumerate(task.members) if member.next_slide < member.total_slides}
     expected = {handle: task.members[handle].next_slide for handle in writers}
     keep = shard_filter(task.shard, task.shards, "seq") if task.shards > 1 else None
-    cuts = list(task.cuts)
+    cuts = deque(task.cuts)
     slides = [query.slide for query in queries]
     last_progress = time.monotonic()
 
@@ -259,7 +260,7 @@ def run_shared_task(task: SharedTask) -> Iterator[dict[str, Any]]:
             continue
         first, stop = int(seq[0]), int(seq[-1]) + 1
         while cuts and cuts[0][0] <= stop:
-            position, now, ends = cuts.pop(0)
+            position, now, ends = cuts.popleft()
             piece = {name: values[:position - first] for name, values in arrays.items()}
             arrays = {name: values[position - first:] for name, values in arrays.items()}
             first = position
