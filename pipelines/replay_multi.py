@@ -32,9 +32,9 @@ task writes them as empty answers, as a per-algorithm task on that shard does.
 from __future__ import annotations
 
 import importlib
-from collections import deque
 import json
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
