@@ -8,7 +8,8 @@ The replay in four parts, each its own module:
 - **plan** (:mod:`pipelines.replay_plan`): the config against its dataset, the run to start
   or resume, and where each query continues (from the run's last complete snapshots);
 - **job** (:mod:`pipelines.replay_job`): one Spark job, one task per (query, algorithm,
-  shard) (:mod:`pipelines.replay_tasks`), each replaying its whole range in one pass and
+  shard) (:mod:`pipelines.replay_tasks`; the shared executor ``multi``: one per (weights group,
+  shard), :mod:`pipelines.replay_multi`), each replaying its whole range in one pass and
   staging, every segment of slides, its answers, stats and state as files;
 - **load** (:mod:`pipelines.replay_load`): while the job runs, the driver bulk-loads every
   complete segment into DuckDB, one transaction per query and load, so the snapshots in

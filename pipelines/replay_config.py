@@ -14,7 +14,8 @@ A config is a JSON object::
                                       # (importable on the driver and every executor)
       "queries": [{"weights": {"notional": 1.0}, "k": 10, "window": 10000, "slide": 500,
                    "kind": "count"}],
-      "algorithms": [{"name": "oracle"}, {"name": "mintopk", "params": {"prefilter": true}}]
+      "algorithms": [{"name": "oracle"}, {"name": "mintopk", "params": {"prefilter": true}},
+                     {"name": "multi"}]
     }
 
 ``weights`` is a list (one per dataset feature) or a mapping feature -> weight (missing
@@ -22,6 +23,10 @@ features, or streams of an attribute-stream dataset, weigh 0). An algorithm entr
 ``label`` (its name in the results; by default the name, plus the parameters when there are
 any). The exact answer every metric is measured against comes from ``oracle`` (object
 streams) or ``oracle-incomplete`` (attribute streams), added when the config does not list it.
+The algorithm ``multi`` (:data:`SHARED`, no ``params``) is the shared executor
+(:class:`engine.multi.SharedTopK`): the config's queries are grouped by weights and each group
+runs as one task per shard (:mod:`pipelines.replay_multi`), its answers stored per query under
+the label ``multi`` like any algorithm's.  Object streams only.
 Refused before Spark starts, besides malformed fields: a count window smaller than ``k``, a
 query whose weights are all 0, and algorithms of the other stream model than the dataset's.
 """
@@ -36,11 +41,15 @@ from typing import Any, Sequence
 
 import engine
 from engine import Query
+from engine.multi import SharedTopK
 
 from .errors import InputError
 
 REFERENCES = {"single": "oracle", "incomplete": "oracle-incomplete"}
 """The exact algorithm every other is measured against, by stream model."""
+SHARED = "multi"
+"""The algorithm name that runs the config's queries through the shared executor, one task per
+(weights group, shard)."""
 SEGMENT_ROWS = 1_000_000
 """Rows per segment when ``snapshot_every`` is not given."""
 KEEP_SNAPSHOTS = 2
@@ -189,6 +198,8 @@ def _parse_algorithm(index: int, entry: Any, queries: Sequence[Query], stream: s
     name, params = entry["name"], entry.get("params") or {}
     if not isinstance(params, dict):
         raise InputError(f"config: algorithm {index} ({name}): 'params' must be an object")
+    if name == SHARED:
+        return _parse_shared(index, entry, queries, stream)
     try:
         for query in queries:
             engine.create(name, query, **params)
@@ -202,6 +213,20 @@ def _parse_algorithm(index: int, entry: Any, queries: Sequence[Query], stream: s
     label = entry.get("label") or (name if not params else
                                    f"{name}({','.join(f'{key}={params[key]}' for key in sorted(params))})")
     return AlgorithmSpec(label=str(label), name=name, params=dict(params))
+
+
+def _parse_shared(index: int, entry: dict, queries: Sequence[Query], stream: str) -> AlgorithmSpec:
+    """The shared executor's entry: no parameters, object streams, a workload it accepts."""
+    if entry.get("params"):
+        raise InputError(f"config: algorithm {index} ({SHARED}): the shared executor takes no params")
+    if stream != "single":
+        raise InputError(f"config: algorithm {index} ({SHARED}) reads single streams, but the dataset holds "
+                         "attribute streams (id, stream, value, t)")
+    try:
+        SharedTopK(queries)
+    except ValueError as error:
+        raise InputError(f"config: algorithm {index} ({SHARED}): {error}") from None
+    return AlgorithmSpec(label=str(entry.get("label") or SHARED), name=SHARED)
 
 
 def _positive_int(data: dict, key: str, default: int | None) -> int | None:

@@ -19,7 +19,9 @@ from typing import Callable
 from pyspark.sql import SparkSession
 
 from . import replay_load, store
+from .replay_config import SHARED
 from .replay_load import QueryLoad, ReplaySummary
+from .replay_multi import SharedTask, shared_tasks
 from .replay_plan import ReplayPlan, last_seq_before
 from .replay_tasks import ReplayTask, run_partition
 
@@ -73,8 +75,9 @@ class TaskFailed(RuntimeError):
     """A replay task raised: the message is the last line of its Python exception."""
 
 
-def replay_tasks(plan: ReplayPlan) -> list[ReplayTask]:
-    """One task per (query, algorithm, shard) with slides left, most slides first.
+def replay_tasks(plan: ReplayPlan) -> list[ReplayTask | SharedTask]:
+    """One task per (query, algorithm, shard) with slides left, most slides first; the shared
+    executor (``multi``) has one per (weights group, shard) instead (:mod:`pipelines.replay_multi`).
 
     Spark hands the tasks to free executor cores in this order; a task's cost grows with its
     slides (every task reads the same rows), so the longest tasks start first and the short
@@ -88,6 +91,8 @@ def replay_tasks(plan: ReplayPlan) -> list[ReplayTask]:
             continue
         start = p.origin + p.next_slide * p.query.slide
         for index, spec in enumerate(config.algorithms):
+            if spec.name == SHARED:
+                continue
             for shard in range(config.shards):
                 tasks.append(ReplayTask(
                     query_id=p.query_id, algorithm_index=index, label=spec.label, algorithm=spec.name,
@@ -96,6 +101,9 @@ def replay_tasks(plan: ReplayPlan) -> list[ReplayTask]:
                     attribute=dataset.attribute, first_slide=p.next_slide, first_row=p.first_row, start=start,
                     slides=p.remaining, segment=p.segment_slides,
                     plugins=config.plugins, staging=str(plan.staging), state=p.states[(spec.label, shard)]))
+    for index, spec in enumerate(config.algorithms):
+        if spec.name == SHARED:
+            tasks += shared_tasks(plan, index, spec)
     return sorted(tasks, key=lambda task: -task.slides)
 
 

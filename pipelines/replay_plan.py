@@ -26,7 +26,8 @@ from engine import Query
 
 from . import publish, store
 from .errors import InputError
-from .replay_config import SEGMENT_ROWS, AlgorithmSpec, ReplayConfig, parse_config, read_config
+from .replay_config import SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, parse_config, read_config
+from .replay_multi import check_shared_state, group_of
 from .replay_tasks import is_attribute_dataset, read_rows
 
 
@@ -215,8 +216,11 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
                                  "snapshots were taken over (was it re-ingested?); start a new run")
             states = {key: state for key, (_, _, state) in found.items()}
             for (label, shard), state in states.items():
-                check_state(state, query, specs[label],
-                            f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}")
+                where = f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}"
+                if specs[label].name == SHARED:
+                    check_shared_state(state, [config.queries[i] for i in group_of(config.queries, query_id)], where)
+                else:
+                    check_state(state, query, specs[label], where)
         segment_slides = config.snapshot_every or max(1, -(-SEGMENT_ROWS * total // max(dataset.rows, 1)))
         first_row = last_seq_before(query, dataset.t, origin + next_slide * query.slide) + 1
         progress.append(QueryProgress(query_id=query_id, query=query, origin=origin, next_slide=next_slide,

@@ -348,7 +348,9 @@ class SegmentWriter:
 
     A part (``answers-<first slide>.parquet`` and ``stats-<first slide>.parquet``) is written
     whenever :data:`PART_ROWS` answer rows are buffered, so memory stays bounded however long a
-    segment is; :meth:`flush` writes the last part, the state and the marker.
+    segment is; :meth:`flush` writes the last part, the state and the marker.  ``task`` needs
+    ``query_id``, ``label``, ``shard`` and ``directory`` only (a shared executor's task has one
+    writer per query, :mod:`pipelines.replay_multi`).
     """
 
     def __init__(self, task: ReplayTask) -> None:
@@ -468,7 +470,12 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
 
 
 def run_partition(rows: Iterator) -> Iterator[str]:
-    """Spark ``mapPartitions`` body: every element is a task's JSON; yields segment markers as JSON."""
+    """Spark ``mapPartitions`` body: every element is a task's JSON (a :class:`ReplayTask`, or a
+    shared executor's :class:`pipelines.replay_multi.SharedTask`); yields segment markers as JSON."""
+    from .replay_multi import SharedTask, run_shared_task  # it builds on this module
     for text in rows:
-        for marker in run_task(ReplayTask.from_json(text)):
+        data = json.loads(text)
+        markers = run_shared_task(SharedTask.from_dict(data)) if "members" in data else \
+            run_task(ReplayTask.from_json(text))
+        for marker in markers:
             yield json.dumps(marker)
