@@ -59,9 +59,9 @@ STORED = {"run_id": "VARCHAR", "run_at": "TIMESTAMPTZ", "quick": "BOOLEAN", "mod
           "git_commit": "VARCHAR", "load_1m": "DOUBLE", "load_5m": "DOUBLE", "row_json": "JSON"}
 
 
-SPARK_MODULES = ("bench_ingest", "bench_replay", "bench_dashboard")
+SPARK_MODULES = ("bench_ingest", "bench_replay", "bench_dashboard", "bench_agreement")
 """Modules that start Spark or need what it made (tens of seconds each, minutes on a busy machine;
-``bench_dashboard`` drives Chromium on the database ``make run`` fills): the full run only,
+``bench_dashboard`` drives Chromium and ``bench_agreement`` reads the database ``make run`` fills): the full run only,
 unless ``--quick --with-spark`` or ``--only`` names them."""
 
 

@@ -178,8 +178,9 @@ def demo_trace() -> data.Trace:
 
 def write_run(con, run_id: str, config: dict, trace: data.Trace, started: str) -> None:
     """A finished run as the replay writes it: every configured algorithm over every query, with real engines."""
-    con.execute("INSERT INTO runs VALUES (?, ?, ?, 'local[*]', 1, ?::TIMESTAMP, ?::TIMESTAMP + INTERVAL 1 MINUTE, "
-                "'finished')", [run_id, config["dataset"], json.dumps(config), started, started])
+    con.execute("INSERT INTO runs (run_id, dataset, config, spark_master, shards, started_at, finished_at, status) "
+                "VALUES (?, ?, ?, 'local[*]', 1, ?::TIMESTAMP, ?::TIMESTAMP + INTERVAL 1 MINUTE, 'finished')",
+                [run_id, config["dataset"], json.dumps(config), started, started])
     for query_id, spec in enumerate(config["queries"]):
         weights = [float(spec["weights"].get(f, 0.0)) for f in trace.features]
         query = engine.Query(weights=weights, k=spec["k"], window=spec["window"], slide=spec["slide"],
