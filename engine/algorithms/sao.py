@@ -134,6 +134,12 @@ class _Layer:
         self.places, self.hull = places, hull
 
 
+def _points(x: np.ndarray) -> np.ndarray:
+    """Each row as one opaque value, equal exactly when the rows' bytes are (``O(n d)``)."""
+    x = np.ascontiguousarray(x)
+    return x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
+
+
 def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     """Split ``pool`` into the vertices of its hull (with the hull, renamed to them) and the rest.
 
@@ -371,7 +377,12 @@ class SAO(Algorithm):
             stop = min(m, expiring + 1, p + FILTER_CHUNK)
             geometry = self._geometry
             if self._filtering():
-                inside = self._layers[-1].hull.strictly_inside(self._scaled(rows.x[p:stop]))
+                inside = self._layers[self.params["layers"] - 1].hull.strictly_inside(self._scaled(rows.x[p:stop]))
+                deep = self._layers[self.params["layers"]:]
+                if deep:
+                    held = np.concatenate([layer.places.raw for layer in deep])
+                    candidates = np.flatnonzero(inside)
+                    inside[candidates[np.isin(_points(rows.x[p:stop][candidates]), _points(held))]] = False
                 pending = (p + np.flatnonzero(~inside)).tolist()
             else:
                 pending = range(p, stop)
@@ -390,8 +401,8 @@ class SAO(Algorithm):
             p = done
 
     def _filtering(self) -> bool:
-        """Whether arrivals inside the innermost layer are discarded: ``L`` layers exist and the
-        budget is spent (below that they open a layer, as the paper's empty ``l_L`` would take them)."""
+        """Whether arrivals inside ``l_L`` are discarded: ``L`` layers exist and the budget is spent
+        (else they join the layers below ``l_L`` or open one, as the paper's empty ``l_L`` would)."""
         return len(self._layers) >= self.params["layers"] and self._held >= self._memory
 
     def _arrive(self, rows: _Rows, r: int) -> None:
@@ -409,7 +420,7 @@ class SAO(Algorithm):
                 target = j
             else:
                 break
-        if target == len(self._layers) and self._filtering():
+        if target >= self.params["layers"] and self._filtering():
             self._counters["filtered"] += 1
             return
         place = self._next_place

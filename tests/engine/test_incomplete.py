@@ -443,3 +443,18 @@ def test_the_replay_refuses_approx_on_more_than_one_shard():
         parse_config(config, ["images", "english"], stream="incomplete")
     assert parse_config({**config, "shards": 1}, ["images", "english"], stream="incomplete").shards == 1
     assert parse_config({**config, "algorithms": [{"name": "eaa"}]}, ["images", "english"], stream="incomplete").shards == 2
+
+
+def test_approx_measures_fewer_bytes_than_eaa_sketches_included():
+    """The sketches (d x bitmaps x 32 stamps) cost less than the instances approx prunes."""
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=100)
+    data = correlated_streams(4000, streams=3, seed=7, reuse=0.5, memory=30)
+    approx, eaa = engine.create("approx", query), engine.create("eaa", query)
+    ratios = []
+    for batch in engine.slides(data, query):
+        approx.process(batch)
+        eaa.process(batch)
+        if batch.end >= 2 * query.window:
+            ratios.append(approx.stats()["measured_bytes"] / eaa.stats()["measured_bytes"])
+    assert approx.stats()["sketch_bytes"] == 8 * 3 * 64 * 32 + 8 * 2 * 3 * 10
+    assert max(ratios) < 0.8, ratios
