@@ -8,7 +8,6 @@ from itertools import islice
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from ..base import OBJECT_WORDS, WORD, Algorithm
 from ..jsondata import floats_in, floats_out, ints_in
@@ -262,7 +261,8 @@ class SAO(Algorithm):
         self._where: dict[bytes, int] = {}
         self._next_place = 0
         self._held = 0
-        self._expiry = SortedList()
+        self._expiry: deque = deque()
+        self._count = 0
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
         self._counters = dict.fromkeys(COUNTERS, 0)
@@ -341,7 +341,8 @@ class SAO(Algorithm):
     def _add_object(self, place: int, rows: _Rows, r: int) -> None:
         seq, key = int(rows.seq[r]), int(self._keys(rows)[r])
         self._objects.setdefault(place, deque()).append((seq, int(rows.ids[r]), int(rows.t[r])))
-        self._expiry.add((key, seq, place))
+        self._expiry.append((key, seq, place))
+        self._count += 1
 
     def _peel(self, pool: _Places) -> None:
         """Append layers peeled off ``pool`` below the innermost one; the places left when the
@@ -439,9 +440,12 @@ class SAO(Algorithm):
         """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
         an emptied place is deleted."""
         while self._expiry and self._expiry[0][0] < bound:
-            _, seq, place = self._expiry.pop(0)
+            _, seq, place = self._expiry.popleft()
+            objects = self._objects.get(place)
+            if objects is None or objects[0][0] != seq:
+                continue  # its place left the index
             self._counters["expiries"] += 1
-            objects = self._objects[place]
+            self._count -= 1
             objects.popleft()
             if not objects:
                 self._delete(place)
@@ -470,12 +474,15 @@ class SAO(Algorithm):
             self._delete(int(layer.places.ids[victim]), j, evicted=True)
 
     def _drop(self, places: _Places) -> None:
-        """Forget ``places`` and their objects (they left the index); ``O(objects log n)``."""
+        """Forget ``places`` and their objects (they left the index; their expiry entries are
+        skipped when reached); ``O(places)``."""
         self._geometry += 1
         for place, point in zip(places.ids.tolist(), places.raw):
-            for seq, _, t in self._objects.pop(place):
-                self._expiry.remove((seq if self.q.kind == "count" else t, seq, place))
+            self._count -= len(self._objects.pop(place))
             del self._where[point.tobytes()]
+        if len(self._expiry) > 2 * self._count + 64:
+            self._expiry = deque(entry for entry in self._expiry if entry[2] in self._objects
+                                 and entry[1] >= self._objects[entry[2]][0][0])
         self._held -= len(places)
 
     def _delete(self, place: int, j: int | None = None, evicted: bool = False) -> None:
@@ -608,12 +615,12 @@ class SAO(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         sizes = [len(layer.places) for layer in self._layers]
-        objects = len(self._expiry) if self._created else len(self._buffer)
+        objects = self._count if self._created else len(self._buffer)
         places = self._held if self._created else len(self._buffer)
         facets = sum(len(layer.hull.offsets) for layer in self._layers)
         examined = self._counters["arrivals_examined"]
         return {"candidates": objects, "retained": objects, "places": places,
-                "bytes": WORD * (places * (self._d + 5) + objects * (OBJECT_WORDS + 2) + facets * (self._d + 1)),
+                "bytes": WORD * (places * (self._d + 5) + objects * (OBJECT_WORDS + 3) + facets * (self._d + 1)),
                 "created": self._created, "layer_counts": sizes, "layer_quotas": self._quotas()[:max(len(sizes), 1)],
                 "filtering_ratio": self._counters["filtered"] / examined if examined else 0.0,
                 **self._counters}
@@ -624,10 +631,16 @@ class SAO(Algorithm):
         return {"format": 2,
                 "layers": [{"places": [[place, *floats_out(x)] for place, x in zip(layer.places.ids.tolist(), layer.places.raw)],
                             "hull": _hull_out(layer.hull)} for layer in self._layers],
-                "objects": [[place, seq, oid, t] for place, objects in self._objects.items() for seq, oid, t in objects],
+                "objects": self._listed(),
                 "next_place": self._next_place, "shift": floats_out(self._shift), "spread": floats_out(self._spread),
                 "buffer": self._buffer.records(), "created": self._created, "end": self._end,
                 "counters": dict(self._counters)}
+
+    def _listed(self) -> list[list[int]]:
+        """Every held object as ``[place, seq, id, t]``, in expiry order (``O(n log n)``)."""
+        every = [(seq if self.q.kind == "count" else t, seq, place, oid, t)
+                 for place, objects in self._objects.items() for seq, oid, t in objects]
+        return [[place, seq, oid, t] for _, seq, place, oid, t in sorted(every)]
 
     def load_state(self, data: dict[str, Any]) -> None:
         layers = data["layers"]
@@ -663,12 +676,17 @@ class SAO(Algorithm):
             places = _Places(ids, self._scaled(x), x)
             self._layers.append(_Layer(places, _hull_in(saved["hull"], places, d)))
             self._where.update((point.tobytes(), place) for place, point in zip(ids.tolist(), x))
+        held = {place for layer in self._layers for place in layer.places.ids.tolist()}
         for record in objects:
             place, seq, oid, t = ints_in(record, "objects").tolist()
-            if place not in self._objects and not any(place in layer.places.ids for layer in self._layers):
+            if place not in held:
                 raise ValueError(f"object {seq} names no held place")
+            key = seq if self.q.kind == "count" else t
+            if self._expiry and self._expiry[-1][:2] >= (key, seq):
+                raise ValueError("objects must be listed in expiry order")
             self._objects.setdefault(place, deque()).append((seq, oid, t))
-            self._expiry.add((seq if self.q.kind == "count" else t, seq, place))
+            self._expiry.append((key, seq, place))
+        self._count = len(self._expiry)
         if isinstance(next_place, bool) or not isinstance(next_place, int):
             raise ValueError("next_place must be an integer")
         self._next_place = next_place
@@ -683,7 +701,7 @@ class SAO(Algorithm):
             self._shift = every.min(axis=0)
             spread = every.max(axis=0) - self._shift
             self._spread = np.where(spread > 0, spread, 1.0)
-        held = []
+        held, owners = [], []
         for saved in layers:
             layer_rows = _Rows.from_records(saved["objects"], self._d)
             points = []
@@ -693,8 +711,10 @@ class SAO(Algorithm):
                     self._where[key] = self._next_place
                     self._next_place += 1
                     points.append(layer_rows.x[r])
-                self._add_object(self._where[key], layer_rows, r)
+                owners.append((int(self._keys(layer_rows)[r]), self._where[key], layer_rows, r))
             held.append(np.array(points).reshape(-1, self._d))
+        for _, place, layer_rows, r in sorted(owners, key=lambda owner: (owner[0], int(owner[2].seq[owner[3]]))):
+            self._add_object(place, layer_rows, r)
         base = 0
         for points in held:
             if len(points):
@@ -755,7 +775,11 @@ class SAO(Algorithm):
             assert objects, f"place {place} holds no object"
             assert all(a[0] < b[0] for a, b in zip(objects, list(objects)[1:])), f"place {place}: objects out of order"
             listed += [(seq if self.q.kind == "count" else t, seq, place) for seq, _, t in objects]
-        assert list(self._expiry) == sorted(listed), "expiry list disagrees with the places"
+        alive = {(place, seq) for _, seq, place in listed}
+        live = [entry for entry in self._expiry if (entry[2], entry[1]) in alive]
+        assert live == sorted(listed), "expiry list disagrees with the places"
+        assert all(a[:2] < b[:2] for a, b in zip(self._expiry, list(self._expiry)[1:])), "expiry list out of order"
+        assert self._count == len(listed), "object count disagrees with the places"
         assert all(place < self._next_place for place in self._objects), "a place number not yet issued"
         self._check_window(np.array([s for _, s, _ in listed], np.int64), np.array([k for k, _, _ in listed], np.int64))
 
