@@ -257,9 +257,9 @@ def test_layers_split_the_candidates_by_the_layer_counts():
         alg.process(batch)
         layers = alg.layers()
         assert np.array_equal(np.concatenate(layers), alg.candidates())
-        if len(layers) == 3:
+        if alg.stats()["created"]:  # distinct points: one object per place
             assert [len(seq) for seq in layers] == alg.stats()["layer_counts"]
-    assert len(layers) == 3
+    assert len(layers) >= 3 and alg.stats()["places"] >= 54  # layers below l_3 use the budget
 
 
 def degenerate_stream(kind: str, m: int, seed: int):
