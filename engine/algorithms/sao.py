@@ -269,7 +269,7 @@ class SAO(Algorithm):
 
     def _quotas(self) -> list[int]:
         """Quotas of the layers that exist (planned for at least ``L``); ``O(L^2)`` once per count."""
-        planned = max(self.params["layers"], len(self._layers))
+        planned = self.params["layers"] if self._static else max(self.params["layers"], len(self._layers))
         if planned not in self._quota_cache:
             self._quota_cache[planned] = layer_quotas(self._memory, planned, self.params["allocation"],
                                                       self.params["rank_weights"])
@@ -355,9 +355,10 @@ class SAO(Algorithm):
         self._shed()
 
     def _shed(self) -> None:
-        """While the budget is exceeded and more than ``L`` layers exist, the innermost layer
-        leaves the index whole (``O(n log n)``)."""
-        while self._held > self._memory and len(self._layers) > self.params["layers"]:
+        """While the budget is exceeded (static strategies: always, their quotas are fixed over
+        ``L`` layers) and more than ``L`` layers exist, the innermost layer leaves the index
+        whole (``O(places)``)."""
+        while (self._held > self._memory or self._static) and len(self._layers) > self.params["layers"]:
             places = self._layers.pop().places
             self._counters["evictions"] += len(places)
             self._drop(places)
@@ -403,8 +404,9 @@ class SAO(Algorithm):
 
     def _filtering(self) -> bool:
         """Whether arrivals inside ``l_L`` are discarded: ``L`` layers exist and the budget is spent
-        (else they join the layers below ``l_L`` or open one, as the paper's empty ``l_L`` would)."""
-        return len(self._layers) >= self.params["layers"] and self._held >= self._memory
+        or the strategy is static (else they join the layers below ``l_L`` or open one, as the
+        paper's empty ``l_L`` would)."""
+        return len(self._layers) >= self.params["layers"] and (self._static or self._held >= self._memory)
 
     def _arrive(self, rows: _Rows, r: int) -> None:
         """Step 0 (a tie joins its place) or step 1 (insertion), for arrival ``r``."""
