@@ -216,8 +216,9 @@ class SAO(Algorithm):
     and a point-dictionary entry (``d + 5`` words); per object its id, seq, t and two
     expiry-list links; per layer ``d + 1`` words per hull facet.
 
-    Parameters: ``memory`` (``M >= 1`` places), ``layers`` (``L``: the layers the quotas plan
-    for at least), ``allocation`` (one of ``dynamic-errmin``, ``dynamic-uniform``,
+    Parameters: ``memory`` (``M >= 1`` places), ``layers`` (``L``: the layers kept when the
+    budget binds, and the fewest the quotas plan for; static strategies keep exactly ``L``),
+    ``allocation`` (one of ``dynamic-errmin``, ``dynamic-uniform``,
     ``static-errmin``, ``static-uniform``) and ``rank_weights`` (``"1"`` or ``"1/i"``: the
     ``u_i`` of the error-minimising quotas).
 
@@ -417,13 +418,14 @@ class SAO(Algorithm):
             self._add_object(place, rows, r)
             return
         point = self._scaled(raw)
-        target = len(self._layers)
-        for j in range(len(self._layers) - 1, -1, -1):
+        filtering = self._filtering()
+        target = self.params["layers"] if filtering else len(self._layers)
+        for j in range(target - 1, -1, -1):
             if not self._layers[j].hull.contains(point[None, :])[0]:
                 target = j
             else:
                 break
-        if target >= self.params["layers"] and self._filtering():
+        if target >= self.params["layers"] and filtering:
             self._counters["filtered"] += 1
             return
         place = self._next_place
