@@ -28,7 +28,8 @@ The algorithm ``multi`` (:data:`SHARED`, no ``params``) is the shared executor
 runs as one task per shard (:mod:`pipelines.replay_multi`), its answers stored per query under
 the label ``multi`` like any algorithm's.  Object streams only.
 Refused before Spark starts, besides malformed fields: a count window smaller than ``k``, a
-query whose weights are all 0, and algorithms of the other stream model than the dataset's.
+query whose weights are all 0, algorithms of the other stream model than the dataset's, and
+``approx`` with ``shards > 1`` (its estimates need every object of the window).
 """
 
 from __future__ import annotations
@@ -148,6 +149,10 @@ def parse_config(data: dict[str, Any], features: Sequence[str], stream: str = "s
     if not isinstance(algorithms, list) or not algorithms:
         raise InputError("config: 'algorithms' must be a non-empty list")
     specs = [_parse_algorithm(i, entry, parsed_queries, stream) for i, entry in enumerate(algorithms)]
+    if shards > 1 and any(spec.name == "approx" for spec in specs):
+        raise InputError("config: approx cannot run on shards > 1: its best scores come from the window's "
+                         "appearance statistics over every object, and a shard sees only the objects hashed "
+                         "to it, so sharded answers would differ from one shard's; set shards to 1")
     reference = REFERENCES[stream]
     if not any(spec.name == reference for spec in specs):
         if reference not in {info.name for info in engine.available()}:

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import math
+from collections import deque
+from itertools import islice
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from ..base import OBJECT_WORDS, WORD, Algorithm
-from ..jsondata import floats_in, floats_out
+from ..jsondata import floats_in, floats_out, ints_in
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from .sao_hull import Hull, convex_hull, neighbour_distances
+from .sao_hull import Hull, convex_hull, extended, neighbour_distances
 
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
 FILTER_CHUNK = 4096
 """Arrivals tested against the innermost layer per vectorised step."""
+COUNTERS = ("arrivals_examined", "filtered", "tied", "insertions", "expiries", "evictions", "expelled")
 
 
 def layer_quotas(memory: int, layers: int, allocation: str, rank_weights: str = "1") -> list[int]:
@@ -90,17 +92,54 @@ class _Rows:
         return cls(columns[:, 0].copy(), columns[:, 1].copy(), columns[:, 2].copy(), x)
 
 
-class _Layer:
-    """One approximate convex layer: its objects (all hull vertices) and their hull.
+class _Places:
+    """Distinct points held together (one layer, or a pool being peeled), sorted by place number:
+    ``raw`` the features, ``x`` the same points in the index's coordinates (for the hulls)."""
 
-    ``hull`` is ``None`` while the objects changed and the hull is not rebuilt yet.
+    def __init__(self, ids: np.ndarray, x: np.ndarray, raw: np.ndarray) -> None:
+        self.ids, self.x, self.raw = ids, x, raw
+
+    @classmethod
+    def empty(cls, d: int) -> "_Places":
+        return cls(np.empty(0, np.int64), np.empty((0, d)), np.empty((0, d)))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, where) -> "_Places":
+        return _Places(self.ids[where], self.x[where], self.raw[where])
+
+    def plus(self, other: "_Places", r: int) -> "_Places":
+        """These places and place ``r`` of ``other``, appended (``O(n d)``)."""
+        return _Places(np.append(self.ids, other.ids[r]), np.vstack([self.x, other.x[r:r + 1]]),
+                       np.vstack([self.raw, other.raw[r:r + 1]]))
+
+    @staticmethod
+    def join(parts: list["_Places"]) -> "_Places":
+        nonempty = [p for p in parts if len(p)]
+        if len(nonempty) <= 1:
+            return nonempty[0] if nonempty else parts[0]
+        joined = _Places(*(np.concatenate([getattr(p, f) for p in nonempty]) for f in ("ids", "x", "raw")))
+        return joined.take(np.argsort(joined.ids, kind="stable"))
+
+
+class _Layer:
+    """One approximate convex layer: its places (all hull vertices) and their hull.
+
+    ``hull`` is ``None`` while the places changed and the hull is not rebuilt yet.
     """
 
-    def __init__(self, rows: _Rows, hull: Hull | None) -> None:
-        self.rows, self.hull = rows, hull
+    def __init__(self, places: _Places, hull: Hull | None) -> None:
+        self.places, self.hull = places, hull
 
 
-def _settled(pool: _Rows) -> tuple[_Rows, Hull, _Rows]:
+def _points(x: np.ndarray) -> np.ndarray:
+    """Each row as one opaque value, equal exactly when the rows' bytes are (``O(n d)``)."""
+    x = np.ascontiguousarray(x)
+    return x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
+
+
+def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     """Split ``pool`` into the vertices of its hull (with the hull, renamed to them) and the rest.
 
     One Qhull run; ``O(n log n)`` in 2-D and 3-D.
@@ -113,37 +152,75 @@ def _settled(pool: _Rows) -> tuple[_Rows, Hull, _Rows]:
     return pool.take(hull.vertices), hull.reindexed(hull.vertices, len(pool)), pool.take(outside)
 
 
+def _grown(layer: _Layer, outside: _Places) -> tuple[_Places, Hull, _Places]:
+    """``layer`` with the places ``outside`` its hull added: its new vertices, hull and the
+    places no longer vertices.  One beneath-beyond step per added place (``O(f d^3)``), Qhull
+    (``_settled``) where a step is ill-conditioned."""
+    places, hull = layer.places, layer.hull
+    for r in range(len(outside)):
+        point = outside.x[r]
+        if hull.contains(point[None, :])[0]:
+            places = places.plus(outside, r)
+            continue
+        step = extended(hull, places.x, point)
+        if step is None:
+            return _settled(_Places.join([layer.places, outside]))
+        places = places.plus(outside, r)
+        hull = step
+    order = np.argsort(places.ids[hull.vertices], kind="stable")
+    kept = hull.vertices[order]
+    rename = np.full(len(places), -1, np.int64)
+    rename[kept] = np.arange(len(kept))
+    outer = np.ones(len(places), dtype=bool)
+    outer[kept] = False
+    renamed = Hull(np.arange(len(kept), dtype=np.int64), hull.normals, hull.offsets, rename[hull.cells], True,
+                   hull.scale, hull.center)
+    rest = places.take(np.flatnonzero(outer))
+    return places.take(kept), renamed, rest.take(np.argsort(rest.ids, kind="stable"))
+
+
 @register
 class SAO(Algorithm):
-    """SAO index: ``L`` approximate convex layers holding at most ``M`` objects (``M + 1`` transiently).
+    """SAO index: approximate convex layers of distinct points holding at most ``M`` of them.
 
-    Every object of layer ``l_j`` is a vertex of the convex hull of ``l_j``, and ``l_j`` lies
-    inside ``l_{j-1}``; a query of any weights searches ``l_1, l_2, ...`` (onion search) and
-    stops when the K-th best found beats the best of the next layer.  Answers are approximate
-    once the window holds more than ``M`` objects.
+    Objects at the same point share one *place* (the point once, with its objects in arrival
+    order), so ties cost one unit of the budget and every tied object can be answered.  Every
+    place of layer ``l_j`` is a vertex of the convex hull of ``l_j``, and ``l_j`` lies inside
+    ``l_{j-1}``; a query of any weights searches ``l_1, l_2, ...`` (onion search) and stops
+    when the K-th best object found beats the best of the next layer.  Answers are approximate
+    once the window holds more than ``M`` distinct points.
 
-    Creation (3.5): the first ``M`` objects of the window are peeled into ``L`` layers at once
-    (until then the objects are kept as they come and answers are exact).  Maintenance (3.6),
-    per arrival: (1) inside ``l_L``: discarded (the *filtering ratio*); otherwise inserted into
-    the first layer (from the inside) it lies outside of, expelled vertices cascading inwards
-    and leaving the index past ``l_L``; (2) the oldest object, once expired, is deleted and its
-    layer rebuilt with the next layer's objects pulled up, cascading inwards; (3) on overflow
-    (``M + 1`` objects) one object is evicted: from the layer with the largest ``M_j / N_j``
-    among those with ``M_j >= N_j``, the one nearest to a hull neighbour (older on ties).
-    Static strategies evict from any layer above its quota ``N_j`` instead.  Arrivals are
-    tested against ``l_L``'s facets in numpy batches that end at the next arrival that changes
-    the index or at the next expiry, so a filtered arrival costs ``O(f d)`` vectorised work.
+    Creation (3.5): the first ``M`` objects of the window are peeled into layers at once (until
+    then they are kept as they come and answers are exact).  Maintenance (3.6), per arrival:
+    (0) at the point of a held place: joins it (no geometry); (1) inside the innermost layer
+    while the index holds ``M`` places: discarded (the *filtering ratio*); otherwise inserted
+    into the first layer (from the inside) it lies outside of, or below the innermost one,
+    expelled vertices cascading inwards; (2) an object, once expired, leaves its place; an
+    emptied place is deleted and its layer rebuilt with the next layer's places pulled up,
+    cascading inwards; (3) while more than ``M`` places are held one is evicted: from the layer
+    with the largest ``M_j / N_j`` among those with ``M_j >= N_j``, the place nearest to a hull
+    neighbour (sooner to expire on ties).  Layers are peeled below ``l_L`` while the budget
+    has room (places pushed past the innermost layer form new layers instead of leaving), and
+    the quotas ``N_j`` are those of the allocation strategy over the layers that exist (at
+    least ``L``).  Static strategies evict from any layer above its quota instead.
+    Arrivals are tested against the innermost layer's facets in numpy batches that end at the
+    next arrival that changes the index or at the next expiry, so a filtered arrival costs
+    ``O(f d)`` vectorised work.
 
-    Costs: a filtered arrival ``O(f d)`` (``f`` facets of ``l_L``); an insertion, expiry or
-    eviction one Qhull run per layer it reaches (``O(M_j log M_j)`` in 2-D/3-D) plus
-    ``O(log M)`` in the expiry list; ``query`` ``O(Σ M_j d)`` over the layers it searches.
+    Costs: a filtered arrival ``O(f d)`` (``f`` facets of the innermost layer); a tied arrival
+    ``O(d)`` (one hash of its point) plus ``O(log n)`` in the expiry list; an insertion,
+    deletion or eviction one Qhull run per layer it reaches (``O(M_j log M_j)`` in 2-D/3-D);
+    ``query`` ``O(Σ M_j d + k)`` over the layers it searches.
 
-    Memory (``bytes``): per object its id, seq, t, ``d`` features, its layer label and two
-    expiry-list links (``d + 6`` words); per layer ``d + 1`` words per hull facet.
+    Memory (``bytes``): per place its number, ``d`` features, its object count and layer label
+    and a point-dictionary entry (``d + 5`` words); per object its id, seq, t and two
+    expiry-list links; per layer ``d + 1`` words per hull facet.
 
-    Parameters: ``memory`` (``M >= 1``), ``layers`` (``L``), ``allocation`` (one of
-    ``dynamic-errmin``, ``dynamic-uniform``, ``static-errmin``, ``static-uniform``) and
-    ``rank_weights`` (``"1"`` or ``"1/i"``: the ``u_i`` of the error-minimising quotas).
+    Parameters: ``memory`` (``M >= 1`` places), ``layers`` (``L``: the layers kept when the
+    budget binds, and the fewest the quotas plan for; static strategies keep exactly ``L``),
+    ``allocation`` (one of ``dynamic-errmin``, ``dynamic-uniform``,
+    ``static-errmin``, ``static-uniform``) and ``rank_weights`` (``"1"`` or ``"1/i"``: the
+    ``u_i`` of the error-minimising quotas).
 
     Examples
     --------
@@ -153,7 +230,7 @@ class SAO(Algorithm):
     >>> x = np.random.default_rng(0).standard_normal((400, 2))
     >>> for batch in engine.slides((np.arange(400), np.arange(400), x), q):
     ...     alg.process(batch)
-    >>> alg.stats()["retained"] <= 40, len(alg.query([1.0, -1.0], 3))
+    >>> alg.stats()["places"] <= 40, len(alg.query([1.0, -1.0], 3))
     (True, 3)
     """
 
@@ -175,15 +252,29 @@ class SAO(Algorithm):
         self._d = self.q.dimensions
         self._memory = p["memory"]
         self._static = p["allocation"].startswith("static")
-        self._quotas = layer_quotas(p["memory"], p["layers"], p["allocation"], p["rank_weights"])
+        self._quota_cache: dict[int, list[int]] = {}
+        self._shift, self._spread = np.zeros(self._d), np.ones(self._d)
+        self._geometry = 0
         self._created = False
         self._buffer = _Rows.empty(self._d)
-        self._layers = [_Layer(_Rows.empty(self._d), convex_hull(np.empty((0, self._d)))) for _ in self._quotas]
-        self._expiry = SortedList()
+        self._layers: list[_Layer] = []
+        self._objects: dict[int, deque] = {}
+        self._where: dict[bytes, int] = {}
+        self._next_place = 0
+        self._held = 0
+        self._expiry: deque = deque()
+        self._count = 0
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
-        self._counters = {"arrivals_examined": 0, "filtered": 0, "insertions": 0, "expiries": 0,
-                          "evictions": 0, "expelled": 0}
+        self._counters = dict.fromkeys(COUNTERS, 0)
+
+    def _quotas(self) -> list[int]:
+        """Quotas of the layers that exist (planned for at least ``L``); ``O(L^2)`` once per count."""
+        planned = self.params["layers"] if self._static else max(self.params["layers"], len(self._layers))
+        if planned not in self._quota_cache:
+            self._quota_cache[planned] = layer_quotas(self._memory, planned, self.params["allocation"],
+                                                      self.params["rank_weights"])
+        return self._quota_cache[planned]
 
     # ----------------------------------------------------------------- arrivals
 
@@ -198,7 +289,7 @@ class SAO(Algorithm):
         if self._created:
             self._maintain(rows, bounds, start)
             self._expire(batch.window_start(self.q))
-            self._enforce_quotas()
+            self._enforce_budget()
         else:
             self._buffer = self._buffer.take(self._keys(self._buffer) >= batch.window_start(self.q))
         self._end = batch.end
@@ -226,17 +317,56 @@ class SAO(Algorithm):
         return i + 1
 
     def _create(self, rows: _Rows) -> None:
-        """Peel ``L`` layers off ``rows`` in one batch (3.5); the rest is discarded."""
+        """Group ``rows`` into places and peel them into layers (3.5): ``O(M log M)`` per layer."""
         self._created = True
-        for layer in self._layers:
-            kept, hull, rows = _settled(rows)
-            layer.rows, layer.hull = kept, hull
-            self._expiry.update(zip(self._keys(kept).tolist(), kept.seq.tolist()))
-        self._enforce_quotas()
+        points, first, inverse = np.unique(rows.x, axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        number = np.empty(len(points), np.int64)
+        number[order] = np.arange(len(points))
+        for r in range(len(rows)):
+            self._add_object(int(number[inverse[r]]), rows, r)
+        for place in order.tolist():
+            self._where[points[place].tobytes()] = int(number[place])
+        self._next_place = len(points)
+        self._held = len(points)
+        self._shift = points.min(axis=0)
+        spread = points.max(axis=0) - self._shift
+        self._spread = np.where(spread > 0, spread, 1.0)
+        self._peel(_Places(np.arange(len(points), dtype=np.int64), self._scaled(points[order]), points[order]))
+
+    def _scaled(self, raw: np.ndarray) -> np.ndarray:
+        """Points in the index's coordinates: each feature shifted and scaled by the creation
+        window's minimum and range (an affine map: convex layers are unchanged); ``O(n d)``."""
+        return (raw - self._shift) / self._spread
+
+    def _add_object(self, place: int, rows: _Rows, r: int) -> None:
+        seq, key = int(rows.seq[r]), int(self._keys(rows)[r])
+        self._objects.setdefault(place, deque()).append((seq, int(rows.ids[r]), int(rows.t[r])))
+        self._expiry.append((key, seq, place))
+        self._count += 1
+
+    def _peel(self, pool: _Places) -> None:
+        """Append layers peeled off ``pool`` below the innermost one; the places left when the
+        layers reach ``L`` and the budget is spent leave the index (``O(n log n)`` per layer)."""
+        self._geometry += 1
+        while len(pool):
+            kept, hull, rest = _settled(pool)
+            self._layers.append(_Layer(kept, hull))
+            pool = rest
+        self._shed()
+
+    def _shed(self) -> None:
+        """While the budget is exceeded (static strategies: always, their quotas are fixed over
+        ``L`` layers) and more than ``L`` layers exist, the innermost layer leaves the index
+        whole (``O(places)``)."""
+        while (self._held > self._memory or self._static) and len(self._layers) > self.params["layers"]:
+            places = self._layers.pop().places
+            self._counters["evictions"] += len(places)
+            self._drop(places)
 
     def _maintain(self, rows: _Rows, bounds: np.ndarray, start: int) -> None:
-        """Arrivals ``start..`` of a slide: blocks up to the next expiry are tested against
-        ``l_L`` at once; the first arrival outside it goes through the three steps.
+        """Arrivals ``start..`` of a slide: blocks up to the next expiry are tested against the
+        innermost layer at once; the arrivals not strictly inside it go through the steps.
 
         ``O(f d)`` numpy work per filtered arrival (a ball test first, then the facets).
         """
@@ -246,115 +376,176 @@ class SAO(Algorithm):
         while p < m:
             expiring = m
             if self._expiry:
-                head = self._expiry[0][0]
-                expiring = max(p, int(np.searchsorted(bounds, head, side="right")))
+                expiring = max(p, int(np.searchsorted(bounds, self._expiry[0][0], side="right")))
             stop = min(m, expiring + 1, p + FILTER_CHUNK)
-            inner = self._layers[-1]
-            if len(inner.rows):
-                outside = np.flatnonzero(~inner.hull.contains(rows.x[p:stop]))
+            geometry = self._geometry
+            if self._filtering():
+                inside = self._layers[self.params["layers"] - 1].hull.strictly_inside(self._scaled(rows.x[p:stop]))
+                deep = self._layers[self.params["layers"]:]
+                if deep:
+                    held = np.concatenate([layer.places.raw for layer in deep])
+                    candidates = np.flatnonzero(inside)
+                    inside[candidates[np.isin(_points(rows.x[p:stop][candidates]), _points(held))]] = False
+                pending = (p + np.flatnonzero(~inside)).tolist()
             else:
-                outside = np.zeros(1, np.int64)
-            counters["arrivals_examined"] += stop - p if not len(outside) else int(outside[0]) + 1
-            if not len(outside):
-                counters["filtered"] += stop - p
-                if expiring < stop:
-                    self._expire(int(bounds[expiring]))
-                    self._enforce_quotas()
-                p = stop
-                continue
-            arrival = p + int(outside[0])
-            counters["filtered"] += arrival - p
-            self._insert(rows.take([arrival]))
-            self._expire(int(bounds[arrival]))
-            self._enforce_quotas()
-            p = arrival + 1
+                pending = range(p, stop)
+            done, handled = stop, 0
+            for arrival in pending:
+                self._arrive(rows, arrival)
+                handled += 1
+                if self._geometry != geometry:
+                    done = arrival + 1
+                    break
+            counters["arrivals_examined"] += done - p
+            counters["filtered"] += done - p - handled
+            if expiring < done or self._geometry != geometry:
+                self._expire(int(bounds[done - 1]))
+                self._enforce_budget()
+            p = done
 
-    def _insert(self, row: _Rows) -> None:
-        """Step 1: into the first layer, from the inside, that ``row`` lies outside of."""
-        target = 0
-        for j in range(len(self._layers) - 2, -1, -1):
-            layer = self._layers[j]
-            if len(layer.rows) and layer.hull.contains(row.x)[0]:
-                target = j + 1
+    def _filtering(self) -> bool:
+        """Whether arrivals inside ``l_L`` are discarded: ``L`` layers exist and the budget is spent
+        or the strategy is static (else they join the layers below ``l_L`` or open one, as the
+        paper's empty ``l_L`` would)."""
+        return len(self._layers) >= self.params["layers"] and (self._static or self._held >= self._memory)
+
+    def _arrive(self, rows: _Rows, r: int) -> None:
+        """Step 0 (a tie joins its place) or step 1 (insertion), for arrival ``r``."""
+        raw = rows.x[r]
+        place = self._where.get(raw.tobytes())
+        if place is not None:
+            self._counters["tied"] += 1
+            self._add_object(place, rows, r)
+            return
+        point = self._scaled(raw)
+        filtering = self._filtering()
+        target = self.params["layers"] if filtering else len(self._layers)
+        for j in range(target - 1, -1, -1):
+            if not self._layers[j].hull.contains(point[None, :])[0]:
+                target = j
+            else:
                 break
+        if target >= self.params["layers"] and filtering:
+            self._counters["filtered"] += 1
+            return
+        place = self._next_place
+        self._next_place += 1
+        self._where[raw.tobytes()] = place
+        self._add_object(place, rows, r)
+        self._held += 1
         self._counters["insertions"] += 1
-        self._expiry.add((int(self._keys(row)[0]), int(row.seq[0])))
-        self._cascade(target, row, pull=False)
+        incoming = _Places(np.array([place], np.int64), point[None, :], raw[None, :].copy())
+        if target == len(self._layers):
+            self._peel(incoming)
+        else:
+            self._cascade(target, incoming, pull=False)
 
     def _expire(self, bound: int) -> None:
-        """Step 2: delete every object whose key is below ``bound`` (oldest first)."""
+        """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
+        an emptied place is deleted."""
         while self._expiry and self._expiry[0][0] < bound:
+            _, seq, place = self._expiry.popleft()
+            objects = self._objects.get(place)
+            if objects is None or objects[0][0] != seq:
+                continue  # its place left the index
             self._counters["expiries"] += 1
-            self._delete(self._expiry[0][1])
+            self._count -= 1
+            objects.popleft()
+            if not objects:
+                self._delete(place)
 
-    def _enforce_quotas(self) -> None:
-        """Step 3: evict until the budget (dynamic) or every layer's quota (static) holds."""
+    def _enforce_budget(self) -> None:
+        """Step 3: shed layers below ``L``, then evict places until the budget (dynamic) or every
+        layer's quota (static) holds."""
+        self._shed()
         while True:
-            sizes = [len(layer.rows) for layer in self._layers]
+            sizes = [len(layer.places) for layer in self._layers]
+            quotas = self._quotas()
             if self._static:
-                over = [j for j, (size, quota) in enumerate(zip(sizes, self._quotas)) if size > quota]
-            elif sum(sizes) > self._memory:
-                over = [j for j, (size, quota) in enumerate(zip(sizes, self._quotas)) if size >= quota and size]
+                over = [j for j, size in enumerate(sizes) if size > quotas[j]]
+            elif self._held > self._memory:
+                over = [j for j, size in enumerate(sizes) if size >= quotas[j] and size]
             else:
                 return
             if not over:
                 return
-            j = max(over, key=lambda j: (sizes[j] / self._quotas[j] if self._quotas[j] else math.inf, j))
+            j = max(over, key=lambda j: (sizes[j] / quotas[j] if quotas[j] else math.inf, j))
             layer = self._layers[j]
-            distances = neighbour_distances(layer.rows.x, layer.hull)
-            keys = self._keys(layer.rows)
-            victim = int(np.lexsort((layer.rows.seq, keys, distances))[0])
+            distances = neighbour_distances(layer.places.x, layer.hull)
+            expiring = np.array([self._objects[place][-1][0] for place in layer.places.ids.tolist()])
+            victim = int(np.lexsort((layer.places.ids, expiring, distances))[0])
             self._counters["evictions"] += 1
-            self._delete(int(layer.rows.seq[victim]), j)
+            self._delete(int(layer.places.ids[victim]), j, evicted=True)
 
-    def _delete(self, seq: int, j: int | None = None) -> None:
-        """Remove object ``seq`` and rebuild its layer, pulling objects up from the next one."""
+    def _drop(self, places: _Places) -> None:
+        """Forget ``places`` and their objects (they left the index; their expiry entries are
+        skipped when reached); ``O(places)``."""
+        self._geometry += 1
+        for place, point in zip(places.ids.tolist(), places.raw):
+            self._count -= len(self._objects.pop(place))
+            del self._where[point.tobytes()]
+        if len(self._expiry) > 2 * self._count + 64:
+            self._expiry = deque(entry for entry in self._expiry if entry[2] in self._objects
+                                 and entry[1] >= self._objects[entry[2]][0][0])
+        self._held -= len(places)
+
+    def _delete(self, place: int, j: int | None = None, evicted: bool = False) -> None:
+        """Remove ``place`` and rebuild its layer, pulling places up from the next one."""
         if j is None:
-            j = next(j for j, layer in enumerate(self._layers) if np.any(layer.rows.seq == seq))
+            j = next(j for j, layer in enumerate(self._layers) if place in layer.places.ids)
         layer = self._layers[j]
-        position = int(np.searchsorted(layer.rows.seq, seq))
-        gone = layer.rows.take(slice(position, position + 1))
-        self._expiry.remove((int(self._keys(gone)[0]), seq))
-        keep = np.ones(len(layer.rows), dtype=bool)
+        position = int(np.searchsorted(layer.places.ids, place))
+        keep = np.ones(len(layer.places), dtype=bool)
         keep[position] = False
-        layer.rows, layer.hull = layer.rows.take(keep), None
-        self._cascade(j, _Rows.empty(self._d), pull=True)
+        if evicted:
+            self._drop(layer.places.take(slice(position, position + 1)))
+        else:
+            del self._objects[place]
+            del self._where[layer.places.raw[position].tobytes()]
+            self._held -= 1
+        layer.places, layer.hull = layer.places.take(keep), None
+        self._cascade(j, _Places.empty(self._d), pull=True)
 
-    def _cascade(self, j: int, incoming: _Rows, pull: bool) -> None:
+    def _cascade(self, j: int, incoming: _Places, pull: bool) -> None:
         """Rebuild layers from ``j`` inwards (the insertion and the deletion cascades of 3.6).
 
-        Layer ``j`` becomes the hull vertices of its objects, ``incoming`` and (when ``pull``)
-        the next layer's objects; objects offered to an unchanged layer that lie inside its
-        hull skip Qhull.  Whatever is not a vertex goes one layer inwards (or stays there, for
-        pulled objects).  Stops when nothing moves; objects pushed past ``l_L`` leave the
-        index.  At most one Qhull run per layer reached.
+        Layer ``j`` becomes the hull vertices of its places, ``incoming`` and (when ``pull``)
+        the next layer's places; places offered to an unchanged layer that lie inside its hull
+        skip Qhull.  Whatever is not a vertex goes one layer inwards (or stays there, for pulled
+        places).  Stops when nothing moves; places pushed past the innermost layer form new
+        layers while the budget has room, else leave the index.  At most one Qhull run per
+        layer reached; emptied layers are removed.
         """
+        self._geometry += 1
         layers = self._layers
-        empty = _Rows.empty(self._d)
+        empty = _Places.empty(self._d)
         while j < len(layers):
             layer = layers[j]
-            below = layers[j + 1].rows if pull and j + 1 < len(layers) else empty
-            offered = _Rows.join([incoming, below])
+            below = layers[j + 1].places if pull and j + 1 < len(layers) else empty
+            offered = _Places.join([incoming, below])
             if layer.hull is None:
-                layer.rows, layer.hull, rest = _settled(_Rows.join([layer.rows, offered]))
+                layer.places, layer.hull, rest = _settled(_Places.join([layer.places, offered]))
             else:
                 outside = ~layer.hull.contains(offered.x)
                 if outside.any():
-                    layer.rows, layer.hull, rest = _settled(_Rows.join([layer.rows, offered.take(outside)]))
-                    rest = _Rows.join([rest, offered.take(~outside)])
+                    layer.places, layer.hull, rest = _grown(layer, offered.take(outside))
+                    rest = _Places.join([rest, offered.take(~outside)])
                 else:
                     rest = offered
-            from_below = np.isin(rest.seq, below.seq) if len(below) else np.zeros(len(rest), bool)
+            from_below = np.isin(rest.ids, below.ids) if len(below) else np.zeros(len(rest), bool)
             pull = int(np.count_nonzero(from_below)) < len(below)
             if pull:
-                layers[j + 1].rows, layers[j + 1].hull = rest.take(from_below), None
+                layers[j + 1].places, layers[j + 1].hull = rest.take(from_below), None
             incoming = rest.take(~from_below)
             if not len(incoming) and not pull:
-                return
+                break
             j += 1
-        self._counters["expelled"] += len(incoming)
-        for key, seq in zip(self._keys(incoming).tolist(), incoming.seq.tolist()):
-            self._expiry.remove((key, seq))
+        while layers and not len(layers[-1].places):
+            layers.pop()
+        if len(incoming):
+            before = self._held
+            self._peel(incoming)
+            self._counters["expelled"] += before - self._held
 
     # ------------------------------------------------------------------ queries
 
@@ -366,131 +557,238 @@ class SAO(Algorithm):
     def query(self, weights, k: int) -> Answer:
         """Approximate top ``k`` of the window under any ``weights``, by onion search (3.7).
 
-        Searches ``l_1, l_2, ...`` and stops after all layers or when the ``k``-th best score
-        found is above the best score of the next layer.  ``O(Σ M_j d)`` over the layers
-        searched; exact over the buffered objects before the index is created.
+        Searches ``l_1, l_2, ...`` and stops after all layers or when the ``k``-th best object
+        found is above the best place of the next layer; a place contributes its newest ``k``
+        objects.  ``O(Σ M_j d + k)`` over the layers searched; exact over the buffered objects
+        before the index is created.
         """
         weights = self.q.with_weights(weights).weights
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
         if not self._created:
             return Answer.ranked(self._buffer.ids, score(self._buffer.x, weights), self._buffer.seq, k)
-        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        found_places, found_scores, found_counts = [], [], []
         kth = -math.inf
         count = 0
         for layer in self._layers:
-            rows = layer.rows
-            if not len(rows):
-                break
-            scores = score(rows.x, weights)
+            scores = score(layer.places.raw, weights)
             if count >= k and kth > scores.max():
                 break
-            found.append((rows.ids, scores, rows.seq))
-            count += len(rows)
+            counts = np.array([len(self._objects[place]) for place in layer.places.ids.tolist()], np.int64)
+            found_places.append(layer.places.ids)
+            found_scores.append(scores)
+            found_counts.append(counts)
+            count += int(counts.sum())
             if count >= k:
-                every = np.concatenate([f[1] for f in found])
-                kth = float(np.partition(every, len(every) - k)[len(every) - k])
-        if not found:
+                every = np.concatenate(found_scores)
+                order = np.argsort(-every, kind="stable")
+                reached = np.searchsorted(np.cumsum(np.concatenate(found_counts)[order]), k)
+                kth = float(every[order[reached]])
+        if not found_places:
             return Answer.empty()
-        ids, scores, seq = (np.concatenate(column) for column in zip(*found))
-        return Answer.ranked(ids, scores, seq, k)
+        places, scores = np.concatenate(found_places), np.concatenate(found_scores)
+        ids, seq, values = [], [], []
+        for place, value in zip(places[np.argsort(-scores, kind="stable")].tolist(), np.sort(scores)[::-1].tolist()):
+            newest = list(islice(reversed(self._objects[place]), k))
+            seq += [s for s, _, _ in newest]
+            ids += [i for _, i, _ in newest]
+            values += [value] * len(newest)
+            if len(ids) >= k and value < kth:
+                break
+        return Answer.ranked(ids, values, seq, k)
 
     def layers(self) -> list[np.ndarray]:
-        """``seq`` of the tuples of each layer, outermost first (``O(M)``).
+        """``seq`` of the objects of each layer, outermost first (``O(n)``).
 
-        Before the index is created (fewer than ``M`` tuples seen) the buffer is one layer.
+        Before the index is created (fewer than ``M`` objects seen) the buffer is one layer.
         """
         if not self._created:
             return [self._buffer.seq.copy()]
-        return [layer.rows.seq.copy() for layer in self._layers]
+        return [self._layer_seq(layer) for layer in self._layers]
+
+    def _layer_seq(self, layer: _Layer) -> np.ndarray:
+        seq = [s for place in layer.places.ids.tolist() for s, _, _ in self._objects[place]]
+        return np.sort(np.array(seq, np.int64))
 
     def candidates(self) -> np.ndarray:
         if not self._created:
             return self._buffer.seq.copy()
-        return np.concatenate([layer.rows.seq for layer in self._layers])
+        if not self._layers:
+            return np.empty(0, np.int64)
+        return np.concatenate([self._layer_seq(layer) for layer in self._layers])
 
     def _stats(self) -> dict[str, Any]:
-        sizes = [len(layer.rows) for layer in self._layers]
-        held = sum(sizes) if self._created else len(self._buffer)
+        sizes = [len(layer.places) for layer in self._layers]
+        objects = self._count if self._created else len(self._buffer)
+        places = self._held if self._created else len(self._buffer)
         facets = sum(len(layer.hull.offsets) for layer in self._layers)
         examined = self._counters["arrivals_examined"]
-        return {"candidates": held, "retained": held,
-                "bytes": WORD * (held * (OBJECT_WORDS + self._d + 3) + facets * (self._d + 1)),
-                "created": self._created, "layer_counts": sizes, "layer_quotas": list(self._quotas),
+        return {"candidates": objects, "retained": objects, "places": places,
+                "bytes": WORD * (places * (self._d + 5) + objects * (OBJECT_WORDS + 3) + facets * (self._d + 1)),
+                "created": self._created, "layer_counts": sizes, "layer_quotas": self._quotas()[:max(len(sizes), 1)],
                 "filtering_ratio": self._counters["filtered"] / examined if examined else 0.0,
                 **self._counters}
 
     # -------------------------------------------------------------------- state
 
     def dump_state(self) -> dict[str, Any]:
-        return {"layers": [{"objects": layer.rows.records(), "hull": _hull_out(layer.hull)} for layer in self._layers],
+        return {"format": 2,
+                "layers": [{"places": [[place, *floats_out(x)] for place, x in zip(layer.places.ids.tolist(), layer.places.raw)],
+                            "hull": _hull_out(layer.hull)} for layer in self._layers],
+                "objects": self._listed(),
+                "next_place": self._next_place, "shift": floats_out(self._shift), "spread": floats_out(self._spread),
                 "buffer": self._buffer.records(), "created": self._created, "end": self._end,
                 "counters": dict(self._counters)}
 
+    def _listed(self) -> list[list[int]]:
+        """Every held object as ``[place, seq, id, t]``, in expiry order (``O(n log n)``)."""
+        every = [(seq if self.q.kind == "count" else t, seq, place, oid, t)
+                 for place, objects in self._objects.items() for seq, oid, t in objects]
+        return [[place, seq, oid, t] for _, seq, place, oid, t in sorted(every)]
+
     def load_state(self, data: dict[str, Any]) -> None:
         layers = data["layers"]
-        if not isinstance(layers, list) or len(layers) != len(self._layers):
-            raise ValueError(f"expected {len(self._layers)} layers")
+        if not isinstance(layers, list):
+            raise ValueError("layers must be a list")
         self._created = bool(data["created"])
         self._buffer = _Rows.from_records(data["buffer"], self._d)
-        for layer, saved in zip(self._layers, layers):
-            layer.rows = _Rows.from_records(saved["objects"], self._d)
-            layer.hull = _hull_in(saved["hull"], layer.rows, self._d)
-            self._expiry.update(zip(self._keys(layer.rows).tolist(), layer.rows.seq.tolist()))
+        if data.get("format") == 2:
+            self._shift, self._spread = floats_in(data["shift"]), floats_in(data["spread"])
+            if self._shift.shape != (self._d,) or self._spread.shape != (self._d,) or np.any(self._spread <= 0):
+                raise ValueError(f"shift and spread must hold {self._d} numbers, spread positive")
+            self._load_places(layers, data["objects"], data["next_place"])
+        else:
+            self._migrate_v1(layers)
         end = data["end"]
         if end is not None and (isinstance(end, bool) or not isinstance(end, int)):
             raise ValueError("end must be an integer or null")
         self._end = end
         counters = data["counters"]
-        if not isinstance(counters, dict) or set(counters) != set(self._counters):
+        if not isinstance(counters, dict) or not set(counters) <= set(self._counters):
             raise ValueError(f"counters must have the keys {sorted(self._counters)}")
         self._counters.update({name: int(value) for name, value in counters.items()})
         self._answer = None if end is not None else Answer.empty()
 
-    def check(self) -> None:
-        """Assert every invariant: layers are hull vertex sets, nested, within budget and quotas.
+    def _load_places(self, layers: list, objects: list, next_place: int) -> None:
+        d = self._d
+        for saved in layers:
+            records = saved["places"]
+            if not isinstance(records, list) or any(not isinstance(r, list) or len(r) != 1 + d for r in records):
+                raise ValueError(f"places must be lists [place, {d} features]")
+            ids = ints_in([r[0] for r in records], "places")
+            x = floats_in([v for r in records for v in r[1:]]).reshape(-1, d)
+            places = _Places(ids, self._scaled(x), x)
+            self._layers.append(_Layer(places, _hull_in(saved["hull"], places, d)))
+            self._where.update((point.tobytes(), place) for place, point in zip(ids.tolist(), x))
+        held = {place for layer in self._layers for place in layer.places.ids.tolist()}
+        for record in objects:
+            place, seq, oid, t = ints_in(record, "objects").tolist()
+            if place not in held:
+                raise ValueError(f"object {seq} names no held place")
+            key = seq if self.q.kind == "count" else t
+            if self._expiry and self._expiry[-1][:2] >= (key, seq):
+                raise ValueError("objects must be listed in expiry order")
+            self._objects.setdefault(place, deque()).append((seq, oid, t))
+            self._expiry.append((key, seq, place))
+        self._count = len(self._expiry)
+        if isinstance(next_place, bool) or not isinstance(next_place, int):
+            raise ValueError("next_place must be an integer")
+        self._next_place = next_place
+        self._held = sum(len(layer.places) for layer in self._layers)
 
-        ``O(Σ M_j f_j d)`` plus one Qhull run per layer.
+    def _migrate_v1(self, layers: list) -> None:
+        """The layout before places: layers of ``[seq, id, t, features]`` objects (every object a
+        vertex); objects at one point become one place, hulls are recomputed."""
+        every = [_Rows.from_records(saved["objects"], self._d).x for saved in layers]
+        every = np.concatenate(every) if every else np.empty((0, self._d))
+        if len(every):
+            self._shift = every.min(axis=0)
+            spread = every.max(axis=0) - self._shift
+            self._spread = np.where(spread > 0, spread, 1.0)
+        held, owners = [], []
+        for saved in layers:
+            layer_rows = _Rows.from_records(saved["objects"], self._d)
+            points = []
+            for r in range(len(layer_rows)):
+                key = layer_rows.x[r].tobytes()
+                if key not in self._where:
+                    self._where[key] = self._next_place
+                    self._next_place += 1
+                    points.append(layer_rows.x[r])
+                owners.append((int(self._keys(layer_rows)[r]), self._where[key], layer_rows, r))
+            held.append(np.array(points).reshape(-1, self._d))
+        for _, place, layer_rows, r in sorted(owners, key=lambda owner: (owner[0], int(owner[2].seq[owner[3]]))):
+            self._add_object(place, layer_rows, r)
+        base = 0
+        for points in held:
+            if len(points):
+                pool = _Places(np.arange(base, base + len(points), dtype=np.int64), self._scaled(points), points)
+                kept, hull, rest = _settled(pool)
+                self._layers.append(_Layer(kept, hull))
+                self._held += len(pool)
+                if len(rest):
+                    self._drop(rest)
+            base += len(points)
+
+    def check(self) -> None:
+        """Assert every invariant: layers are hull vertex sets of distinct points, nested, within
+        budget and quotas; places, objects, the point dictionary and the expiry list agree.
+
+        ``O(Σ M_j f_j d + n)`` plus one Qhull run per layer.
         """
-        sizes = [len(layer.rows) for layer in self._layers]
         if not self._created:
-            assert sum(sizes) == 0 and len(self._expiry) == 0, "objects in layers before creation"
+            assert not self._layers and len(self._expiry) == 0, "objects in layers before creation"
             assert len(self._buffer) < self._memory, "buffer reached M without creating the index"
             assert np.all(np.diff(self._buffer.seq) > 0), "buffer seq must increase"
-            self._check_window(self._buffer)
+            self._check_window(self._buffer.seq, self._keys(self._buffer))
             return
         assert len(self._buffer) == 0, "buffer kept after creation"
-        assert sum(sizes) <= self._memory, f"{sum(sizes)} objects over the budget {self._memory}"
+        sizes = [len(layer.places) for layer in self._layers]
+        assert self._held == sum(sizes), "held places disagree with the layers"
+        assert self._held <= self._memory, f"{self._held} places over the budget {self._memory}"
         if self._static:
-            assert all(s <= q for s, q in zip(sizes, self._quotas)), f"layers {sizes} over quotas {self._quotas}"
-        empty_seen = False
+            quotas = self._quotas()
+            assert all(s <= q for s, q in zip(sizes, quotas)), f"layers {sizes} over quotas {quotas}"
+        assert all(sizes), "an empty layer is kept"
         for j, layer in enumerate(self._layers):
-            rows, hull = layer.rows, layer.hull
+            places, hull = layer.places, layer.hull
             assert hull is not None, f"layer {j}: hull not rebuilt"
-            assert np.all(np.diff(rows.seq) > 0), f"layer {j}: seq must increase"
-            assert not (empty_seen and len(rows)), f"layer {j} holds objects below an empty layer"
-            empty_seen = empty_seen or not len(rows)
-            fresh = convex_hull(rows.x)
-            assert len(fresh.vertices) == len(rows), \
-                f"layer {j}: {len(rows) - len(fresh.vertices)} objects are not hull vertices"
-            assert np.array_equal(hull.vertices, np.arange(len(rows))), f"layer {j}: hull vertices are not its objects"
+            assert np.all(np.diff(places.ids) > 0), f"layer {j}: place numbers must increase"
+            fresh = convex_hull(places.x)
+            assert len(fresh.vertices) == len(places), \
+                f"layer {j}: {len(places) - len(fresh.vertices)} places are not hull vertices"
+            assert np.array_equal(hull.vertices, np.arange(len(places))), f"layer {j}: hull vertices are not its places"
             assert hull.exact == fresh.exact, f"layer {j}: stored hull is {'not ' * fresh.exact}exact"
-            if hull.exact and len(rows):
-                distance = rows.x @ hull.normals.T + hull.offsets
-                assert distance.max() <= hull.tolerance, f"layer {j}: an object lies outside its stored hull"
-                assert np.all(distance.max(axis=0) >= -hull.tolerance), f"layer {j}: a stored facet touches no object"
-            if j and len(rows) and len(self._layers[j - 1].rows):
+            if hull.exact:
+                distance = places.x @ hull.normals.T + hull.offsets
+                assert distance.max() <= hull.tolerance, f"layer {j}: a place lies outside its stored hull"
+                assert np.all(distance.max(axis=0) >= -hull.tolerance), f"layer {j}: a stored facet touches no place"
+            if j:
                 outer = self._layers[j - 1].hull
-                assert not outer.exact or outer.contains(rows.x).all(), f"layer {j} is not inside layer {j - 1}"
-            self._check_window(rows)
-        every = self.candidates()
-        assert len(np.unique(every)) == len(every), "an object is on two layers"
-        listed = sorted(zip(np.concatenate([self._keys(l.rows) for l in self._layers]).tolist(), every.tolist()))
-        assert list(self._expiry) == listed, "expiry list disagrees with the layers"
+                assert not outer.exact or outer.contains(places.x).all(), f"layer {j} is not inside layer {j - 1}"
+        every = np.concatenate([layer.places.ids for layer in self._layers]) if self._layers else np.empty(0, np.int64)
+        assert len(np.unique(every)) == len(every), "a place is on two layers"
+        assert set(every.tolist()) == set(self._objects), "places and objects disagree"
+        points = [x.tobytes() for layer in self._layers for x in layer.places.raw]
+        for layer in self._layers:
+            assert np.array_equal(layer.places.x, self._scaled(layer.places.raw)), "index coordinates are stale"
+        assert len(set(points)) == len(points), "two places share a point"
+        assert self._where == dict(zip(points, every.tolist())), "point dictionary disagrees with the places"
+        listed = []
+        for place, objects in self._objects.items():
+            assert objects, f"place {place} holds no object"
+            assert all(a[0] < b[0] for a, b in zip(objects, list(objects)[1:])), f"place {place}: objects out of order"
+            listed += [(seq if self.q.kind == "count" else t, seq, place) for seq, _, t in objects]
+        alive = {(place, seq) for _, seq, place in listed}
+        live = [entry for entry in self._expiry if (entry[2], entry[1]) in alive]
+        assert live == sorted(listed), "expiry list disagrees with the places"
+        assert all(a[:2] < b[:2] for a, b in zip(self._expiry, list(self._expiry)[1:])), "expiry list out of order"
+        assert self._count == len(listed), "object count disagrees with the places"
+        assert all(place < self._next_place for place in self._objects), "a place number not yet issued"
+        self._check_window(np.array([s for _, s, _ in listed], np.int64), np.array([k for k, _, _ in listed], np.int64))
 
-    def _check_window(self, rows: _Rows) -> None:
-        if self._end is not None and len(rows):
-            keys = self._keys(rows)
+    def _check_window(self, seq: np.ndarray, keys: np.ndarray) -> None:
+        if self._end is not None and len(seq):
             assert keys.min() >= self._end - self.q.window and keys.max() < self._end, "object outside the window"
 
 
@@ -500,7 +798,7 @@ def _hull_out(hull: Hull) -> dict[str, Any]:
             "scale": floats_out([hull.scale])[0]}
 
 
-def _hull_in(data: dict[str, Any], rows: _Rows, d: int) -> Hull:
+def _hull_in(data: dict[str, Any], rows: _Places, d: int) -> Hull:
     """A layer's saved hull (every object a vertex); its invariants are asserted by ``check``."""
     normals = np.array([floats_in(row) for row in data["normals"]], np.float64).reshape(-1, d)
     offsets = floats_in(data["offsets"])

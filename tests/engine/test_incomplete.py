@@ -429,3 +429,32 @@ def test_sharding_by_object_id_merges_exactly(name, kind, shards):
                                       np.concatenate([a.seq for a in answers]), query.k)
         assert merged.ids.tolist() == oracle.topk().ids.tolist()
         assert merged.scores.tolist() == oracle.topk().scores.tolist()
+
+
+def test_the_replay_refuses_approx_on_more_than_one_shard():
+    """approx's estimates need every object of the window; a shard sees a hash share of them."""
+    from pipelines.errors import InputError
+    from pipelines.replay_config import parse_config
+
+    config = {"name": "wc", "dataset": "worldcup", "shards": 2,
+              "queries": [{"weights": [1.0, 1.0], "k": 5, "window": 100, "slide": 10}],
+              "algorithms": [{"name": "eaa"}, {"name": "approx"}]}
+    with pytest.raises(InputError, match="approx cannot run on shards > 1"):
+        parse_config(config, ["images", "english"], stream="incomplete")
+    assert parse_config({**config, "shards": 1}, ["images", "english"], stream="incomplete").shards == 1
+    assert parse_config({**config, "algorithms": [{"name": "eaa"}]}, ["images", "english"], stream="incomplete").shards == 2
+
+
+def test_approx_measures_fewer_bytes_than_eaa_sketches_included():
+    """The sketches (d x bitmaps x 32 stamps) cost less than the instances approx prunes."""
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=100)
+    data = correlated_streams(4000, streams=3, seed=7, reuse=0.5, memory=30)
+    approx, eaa = engine.create("approx", query), engine.create("eaa", query)
+    ratios = []
+    for batch in engine.slides(data, query):
+        approx.process(batch)
+        eaa.process(batch)
+        if batch.end >= 2 * query.window:
+            ratios.append(approx.stats()["measured_bytes"] / eaa.stats()["measured_bytes"])
+    assert approx.stats()["sketch_bytes"] == 8 * 3 * 64 * 32 + 8 * 2 * 3 * 10
+    assert max(ratios) < 0.8, ratios
