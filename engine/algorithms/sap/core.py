@@ -248,6 +248,20 @@ WORDS = {layout.name: {kind: layout.words(kind) for kind in layout.records}
          for layout in (RAW_SLIDES, CANDIDATES, OPEN_TOPS, PARTITIONS, SAVL)}
 """Words per record of every layout, computed once."""
 
+RAW_OBJECT_WORDS = WORDS[RAW_SLIDES.name]["object"]
+CANDIDATE_WORDS = WORDS[CANDIDATES.name]["candidate"]
+OPEN_OBJECT_WORDS = WORDS[OPEN_TOPS.name]["object"]
+PARTITION_WORDS, PARTITION_TOP_WORDS, UNIT_WORDS, UNIT_TOP_WORDS = (
+    WORDS[PARTITIONS.name][kind] for kind in ("partition", "partition_top", "unit", "unit_top"))
+ENTRY_WORDS, STACK_WORDS = WORDS[SAVL.name]["entry"], WORDS[SAVL.name]["stack"]
+FIXED_RAW_SLIDE, FIXED_UNIT, FIXED_PARTITION, FIXED_BUILDER, FIXED_ANSWER = (
+    FIXED[name] for name in ("raw slide", "unit", "partition", "builder", "answer"))
+FIXED_CANDIDATES = FIXED["candidate set"] + 6 * FIXED["array"]
+FIXED_MEANINGFUL = FIXED["meaningful set"]
+ANSWER_ARRAYS = 3 * FIXED["array"]
+PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
+UNIT_TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
+
 
 class SAPBase(Algorithm):
     """The SAP framework (Algorithm 1 per slide); subclasses choose the partitioning.
@@ -706,31 +720,50 @@ class SAPBase(Algorithm):
                 for layout, counts, measured, owners in self._structures()]
 
     def memory(self) -> tuple[int, int]:
-        """``(bytes, measured_bytes)`` in ``O(1)``: the footprints' sums without building them,
-        plus the algorithm's other attributes (settings, counters: measured once by a walk,
-        ``O(attributes)``, then the variable-sized ones added, :meth:`_attribute_bytes`)."""
-        modelled = measured = 0
-        for layout, counts, size, _ in self._structures():
-            words = WORDS[layout.name]
-            for kind, n in counts.items():
-                modelled += words[kind] * n
-            measured += size
+        """``(bytes, measured_bytes)`` in ``O(1)``: the sums of :meth:`footprints` from the kept
+        counts (:meth:`_structures` without its tuples), plus the algorithm's other attributes
+        (settings, counters: measured once by a walk, ``O(attributes)``, then the variable-sized
+        ones added, :meth:`_attribute_bytes`)."""
+        entries = stacks = forming_bytes = 0
+        for part in self._parts[:2]:
+            builder = part.builder
+            if builder is not None:
+                entries += len(builder)
+                stacks += builder.stack_count
+                forming_bytes += FIXED_BUILDER + builder.nbytes()
+            if part.running is not None:
+                forming_bytes += _top_bytes(part.running)
+        M, C, parts, filling = self._M, self._C, self._parts, self._filling
+        meaningful, candidates, open_size = len(M), len(C), self._open_size()
+        modelled = WORD * (RAW_OBJECT_WORDS * self._raw_size + CANDIDATE_WORDS * candidates
+                           + OPEN_OBJECT_WORDS * open_size + PARTITION_WORDS * len(parts)
+                           + PARTITION_TOP_WORDS * self._part_top_size + UNIT_WORDS * self._units
+                           + UNIT_TOP_WORDS * self._unit_top_size + ENTRY_WORDS * (meaningful + entries)
+                           + STACK_WORDS * (M.stack_count + stacks))
+        tops = _top_bytes(self._open_top)
+        if filling is not None:
+            tops += FIXED_UNIT + _top_bytes(filling.top)
+        cache = self._open_cache
+        if cache is not None and cache is not self._open_top and (filling is None or cache is not filling.top):
+            tops += _top_bytes(cache)
+        if self._answer is not None:
+            tops += ANSWER_ARRAYS + len(self._answer) * 3 * WORD
+        raw = self._raw
+        measured = (sys.getsizeof(raw) + len(raw) * FIXED_RAW_SLIDE + self._raw_int_keys * PY_INT
+                    + self._raw_size * RAW.itemsize
+                    + FIXED_CANDIDATES + candidates * CandidateSet.ROW_BYTES
+                    + tops + FIXED_ANSWER
+                    + sys.getsizeof(parts) + sys.getsizeof(self._open) + len(parts) * FIXED_PARTITION
+                    + self._units * FIXED_UNIT + self._part_tops * PART_TOP_ARRAYS
+                    + self._part_top_size * (RAW.itemsize + WORD)
+                    + self._unit_tops * UNIT_TOP_ARRAYS + self._unit_top_size * RAW.itemsize
+                    + FIXED_MEANINGFUL + M.nbytes() + forming_bytes)
         if self._fixed_bytes is None:
             owners = tuple(owner for part in self._structures() for owner in part[3])
             self._fixed_bytes = 0
             self._fixed_bytes = (deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
                                  - self._attribute_bytes())
-        return WORD * modelled, measured + self._fixed_bytes + self._attribute_bytes()
-
-    def stats(self) -> dict[str, Any]:
-        """``candidates``, ``retained``, ``bytes``, ``measured_bytes`` and the counters (``O(1)``)."""
-        out = self._stats()
-        out["bytes"], out["measured_bytes"] = self.memory()
-        return out
-
-    def measured_bytes(self, parts: list[Footprint] | None = None) -> int:
-        """The real size of the working structures (``O(1)``, :meth:`memory`)."""
-        return self.memory()[1]
+        return modelled, measured + self._fixed_bytes + self._attribute_bytes()
 
     def _attribute_bytes(self) -> int:
         """Bytes of the attributes outside the structures whose size changes: the counters'
