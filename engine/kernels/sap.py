@@ -3,7 +3,8 @@
 Objects are kept as aligned columns ``score`` (float64) and ``seq``, ``id``, ``t`` (int64);
 a *top* is such a set of columns ranked best first by the total order ``(score, seq)``.
 
-* Selection and merging of tops (Algorithm 1 lines 7-11, Appendix C): :func:`slide_best`,
+* Selection and merging of tops (Algorithm 1 lines 7-11, Appendix C): the slide's best ``k`` by
+  :func:`engine.kernels.select.best_first` (shared with MinTopK and PreTopK),
   :func:`merge_ranked`, :func:`count_ranked_above`.
 * The candidate set ``C`` (Section 3.1): :func:`refine` (the one-pass merge with dominance
   counters), :func:`dominators` and :func:`insert_ranked` (objects promoted from ``M_0``),
@@ -12,6 +13,9 @@ a *top* is such a set of columns ranked best first by the total order ``(score, 
   of stack tops (binary search, ``O(log k)`` per object); ``M_0`` is a max-heap of the stack
   tops with a position index (:func:`m_pop_best`, :func:`m_expire`, ``O(log k)`` each), the
   array form of the paper's AVL tree over the tops.
+* The dynamic variants' partition test (Section 4.2): :func:`mann_whitney_greater`, the
+  one-sided Mann-Whitney rank-sum test (:func:`rank_sum_u`, and :func:`u_counts` for the exact
+  distribution).
 """
 
 from __future__ import annotations
@@ -21,55 +25,10 @@ import math
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def ranks_above(score_a, seq_a, score_b, seq_b):
-    """``a`` ranks above ``b``: larger score, or the same score and newer (``O(1)``)."""
-    return score_a > score_b or (score_a == score_b and seq_a > seq_b)
+from .select import best_first, ranks_above
 
 
 # ----------------------------------------------------------------- tops
-@njit(cache=True)
-def _heap_down(heap, size, scores, seqs, i):
-    """Min-heap of indices (the worst kept object at the root), restored below ``i``."""
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            return
-        if child + 1 < size and ranks_above(scores[heap[child]], seqs[heap[child]],
-                                            scores[heap[child + 1]], seqs[heap[child + 1]]):
-            child += 1
-        if not ranks_above(scores[heap[i]], seqs[heap[i]], scores[heap[child]], seqs[heap[child]]):
-            return
-        heap[i], heap[child] = heap[child], heap[i]
-        i = child
-
-
-@njit(cache=True)
-def slide_best(scores, seqs, k):
-    """Indices of the ``min(k, m)`` best objects of a slide, best first (Appendix C).
-
-    ``O(m log k)``: a min-heap of the best ``k`` seen so far, emptied worst first.
-    """
-    m = len(scores)
-    size = min(k, m)
-    heap = np.empty(size, np.int64)
-    for i in range(size):
-        heap[i] = i
-    for i in range(size // 2 - 1, -1, -1):
-        _heap_down(heap, size, scores, seqs, i)
-    for i in range(size, m):
-        if ranks_above(scores[i], seqs[i], scores[heap[0]], seqs[heap[0]]):
-            heap[0] = i
-            _heap_down(heap, size, scores, seqs, 0)
-    order = np.empty(size, np.int64)
-    for last in range(size - 1, -1, -1):
-        order[last] = heap[0]
-        heap[0] = heap[last]
-        _heap_down(heap, last, scores, seqs, 0)
-    return order
-
-
 @njit(cache=True)
 def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, seq, ids, t):
     """The best ``len(score)`` of two tops into ``score, seq, ids, t``, best first: one merge
@@ -90,7 +49,7 @@ def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, o
     objects (only they can ever be meaningful: they expire together) go to the raw record
     array ``rows``, best first, and are merged with the filling unit's top ``u_*`` into
     ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``O(m log k + k)``."""
-    chosen = slide_best(values, seq, k)
+    chosen = best_first(values, seq, k)
     for i in range(len(chosen)):
         r = chosen[i]
         rows[i]["score"], rows[i]["seq"], rows[i]["id"], rows[i]["t"] = values[r], seq[r], ids[r], t[r]

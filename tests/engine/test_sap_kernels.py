@@ -37,14 +37,21 @@ def columns(rows):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_slide_best_is_the_best_k_in_rank_order(seed):
+def test_take_slide_keeps_the_slides_best_k_and_merges_them_into_the_units_top(seed):
     rng = np.random.default_rng(seed)
-    m, k = int(rng.integers(0, 40)), int(rng.integers(1, 15))
-    score, seq, ids, t = objects(rng, m)
+    m, k = int(rng.integers(1, 40)), int(rng.integers(1, 15))
+    score, seq, ids, t = objects(rng, m, start=100)
     rng.shuffle(seq)
-    chosen = kernels.slide_best(score, seq, k)
-    expected = ranked(score, seq, ids, t)[:k]
-    assert list(zip(score[chosen].tolist(), seq[chosen].tolist())) == [(r[0], r[1]) for r in expected]
+    unit_rows = ranked(*objects(rng, int(rng.integers(0, k + 1))))
+    unit = columns(unit_rows) if unit_rows else tuple(np.empty(0, d) for d in (np.float64, np.int64, np.int64, np.int64))
+    rows = np.empty(min(k, m), [("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
+    n = min(k, len(rows) + len(unit_rows))
+    top = (np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
+    kernels.take_slide(score, seq, ids, t, k, rows, *unit, *top)
+    best = ranked(score, seq, ids, t)[:k]
+    assert rows.tolist() == best
+    assert list(zip(*(c.tolist() for c in top))) == sorted(best + unit_rows, key=lambda r: (r[0], r[1]),
+                                                            reverse=True)[:k]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
