@@ -239,11 +239,6 @@ def _fixed_sizes() -> dict[str, int]:
 
 FIXED = _fixed_sizes()
 
-
-def _top_bytes(top: Top) -> int:
-    """Real bytes of a top: its tuple and four arrays (``O(1)``)."""
-    return FIXED["top"] + 4 * FIXED["array"] + len(top[0]) * RAW.itemsize
-
 WORDS = {layout.name: {kind: layout.words(kind) for kind in layout.records}
          for layout in (RAW_SLIDES, CANDIDATES, OPEN_TOPS, PARTITIONS, SAVL)}
 """Words per record of every layout, computed once."""
@@ -260,9 +255,14 @@ FIXED_CANDIDATES = FIXED["candidate set"] + 6 * FIXED["array"]
 FIXED_MEANINGFUL = FIXED["meaningful set"]
 ANSWER_ARRAYS = 3 * FIXED["array"]
 PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
-UNIT_TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
+TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
 RAW_ROW = RAW.itemsize
 PART_TOP_ROW = RAW.itemsize + WORD  # a member of P_i^k and its seq in top_seqs
+
+
+def _top_bytes(top: Top) -> int:
+    """Real bytes of a top: its tuple and four arrays (``O(1)``)."""
+    return TOP_ARRAYS + len(top[0]) * RAW_ROW
 
 
 class SAPBase(Algorithm):
@@ -323,6 +323,7 @@ class SAPBase(Algorithm):
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._fixed_bytes: int | None = None
+        self._variant_bytes = 0  # the variant's attributes whose size changes, kept as they change
         self._counters = {"arrivals": 0, "prefiltered": 0, "refines": 0, "refine_drops": 0, "promotions": 0,
                           "savl_builds": 0, "savl_builds_avoided": 0, "savl_dropped": 0, "scanned": 0,
                           "units_skipped": 0, "tests": 0, "splits": 0}
@@ -542,7 +543,7 @@ class SAPBase(Algorithm):
         self._unit_tops += sign
         self._unit_top_size += sign * len(unit.top[0])
         self._held_words += sign * UNIT_TOP_WORDS * len(unit.top[0])
-        self._held_bytes += sign * (UNIT_TOP_ARRAYS + len(unit.top[0]) * RAW_ROW)
+        self._held_bytes += sign * (TOP_ARRAYS + len(unit.top[0]) * RAW_ROW)
 
     def _aggregates(self) -> dict[str, int]:
         """The counters ``stats`` reads, recomputed from the structures (``O(partitions + units)``)."""
@@ -559,7 +560,7 @@ class SAPBase(Algorithm):
         held_bytes = (len(self._raw) * FIXED_RAW_SLIDE + int_keys * PY_INT + raw_size * RAW_ROW
                       + len(parts) * FIXED_PARTITION + len(finished) * FIXED_UNIT
                       + sum(p.raw for p in parts) * PART_TOP_ARRAYS + part_top_size * PART_TOP_ROW
-                      + len(own) * UNIT_TOP_ARRAYS + unit_top_size * RAW_ROW)
+                      + len(own) * TOP_ARRAYS + unit_top_size * RAW_ROW)
         return {"_held_words": held_words, "_held_bytes": held_bytes, "_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
                 "_part_top_size": sum(len(p.top[0]) for p in parts if p.raw), "_units": len(finished),
                 "_unit_tops": len(own), "_unit_top_size": sum(len(unit.top[0]) for unit in own),
@@ -766,18 +767,17 @@ class SAPBase(Algorithm):
                 forming_bytes += FIXED_BUILDER + builder.nbytes()
             if part.running is not None:
                 forming_bytes += _top_bytes(part.running)
-        M, filling = self._M, self._filling
-        candidates = len(self._C)
-        m_stacks, meaningful = M.sizes()
-        modelled = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * self._open_size()
-                           + ENTRY_WORDS * (meaningful + entries) + STACK_WORDS * (m_stacks + stacks))
-        tops = _top_bytes(self._open_top)
+        M, open_top, filling, cache = self._M, self._open_top, self._filling, self._open_cache
+        candidates, open_size, tops = len(self._C), len(open_top[0]), TOP_ARRAYS + self._answer_bytes
         if filling is not None:
-            tops += FIXED_UNIT + _top_bytes(filling.top)
-        cache = self._open_cache
-        if cache is not None and cache is not self._open_top and (filling is None or cache is not filling.top):
+            open_size += len(filling.top[0])
+            tops += FIXED_UNIT + TOP_ARRAYS
+        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
             tops += _top_bytes(cache)
-        tops += self._answer_bytes
+        tops += open_size * RAW_ROW
+        m_stacks, meaningful = M.sizes()
+        modelled = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * open_size
+                           + ENTRY_WORDS * (meaningful + entries) + STACK_WORDS * (m_stacks + stacks))
         measured = (self._held_bytes + sys.getsizeof(self._raw) + sys.getsizeof(self._parts) + sys.getsizeof(self._open)
                     + FIXED_CANDIDATES + candidates * CandidateSet.ROW_BYTES + tops + FIXED_ANSWER
                     + FIXED_MEANINGFUL + M.nbytes() + forming_bytes)
@@ -790,9 +790,9 @@ class SAPBase(Algorithm):
 
     def _attribute_bytes(self) -> int:
         """Bytes of the attributes outside the structures whose size changes: the counters'
-        values above the interpreter's cached small ints (``O(1)``; the variants add theirs,
-        kept as they change)."""
-        return PY_INT * sum(map(SMALL_INT.__lt__, self._counters.values()))
+        values above the interpreter's cached small ints and the variant's (``_variant_bytes``,
+        kept as they change), ``O(1)``."""
+        return PY_INT * sum(map(SMALL_INT.__lt__, self._counters.values())) + self._variant_bytes
 
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
