@@ -43,7 +43,7 @@ def test_take_slide_keeps_the_slides_best_k_and_merges_them_into_the_units_top(s
     score, seq, ids, t = objects(rng, m, start=100)
     rng.shuffle(seq)
     unit_rows = ranked(*objects(rng, int(rng.integers(0, k + 1))))
-    unit = columns(unit_rows) if unit_rows else tuple(np.empty(0, d) for d in (np.float64, np.int64, np.int64, np.int64))
+    unit = columns(unit_rows) if unit_rows else (np.empty(0), *(np.empty(0, np.int64) for _ in range(3)))
     rows = np.empty(min(k, m), [("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
     n = min(k, len(rows) + len(unit_rows))
     top = (np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))

@@ -561,10 +561,10 @@ class SAPBase(Algorithm):
                       + len(parts) * FIXED_PARTITION + len(finished) * FIXED_UNIT
                       + sum(p.raw for p in parts) * PART_TOP_ARRAYS + part_top_size * PART_TOP_ROW
                       + len(own) * TOP_ARRAYS + unit_top_size * RAW_ROW)
-        return {"_held_words": held_words, "_held_bytes": held_bytes, "_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
-                "_part_top_size": sum(len(p.top[0]) for p in parts if p.raw), "_units": len(finished),
-                "_unit_tops": len(own), "_unit_top_size": sum(len(unit.top[0]) for unit in own),
-                "_raw_int_keys": sum(slide > SMALL_INT for slide in self._raw)}
+        return {"_held_words": held_words, "_held_bytes": held_bytes,
+                "_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
+                "_part_top_size": part_top_size, "_units": len(finished), "_unit_tops": len(own),
+                "_unit_top_size": unit_top_size, "_raw_int_keys": int_keys}
 
     def _open_tops(self) -> Top:
         """The best ``k`` of the open partition and the filling unit (cached per slide)."""
@@ -754,10 +754,10 @@ class SAPBase(Algorithm):
                 for layout, counts, measured, owners in self._structures()]
 
     def memory(self) -> tuple[int, int]:
-        """``(bytes, measured_bytes)`` in ``O(1)``: the sums of :meth:`footprints`, the raw slides'
-        and the partitions' kept as they change (``_held_words``, ``_held_bytes``), plus the algorithm's other attributes
-        (settings, counters: measured once by a walk, ``O(attributes)``, then the variable-sized
-        ones added, :meth:`_attribute_bytes`)."""
+        """``(bytes, measured_bytes)`` in ``O(1)``: the sums of :meth:`footprints` (the raw slides',
+        partitions' and units' share kept as they change in ``_held_words`` and ``_held_bytes``),
+        plus the algorithm's other attributes (settings, counters: measured once by a walk,
+        ``O(attributes)``, then the variable-sized ones added, :meth:`_attribute_bytes`)."""
         entries = stacks = forming_bytes = 0
         for part in self._parts[:2]:
             builder = part.builder
