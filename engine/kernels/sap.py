@@ -3,7 +3,8 @@
 Objects are kept as aligned columns ``score`` (float64) and ``seq``, ``id``, ``t`` (int64);
 a *top* is such a set of columns ranked best first by the total order ``(score, seq)``.
 
-* Selection and merging of tops (Algorithm 1 lines 7-11, Appendix C): :func:`slide_best`,
+* Selection and merging of tops (Algorithm 1 lines 7-11, Appendix C): the slide's best ``k`` by
+  :func:`engine.kernels.select.best_first` (shared with MinTopK and PreTopK),
   :func:`merge_ranked`, :func:`count_ranked_above`.
 * The candidate set ``C`` (Section 3.1): :func:`refine` (the one-pass merge with dominance
   counters), :func:`dominators` and :func:`insert_ranked` (objects promoted from ``M_0``),
@@ -12,62 +13,22 @@ a *top* is such a set of columns ranked best first by the total order ``(score, 
   of stack tops (binary search, ``O(log k)`` per object); ``M_0`` is a max-heap of the stack
   tops with a position index (:func:`m_pop_best`, :func:`m_expire`, ``O(log k)`` each), the
   array form of the paper's AVL tree over the tops.
+* The dynamic variants' partition test (Section 4.2): :func:`mann_whitney_greater`, the
+  one-sided Mann-Whitney rank-sum test (:func:`rank_sum_u`, and :func:`u_counts` for the exact
+  distribution).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def ranks_above(score_a, seq_a, score_b, seq_b):
-    """``a`` ranks above ``b``: larger score, or the same score and newer (``O(1)``)."""
-    return score_a > score_b or (score_a == score_b and seq_a > seq_b)
+from .select import best_first, ranks_above
 
 
 # ----------------------------------------------------------------- tops
-@njit(cache=True)
-def _heap_down(heap, size, scores, seqs, i):
-    """Min-heap of indices (the worst kept object at the root), restored below ``i``."""
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            return
-        if child + 1 < size and ranks_above(scores[heap[child]], seqs[heap[child]],
-                                            scores[heap[child + 1]], seqs[heap[child + 1]]):
-            child += 1
-        if not ranks_above(scores[heap[i]], seqs[heap[i]], scores[heap[child]], seqs[heap[child]]):
-            return
-        heap[i], heap[child] = heap[child], heap[i]
-        i = child
-
-
-@njit(cache=True)
-def slide_best(scores, seqs, k):
-    """Indices of the ``min(k, m)`` best objects of a slide, best first (Appendix C).
-
-    ``O(m log k)``: a min-heap of the best ``k`` seen so far, emptied worst first.
-    """
-    m = len(scores)
-    size = min(k, m)
-    heap = np.empty(size, np.int64)
-    for i in range(size):
-        heap[i] = i
-    for i in range(size // 2 - 1, -1, -1):
-        _heap_down(heap, size, scores, seqs, i)
-    for i in range(size, m):
-        if ranks_above(scores[i], seqs[i], scores[heap[0]], seqs[heap[0]]):
-            heap[0] = i
-            _heap_down(heap, size, scores, seqs, 0)
-    order = np.empty(size, np.int64)
-    for last in range(size - 1, -1, -1):
-        order[last] = heap[0]
-        heap[0] = heap[last]
-        _heap_down(heap, last, scores, seqs, 0)
-    return order
-
-
 @njit(cache=True)
 def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, seq, ids, t):
     """The best ``len(score)`` of two tops into ``score, seq, ids, t``, best first: one merge
@@ -88,7 +49,7 @@ def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, o
     objects (only they can ever be meaningful: they expire together) go to the raw record
     array ``rows``, best first, and are merged with the filling unit's top ``u_*`` into
     ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``O(m log k + k)``."""
-    chosen = slide_best(values, seq, k)
+    chosen = best_first(values, seq, k)
     for i in range(len(chosen)):
         r = chosen[i]
         rows[i]["score"], rows[i]["seq"], rows[i]["id"], rows[i]["t"] = values[r], seq[r], ids[r], t[r]
@@ -477,3 +438,72 @@ def tbui_observe(values, above, n, tau, zeta, limit, initialising):
             tau = raised
             n = _keep_at_least(above, n, tau)
     return n, tau
+
+
+# ----------------------------------------------------------------- partitioning (Section 4.2)
+@njit(cache=True)
+def rank_sum_u(x, y):
+    """Mann-Whitney ``U`` of ``x`` against ``y`` (``R_1 - n_1 (n_1 + 1) / 2``, tied values
+    sharing their mean rank) and the tie term ``sum(t^3 - t)`` over the groups of tied values
+    (``O((n_1 + n_2) log(n_1 + n_2))``)."""
+    n1, n = len(x), len(x) + len(y)
+    values = np.empty(n, np.float64)
+    values[:n1] = x
+    values[n1:] = y
+    order = np.argsort(values, kind="mergesort")
+    rank_sum = 0.0
+    ties = 0.0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and values[order[j]] == values[order[i]]:
+            j += 1
+        mean_rank = (i + j + 1) / 2.0
+        group = j - i
+        ties += group * group * group - group
+        for r in range(i, j):
+            if order[r] < n1:
+                rank_sum += mean_rank
+        i = j
+    return rank_sum - n1 * (n1 + 1) / 2.0, ties
+
+
+@njit(cache=True)
+def u_counts(n1, n2):
+    """How many of the ``C(n1 + n2, n1)`` arrangements of two tie-free samples give each
+    ``U = 0 .. n1 n2``: the coefficients of the Gaussian binomial ``[n1 + n2 choose n1]_q``,
+    built as ``prod_i (1 - q^{n2 + i}) / (1 - q^i)`` (``O(n1^2 n2)``; exact in int64 while
+    ``C(n1 + n2, n1) < 2^62``)."""
+    top = n1 * n2
+    counts = np.zeros(top + 1, np.int64)
+    counts[0] = 1
+    for i in range(1, n1 + 1):
+        step = n2 + i
+        for u in range(top, step - 1, -1):
+            counts[u] -= counts[u - step]
+        for u in range(i, top + 1):
+            counts[u] += counts[u - i]
+    return counts
+
+
+@njit(cache=True)
+def mann_whitney_greater(x, y, exact):
+    """One-sided p-value ``P(U >= U_obs)`` of the Mann-Whitney rank-sum test that ``x`` is
+    stochastically greater than ``y``: exact when ``exact`` and the samples hold no tied
+    values (``O(n_1^2 n_2)``), else (``O(n log n)``) by the normal
+    approximation ``z = (U - n_1 n_2 / 2) / sqrt(n_1 n_2 / 12 ((n + 1) - sum(t^3 - t) / (n (n - 1))))``
+    without continuity correction, as ``scipy.stats.mannwhitneyu`` computes them."""
+    n1, n2 = len(x), len(y)
+    u, ties = rank_sum_u(x, y)
+    if exact and ties == 0.0:
+        counts = u_counts(n1, n2)
+        at_least = 0.0
+        for v in range(int(u + 0.5), n1 * n2 + 1):
+            at_least += counts[v]
+        return min(1.0, at_least / counts.sum())
+    n = n1 + n2
+    sigma = np.sqrt(n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1))))
+    if sigma == 0.0:
+        return np.nan
+    z = (u - n1 * n2 / 2.0) / sigma
+    return 0.5 * math.erfc(z / math.sqrt(2.0))

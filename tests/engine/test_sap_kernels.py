@@ -37,14 +37,21 @@ def columns(rows):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_slide_best_is_the_best_k_in_rank_order(seed):
+def test_take_slide_keeps_the_slides_best_k_and_merges_them_into_the_units_top(seed):
     rng = np.random.default_rng(seed)
-    m, k = int(rng.integers(0, 40)), int(rng.integers(1, 15))
-    score, seq, ids, t = objects(rng, m)
+    m, k = int(rng.integers(1, 40)), int(rng.integers(1, 15))
+    score, seq, ids, t = objects(rng, m, start=100)
     rng.shuffle(seq)
-    chosen = kernels.slide_best(score, seq, k)
-    expected = ranked(score, seq, ids, t)[:k]
-    assert list(zip(score[chosen].tolist(), seq[chosen].tolist())) == [(r[0], r[1]) for r in expected]
+    unit_rows = ranked(*objects(rng, int(rng.integers(0, k + 1))))
+    unit = columns(unit_rows) if unit_rows else (np.empty(0), *(np.empty(0, np.int64) for _ in range(3)))
+    rows = np.empty(min(k, m), [("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
+    n = min(k, len(rows) + len(unit_rows))
+    top = (np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
+    kernels.take_slide(score, seq, ids, t, k, rows, *unit, *top)
+    best = ranked(score, seq, ids, t)[:k]
+    assert rows.tolist() == best
+    assert list(zip(*(c.tolist() for c in top))) == sorted(best + unit_rows, key=lambda r: (r[0], r[1]),
+                                                            reverse=True)[:k]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -247,3 +254,45 @@ def test_tbui_observe_follows_algorithm_2(seed):
         above, tau = reference_observe(above, values.tolist(), tau, zeta, limit, initialising)
         n, got_tau = kernels.tbui_observe(values, buffer, n, got_tau, zeta, limit, initialising)
         assert got_tau == tau and sorted(buffer[:n].tolist()) == sorted(above)
+
+
+# ----------------------------------------------------------------- the Mann-Whitney test (Section 4.2)
+def test_u_counts_enumerate_every_arrangement():
+    """Reference: every choice of the ranks of the first sample among ``n1 + n2``, its ``U``."""
+    from itertools import combinations
+    for n1 in range(1, 5):
+        for n2 in range(1, 6):
+            expected = [0] * (n1 * n2 + 1)
+            for ranks in combinations(range(1, n1 + n2 + 1), n1):
+                expected[sum(ranks) - n1 * (n1 + 1) // 2] += 1
+            assert kernels.u_counts(n1, n2).tolist() == expected, (n1, n2)
+
+
+def mann_whitney_cases(rng):
+    """``(x, y, exact)``: tie-free small samples (exact, shifted up or not) and tied samples of
+    every size up to the dynamic variants' (``k`` and ``ceil(eta k)``), with all values equal too."""
+    for trial in range(400):
+        n1, n2 = int(rng.integers(1, 11)), int(rng.integers(1, 36))
+        values = rng.permutation(300)[:n1 + n2].astype(np.float64)
+        yield values[:n1] + float(rng.integers(0, 150)), values[n1:], True
+        n1, n2 = int(rng.integers(1, 130)), int(rng.integers(2, 200))
+        x = rng.integers(0, int(rng.integers(1, 9)), n1).astype(np.float64) + float(rng.integers(0, 3))
+        yield x, rng.integers(0, 6, n2).astype(np.float64), bool(trial % 2)
+        yield rng.random(n1), rng.random(n2), False
+    yield np.full(3, 2.0), np.full(5, 2.0), True
+
+
+def test_mann_whitney_equals_scipy_on_random_and_tied_samples():
+    from scipy.stats import mannwhitneyu
+    checked = 0
+    for x, y, exact in mann_whitney_cases(np.random.default_rng(7)):
+        tied = len(np.unique(np.concatenate((x, y)))) < len(x) + len(y)
+        method = "exact" if exact and not tied else "asymptotic"
+        expected = mannwhitneyu(x, y, alternative="greater", method=method, use_continuity=False).pvalue
+        p = kernels.mann_whitney_greater(x, y, exact)
+        if np.isnan(expected):
+            assert np.isnan(p), (x, y)
+            continue
+        assert abs(p - expected) <= 1e-9, (x.tolist(), y.tolist(), method, p, expected)
+        checked += 1
+    assert checked > 1000

@@ -239,14 +239,30 @@ def _fixed_sizes() -> dict[str, int]:
 
 FIXED = _fixed_sizes()
 
-
-def _top_bytes(top: Top) -> int:
-    """Real bytes of a top: its tuple and four arrays (``O(1)``)."""
-    return FIXED["top"] + 4 * FIXED["array"] + len(top[0]) * RAW.itemsize
-
 WORDS = {layout.name: {kind: layout.words(kind) for kind in layout.records}
          for layout in (RAW_SLIDES, CANDIDATES, OPEN_TOPS, PARTITIONS, SAVL)}
 """Words per record of every layout, computed once."""
+
+RAW_OBJECT_WORDS = WORDS[RAW_SLIDES.name]["object"]
+CANDIDATE_WORDS = WORDS[CANDIDATES.name]["candidate"]
+OPEN_OBJECT_WORDS = WORDS[OPEN_TOPS.name]["object"]
+PARTITION_WORDS, PARTITION_TOP_WORDS, UNIT_WORDS, UNIT_TOP_WORDS = (
+    WORDS[PARTITIONS.name][kind] for kind in ("partition", "partition_top", "unit", "unit_top"))
+ENTRY_WORDS, STACK_WORDS = WORDS[SAVL.name]["entry"], WORDS[SAVL.name]["stack"]
+FIXED_RAW_SLIDE, FIXED_UNIT, FIXED_PARTITION, FIXED_BUILDER, FIXED_ANSWER = (
+    FIXED[name] for name in ("raw slide", "unit", "partition", "builder", "answer"))
+FIXED_CANDIDATES = FIXED["candidate set"] + 6 * FIXED["array"]
+FIXED_MEANINGFUL = FIXED["meaningful set"]
+ANSWER_ARRAYS = 3 * FIXED["array"]
+PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
+TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
+RAW_ROW = RAW.itemsize
+PART_TOP_ROW = RAW.itemsize + WORD  # a member of P_i^k and its seq in top_seqs
+
+
+def _top_bytes(top: Top) -> int:
+    """Real bytes of a top: its tuple and four arrays (``O(1)``)."""
+    return TOP_ARRAYS + len(top[0]) * RAW_ROW
 
 
 class SAPBase(Algorithm):
@@ -294,6 +310,8 @@ class SAPBase(Algorithm):
         self._units = 0  # finished units, in partitions and in the open partition
         self._unit_tops = 0  # finished units holding a top k of their own (not their partition's)
         self._unit_top_size = 0
+        self._held_words = 0  # modelled words of the raw slides, partitions and units (the counts above)
+        self._held_bytes = 0  # their measured bytes, list and dict headers excluded
         self._parts: list[Partition] = []
         self._serial = 0
         self._open: list[Unit] = []
@@ -303,7 +321,9 @@ class SAPBase(Algorithm):
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
+        self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._fixed_bytes: int | None = None
+        self._variant_bytes = 0  # the variant's attributes whose size changes, kept as they change
         self._counters = {"arrivals": 0, "prefiltered": 0, "refines": 0, "refine_drops": 0, "promotions": 0,
                           "savl_builds": 0, "savl_builds_avoided": 0, "savl_dropped": 0, "scanned": 0,
                           "units_skipped": 0, "tests": 0, "splits": 0}
@@ -334,6 +354,7 @@ class SAPBase(Algorithm):
             empty = empty_top()
             self._step(e, empty[0], empty)
         self._answer = None
+        self._answer_bytes = 0
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
@@ -365,6 +386,8 @@ class SAPBase(Algorithm):
             self._M.clear()
             self._release(front)
             self._units -= len(front.units)
+            self._held_words -= PARTITION_WORDS + UNIT_WORDS * len(front.units)
+            self._held_bytes -= FIXED_PARTITION + FIXED_UNIT * len(front.units)
             del parts[0]
         else:
             self._refill(front)
@@ -418,6 +441,8 @@ class SAPBase(Algorithm):
         if unit.slides == self._unit_slides:
             self._filling = None
             self._units += 1
+            self._held_words += UNIT_WORDS
+            self._held_bytes += FIXED_UNIT
             self._count_unit_top(unit, 1)
             self._unit_done(unit)
 
@@ -443,6 +468,8 @@ class SAPBase(Algorithm):
             self._raw_in_c -= by_serial[serial].raw
         self._part_tops += 1
         self._part_top_size += len(top[0])
+        self._held_words += PARTITION_WORDS + PARTITION_TOP_WORDS * len(top[0])
+        self._held_bytes += FIXED_PARTITION + PART_TOP_ARRAYS + len(top[0]) * PART_TOP_ROW
         self._raw_in_c += part.in_c
         if len(units) == 1 and units[0].top is top:
             self._count_unit_top(units[0], -1)
@@ -486,6 +513,8 @@ class SAPBase(Algorithm):
             self._raw_drop(slide)
         self._part_tops -= 1
         self._part_top_size -= len(part.top[0])
+        self._held_words -= PARTITION_TOP_WORDS * len(part.top[0])
+        self._held_bytes -= PART_TOP_ARRAYS + len(part.top[0]) * PART_TOP_ROW
         self._raw_in_c -= part.in_c
         for unit in part.units:
             if unit.top is not None and unit.top is not part.top:
@@ -499,16 +528,22 @@ class SAPBase(Algorithm):
         self._raw[slide] = rows
         self._raw_size += len(rows)
         self._raw_int_keys += slide > SMALL_INT
+        self._held_words += RAW_OBJECT_WORDS * len(rows)
+        self._held_bytes += FIXED_RAW_SLIDE + (slide > SMALL_INT) * PY_INT + len(rows) * RAW_ROW
 
     def _raw_drop(self, slide: int) -> None:
         rows = self._raw.pop(slide, None)
         if rows is not None:
             self._raw_size -= len(rows)
             self._raw_int_keys -= slide > SMALL_INT
+            self._held_words -= RAW_OBJECT_WORDS * len(rows)
+            self._held_bytes -= FIXED_RAW_SLIDE + (slide > SMALL_INT) * PY_INT + len(rows) * RAW_ROW
 
     def _count_unit_top(self, unit: Unit, sign: int) -> None:
         self._unit_tops += sign
         self._unit_top_size += sign * len(unit.top[0])
+        self._held_words += sign * UNIT_TOP_WORDS * len(unit.top[0])
+        self._held_bytes += sign * (TOP_ARRAYS + len(unit.top[0]) * RAW_ROW)
 
     def _aggregates(self) -> dict[str, int]:
         """The counters ``stats`` reads, recomputed from the structures (``O(partitions + units)``)."""
@@ -516,10 +551,20 @@ class SAPBase(Algorithm):
         owner_top = {id(unit): p.top for p in parts for unit in p.units}
         finished = [unit for p in parts for unit in p.units] + self._open
         own = [unit for unit in finished if unit.top is not None and unit.top is not owner_top.get(id(unit))]
-        return {"_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
-                "_part_top_size": sum(len(p.top[0]) for p in parts if p.raw), "_units": len(finished),
-                "_unit_tops": len(own), "_unit_top_size": sum(len(unit.top[0]) for unit in own),
-                "_raw_int_keys": sum(slide > SMALL_INT for slide in self._raw)}
+        raw_size = sum(len(rows) for rows in self._raw.values())
+        int_keys = sum(slide > SMALL_INT for slide in self._raw)
+        part_top_size = sum(len(p.top[0]) for p in parts if p.raw)
+        unit_top_size = sum(len(unit.top[0]) for unit in own)
+        held_words = (RAW_OBJECT_WORDS * raw_size + PARTITION_WORDS * len(parts) + PARTITION_TOP_WORDS * part_top_size
+                      + UNIT_WORDS * len(finished) + UNIT_TOP_WORDS * unit_top_size)
+        held_bytes = (len(self._raw) * FIXED_RAW_SLIDE + int_keys * PY_INT + raw_size * RAW_ROW
+                      + len(parts) * FIXED_PARTITION + len(finished) * FIXED_UNIT
+                      + sum(p.raw for p in parts) * PART_TOP_ARRAYS + part_top_size * PART_TOP_ROW
+                      + len(own) * TOP_ARRAYS + unit_top_size * RAW_ROW)
+        return {"_held_words": held_words, "_held_bytes": held_bytes,
+                "_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
+                "_part_top_size": part_top_size, "_units": len(finished), "_unit_tops": len(own),
+                "_unit_top_size": unit_top_size, "_raw_int_keys": int_keys}
 
     def _open_tops(self) -> Top:
         """The best ``k`` of the open partition and the filling unit (cached per slide)."""
@@ -634,6 +679,7 @@ class SAPBase(Algorithm):
             kernels.answer_of_three(C.score, C.seq, C.ids, *open_top[:3], *filling[:3],
                                     answer.ids, answer.scores, answer.seq)
             self._answer = answer
+            self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
         return self._answer
 
     def candidates(self) -> np.ndarray:
@@ -649,13 +695,15 @@ class SAPBase(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         """Counters kept as the structures change (``O(1)``)."""
-        M = self._M
-        retained = self._raw_size + len(self._C) - self._raw_in_c
-        if self._parts and not self._parts[0].raw:
-            retained += len(M)
-        return {"candidates": len(self._C) + self._open_size() + len(M), "retained": retained,
-                "partitions": len(self._parts) + (1 if self._open or self._filling else 0),
-                "meaningful": len(M), **self._counters}
+        meaningful = len(self._M)
+        candidates = len(self._C)
+        parts = self._parts
+        retained = self._raw_size + candidates - self._raw_in_c
+        if parts and not parts[0].raw:
+            retained += meaningful
+        return {"candidates": candidates + self._open_size() + meaningful, "retained": retained,
+                "partitions": len(parts) + (1 if self._open or self._filling else 0),
+                "meaningful": meaningful, **self._counters}
 
     def _structures(self) -> list[tuple]:
         """``(layout, counts, measured bytes, owners)`` of every structure: raw slides, ``C``,
@@ -706,36 +754,45 @@ class SAPBase(Algorithm):
                 for layout, counts, measured, owners in self._structures()]
 
     def memory(self) -> tuple[int, int]:
-        """``(bytes, measured_bytes)`` in ``O(1)``: the footprints' sums without building them,
+        """``(bytes, measured_bytes)`` in ``O(1)``: the sums of :meth:`footprints` (the raw slides',
+        partitions' and units' share kept as they change in ``_held_words`` and ``_held_bytes``),
         plus the algorithm's other attributes (settings, counters: measured once by a walk,
         ``O(attributes)``, then the variable-sized ones added, :meth:`_attribute_bytes`)."""
-        modelled = measured = 0
-        for layout, counts, size, _ in self._structures():
-            words = WORDS[layout.name]
-            for kind, n in counts.items():
-                modelled += words[kind] * n
-            measured += size
+        entries = stacks = forming_bytes = 0
+        for part in self._parts[:2]:
+            builder = part.builder
+            if builder is not None:
+                entries += len(builder)
+                stacks += builder.stack_count
+                forming_bytes += FIXED_BUILDER + builder.nbytes()
+            if part.running is not None:
+                forming_bytes += _top_bytes(part.running)
+        M, open_top, filling, cache = self._M, self._open_top, self._filling, self._open_cache
+        candidates, open_size, tops = len(self._C), len(open_top[0]), TOP_ARRAYS + self._answer_bytes
+        if filling is not None:
+            open_size += len(filling.top[0])
+            tops += FIXED_UNIT + TOP_ARRAYS
+        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
+            tops += _top_bytes(cache)
+        tops += open_size * RAW_ROW
+        m_stacks, meaningful = M.sizes()
+        modelled = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * open_size
+                           + ENTRY_WORDS * (meaningful + entries) + STACK_WORDS * (m_stacks + stacks))
+        measured = (self._held_bytes + sys.getsizeof(self._raw) + sys.getsizeof(self._parts) + sys.getsizeof(self._open)
+                    + FIXED_CANDIDATES + candidates * CandidateSet.ROW_BYTES + tops + FIXED_ANSWER
+                    + FIXED_MEANINGFUL + M.nbytes() + forming_bytes)
         if self._fixed_bytes is None:
             owners = tuple(owner for part in self._structures() for owner in part[3])
             self._fixed_bytes = 0
             self._fixed_bytes = (deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
                                  - self._attribute_bytes())
-        return WORD * modelled, measured + self._fixed_bytes + self._attribute_bytes()
-
-    def stats(self) -> dict[str, Any]:
-        """``candidates``, ``retained``, ``bytes``, ``measured_bytes`` and the counters (``O(1)``)."""
-        out = self._stats()
-        out["bytes"], out["measured_bytes"] = self.memory()
-        return out
-
-    def measured_bytes(self, parts: list[Footprint] | None = None) -> int:
-        """The real size of the working structures (``O(1)``, :meth:`memory`)."""
-        return self.memory()[1]
+        return modelled, measured + self._fixed_bytes + self._attribute_bytes()
 
     def _attribute_bytes(self) -> int:
         """Bytes of the attributes outside the structures whose size changes: the counters'
-        values (``O(1)``; the variants add theirs)."""
-        return PY_INT * sum(value > SMALL_INT for value in self._counters.values())
+        values above the interpreter's cached small ints and the variant's (``_variant_bytes``,
+        kept as they change), ``O(1)``."""
+        return PY_INT * sum(map(SMALL_INT.__lt__, self._counters.values())) + self._variant_bytes
 
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
@@ -768,6 +825,7 @@ class SAPBase(Algorithm):
         self._load_variant(data["variant"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None if self._slide is not None else Answer.empty()
+        self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
 
     def _load_variant(self, data: dict) -> None:
         """Variant state."""

@@ -89,6 +89,7 @@ class SAP(SAPDynamic):
         self._tau = -math.inf
         self._initialising = True
         self._above = np.empty(0, np.float64)  # U^tau: the first _above_n entries
+        self._variant_bytes = sys.getsizeof(self._above)  # kept at reallocation
         self._above_n = 0
         self._previous: Unit | None = None
 
@@ -100,6 +101,7 @@ class SAP(SAPDynamic):
             grown = np.empty(max(needed, 2 * len(self._above), 64), np.float64)
             grown[:self._above_n] = self._above[:self._above_n]
             self._above = grown
+            self._variant_bytes = sys.getsizeof(grown)
         n, tau = kernels.tbui_observe(values, self._above, self._above_n, self._tau, self._zeta,
                                       max(2 * self._zeta, self._zeta_max), self._initialising)
         self._above_n, self._tau = int(n), float(tau)
@@ -196,9 +198,6 @@ class SAP(SAPDynamic):
             self._promote(front, self._M.pop_columns(len(self._M), above=lowest))
         self._refill(front)
 
-    def _attribute_bytes(self) -> int:
-        return super()._attribute_bytes() + sys.getsizeof(self._above)
-
     # ----------------------------------------------------------------- state
     def _dump_variant(self) -> dict:
         return {"tau": _f(self._tau), "initialising": self._initialising, "above": floats_out(self._above[:self._above_n])}
@@ -207,6 +206,7 @@ class SAP(SAPDynamic):
         self._tau = float(floats_in([data["tau"]])[0])
         self._initialising = bool(data["initialising"])
         self._above = floats_in(data["above"])
+        self._variant_bytes = sys.getsizeof(self._above)
         self._above_n = len(self._above)
         units = [u for p in self._parts for u in p.units] + self._open
         self._previous = units[-1] if units else None

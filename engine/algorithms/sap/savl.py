@@ -209,6 +209,10 @@ class MeaningfulSet:
         """Stacks with at least one entry (``O(1)``)."""
         return int(self._meta[0])
 
+    def sizes(self) -> list[int]:
+        """``[stacks, entries]``, both live (``O(1)``)."""
+        return self._meta.tolist()
+
     def absorb_builder(self, builder: StackBuilder) -> None:
         """Add the finished stacks of ``builder`` (``O(E log E)`` for ``E`` entries in ``M_0``)."""
         n = len(builder)
