@@ -226,9 +226,12 @@ def load_trace(db: Path, name: str) -> Trace:
 
 
 def runs(db: Path) -> pd.DataFrame:
-    """Pipeline runs, newest first, with the number of queries of each."""
-    return query(db, """
-        SELECT r.run_id, r.dataset, r.status, r.started_at, r.finished_at, r.shards, r.spark_master,
+    """Pipeline runs, newest first, with the number of queries of each and why a run failed
+    or was interrupted (``reason``; ``None`` in databases written before it was recorded)."""
+    columns = query(db, "SELECT column_name FROM information_schema.columns WHERE table_name = 'runs'")
+    reason = "r.reason" if "reason" in set(columns["column_name"]) else "NULL::VARCHAR AS reason"
+    return query(db, f"""
+        SELECT r.run_id, r.dataset, r.status, {reason}, r.started_at, r.finished_at, r.shards, r.spark_master,
                count(q.query_id) AS queries
         FROM runs r LEFT JOIN queries q USING (run_id)
         GROUP BY ALL ORDER BY r.started_at DESC NULLS LAST, r.run_id""")

@@ -106,6 +106,8 @@ query_id = st.selectbox("Query", list(query_labels), key="query_id", format_func
 query = queries[queries.query_id == query_id].iloc[0]
 st.caption(f"Dataset `{run.dataset}` · {run.shards} shard(s) on `{run.spark_master}` · status {run.status}"
            + (f" · finished {run.finished_at:%Y-%m-%d %H:%M:%S} UTC" if pd.notna(run.finished_at) else ""))
+if isinstance(run.reason, str) and run.reason:
+    st.warning(f"This run is **{run.status}**: {run.reason}")
 
 metrics = data.slide_metrics(db, run_id, query_id)
 if metrics.empty:

@@ -177,3 +177,16 @@ def test_the_report_can_be_read_on_the_page(app):
     app.toggle(key="show_report").set_value(True).run()
     assert not app.exception
     assert any(m.value.startswith("# Top-k Watch: benchmark and paper-reproduction report") for m in app.markdown)
+
+
+def test_a_failed_run_shows_its_reason(app, filled_db):
+    """Older databases have no ``runs.reason`` (the fixture's); a database that records it shows it."""
+    app.run()
+    app.switch_page("views/runs.py").run()
+    assert not app.exception and not app.warning
+    with duckdb.connect(str(filled_db)) as con:
+        con.execute("ALTER TABLE runs ADD COLUMN reason VARCHAR")
+        con.execute("UPDATE runs SET status = 'failed', reason = 'task 3 failed: disk full' WHERE run_id = 'run-1'")
+    app.run()
+    assert not app.exception
+    assert "failed" in app.warning[0].value and "task 3 failed: disk full" in app.warning[0].value
