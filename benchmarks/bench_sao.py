@@ -9,8 +9,8 @@ weight vectors answered by one SAO index against ``Q`` exact ``mintopk`` instanc
 weight vector (time, measured memory, precision).  The trades are AlgoSeek tick files as
 distributed with the QuantConnect Lean engine (``Data/equity/usa/tick/<symbol>/<date>_trade.zip``);
 ``sample_data/`` ships two days, the five-day stream of the issue needs the directory holding
-``{spy,bac}_201310DD_trade.zip`` for 7-11 Oct 2013: ``--data-dir DIR`` or the environment
-variable ``TOPK_STOCK_DIR`` (default ``sample_data/``).
+``{spy,bac}_201310DD_trade.zip`` for 7-11 Oct 2013 in the ``stock/`` folder of the benchmarks'
+data directory (``python -m benchmarks.run --data-dir DIR`` or ``$TOPK_DATA``; else ``sample_data/``).
 
 Families (d = 3, L = 4, K = 10, 100 queries with weights uniform in [-1, 1] unless varied):
 the four allocation strategies against M/W; L; K; d; drift D (drifting Gaussian, D = 0 and 1);
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 import engine
-from benchmarks.common import table
+from benchmarks.common import DATA_ENV, data_dir, table
 from engine.generators import drifting_gaussian, skewed_uniform
 from engine.metrics import relative_error, weighted_range_error
 
@@ -43,8 +43,9 @@ SAMPLE_DATA = pathlib.Path(__file__).resolve().parent.parent / "sample_data"
 
 
 def stock_dir() -> pathlib.Path:
-    """Where the trade files are: ``--data-dir`` (set by ``__main__``), ``TOPK_STOCK_DIR`` or ``sample_data/``."""
-    return pathlib.Path(os.environ.get("TOPK_STOCK_DIR", SAMPLE_DATA))
+    """Where the trade files are: ``stock/`` of the data directory when it holds them, else ``sample_data/``."""
+    folder = pathlib.Path(data_dir()) / "stock"
+    return folder if any(folder.glob("*_trade.zip")) else SAMPLE_DATA
 
 
 def trades(paths: list[pathlib.Path]):
@@ -293,5 +294,5 @@ COLUMNS = ["data", "W", "M", "M_over_W_pct", "L", "K", "d", "allocation", "avg_e
 if __name__ == "__main__":
     import sys
     if "--data-dir" in sys.argv:
-        os.environ["TOPK_STOCK_DIR"] = sys.argv[sys.argv.index("--data-dir") + 1]
+        os.environ[DATA_ENV] = sys.argv[sys.argv.index("--data-dir") + 1]
     print(table(run(quick="--quick" in sys.argv), COLUMNS))
