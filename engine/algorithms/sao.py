@@ -18,8 +18,6 @@ from .sao_hull import Hull, convex_hull, extended, neighbour_distances
 
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
-FILTER_CHUNK = 4096
-"""Arrivals tested against the innermost layer per vectorised step."""
 COUNTERS = ("arrivals_examined", "filtered", "tied", "insertions", "expiries", "evictions", "expelled")
 
 
@@ -131,12 +129,6 @@ class _Layer:
 
     def __init__(self, places: _Places, hull: Hull | None) -> None:
         self.places, self.hull = places, hull
-
-
-def _points(x: np.ndarray) -> np.ndarray:
-    """Each row as one opaque value, equal exactly when the rows' bytes are (``O(n d)``)."""
-    x = np.ascontiguousarray(x)
-    return x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
 
 
 def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
@@ -287,9 +279,7 @@ class SAO(Algorithm):
             bounds = np.full(len(batch), batch.window_start(self.q), np.int64)
         start = 0 if self._created else self._collect(rows, bounds)
         if self._created:
-            self._maintain(rows, bounds, start)
-            self._expire(batch.window_start(self.q))
-            self._enforce_budget()
+            self._maintain(rows, batch.window_start(self.q), start)
         else:
             self._buffer = self._buffer.take(self._keys(self._buffer) >= batch.window_start(self.q))
         self._end = batch.end
@@ -364,44 +354,50 @@ class SAO(Algorithm):
             self._counters["evictions"] += len(places)
             self._drop(places)
 
-    def _maintain(self, rows: _Rows, bounds: np.ndarray, start: int) -> None:
-        """Arrivals ``start..`` of a slide: blocks up to the next expiry are tested against the
-        innermost layer at once; the arrivals not strictly inside it go through the steps.
+    def _maintain(self, rows: _Rows, bound: int, start: int) -> None:
+        """Arrivals ``start..`` of a slide, in one batch per step (the window at the slide's end
+        starts at ``bound``; arrivals already outside it are skipped).
 
-        ``O(f d)`` numpy work per filtered arrival (a ball test first, then the facets).
+        Step 0: arrivals at the point of a held place join it (one hash each).  Step 2: expired
+        objects leave; places left empty (and joined by no arrival) are deleted in one
+        cascade.  Step 1: the remaining distinct points are tested against ``l_L`` at once
+        (``O(f d)`` vectorised work each) and the others inserted in one cascade.  Step 3:
+        evictions, again one cascade.  ``O(m d + f m)`` numpy work plus at most one hull run
+        per layer reached by each of the three cascades.
         """
-        m = len(rows)
-        p = start
         counters = self._counters
-        while p < m:
-            expiring = m
-            if self._expiry:
-                expiring = max(p, int(np.searchsorted(bounds, self._expiry[0][0], side="right")))
-            stop = min(m, expiring + 1, p + FILTER_CHUNK)
-            geometry = self._geometry
-            if self._filtering():
-                inside = self._layers[self.params["layers"] - 1].hull.strictly_inside(self._scaled(rows.x[p:stop]))
-                deep = self._layers[self.params["layers"]:]
-                if deep:
-                    held = np.concatenate([layer.places.raw for layer in deep])
-                    candidates = np.flatnonzero(inside)
-                    inside[candidates[np.isin(_points(rows.x[p:stop][candidates]), _points(held))]] = False
-                pending = (p + np.flatnonzero(~inside)).tolist()
+        rows = rows.take(slice(start, None))
+        rows = rows.take(self._keys(rows) >= bound)
+        keys = [point.tobytes() for point in rows.x]
+        places = [self._where.get(key) for key in keys]
+        self._expire(bound, keep={place for place in places if place is not None})
+        fresh: dict[bytes, int] = {}
+        for r, (key, place) in enumerate(zip(keys, places)):
+            if place is None and key not in fresh:
+                fresh[key] = r
+        first = np.fromiter(fresh.values(), np.int64, len(fresh))
+        points = self._scaled(rows.x[first])
+        if self._filtering() and len(first):
+            outside = ~self._layers[self.params["layers"] - 1].hull.contains(points)
+        else:
+            outside = np.ones(len(first), dtype=bool)
+        numbers = np.arange(self._next_place, self._next_place + int(outside.sum()), dtype=np.int64)
+        self._next_place += len(numbers)
+        for key, number in zip(np.array(list(fresh), dtype=object)[outside].tolist(), numbers.tolist()):
+            self._where[key] = number
+        for r, (key, place) in enumerate(zip(keys, places)):
+            place = self._where.get(key) if place is None else place
+            if place is None:
+                counters["filtered"] += 1
             else:
-                pending = range(p, stop)
-            done, handled = stop, 0
-            for arrival in pending:
-                self._arrive(rows, arrival)
-                handled += 1
-                if self._geometry != geometry:
-                    done = arrival + 1
-                    break
-            counters["arrivals_examined"] += done - p
-            counters["filtered"] += done - p - handled
-            if expiring < done or self._geometry != geometry:
-                self._expire(int(bounds[done - 1]))
-                self._enforce_budget()
-            p = done
+                counters["tied"] += fresh.get(key) != r
+                self._add_object(place, rows, r)
+        counters["arrivals_examined"] += len(rows)
+        if len(numbers):
+            self._held += len(numbers)
+            counters["insertions"] += len(numbers)
+            self._cascade(0, _Places(numbers, points[outside], rows.x[first[outside]].copy()))
+        self._enforce_budget()
 
     def _filtering(self) -> bool:
         """Whether arrivals inside ``l_L`` are discarded: ``L`` layers exist and the budget is spent
@@ -409,73 +405,63 @@ class SAO(Algorithm):
         paper's empty ``l_L`` would)."""
         return len(self._layers) >= self.params["layers"] and (self._static or self._held >= self._memory)
 
-    def _arrive(self, rows: _Rows, r: int) -> None:
-        """Step 0 (a tie joins its place) or step 1 (insertion), for arrival ``r``."""
-        raw = rows.x[r]
-        place = self._where.get(raw.tobytes())
-        if place is not None:
-            self._counters["tied"] += 1
-            self._add_object(place, rows, r)
-            return
-        point = self._scaled(raw)
-        filtering = self._filtering()
-        target = self.params["layers"] if filtering else len(self._layers)
-        for j in range(target - 1, -1, -1):
-            if not self._layers[j].hull.contains(point[None, :])[0]:
-                target = j
-            else:
-                break
-        if target >= self.params["layers"] and filtering:
-            self._counters["filtered"] += 1
-            return
-        place = self._next_place
-        self._next_place += 1
-        self._where[raw.tobytes()] = place
-        self._add_object(place, rows, r)
-        self._held += 1
-        self._counters["insertions"] += 1
-        incoming = _Places(np.array([place], np.int64), point[None, :], raw[None, :].copy())
-        if target == len(self._layers):
-            self._peel(incoming)
-        else:
-            self._cascade(target, incoming, pull=False)
-
-    def _expire(self, bound: int) -> None:
+    def _expire(self, bound: int, keep: set[int] = frozenset()) -> None:
         """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
-        an emptied place is deleted."""
+        the places emptied, but those in ``keep`` (joined by an arrival), are deleted at once."""
+        emptied = []
         while self._expiry and self._expiry[0][0] < bound:
             _, seq, place = self._expiry.popleft()
             objects = self._objects.get(place)
-            if objects is None or objects[0][0] != seq:
+            if not objects or objects[0][0] != seq:
                 continue  # its place left the index
             self._counters["expiries"] += 1
             self._count -= 1
             objects.popleft()
-            if not objects:
-                self._delete(place)
+            if not objects and place not in keep:
+                emptied.append(place)
+        self._remove(emptied, evicted=False)
 
     def _enforce_budget(self) -> None:
         """Step 3: shed layers below ``L``, then evict places until the budget (dynamic) or every
-        layer's quota (static) holds."""
-        self._shed()
+        layer's quota (static) holds.  Victims are chosen in rounds on the layers as they are
+        (the nearest-neighbour distances of a layer computed once per round), each round
+        removed in one cascade; a dynamic strategy needs one round, a static one repeats while
+        places pulled up overfill a quota."""
         while True:
-            sizes = [len(layer.places) for layer in self._layers]
-            quotas = self._quotas()
+            self._shed()
+            victims = self._victims()
+            if not victims:
+                return
+            self._counters["evictions"] += len(victims)
+            self._remove(victims, evicted=True)
+
+    def _victims(self) -> list[int]:
+        """The places step 3 evicts from the layers as they are: from the layer with the largest
+        ``M_j / N_j`` (static: any over its quota), the place nearest a hull neighbour (sooner
+        to expire on ties), the ratios updated after each choice.  ``O(Σ f_j d^2)``."""
+        sizes = [len(layer.places) for layer in self._layers]
+        quotas = self._quotas()
+        held = self._held
+        ranked: dict[int, list[int]] = {}
+        victims: list[int] = []
+        while True:
             if self._static:
                 over = [j for j, size in enumerate(sizes) if size > quotas[j]]
-            elif self._held > self._memory:
+            elif held > self._memory:
                 over = [j for j, size in enumerate(sizes) if size >= quotas[j] and size]
             else:
-                return
+                return victims
             if not over:
-                return
+                return victims
             j = max(over, key=lambda j: (sizes[j] / quotas[j] if quotas[j] else math.inf, j))
-            layer = self._layers[j]
-            distances = neighbour_distances(layer.places.x, layer.hull)
-            expiring = np.array([self._objects[place][-1][0] for place in layer.places.ids.tolist()])
-            victim = int(np.lexsort((layer.places.ids, expiring, distances))[0])
-            self._counters["evictions"] += 1
-            self._delete(int(layer.places.ids[victim]), j, evicted=True)
+            if j not in ranked:
+                layer = self._layers[j]
+                distances = neighbour_distances(layer.places.x, layer.hull)
+                expiring = np.array([self._objects[place][-1][0] for place in layer.places.ids.tolist()])
+                ranked[j] = layer.places.ids[np.lexsort((layer.places.ids, expiring, distances))[::-1]].tolist()
+            victims.append(ranked[j].pop())
+            sizes[j] -= 1
+            held -= 1
 
     def _drop(self, places: _Places) -> None:
         """Forget ``places`` and their objects (they left the index; their expiry entries are
@@ -489,59 +475,52 @@ class SAO(Algorithm):
                                  and entry[1] >= self._objects[entry[2]][0][0])
         self._held -= len(places)
 
-    def _delete(self, place: int, j: int | None = None, evicted: bool = False) -> None:
-        """Remove ``place`` and rebuild its layer, pulling places up from the next one."""
-        if j is None:
-            j = next(j for j, layer in enumerate(self._layers) if place in layer.places.ids)
-        layer = self._layers[j]
-        position = int(np.searchsorted(layer.places.ids, place))
-        keep = np.ones(len(layer.places), dtype=bool)
-        keep[position] = False
-        if evicted:
-            self._drop(layer.places.take(slice(position, position + 1)))
-        else:
-            del self._objects[place]
-            del self._where[layer.places.raw[position].tobytes()]
-            self._held -= 1
-        layer.places, layer.hull = layer.places.take(keep), None
-        self._cascade(j, _Places.empty(self._d), pull=True)
+    def _remove(self, doomed: list[int], evicted: bool) -> None:
+        """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
+        layers, then peel the places of the outermost changed layer and of every layer below
+        it again (the deletion cascade of 3.6 for a whole slide's deletions at once: with
+        several layers changed, pulling from the next layer alone no longer keeps them nested).
+        ``O(n)`` plus one Qhull run per layer re-peeled."""
+        if not doomed:
+            return
+        doomed = np.array(doomed, np.int64)
+        first = None
+        for j, layer in enumerate(self._layers):
+            gone = np.isin(layer.places.ids, doomed)
+            if not gone.any():
+                continue
+            if evicted:
+                self._drop(layer.places.take(gone))
+            else:
+                for place, point in zip(layer.places.ids[gone].tolist(), layer.places.raw[gone]):
+                    del self._objects[place]
+                    del self._where[point.tobytes()]
+                self._held -= int(gone.sum())
+            layer.places = layer.places.take(~gone)
+            first = j if first is None else first
+        if first is not None:
+            pool = _Places.join([layer.places for layer in self._layers[first:]])
+            del self._layers[first:]
+            self._peel(pool)
 
-    def _cascade(self, j: int, incoming: _Places, pull: bool) -> None:
-        """Rebuild layers from ``j`` inwards (the insertion and the deletion cascades of 3.6).
+    def _cascade(self, j: int, incoming: _Places) -> None:
+        """The insertion cascade of 3.6 from layer ``j`` inwards.
 
-        Layer ``j`` becomes the hull vertices of its places, ``incoming`` and (when ``pull``)
-        the next layer's places; places offered to an unchanged layer that lie inside its hull
-        skip Qhull.  Whatever is not a vertex goes one layer inwards (or stays there, for pulled
-        places).  Stops when nothing moves; places pushed past the innermost layer form new
-        layers while the budget has room, else leave the index.  At most one Qhull run per
-        layer reached; emptied layers are removed.
+        Each layer takes the places offered to it that lie outside its hull (a beneath-beyond
+        step each, Qhull where one is ill-conditioned); the rest, and the vertices it loses,
+        go one layer inwards.  Stops when nothing moves; places pushed past the innermost
+        layer form new layers while the budget has room, else leave the index.  At most one
+        Qhull run per layer reached.
         """
         self._geometry += 1
         layers = self._layers
-        empty = _Places.empty(self._d)
-        while j < len(layers):
+        while j < len(layers) and len(incoming):
             layer = layers[j]
-            below = layers[j + 1].places if pull and j + 1 < len(layers) else empty
-            offered = _Places.join([incoming, below])
-            if layer.hull is None:
-                layer.places, layer.hull, rest = _settled(_Places.join([layer.places, offered]))
-            else:
-                outside = ~layer.hull.contains(offered.x)
-                if outside.any():
-                    layer.places, layer.hull, rest = _grown(layer, offered.take(outside))
-                    rest = _Places.join([rest, offered.take(~outside)])
-                else:
-                    rest = offered
-            from_below = np.isin(rest.ids, below.ids) if len(below) else np.zeros(len(rest), bool)
-            pull = int(np.count_nonzero(from_below)) < len(below)
-            if pull:
-                layers[j + 1].places, layers[j + 1].hull = rest.take(from_below), None
-            incoming = rest.take(~from_below)
-            if not len(incoming) and not pull:
-                break
+            outside = ~layer.hull.contains(incoming.x)
+            if outside.any():
+                layer.places, layer.hull, rest = _grown(layer, incoming.take(outside))
+                incoming = _Places.join([rest, incoming.take(~outside)])
             j += 1
-        while layers and not len(layers[-1].places):
-            layers.pop()
         if len(incoming):
             before = self._held
             self._peel(incoming)
