@@ -336,14 +336,21 @@ class SAO(Algorithm):
         self._count += 1
 
     def _peel(self, pool: _Places) -> None:
-        """Append layers peeled off ``pool`` below the innermost one; the places left when the
-        layers reach ``L`` and the budget is spent leave the index (``O(n log n)`` per layer)."""
+        """Append layers peeled off ``pool`` below the innermost one while the budget has room
+        (static strategies: up to ``L`` layers); beyond ``L`` layers, the first layer that would
+        exceed the budget leaves the index with every place still in ``pool`` (what
+        :meth:`_shed` would drop, without peeling it).  ``O(n log n)`` per layer peeled."""
         self._geometry += 1
+        above = self._held - len(pool)
         while len(pool):
             kept, hull, rest = _settled(pool)
+            if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
+                self._counters["evictions"] += len(pool)
+                self._drop(pool)
+                return
             self._layers.append(_Layer(kept, hull))
+            above += len(kept)
             pool = rest
-        self._shed()
 
     def _shed(self) -> None:
         """While the budget is exceeded (static strategies: always, their quotas are fixed over
