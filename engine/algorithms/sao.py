@@ -14,7 +14,7 @@ from ..jsondata import floats_in, floats_out, ints_in
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from .sao_hull import Hull, convex_hull, extended, neighbour_distances
+from .sao_hull import Hull, convex_hull, neighbour_distances
 
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
@@ -142,33 +142,6 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     outside = np.ones(len(pool), dtype=bool)
     outside[hull.vertices] = False
     return pool.take(hull.vertices), hull.reindexed(hull.vertices, len(pool)), pool.take(outside)
-
-
-def _grown(layer: _Layer, outside: _Places) -> tuple[_Places, Hull, _Places]:
-    """``layer`` with the places ``outside`` its hull added: its new vertices, hull and the
-    places no longer vertices.  One beneath-beyond step per added place (``O(f d^3)``), Qhull
-    (``_settled``) where a step is ill-conditioned."""
-    places, hull = layer.places, layer.hull
-    for r in range(len(outside)):
-        point = outside.x[r]
-        if hull.contains(point[None, :])[0]:
-            places = places.plus(outside, r)
-            continue
-        step = extended(hull, places.x, point)
-        if step is None:
-            return _settled(_Places.join([layer.places, outside]))
-        places = places.plus(outside, r)
-        hull = step
-    order = np.argsort(places.ids[hull.vertices], kind="stable")
-    kept = hull.vertices[order]
-    rename = np.full(len(places), -1, np.int64)
-    rename[kept] = np.arange(len(kept))
-    outer = np.ones(len(places), dtype=bool)
-    outer[kept] = False
-    renamed = Hull(np.arange(len(kept), dtype=np.int64), hull.normals, hull.offsets, rename[hull.cells], True,
-                   hull.scale, hull.center)
-    rest = places.take(np.flatnonzero(outer))
-    return places.take(kept), renamed, rest.take(np.argsort(rest.ids, kind="stable"))
 
 
 @register
@@ -377,7 +350,7 @@ class SAO(Algorithm):
         rows = rows.take(self._keys(rows) >= bound)
         keys = [point.tobytes() for point in rows.x]
         places = [self._where.get(key) for key in keys]
-        self._expire(bound, keep={place for place in places if place is not None})
+        changed = self._taken_out(self._expire(bound, keep={place for place in places if place is not None}), False)
         fresh: dict[bytes, int] = {}
         for r, (key, place) in enumerate(zip(keys, places)):
             if place is None and key not in fresh:
@@ -400,10 +373,13 @@ class SAO(Algorithm):
                 counters["tied"] += fresh.get(key) != r
                 self._add_object(place, rows, r)
         counters["arrivals_examined"] += len(rows)
+        incoming = _Places(numbers, points[outside], rows.x[first[outside]].copy())
+        self._held += len(numbers)
+        counters["insertions"] += len(numbers)
+        reached = len(self._layers) if changed is None else changed
         if len(numbers):
-            self._held += len(numbers)
-            counters["insertions"] += len(numbers)
-            self._cascade(0, _Places(numbers, points[outside], rows.x[first[outside]].copy()))
+            reached = next((j for j in range(reached) if not self._layers[j].hull.contains(incoming.x).all()), reached)
+        self._repeel(reached, incoming)
         self._enforce_budget()
 
     def _filtering(self) -> bool:
@@ -412,9 +388,9 @@ class SAO(Algorithm):
         paper's empty ``l_L`` would)."""
         return len(self._layers) >= self.params["layers"] and (self._static or self._held >= self._memory)
 
-    def _expire(self, bound: int, keep: set[int] = frozenset()) -> None:
+    def _expire(self, bound: int, keep: set[int]) -> list[int]:
         """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
-        the places emptied, but those in ``keep`` (joined by an arrival), are deleted at once."""
+        returns the places emptied, but those in ``keep`` (joined by an arrival)."""
         emptied = []
         while self._expiry and self._expiry[0][0] < bound:
             _, seq, place = self._expiry.popleft()
@@ -426,7 +402,7 @@ class SAO(Algorithm):
             objects.popleft()
             if not objects and place not in keep:
                 emptied.append(place)
-        self._remove(emptied, evicted=False)
+        return emptied
 
     def _enforce_budget(self) -> None:
         """Step 3: shed layers below ``L``, then evict places until the budget (dynamic) or every
@@ -440,7 +416,7 @@ class SAO(Algorithm):
             if not victims:
                 return
             self._counters["evictions"] += len(victims)
-            self._remove(victims, evicted=True)
+            self._repeel(self._taken_out(victims, True), _Places.empty(self._d))
 
     def _victims(self) -> list[int]:
         """The places step 3 evicts from the layers as they are: from the layer with the largest
@@ -482,14 +458,12 @@ class SAO(Algorithm):
                                  and entry[1] >= self._objects[entry[2]][0][0])
         self._held -= len(places)
 
-    def _remove(self, doomed: list[int], evicted: bool) -> None:
+    def _taken_out(self, doomed: list[int], evicted: bool) -> int | None:
         """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
-        layers, then peel the places of the outermost changed layer and of every layer below
-        it again (the deletion cascade of 3.6 for a whole slide's deletions at once: with
-        several layers changed, pulling from the next layer alone no longer keeps them nested).
-        ``O(n)`` plus one Qhull run per layer re-peeled."""
+        layers, leaving the hulls to :meth:`_repeel`; returns the outermost layer changed
+        (``None``: none).  ``O(n)``."""
         if not doomed:
-            return
+            return None
         doomed = np.array(doomed, np.int64)
         first = None
         for j, layer in enumerate(self._layers):
@@ -505,33 +479,16 @@ class SAO(Algorithm):
                 self._held -= int(gone.sum())
             layer.places = layer.places.take(~gone)
             first = j if first is None else first
-        if first is not None:
-            pool = _Places.join([layer.places for layer in self._layers[first:]])
-            del self._layers[first:]
-            self._peel(pool)
+        return first
 
-    def _cascade(self, j: int, incoming: _Places) -> None:
-        """The insertion cascade of 3.6 from layer ``j`` inwards.
-
-        Each layer takes the places offered to it that lie outside its hull (a beneath-beyond
-        step each, Qhull where one is ill-conditioned); the rest, and the vertices it loses,
-        go one layer inwards.  Stops when nothing moves; places pushed past the innermost
-        layer form new layers while the budget has room, else leave the index.  At most one
-        Qhull run per layer reached.
-        """
-        self._geometry += 1
-        layers = self._layers
-        while j < len(layers) and len(incoming):
-            layer = layers[j]
-            outside = ~layer.hull.contains(incoming.x)
-            if outside.any():
-                layer.places, layer.hull, rest = _grown(layer, incoming.take(outside))
-                incoming = _Places.join([rest, incoming.take(~outside)])
-            j += 1
-        if len(incoming):
-            before = self._held
-            self._peel(incoming)
-            self._counters["expelled"] += before - self._held
+    def _repeel(self, j: int, incoming: _Places) -> None:
+        """Peel the places of layers ``j, j+1, ...`` and ``incoming`` again (the insertion and
+        deletion cascades of 3.6 for a whole slide at once); one Qhull run per layer peeled."""
+        if j >= len(self._layers) and not len(incoming):
+            return
+        pool = _Places.join([layer.places for layer in self._layers[j:]] + [incoming])
+        del self._layers[j:]
+        self._peel(pool)
 
     # ------------------------------------------------------------------ queries
 
