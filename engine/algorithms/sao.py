@@ -156,26 +156,26 @@ class SAO(Algorithm):
     once the window holds more than ``M`` distinct points.
 
     Creation (3.5): the first ``M`` objects of the window are peeled into layers at once (until
-    then they are kept as they come and answers are exact).  Maintenance (3.6), per arrival:
-    (0) at the point of a held place: joins it (no geometry); (1) inside the innermost layer
-    while the index holds ``M`` places: discarded (the *filtering ratio*); otherwise inserted
-    into the first layer (from the inside) it lies outside of, or below the innermost one,
-    expelled vertices cascading inwards; (2) an object, once expired, leaves its place; an
-    emptied place is deleted and its layer rebuilt with the next layer's places pulled up,
-    cascading inwards; (3) while more than ``M`` places are held one is evicted: from the layer
-    with the largest ``M_j / N_j`` among those with ``M_j >= N_j``, the place nearest to a hull
-    neighbour (sooner to expire on ties).  Layers are peeled below ``l_L`` while the budget
-    has room (places pushed past the innermost layer form new layers instead of leaving), and
-    the quotas ``N_j`` are those of the allocation strategy over the layers that exist (at
-    least ``L``).  Static strategies evict from any layer above its quota instead.
-    Arrivals are tested against the innermost layer's facets in numpy batches that end at the
-    next arrival that changes the index or at the next expiry, so a filtered arrival costs
-    ``O(f d)`` vectorised work.
+    then they are kept as they come and answers are exact).  Maintenance (3.6), once per
+    slide (answers are only asked at slide ends): (0) an arrival at the point of a held place
+    joins it (no geometry); (2) objects that left the window leave their places; emptied
+    places (joined by no arrival) are deleted; (1) each remaining distinct point inside the
+    innermost layer ``l_L`` while the index holds ``M`` places is discarded (the *filtering
+    ratio*), the others become places; the layers from the outermost one a deletion touched
+    or an insertion lies outside of are peeled again, inwards, together with the new places
+    (the insertion and deletion cascades of a whole slide at once); (3) while more than ``M``
+    places are held, places are evicted: from the layer with the largest ``M_j / N_j`` among
+    those with ``M_j >= N_j``, the place nearest to a hull neighbour (sooner to expire on
+    ties).  Layers are peeled below ``l_L`` while the budget has room (the first layer beyond
+    ``L`` that would exceed it leaves the index with every place inside it), and the quotas
+    ``N_j`` are those of the allocation strategy over the layers that exist (at least ``L``).
+    Static strategies evict from any layer above its quota instead.
 
-    Costs: a filtered arrival ``O(f d)`` (``f`` facets of the innermost layer); a tied arrival
-    ``O(d)`` (one hash of its point) plus ``O(log n)`` in the expiry list; an insertion,
-    deletion or eviction one Qhull run per layer it reaches (``O(M_j log M_j)`` in 2-D/3-D);
-    ``query`` ``O(Σ M_j d + k)`` over the layers it searches.
+    Costs per slide of ``m`` arrivals: ``O(m d)`` hashing plus ``O(m f d)`` vectorised
+    filtering (``f`` facets of ``l_L``); one Qhull run per layer re-peeled
+    (``O(M_j log M_j)`` in 2-D/3-D, at most one re-peel for the arrivals and expiries and one
+    per eviction round); ``O(log n)`` per object in the expiry list.  ``query``
+    ``O(Σ M_j d + k)`` over the layers it searches.
 
     Memory (``bytes``): per place its number, ``d`` features, its object count and layer label
     and a point-dictionary entry (``d + 5`` words); per object its id, seq, t and two
@@ -244,7 +244,7 @@ class SAO(Algorithm):
     # ----------------------------------------------------------------- arrivals
 
     def process(self, batch: Batch) -> None:
-        """One slide: filtered arrivals in numpy batches, the others in the paper's three steps."""
+        """One slide: the paper's steps for the slide's arrivals at once (see the class notes)."""
         rows = _Rows(batch.seq, batch.ids, batch.t, batch.x)
         if self.q.kind == "count":
             bounds = batch.seq + 1 - self.q.window
@@ -339,11 +339,11 @@ class SAO(Algorithm):
         starts at ``bound``; arrivals already outside it are skipped).
 
         Step 0: arrivals at the point of a held place join it (one hash each).  Step 2: expired
-        objects leave; places left empty (and joined by no arrival) are deleted in one
-        cascade.  Step 1: the remaining distinct points are tested against ``l_L`` at once
-        (``O(f d)`` vectorised work each) and the others inserted in one cascade.  Step 3:
-        evictions, again one cascade.  ``O(m d + f m)`` numpy work plus at most one hull run
-        per layer reached by each of the three cascades.
+        objects leave; places left empty (and joined by no arrival) are taken out.  Step 1: the
+        remaining distinct points are tested against ``l_L`` at once (``O(f d)`` vectorised
+        work each); the layers from the outermost one changed are peeled again with the new
+        places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one Qhull run per layer
+        re-peeled.
         """
         counters = self._counters
         rows = rows.take(slice(start, None))
