@@ -308,14 +308,25 @@ class SAO(Algorithm):
         self._expiry.append((key, seq, place))
         self._count += 1
 
-    def _peel(self, pool: _Places) -> None:
+    def _peel(self, pool: _Places, tail: list[_Layer] = ()) -> None:
         """Append layers peeled off ``pool`` below the innermost one while the budget has room
         (static strategies: up to ``L`` layers); beyond ``L`` layers, the first layer that would
         exceed the budget leaves the index with every place still in ``pool`` (what
-        :meth:`_shed` would drop, without peeling it).  ``O(n log n)`` per layer peeled."""
+        :meth:`_shed` would drop, without peeling it).  ``tail``: the layers that held the
+        pool's places before; once what is left of the pool is exactly the places of the
+        unchanged layers at the end of ``tail`` (hull set), those are its layers and peeling
+        stops (the cascade's "nothing moves").  ``O(n log n)`` per layer peeled."""
         self._geometry += 1
         above = self._held - len(pool)
+        counts = np.cumsum([len(layer.places) for layer in tail][::-1])[::-1]
+        unchanged = len(tail)
+        while unchanged and tail[unchanged - 1].hull is not None:
+            unchanged -= 1
         while len(pool):
+            r = next((r for r in range(unchanged, len(tail)) if counts[r] == len(pool)), None)
+            if r is not None and np.array_equal(pool.ids, np.sort(np.concatenate([layer.places.ids for layer in tail[r:]]))):
+                self._layers.extend(tail[r:])
+                return
             kept, hull, rest = _settled(pool)
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 self._counters["evictions"] += len(pool)
@@ -350,6 +361,7 @@ class SAO(Algorithm):
         rows = rows.take(self._keys(rows) >= bound)
         keys = [point.tobytes() for point in rows.x]
         places = [self._where.get(key) for key in keys]
+        gate = self._layers[self.params["layers"] - 1].hull if len(self._layers) >= self.params["layers"] else None
         changed = self._taken_out(self._expire(bound, keep={place for place in places if place is not None}), False)
         fresh: dict[bytes, int] = {}
         for r, (key, place) in enumerate(zip(keys, places)):
@@ -357,10 +369,11 @@ class SAO(Algorithm):
                 fresh[key] = r
         first = np.fromiter(fresh.values(), np.int64, len(fresh))
         points = self._scaled(rows.x[first])
-        if self._filtering() and len(first):
-            outside = ~self._layers[self.params["layers"] - 1].hull.contains(points)
-        else:
-            outside = np.ones(len(first), dtype=bool)
+        outside = np.ones(len(first), dtype=bool)
+        if gate is not None and len(first) and (self._static or self._held + len(first) > self._memory):
+            inside = np.flatnonzero(gate.contains(points))
+            room = 0 if self._static else max(self._memory - self._held, 0)
+            outside[inside[room:]] = False
         numbers = np.arange(self._next_place, self._next_place + int(outside.sum()), dtype=np.int64)
         self._next_place += len(numbers)
         for key, number in zip(np.array(list(fresh), dtype=object)[outside].tolist(), numbers.tolist()):
@@ -460,7 +473,7 @@ class SAO(Algorithm):
 
     def _taken_out(self, doomed: list[int], evicted: bool) -> int | None:
         """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
-        layers, leaving the hulls to :meth:`_repeel`; returns the outermost layer changed
+        layers, their hulls unset until :meth:`_repeel`; returns the outermost layer changed
         (``None``: none).  ``O(n)``."""
         if not doomed:
             return None
@@ -477,7 +490,7 @@ class SAO(Algorithm):
                     del self._objects[place]
                     del self._where[point.tobytes()]
                 self._held -= int(gone.sum())
-            layer.places = layer.places.take(~gone)
+            layer.places, layer.hull = layer.places.take(~gone), None
             first = j if first is None else first
         return first
 
@@ -486,9 +499,9 @@ class SAO(Algorithm):
         deletion cascades of 3.6 for a whole slide at once); one Qhull run per layer peeled."""
         if j >= len(self._layers) and not len(incoming):
             return
-        pool = _Places.join([layer.places for layer in self._layers[j:]] + [incoming])
+        tail = self._layers[j:]
         del self._layers[j:]
-        self._peel(pool)
+        self._peel(_Places.join([layer.places for layer in tail] + [incoming]), tail)
 
     # ------------------------------------------------------------------ queries
 
