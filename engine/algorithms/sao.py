@@ -219,7 +219,6 @@ class SAO(Algorithm):
         self._static = p["allocation"].startswith("static")
         self._quota_cache: dict[int, list[int]] = {}
         self._shift, self._spread = np.zeros(self._d), np.ones(self._d)
-        self._geometry = 0
         self._created = False
         self._buffer = _Rows.empty(self._d)
         self._layers: list[_Layer] = []
@@ -308,25 +307,13 @@ class SAO(Algorithm):
         self._expiry.append((key, seq, place))
         self._count += 1
 
-    def _peel(self, pool: _Places, tail: list[_Layer] = ()) -> None:
+    def _peel(self, pool: _Places) -> None:
         """Append layers peeled off ``pool`` below the innermost one while the budget has room
         (static strategies: up to ``L`` layers); beyond ``L`` layers, the first layer that would
         exceed the budget leaves the index with every place still in ``pool`` (what
-        :meth:`_shed` would drop, without peeling it).  ``tail``: the layers that held the
-        pool's places before; once what is left of the pool is exactly the places of the
-        unchanged layers at the end of ``tail`` (hull set), those are its layers and peeling
-        stops (the cascade's "nothing moves").  ``O(n log n)`` per layer peeled."""
-        self._geometry += 1
+        :meth:`_shed` would drop, without peeling it).  ``O(n log n)`` per layer peeled."""
         above = self._held - len(pool)
-        counts = np.cumsum([len(layer.places) for layer in tail][::-1])[::-1]
-        unchanged = len(tail)
-        while unchanged and tail[unchanged - 1].hull is not None:
-            unchanged -= 1
         while len(pool):
-            r = next((r for r in range(unchanged, len(tail)) if counts[r] == len(pool)), None)
-            if r is not None and np.array_equal(pool.ids, np.sort(np.concatenate([layer.places.ids for layer in tail[r:]]))):
-                self._layers.extend(tail[r:])
-                return
             kept, hull, rest = _settled(pool)
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 self._counters["evictions"] += len(pool)
@@ -462,7 +449,6 @@ class SAO(Algorithm):
     def _drop(self, places: _Places) -> None:
         """Forget ``places`` and their objects (they left the index; their expiry entries are
         skipped when reached); ``O(places)``."""
-        self._geometry += 1
         for place, point in zip(places.ids.tolist(), places.raw):
             self._count -= len(self._objects.pop(place))
             del self._where[point.tobytes()]
@@ -499,9 +485,9 @@ class SAO(Algorithm):
         deletion cascades of 3.6 for a whole slide at once); one Qhull run per layer peeled."""
         if j >= len(self._layers) and not len(incoming):
             return
-        tail = self._layers[j:]
+        pool = _Places.join([layer.places for layer in self._layers[j:]] + [incoming])
         del self._layers[j:]
-        self._peel(_Places.join([layer.places for layer in tail] + [incoming]), tail)
+        self._peel(pool)
 
     # ------------------------------------------------------------------ queries
 
