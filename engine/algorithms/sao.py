@@ -159,9 +159,10 @@ class SAO(Algorithm):
     then they are kept as they come and answers are exact).  Maintenance (3.6), once per
     slide (answers are only asked at slide ends): (0) an arrival at the point of a held place
     joins it (no geometry); (2) objects that left the window leave their places; emptied
-    places (joined by no arrival) are deleted; (1) each remaining distinct point inside the
-    innermost layer ``l_L`` while the index holds ``M`` places is discarded (the *filtering
-    ratio*), the others become places; the layers from the outermost one a deletion touched
+    places (joined by no arrival) are deleted; (1) once ``L`` layers exist and the budget
+    binds, the remaining distinct points inside the innermost layer held (``l_L`` when the
+    budget binds at ``L`` layers, as in the paper) are discarded but for as many as the
+    slide's deletions made room for (the *filtering ratio*), the others become places; the layers from the outermost one a deletion touched
     or an insertion lies outside of are peeled again, inwards, together with the new places
     (the insertion and deletion cascades of a whole slide at once); (3) while more than ``M``
     places are held, places are evicted: from the layer with the largest ``M_j / N_j`` among
@@ -338,8 +339,8 @@ class SAO(Algorithm):
 
         Step 0: arrivals at the point of a held place join it (one hash each).  Step 2: expired
         objects leave; places left empty (and joined by no arrival) are taken out.  Step 1: the
-        remaining distinct points are tested against ``l_L`` at once (``O(f d)`` vectorised
-        work each); the layers from the outermost one changed are peeled again with the new
+        remaining distinct points are tested against the innermost layer's hull as it was at
+        the slide's start, at once (``O(f d)`` vectorised work each); the layers from the outermost one changed are peeled again with the new
         places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one Qhull run per layer
         re-peeled.
         """
@@ -348,7 +349,7 @@ class SAO(Algorithm):
         rows = rows.take(self._keys(rows) >= bound)
         keys = [point.tobytes() for point in rows.x]
         places = [self._where.get(key) for key in keys]
-        gate = self._layers[self.params["layers"] - 1].hull if len(self._layers) >= self.params["layers"] else None
+        gate = self._layers[-1].hull if len(self._layers) >= self.params["layers"] else None
         changed = self._taken_out(self._expire(bound, keep={place for place in places if place is not None}), False)
         fresh: dict[bytes, int] = {}
         for r, (key, place) in enumerate(zip(keys, places)):
@@ -381,12 +382,6 @@ class SAO(Algorithm):
             reached = next((j for j in range(reached) if not self._layers[j].hull.contains(incoming.x).all()), reached)
         self._repeel(reached, incoming)
         self._enforce_budget()
-
-    def _filtering(self) -> bool:
-        """Whether arrivals inside ``l_L`` are discarded: ``L`` layers exist and the budget is spent
-        or the strategy is static (else they join the layers below ``l_L`` or open one, as the
-        paper's empty ``l_L`` would)."""
-        return len(self._layers) >= self.params["layers"] and (self._static or self._held >= self._memory)
 
     def _expire(self, bound: int, keep: set[int]) -> list[int]:
         """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
