@@ -160,9 +160,10 @@ class SAO(Algorithm):
     slide (answers are only asked at slide ends): (0) an arrival at the point of a held place
     joins it (no geometry); (2) objects that left the window leave their places; emptied
     places (joined by no arrival) are deleted; (1) once ``L`` layers exist and the budget
-    binds, the remaining distinct points inside the innermost layer held (``l_L`` when the
-    budget binds at ``L`` layers, as in the paper) are discarded but for as many as the
-    slide's deletions made room for (the *filtering ratio*), the others become places; the layers from the outermost one a deletion touched
+    binds, the remaining distinct points inside ``l_L`` (``l_K`` when the index holds ``K > L``
+    layers: a point inside it is beaten by ``K`` places in every direction) are discarded but
+    for as many as the slide's deletions made room for (the *filtering ratio*), the others
+    become places; the layers from the outermost one a deletion touched
     or an insertion lies outside of are peeled again, inwards, together with the new places
     (the insertion and deletion cascades of a whole slide at once); (3) while more than ``M``
     places are held, places are evicted: from the layer with the largest ``M_j / N_j`` among
@@ -339,8 +340,8 @@ class SAO(Algorithm):
 
         Step 0: arrivals at the point of a held place join it (one hash each).  Step 2: expired
         objects leave; places left empty (and joined by no arrival) are taken out.  Step 1: the
-        remaining distinct points are tested against the innermost layer's hull as it was at
-        the slide's start, at once (``O(f d)`` vectorised work each); the layers from the outermost one changed are peeled again with the new
+        remaining distinct points are tested against ``l_max(L, K)`` (``l_L`` if fewer layers
+        exist) as it was at the slide's start, at once (``O(f d)`` vectorised work each); the layers from the outermost one changed are peeled again with the new
         places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one Qhull run per layer
         re-peeled.
         """
@@ -349,7 +350,9 @@ class SAO(Algorithm):
         rows = rows.take(self._keys(rows) >= bound)
         keys = [point.tobytes() for point in rows.x]
         places = [self._where.get(key) for key in keys]
-        gate = self._layers[-1].hull if len(self._layers) >= self.params["layers"] else None
+        deepest = max(self.params["layers"], self.q.k)
+        gate = None if len(self._layers) < self.params["layers"] else \
+            self._layers[deepest - 1 if len(self._layers) >= deepest else self.params["layers"] - 1].hull
         changed = self._taken_out(self._expire(bound, keep={place for place in places if place is not None}), False)
         fresh: dict[bytes, int] = {}
         for r, (key, place) in enumerate(zip(keys, places)):
