@@ -311,19 +311,35 @@ class SAO(Algorithm):
 
     def _peel(self, pool: _Places) -> None:
         """Append layers peeled off ``pool`` below the innermost one while the budget has room
-        (static strategies: up to ``L`` layers); beyond ``L`` layers, the first layer that would
-        exceed the budget leaves the index with every place still in ``pool`` (what
-        :meth:`_shed` would drop, without peeling it).  ``O(n log n)`` per layer peeled."""
+        (static strategies: up to ``L`` layers).  Beyond ``L`` layers, the first layer that
+        would exceed the budget keeps the places the budget has room for, the others leaving
+        by the eviction rule (smallest ``R_t`` first; a subset of a layer's vertices is in
+        convex position, so it is a layer), and every place still in ``pool`` leaves the
+        index.  ``O(n log n)`` per layer peeled."""
         above = self._held - len(pool)
         while len(pool):
             kept, hull, rest = _settled(pool)
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
-                self._counters["evictions"] += len(pool)
-                self._drop(pool)
+                room = 0 if self._static else self._memory - above
+                gone = pool
+                if room > 0:
+                    order = self._eviction_order(kept, hull)
+                    part, part_hull, rejected = _settled(kept.take(np.sort(order[len(kept) - room:])))
+                    self._layers.append(_Layer(part, part_hull))
+                    gone = _Places.join([kept.take(np.sort(order[:len(kept) - room])), rejected, rest])
+                self._counters["evictions"] += len(gone)
+                self._drop(gone)
                 return
             self._layers.append(_Layer(kept, hull))
             above += len(kept)
             pool = rest
+
+    def _eviction_order(self, places: _Places, hull: Hull) -> np.ndarray:
+        """Positions in ``places`` (a layer) in the order step 3 evicts them: smallest ``R_t``
+        first, then the sooner to expire, then the lower place number (``O(f d^2 + n log n)``)."""
+        distances = neighbour_distances(places.x, hull)
+        expiring = np.array([self._objects[place][-1][0] for place in places.ids.tolist()])
+        return np.lexsort((places.ids, expiring, distances))
 
     def _shed(self) -> None:
         """While the budget is exceeded (static strategies: always, their quotas are fixed over
@@ -437,9 +453,7 @@ class SAO(Algorithm):
             j = max(over, key=lambda j: (sizes[j] / quotas[j] if quotas[j] else math.inf, j))
             if j not in ranked:
                 layer = self._layers[j]
-                distances = neighbour_distances(layer.places.x, layer.hull)
-                expiring = np.array([self._objects[place][-1][0] for place in layer.places.ids.tolist()])
-                ranked[j] = layer.places.ids[np.lexsort((layer.places.ids, expiring, distances))[::-1]].tolist()
+                ranked[j] = layer.places.ids[self._eviction_order(layer.places, layer.hull)[::-1]].tolist()
             victims.append(ranked[j].pop())
             sizes[j] -= 1
             held -= 1
