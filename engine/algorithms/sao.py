@@ -341,15 +341,6 @@ class SAO(Algorithm):
         expiring = np.array([self._objects[place][-1][0] for place in places.ids.tolist()])
         return np.lexsort((places.ids, expiring, distances))
 
-    def _shed(self) -> None:
-        """While the budget is exceeded (static strategies: always, their quotas are fixed over
-        ``L`` layers) and more than ``L`` layers exist, the innermost layer leaves the index
-        whole (``O(places)``)."""
-        while (self._held > self._memory or self._static) and len(self._layers) > self.params["layers"]:
-            places = self._layers.pop().places
-            self._counters["evictions"] += len(places)
-            self._drop(places)
-
     def _maintain(self, rows: _Rows, bound: int, start: int) -> None:
         """Arrivals ``start..`` of a slide, in one batch per step (the window at the slide's end
         starts at ``bound``; arrivals already outside it are skipped).
@@ -419,13 +410,12 @@ class SAO(Algorithm):
         return emptied
 
     def _enforce_budget(self) -> None:
-        """Step 3: shed layers below ``L``, then evict places until the budget (dynamic) or every
-        layer's quota (static) holds.  Victims are chosen in rounds on the layers as they are
-        (the nearest-neighbour distances of a layer computed once per round), each round
-        removed in one cascade; a dynamic strategy needs one round, a static one repeats while
-        places pulled up overfill a quota."""
+        """Step 3: evict places until the budget (dynamic) or every layer's quota (static) holds
+        (layers below ``L`` were already trimmed to the budget by :meth:`_peel`).  Victims are
+        chosen in rounds on the layers as they are (the nearest-neighbour distances of a layer
+        computed once per round), each round removed with one re-peel; a dynamic strategy needs
+        one round, a static one repeats while places pulled up overfill a quota."""
         while True:
-            self._shed()
             victims = self._victims()
             if not victims:
                 return
