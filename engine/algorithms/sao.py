@@ -326,8 +326,10 @@ class SAO(Algorithm):
                     order = self._eviction_order(kept, hull)
                     part, part_hull, rejected = _settled(kept.take(np.sort(order[len(kept) - room:])))
                     self._layers.append(_Layer(part, part_hull))
-                    gone = _Places.join([kept.take(np.sort(order[:len(kept) - room])), rejected, rest])
-                self._counters["evictions"] += len(gone)
+                    evicted = _Places.join([kept.take(np.sort(order[:len(kept) - room])), rejected])
+                    self._counters["evictions"] += len(evicted)
+                    gone = _Places.join([evicted, rest])
+                self._counters["expelled"] += len(rest) if room > 0 else len(pool)
                 self._drop(gone)
                 return
             self._layers.append(_Layer(kept, hull))
