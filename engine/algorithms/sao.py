@@ -14,12 +14,10 @@ from ..jsondata import floats_in, floats_out, ints_in
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from .sao_hull import Hull, convex_hull, extended, neighbour_distances
+from .sao_hull import Hull, convex_hull, neighbour_distances
 
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
-FILTER_CHUNK = 4096
-"""Arrivals tested against the innermost layer per vectorised step."""
 COUNTERS = ("arrivals_examined", "filtered", "tied", "insertions", "expiries", "evictions", "expelled")
 
 
@@ -133,12 +131,6 @@ class _Layer:
         self.places, self.hull = places, hull
 
 
-def _points(x: np.ndarray) -> np.ndarray:
-    """Each row as one opaque value, equal exactly when the rows' bytes are (``O(n d)``)."""
-    x = np.ascontiguousarray(x)
-    return x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
-
-
 def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     """Split ``pool`` into the vertices of its hull (with the hull, renamed to them) and the rest.
 
@@ -150,33 +142,6 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     outside = np.ones(len(pool), dtype=bool)
     outside[hull.vertices] = False
     return pool.take(hull.vertices), hull.reindexed(hull.vertices, len(pool)), pool.take(outside)
-
-
-def _grown(layer: _Layer, outside: _Places) -> tuple[_Places, Hull, _Places]:
-    """``layer`` with the places ``outside`` its hull added: its new vertices, hull and the
-    places no longer vertices.  One beneath-beyond step per added place (``O(f d^3)``), Qhull
-    (``_settled``) where a step is ill-conditioned."""
-    places, hull = layer.places, layer.hull
-    for r in range(len(outside)):
-        point = outside.x[r]
-        if hull.contains(point[None, :])[0]:
-            places = places.plus(outside, r)
-            continue
-        step = extended(hull, places.x, point)
-        if step is None:
-            return _settled(_Places.join([layer.places, outside]))
-        places = places.plus(outside, r)
-        hull = step
-    order = np.argsort(places.ids[hull.vertices], kind="stable")
-    kept = hull.vertices[order]
-    rename = np.full(len(places), -1, np.int64)
-    rename[kept] = np.arange(len(kept))
-    outer = np.ones(len(places), dtype=bool)
-    outer[kept] = False
-    renamed = Hull(np.arange(len(kept), dtype=np.int64), hull.normals, hull.offsets, rename[hull.cells], True,
-                   hull.scale, hull.center)
-    rest = places.take(np.flatnonzero(outer))
-    return places.take(kept), renamed, rest.take(np.argsort(rest.ids, kind="stable"))
 
 
 @register
@@ -191,26 +156,28 @@ class SAO(Algorithm):
     once the window holds more than ``M`` distinct points.
 
     Creation (3.5): the first ``M`` objects of the window are peeled into layers at once (until
-    then they are kept as they come and answers are exact).  Maintenance (3.6), per arrival:
-    (0) at the point of a held place: joins it (no geometry); (1) inside the innermost layer
-    while the index holds ``M`` places: discarded (the *filtering ratio*); otherwise inserted
-    into the first layer (from the inside) it lies outside of, or below the innermost one,
-    expelled vertices cascading inwards; (2) an object, once expired, leaves its place; an
-    emptied place is deleted and its layer rebuilt with the next layer's places pulled up,
-    cascading inwards; (3) while more than ``M`` places are held one is evicted: from the layer
-    with the largest ``M_j / N_j`` among those with ``M_j >= N_j``, the place nearest to a hull
-    neighbour (sooner to expire on ties).  Layers are peeled below ``l_L`` while the budget
-    has room (places pushed past the innermost layer form new layers instead of leaving), and
-    the quotas ``N_j`` are those of the allocation strategy over the layers that exist (at
-    least ``L``).  Static strategies evict from any layer above its quota instead.
-    Arrivals are tested against the innermost layer's facets in numpy batches that end at the
-    next arrival that changes the index or at the next expiry, so a filtered arrival costs
-    ``O(f d)`` vectorised work.
+    then they are kept as they come and answers are exact).  Maintenance (3.6), once per
+    slide (answers are only asked at slide ends): (0) an arrival at the point of a held place
+    joins it (no geometry); (2) objects that left the window leave their places; emptied
+    places (joined by no arrival) are deleted; (1) once ``L`` layers exist and the budget
+    binds, the remaining distinct points inside ``l_L`` (``l_K`` when the index holds ``K > L``
+    layers: a point inside it is beaten by ``K`` places in every direction) are discarded but
+    for as many as the slide's deletions made room for (the *filtering ratio*), the others
+    become places; the layers from the outermost one a deletion touched
+    or an insertion lies outside of are peeled again, inwards, together with the new places
+    (the insertion and deletion cascades of a whole slide at once); (3) while more than ``M``
+    places are held, places are evicted: from the layer with the largest ``M_j / N_j`` among
+    those with ``M_j >= N_j``, the place nearest to a hull neighbour (sooner to expire on
+    ties).  Layers are peeled below ``l_L`` while the budget has room (the first layer beyond
+    ``L`` that would exceed it leaves the index with every place inside it), and the quotas
+    ``N_j`` are those of the allocation strategy over the layers that exist (at least ``L``).
+    Static strategies evict from any layer above its quota instead.
 
-    Costs: a filtered arrival ``O(f d)`` (``f`` facets of the innermost layer); a tied arrival
-    ``O(d)`` (one hash of its point) plus ``O(log n)`` in the expiry list; an insertion,
-    deletion or eviction one Qhull run per layer it reaches (``O(M_j log M_j)`` in 2-D/3-D);
-    ``query`` ``O(Σ M_j d + k)`` over the layers it searches.
+    Costs per slide of ``m`` arrivals: ``O(m d)`` hashing plus ``O(m f d)`` vectorised
+    filtering (``f`` facets of ``l_L``); one Qhull run per layer re-peeled
+    (``O(M_j log M_j)`` in 2-D/3-D, at most one re-peel for the arrivals and expiries and one
+    per eviction round); ``O(log n)`` per object in the expiry list.  ``query``
+    ``O(Σ M_j d + k)`` over the layers it searches.
 
     Memory (``bytes``): per place its number, ``d`` features, its object count and layer label
     and a point-dictionary entry (``d + 5`` words); per object its id, seq, t and two
@@ -254,7 +221,6 @@ class SAO(Algorithm):
         self._static = p["allocation"].startswith("static")
         self._quota_cache: dict[int, list[int]] = {}
         self._shift, self._spread = np.zeros(self._d), np.ones(self._d)
-        self._geometry = 0
         self._created = False
         self._buffer = _Rows.empty(self._d)
         self._layers: list[_Layer] = []
@@ -279,7 +245,7 @@ class SAO(Algorithm):
     # ----------------------------------------------------------------- arrivals
 
     def process(self, batch: Batch) -> None:
-        """One slide: filtered arrivals in numpy batches, the others in the paper's three steps."""
+        """One slide: the paper's steps for the slide's arrivals at once (see the class notes)."""
         rows = _Rows(batch.seq, batch.ids, batch.t, batch.x)
         if self.q.kind == "count":
             bounds = batch.seq + 1 - self.q.window
@@ -287,9 +253,7 @@ class SAO(Algorithm):
             bounds = np.full(len(batch), batch.window_start(self.q), np.int64)
         start = 0 if self._created else self._collect(rows, bounds)
         if self._created:
-            self._maintain(rows, bounds, start)
-            self._expire(batch.window_start(self.q))
-            self._enforce_budget()
+            self._maintain(rows, batch.window_start(self.q), start)
         else:
             self._buffer = self._buffer.take(self._keys(self._buffer) >= batch.window_start(self.q))
         self._end = batch.end
@@ -346,141 +310,149 @@ class SAO(Algorithm):
         self._count += 1
 
     def _peel(self, pool: _Places) -> None:
-        """Append layers peeled off ``pool`` below the innermost one; the places left when the
-        layers reach ``L`` and the budget is spent leave the index (``O(n log n)`` per layer)."""
-        self._geometry += 1
+        """Append layers peeled off ``pool`` below the innermost one while the budget has room
+        (static strategies: up to ``L`` layers).  Beyond ``L`` layers, the first layer that
+        would exceed the budget keeps the places the budget has room for, the others leaving
+        by the eviction rule (smallest ``R_t`` first; a subset of a layer's vertices is in
+        convex position, so it is a layer), and every place still in ``pool`` leaves the
+        index.  ``O(n log n)`` per layer peeled."""
+        above = self._held - len(pool)
         while len(pool):
             kept, hull, rest = _settled(pool)
+            if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
+                room = 0 if self._static else self._memory - above
+                gone = pool
+                if room > 0:
+                    order = self._eviction_order(kept, hull)
+                    part, part_hull, rejected = _settled(kept.take(np.sort(order[len(kept) - room:])))
+                    self._layers.append(_Layer(part, part_hull))
+                    evicted = _Places.join([kept.take(np.sort(order[:len(kept) - room])), rejected])
+                    self._counters["evictions"] += len(evicted)
+                    gone = _Places.join([evicted, rest])
+                self._counters["expelled"] += len(rest) if room > 0 else len(pool)
+                self._drop(gone)
+                return
             self._layers.append(_Layer(kept, hull))
+            above += len(kept)
             pool = rest
-        self._shed()
 
-    def _shed(self) -> None:
-        """While the budget is exceeded (static strategies: always, their quotas are fixed over
-        ``L`` layers) and more than ``L`` layers exist, the innermost layer leaves the index
-        whole (``O(places)``)."""
-        while (self._held > self._memory or self._static) and len(self._layers) > self.params["layers"]:
-            places = self._layers.pop().places
-            self._counters["evictions"] += len(places)
-            self._drop(places)
+    def _eviction_order(self, places: _Places, hull: Hull) -> np.ndarray:
+        """Positions in ``places`` (a layer) in the order step 3 evicts them: smallest ``R_t``
+        first, then the sooner to expire, then the lower place number (``O(f d^2 + n log n)``)."""
+        distances = neighbour_distances(places.x, hull)
+        expiring = np.array([self._objects[place][-1][0] for place in places.ids.tolist()])
+        return np.lexsort((places.ids, expiring, distances))
 
-    def _maintain(self, rows: _Rows, bounds: np.ndarray, start: int) -> None:
-        """Arrivals ``start..`` of a slide: blocks up to the next expiry are tested against the
-        innermost layer at once; the arrivals not strictly inside it go through the steps.
+    def _maintain(self, rows: _Rows, bound: int, start: int) -> None:
+        """Arrivals ``start..`` of a slide, in one batch per step (the window at the slide's end
+        starts at ``bound``; arrivals already outside it are skipped).
 
-        ``O(f d)`` numpy work per filtered arrival (a ball test first, then the facets).
+        Step 0: arrivals at the point of a held place join it (one hash each).  Step 2: expired
+        objects leave; places left empty (and joined by no arrival) are taken out.  Step 1: the
+        remaining distinct points are tested against ``l_max(L, K)`` (``l_L`` if fewer layers
+        exist) as it was at the slide's start, at once (``O(f d)`` vectorised work each); the layers from the outermost one changed are peeled again with the new
+        places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one Qhull run per layer
+        re-peeled.
         """
-        m = len(rows)
-        p = start
         counters = self._counters
-        while p < m:
-            expiring = m
-            if self._expiry:
-                expiring = max(p, int(np.searchsorted(bounds, self._expiry[0][0], side="right")))
-            stop = min(m, expiring + 1, p + FILTER_CHUNK)
-            geometry = self._geometry
-            if self._filtering():
-                inside = self._layers[self.params["layers"] - 1].hull.strictly_inside(self._scaled(rows.x[p:stop]))
-                deep = self._layers[self.params["layers"]:]
-                if deep:
-                    held = np.concatenate([layer.places.raw for layer in deep])
-                    candidates = np.flatnonzero(inside)
-                    inside[candidates[np.isin(_points(rows.x[p:stop][candidates]), _points(held))]] = False
-                pending = (p + np.flatnonzero(~inside)).tolist()
+        rows = rows.take(slice(start, None))
+        rows = rows.take(self._keys(rows) >= bound)
+        keys = [point.tobytes() for point in rows.x]
+        places = [self._where.get(key) for key in keys]
+        deepest = max(self.params["layers"], self.q.k)
+        gate = None if len(self._layers) < self.params["layers"] else \
+            self._layers[deepest - 1 if len(self._layers) >= deepest else self.params["layers"] - 1].hull
+        changed = self._taken_out(self._expire(bound, keep={place for place in places if place is not None}), False)
+        fresh: dict[bytes, int] = {}
+        for r, (key, place) in enumerate(zip(keys, places)):
+            if place is None and key not in fresh:
+                fresh[key] = r
+        first = np.fromiter(fresh.values(), np.int64, len(fresh))
+        points = self._scaled(rows.x[first])
+        outside = np.ones(len(first), dtype=bool)
+        if gate is not None and len(first) and (self._static or self._held + len(first) > self._memory):
+            inside = np.flatnonzero(gate.contains(points))
+            room = 0 if self._static else max(self._memory - self._held, 0)
+            outside[inside[room:]] = False
+        numbers = np.arange(self._next_place, self._next_place + int(outside.sum()), dtype=np.int64)
+        self._next_place += len(numbers)
+        for key, number in zip(np.array(list(fresh), dtype=object)[outside].tolist(), numbers.tolist()):
+            self._where[key] = number
+        for r, (key, place) in enumerate(zip(keys, places)):
+            place = self._where.get(key) if place is None else place
+            if place is None:
+                counters["filtered"] += 1
             else:
-                pending = range(p, stop)
-            done, handled = stop, 0
-            for arrival in pending:
-                self._arrive(rows, arrival)
-                handled += 1
-                if self._geometry != geometry:
-                    done = arrival + 1
-                    break
-            counters["arrivals_examined"] += done - p
-            counters["filtered"] += done - p - handled
-            if expiring < done or self._geometry != geometry:
-                self._expire(int(bounds[done - 1]))
-                self._enforce_budget()
-            p = done
+                counters["tied"] += fresh.get(key) != r
+                self._add_object(place, rows, r)
+        counters["arrivals_examined"] += len(rows)
+        incoming = _Places(numbers, points[outside], rows.x[first[outside]].copy())
+        self._held += len(numbers)
+        counters["insertions"] += len(numbers)
+        reached = len(self._layers) if changed is None else changed
+        if len(numbers):
+            reached = next((j for j in range(reached) if not self._layers[j].hull.contains(incoming.x).all()), reached)
+        self._repeel(reached, incoming)
+        self._enforce_budget()
 
-    def _filtering(self) -> bool:
-        """Whether arrivals inside ``l_L`` are discarded: ``L`` layers exist and the budget is spent
-        or the strategy is static (else they join the layers below ``l_L`` or open one, as the
-        paper's empty ``l_L`` would)."""
-        return len(self._layers) >= self.params["layers"] and (self._static or self._held >= self._memory)
-
-    def _arrive(self, rows: _Rows, r: int) -> None:
-        """Step 0 (a tie joins its place) or step 1 (insertion), for arrival ``r``."""
-        raw = rows.x[r]
-        place = self._where.get(raw.tobytes())
-        if place is not None:
-            self._counters["tied"] += 1
-            self._add_object(place, rows, r)
-            return
-        point = self._scaled(raw)
-        filtering = self._filtering()
-        target = self.params["layers"] if filtering else len(self._layers)
-        for j in range(target - 1, -1, -1):
-            if not self._layers[j].hull.contains(point[None, :])[0]:
-                target = j
-            else:
-                break
-        if target >= self.params["layers"] and filtering:
-            self._counters["filtered"] += 1
-            return
-        place = self._next_place
-        self._next_place += 1
-        self._where[raw.tobytes()] = place
-        self._add_object(place, rows, r)
-        self._held += 1
-        self._counters["insertions"] += 1
-        incoming = _Places(np.array([place], np.int64), point[None, :], raw[None, :].copy())
-        if target == len(self._layers):
-            self._peel(incoming)
-        else:
-            self._cascade(target, incoming, pull=False)
-
-    def _expire(self, bound: int) -> None:
+    def _expire(self, bound: int, keep: set[int]) -> list[int]:
         """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
-        an emptied place is deleted."""
+        returns the places emptied, but those in ``keep`` (joined by an arrival)."""
+        emptied = []
         while self._expiry and self._expiry[0][0] < bound:
             _, seq, place = self._expiry.popleft()
             objects = self._objects.get(place)
-            if objects is None or objects[0][0] != seq:
+            if not objects or objects[0][0] != seq:
                 continue  # its place left the index
             self._counters["expiries"] += 1
             self._count -= 1
             objects.popleft()
-            if not objects:
-                self._delete(place)
+            if not objects and place not in keep:
+                emptied.append(place)
+        return emptied
 
     def _enforce_budget(self) -> None:
-        """Step 3: shed layers below ``L``, then evict places until the budget (dynamic) or every
-        layer's quota (static) holds."""
-        self._shed()
+        """Step 3: evict places until the budget (dynamic) or every layer's quota (static) holds
+        (layers below ``L`` were already trimmed to the budget by :meth:`_peel`).  Victims are
+        chosen in rounds on the layers as they are (the nearest-neighbour distances of a layer
+        computed once per round), each round removed with one re-peel; a dynamic strategy needs
+        one round, a static one repeats while places pulled up overfill a quota."""
         while True:
-            sizes = [len(layer.places) for layer in self._layers]
-            quotas = self._quotas()
+            victims = self._victims()
+            if not victims:
+                return
+            self._counters["evictions"] += len(victims)
+            self._repeel(self._taken_out(victims, True), _Places.empty(self._d))
+
+    def _victims(self) -> list[int]:
+        """The places step 3 evicts from the layers as they are: from the layer with the largest
+        ``M_j / N_j`` (static: any over its quota), the place nearest a hull neighbour (sooner
+        to expire on ties), the ratios updated after each choice.  ``O(Σ f_j d^2)``."""
+        sizes = [len(layer.places) for layer in self._layers]
+        quotas = self._quotas()
+        held = self._held
+        ranked: dict[int, list[int]] = {}
+        victims: list[int] = []
+        while True:
             if self._static:
                 over = [j for j, size in enumerate(sizes) if size > quotas[j]]
-            elif self._held > self._memory:
+            elif held > self._memory:
                 over = [j for j, size in enumerate(sizes) if size >= quotas[j] and size]
             else:
-                return
+                return victims
             if not over:
-                return
+                return victims
             j = max(over, key=lambda j: (sizes[j] / quotas[j] if quotas[j] else math.inf, j))
-            layer = self._layers[j]
-            distances = neighbour_distances(layer.places.x, layer.hull)
-            expiring = np.array([self._objects[place][-1][0] for place in layer.places.ids.tolist()])
-            victim = int(np.lexsort((layer.places.ids, expiring, distances))[0])
-            self._counters["evictions"] += 1
-            self._delete(int(layer.places.ids[victim]), j, evicted=True)
+            if j not in ranked:
+                layer = self._layers[j]
+                ranked[j] = layer.places.ids[self._eviction_order(layer.places, layer.hull)[::-1]].tolist()
+            victims.append(ranked[j].pop())
+            sizes[j] -= 1
+            held -= 1
 
     def _drop(self, places: _Places) -> None:
         """Forget ``places`` and their objects (they left the index; their expiry entries are
         skipped when reached); ``O(places)``."""
-        self._geometry += 1
         for place, point in zip(places.ids.tolist(), places.raw):
             self._count -= len(self._objects.pop(place))
             del self._where[point.tobytes()]
@@ -489,63 +461,37 @@ class SAO(Algorithm):
                                  and entry[1] >= self._objects[entry[2]][0][0])
         self._held -= len(places)
 
-    def _delete(self, place: int, j: int | None = None, evicted: bool = False) -> None:
-        """Remove ``place`` and rebuild its layer, pulling places up from the next one."""
-        if j is None:
-            j = next(j for j, layer in enumerate(self._layers) if place in layer.places.ids)
-        layer = self._layers[j]
-        position = int(np.searchsorted(layer.places.ids, place))
-        keep = np.ones(len(layer.places), dtype=bool)
-        keep[position] = False
-        if evicted:
-            self._drop(layer.places.take(slice(position, position + 1)))
-        else:
-            del self._objects[place]
-            del self._where[layer.places.raw[position].tobytes()]
-            self._held -= 1
-        layer.places, layer.hull = layer.places.take(keep), None
-        self._cascade(j, _Places.empty(self._d), pull=True)
-
-    def _cascade(self, j: int, incoming: _Places, pull: bool) -> None:
-        """Rebuild layers from ``j`` inwards (the insertion and the deletion cascades of 3.6).
-
-        Layer ``j`` becomes the hull vertices of its places, ``incoming`` and (when ``pull``)
-        the next layer's places; places offered to an unchanged layer that lie inside its hull
-        skip Qhull.  Whatever is not a vertex goes one layer inwards (or stays there, for pulled
-        places).  Stops when nothing moves; places pushed past the innermost layer form new
-        layers while the budget has room, else leave the index.  At most one Qhull run per
-        layer reached; emptied layers are removed.
-        """
-        self._geometry += 1
-        layers = self._layers
-        empty = _Places.empty(self._d)
-        while j < len(layers):
-            layer = layers[j]
-            below = layers[j + 1].places if pull and j + 1 < len(layers) else empty
-            offered = _Places.join([incoming, below])
-            if layer.hull is None:
-                layer.places, layer.hull, rest = _settled(_Places.join([layer.places, offered]))
+    def _taken_out(self, doomed: list[int], evicted: bool) -> int | None:
+        """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
+        layers, their hulls unset until :meth:`_repeel`; returns the outermost layer changed
+        (``None``: none).  ``O(n)``."""
+        if not doomed:
+            return None
+        doomed = np.array(doomed, np.int64)
+        first = None
+        for j, layer in enumerate(self._layers):
+            gone = np.isin(layer.places.ids, doomed)
+            if not gone.any():
+                continue
+            if evicted:
+                self._drop(layer.places.take(gone))
             else:
-                outside = ~layer.hull.contains(offered.x)
-                if outside.any():
-                    layer.places, layer.hull, rest = _grown(layer, offered.take(outside))
-                    rest = _Places.join([rest, offered.take(~outside)])
-                else:
-                    rest = offered
-            from_below = np.isin(rest.ids, below.ids) if len(below) else np.zeros(len(rest), bool)
-            pull = int(np.count_nonzero(from_below)) < len(below)
-            if pull:
-                layers[j + 1].places, layers[j + 1].hull = rest.take(from_below), None
-            incoming = rest.take(~from_below)
-            if not len(incoming) and not pull:
-                break
-            j += 1
-        while layers and not len(layers[-1].places):
-            layers.pop()
-        if len(incoming):
-            before = self._held
-            self._peel(incoming)
-            self._counters["expelled"] += before - self._held
+                for place, point in zip(layer.places.ids[gone].tolist(), layer.places.raw[gone]):
+                    del self._objects[place]
+                    del self._where[point.tobytes()]
+                self._held -= int(gone.sum())
+            layer.places, layer.hull = layer.places.take(~gone), None
+            first = j if first is None else first
+        return first
+
+    def _repeel(self, j: int, incoming: _Places) -> None:
+        """Peel the places of layers ``j, j+1, ...`` and ``incoming`` again (the insertion and
+        deletion cascades of 3.6 for a whole slide at once); one Qhull run per layer peeled."""
+        if j >= len(self._layers) and not len(incoming):
+            return
+        pool = _Places.join([layer.places for layer in self._layers[j:]] + [incoming])
+        del self._layers[j:]
+        self._peel(pool)
 
     # ------------------------------------------------------------------ queries
 

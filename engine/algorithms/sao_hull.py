@@ -75,23 +75,6 @@ class Hull:
             inside[rest] = distance.max(axis=1) <= self.tolerance
         return inside
 
-    def strictly_inside(self, points: np.ndarray) -> np.ndarray:
-        """Boolean mask: which rows of ``points`` lie inside the hull and off its boundary
-        (farther than the tolerance from every facet); ``O(m f d)``, the ball test first."""
-        if not self.exact or len(self.offsets) == 0:
-            return np.zeros(len(points), dtype=bool)
-        inside = self.contains(points)
-        rest = np.flatnonzero(inside)
-        if len(rest):
-            gap = points[rest] - self.center if self.center is not None else points[rest]
-            deep = np.einsum("ij,ij->i", gap, gap) < (self.radius - self.tolerance) ** 2
-            if self.radius <= self.tolerance:
-                deep[:] = False
-            near = rest[~deep]
-            if len(near):
-                inside[near] = (points[near] @ self.normals.T + self.offsets).max(axis=1) < -self.tolerance
-        return inside
-
     def reindexed(self, kept: np.ndarray, size: int) -> "Hull":
         """The same hull with point ``kept[i]`` renamed ``i`` (``kept`` ascending, every vertex in it)."""
         rename = np.full(size, -1, np.int64)
@@ -219,53 +202,3 @@ def neighbour_distances(points: np.ndarray, hull: Hull) -> np.ndarray:
             np.minimum.at(best, first, lengths)
             np.minimum.at(best, second, lengths)
     return best[vertices]
-
-
-COPLANAR_MARGIN = 1e3
-"""A point closer than this many containment tolerances to a facet's plane is left to Qhull."""
-
-
-def extended(hull: Hull, points: np.ndarray, new: np.ndarray) -> Hull | None:
-    """The hull of ``points`` (whose hull is ``hull``, every point a vertex) and one point
-    ``new`` outside it, by the beneath-beyond step the paper's insertion uses.
-
-    The facets ``new`` sees are removed; each ridge they share with a facet it does not see
-    (the horizon) spans a new facet with ``new``.  Vertices of ``points`` are indexed as
-    given, ``new`` as ``len(points)``; points left on no facet are no longer vertices.
-    ``None`` where the step would be ill-conditioned (a flat hull, ``d = 1``, ``new`` nearly
-    on a facet's plane, no visible facet): the caller runs Qhull.  ``O(f d^3)`` numpy work.
-
-    >>> import numpy as np
-    >>> square = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], float)
-    >>> grown = extended(convex_hull(square), square, np.array([2.0, 2.0]))
-    >>> grown.vertices.tolist()
-    [0, 1, 2, 4]
-    """
-    n, d = points.shape
-    if d < 2 or not hull.exact or hull.cells is None or len(hull.cells) != len(hull.offsets) or n < d + 1:
-        return None
-    distance = hull.normals @ new + hull.offsets
-    if np.any(np.abs(distance) <= COPLANAR_MARGIN * hull.tolerance):
-        return None
-    visible = distance > 0
-    if not visible.any():
-        return None
-    seen = hull.cells[visible]
-    ridges = np.sort(np.concatenate([np.delete(seen, i, axis=1) for i in range(d)]), axis=1)
-    unique, counts = np.unique(ridges, axis=0, return_counts=True)
-    horizon = unique[counts == 1]
-    every = np.vstack([points, new[None, :]])
-    cells = np.hstack([horizon, np.full((len(horizon), 1), n, np.int64)])
-    base = every[cells[:, -1]]
-    spans = every[cells[:, :-1]] - base[:, None, :]
-    normals = np.linalg.svd(spans)[2][:, -1, :]
-    offsets = -np.einsum("ij,ij->i", normals, base)
-    flip = normals @ hull.center + offsets > 0
-    normals[flip] *= -1
-    offsets[flip] *= -1
-    cells = np.concatenate([hull.cells[~visible], cells])
-    vertices = np.unique(cells)
-    scale = max(hull.scale, float(np.abs(new).max()))
-    return Hull(vertices, np.concatenate([hull.normals[~visible], normals]),
-                np.concatenate([hull.offsets[~visible], offsets]), cells, True, scale,
-                every[vertices].mean(axis=0))

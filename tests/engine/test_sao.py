@@ -348,29 +348,3 @@ def test_the_old_layout_restores_into_places():
         restored.process(batch)
         restored.check()
         assert len(restored.topk()) == 3
-
-
-@pytest.mark.parametrize("d", [2, 3])
-def test_beneath_beyond_insertion_equals_a_fresh_qhull(d):
-    """``extended`` (one point added to a hull) against Qhull over all the points."""
-    from engine.algorithms.sao_hull import extended
-
-    rng = np.random.default_rng(d)
-    compared = 0
-    for _ in range(60):
-        points = rng.standard_normal((25, d))
-        points = points[convex_hull(points).vertices]
-        hull = convex_hull(points)
-        new = rng.standard_normal(d) * 2
-        if hull.contains(new[None, :])[0]:
-            continue
-        grown = extended(hull, points, new)
-        assert grown is not None
-        fresh = convex_hull(np.vstack([points, new]))
-        assert grown.vertices.tolist() == fresh.vertices.tolist()
-        probes = rng.standard_normal((300, d)) * 2
-        assert np.array_equal(grown.contains(probes), fresh.contains(probes))
-        compared += 1
-    assert compared > 20
-    flat = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]])
-    assert extended(convex_hull(flat), flat, np.array([2.0, 2, 0])) is None  # flat hull: left to Qhull
