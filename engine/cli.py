@@ -489,9 +489,9 @@ class AnswerLines:
             if len(texts) > self.LIMIT:
                 texts.clear()
             for value in values:
-                if value not in texts:
+                if value and value not in texts:  # 0.0 == -0.0: zeros are never kept
                     texts[value] = score_text(value)
-            written = ", ".join(map(texts.__getitem__, values))
+            written = ", ".join(texts[value] if value else score_text(value) for value in values)
         return f'{{"query": {query}, "slide": {slide}, "end": {end}, "ids": {ids.tolist()}, ' \
                f'"scores": [{written}]}}\n'
 
