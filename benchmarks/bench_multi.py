@@ -14,14 +14,13 @@ Sections (column ``section``):
   MinTopK instances).  Target: ``vs_unshared`` (the unshared CPU time over the shared one) >= 5.
 * ``engine``: the same workload in this process, without the command line's fixed costs
   (interpreter and numba start-up, reading, writing the answers): CPU seconds of the shared
-  executor's ``process`` against those of 48 MinTopK instances (``process`` and ``topk`` per
-  slide), the same answers.
+  executor's ``answers`` (every answer, as numpy columns) against those of 48 MinTopK instances
+  (``process`` and ``topk`` per slide), the same answers.
 * ``scaling``: the shared executor alone, in this process, for 1, 10, 100 and 1,000 queries
   drawn from the same distribution (k uniform in 1..100, the same six window / slide pairs,
-  the same two weights): CPU seconds of ``process`` over the stream, split into the compiled
-  kernels (``kernel_s``) and the delivery of the answers as Python objects (``delivery_s``,
-  one per query and slide: linear in the number of answers by nature).  Queries beyond the
-  first few join existing families, so the kernel cost grows sub-linearly (``cost_per_query``).
+  the same two weights): CPU seconds of ``answers`` over the stream (every answer as numpy
+  columns: the Python work is per call and per query, not per answer).  Queries beyond the
+  first few join existing families, so the cost grows sub-linearly (``cost_per_query``).
 
 Figures are CPU times on a shared, loaded 2-core machine: noisy.  Quick mode: 20,000 objects and
 the scaling section up to 100 queries.
@@ -118,7 +117,7 @@ def structures(queries: list[engine.Query], m: int) -> tuple[dict, dict]:
     shared = SharedTopK(queries)
     started = time.process_time()
     for lo in range(0, m, 1 << 16):
-        shared.process(ids[lo:lo + (1 << 16)], t[lo:lo + (1 << 16)], x[lo:lo + (1 << 16)])
+        shared.answers(ids[lo:lo + (1 << 16)], t[lo:lo + (1 << 16)], x[lo:lo + (1 << 16)])
     shared_stats = {**shared.stats(), "cpu_s": time.process_time() - started}
     unshared = {"candidates": 0, "bytes": 0, "measured_bytes": 0, "cpu_s": 0.0}
     for query in queries:
@@ -177,7 +176,7 @@ def scaling_section(m: int, counts: tuple[int, ...]) -> list[dict]:
         for lo in range(0, m, 1 << 16):
             part = slice(lo, lo + (1 << 16))
             started = time.process_time()
-            answers += len(executor.process(ids[part], t[part], x[part]))
+            answers += len(executor.answers(ids[part], t[part], x[part]).query)
             cpu += time.process_time() - started
         stats = executor.stats()
         base = base or cpu

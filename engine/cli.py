@@ -451,6 +451,19 @@ def read_queries(path: str) -> list[Query]:
     return queries
 
 
+def score_text(value: float) -> str:
+    """A score as ``json.dumps`` writes it."""
+    return repr(value) if math.isfinite(value) else json.dumps(value)
+
+
+def joined(pieces: list[str]) -> tuple[str, np.ndarray]:
+    """``", ".join(pieces)`` and where each piece starts in it, plus one past the end (+2): the
+    text of pieces ``lo..hi-1`` is ``text[at[lo]:at[hi] - 2]``, empty when ``lo == hi``."""
+    at = np.zeros(len(pieces) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)) + 2, out=at[1:])
+    return ", ".join(pieces), at
+
+
 class AnswerLines:
     """Formats ``run-many``'s output lines (as ``json.dumps`` would); each distinct score is
     written once.
@@ -476,11 +489,33 @@ class AnswerLines:
             if len(texts) > self.LIMIT:
                 texts.clear()
             for value in values:
-                if value not in texts:
-                    texts[value] = repr(value) if math.isfinite(value) else json.dumps(value)
-            written = ", ".join(map(texts.__getitem__, values))
+                if value and value not in texts:  # 0.0 == -0.0: zeros are never kept
+                    texts[value] = score_text(value)
+            written = ", ".join(texts[value] if value else score_text(value) for value in values)
         return f'{{"query": {query}, "slide": {slide}, "end": {end}, "ids": {ids.tolist()}, ' \
                f'"scores": [{written}]}}\n'
+
+
+def column_lines(answers) -> list[str]:
+    """The lines of an :class:`engine.multi.Answers`, in its order, built from two texts (every
+    id, every score, each written once): a line's lists are slices of them, ``O(1)`` Python steps
+    per line.  Scores are told apart by their bits, so ``-0.0`` keeps its sign as in ``json.dumps``.
+
+    >>> from engine.multi import Answers
+    >>> one = np.array([1]); zero = np.array([0])
+    >>> column_lines(Answers(one, zero, one * 10, one * 10, zero, one * 2, np.array([7, 8]),
+    ...                      np.array([0.5, -0.0]), np.array([3, 4])))
+    ['{"query": 1, "slide": 0, "end": 10, "ids": [7, 8], "scores": [0.5, -0.0]}\\n']
+    """
+    id_text, id_at = joined(list(map(str, answers.ids.tolist())))
+    bits, which = np.unique(np.ascontiguousarray(answers.scores).view(np.int64), return_inverse=True)
+    distinct = np.array([score_text(value) for value in bits.view(np.float64).tolist()] or [""], dtype=object)
+    score_texts, score_at = joined(distinct[which.reshape(-1)].tolist())
+    lo, hi = answers.offset, answers.offset + answers.length
+    return [f'{{"query": {q}, "slide": {j}, "end": {e}, "ids": [{id_text[a:b]}], "scores": [{score_texts[c:d]}]}}\n'
+            for q, j, e, a, b, c, d in zip(answers.query.tolist(), answers.slide.tolist(), answers.end.tolist(),
+                                           id_at[lo].tolist(), (id_at[hi] - 2).tolist(),
+                                           score_at[lo].tolist(), (score_at[hi] - 2).tolist())]
 
 
 def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
@@ -488,12 +523,10 @@ def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
     from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
 
     executor = SharedTopK(queries)
-    lines = AnswerLines()
     ids, t, x = data
     for lo in range(0, len(ids), CHUNK_ROWS):
         part = slice(lo, lo + CHUNK_ROWS)
-        for result in executor.process(ids[part], t[part], x[part]):
-            yield lines.line(result.query, result.slide, result.end, result.answer.ids, result.answer.scores)
+        yield from column_lines(executor.answers(ids[part], t[part], x[part]))
 
 
 def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str]:

@@ -11,7 +11,6 @@ family's answer.  Design and its justification: ``docs/algorithms/multi.md``.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any, Iterable, NamedTuple
 
 import numpy as np
@@ -52,6 +51,39 @@ class Result(NamedTuple):
     end: int
     position: int
     answer: Answer
+
+
+class Answers(NamedTuple):
+    """Every answer of one :meth:`SharedTopK.answers` call as columns, in stream order, then by
+    query: answer ``i`` is query ``query[i]``'s slide ``slide[i]`` (boundary ``end[i]``, passed
+    after ``position[i]`` arrivals), the records ``ids[lo:hi]``, ``scores[lo:hi]``,
+    ``seq[lo:hi]`` with ``lo = offset[i]``, ``hi = lo + length[i]``, best first.  Queries of one
+    family answer with prefixes of the same records, which are stored once.
+    """
+
+    query: np.ndarray
+    slide: np.ndarray
+    end: np.ndarray
+    position: np.ndarray
+    offset: np.ndarray
+    length: np.ndarray
+    ids: np.ndarray
+    scores: np.ndarray
+    seq: np.ndarray
+
+    def result(self, i: int) -> Result:
+        """Answer ``i`` as a :class:`Result` (``O(k)``)."""
+        lo = int(self.offset[i])
+        part = slice(lo, lo + int(self.length[i]))
+        return Result(int(self.query[i]), int(self.slide[i]), int(self.end[i]), int(self.position[i]),
+                      Answer(self.ids[part], self.scores[part], self.seq[part]))
+
+    def results(self) -> list[Result]:
+        """Every answer as a :class:`Result`, in order (``O(answers)`` Python objects)."""
+        ids, scores, seq = self.ids, self.scores, self.seq
+        return [Result(q, j, e, p, Answer(ids[lo:lo + n], scores[lo:lo + n], seq[lo:lo + n]))
+                for q, j, e, p, lo, n in zip(self.query.tolist(), self.slide.tolist(), self.end.tolist(),
+                                             self.position.tolist(), self.offset.tolist(), self.length.tolist())]
 
 
 class _Group:
@@ -146,10 +178,10 @@ class _Group:
     # ---- running
 
     def process(self, values: np.ndarray, seqs: np.ndarray, ids: np.ndarray, ts: np.ndarray, stream_end: int,
-                time_now: int) -> list[tuple]:
-        """Run the kernel over one chunk: ``(family, window, position, ids, scores, seq)`` per
-        window answered, in stream order."""
-        out: list[tuple] = []
+                time_now: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Run the kernel over one chunk: the windows answered, in stream order, as rows
+        ``(family, window, position, offset, length)`` into the answers' ``ids, scores, seq``."""
+        emitted, answered, stored = [], [], 0
         first, done = 0, False
         widest = max(int(self.fam[f, K]) for f in self.families())
         expected = sum(max(len(values), stream_end - int(self.meta[NEXT_SEQ])) // int(self.fam[f, SLIDE]) + 2
@@ -167,15 +199,19 @@ class _Group:
                 self.scores, self.nodes, self.forward, self.free, self.meta, self.start, self.end, self.fam,
                 self.tkc, self.lbp, self.counters, values, seqs, ids, ts, first, stream_end, time_now, emits,
                 out_ids, out_scores, out_seq, cursor)
-            for row in emits[:cursor[EMITS]].tolist():
-                part = slice(row[E_OFFSET], row[E_OFFSET] + row[E_LENGTH])
-                out.append((row[E_FAMILY], row[E_WINDOW], row[E_POSITION],
-                            out_ids[part], out_scores[part], out_seq[part]))
+            rows = emits[:cursor[EMITS]]
+            rows[:, E_OFFSET] += stored
+            emitted.append(rows)
+            used = int(cursor[OUTS])
+            answered.append((out_ids[:used], out_scores[:used], out_seq[:used]))
+            stored += used
             if cursor[EMITS] >= emit_room - 1:
                 emit_room *= 2
             if cursor[OUTS] + widest > out_room:
                 out_room = 2 * out_room + widest
-        return out
+        if len(answered) == 1:
+            return emitted[0], *answered[0]
+        return np.concatenate(emitted), *(np.concatenate(column) for column in zip(*answered))
 
     # ---- plain data
 
@@ -325,13 +361,20 @@ class SharedTopK:
         of finite features.  Count boundaries are passed once their last object has arrived, time
         boundaries ``T`` once an object with ``t >= T`` has.  Results come in stream order
         (``position``: the arrivals the stream had when the boundary was passed), then by query
-        handle.  ``O(m d)`` scoring per group plus the costs of the class notes.
+        handle.  ``O(m d)`` scoring per group plus the costs of the class notes, plus one Python
+        object per answer (:meth:`answers` gives them as columns instead).
 
         A shard of a stream (a Spark task keeping some of the rows) passes its rows' global,
         increasing ``seq``, the number of rows the whole stream has had (``stream_end``, default
         ``seq[-1] + 1``) and its latest time (``time_now``): windows are then those of the whole
         stream, restricted to the shard's rows.  By default ``seq`` continues from the last call.
         """
+        return self.answers(ids, t, x, seq=seq, stream_end=stream_end, time_now=time_now).results()
+
+    def answers(self, ids, t, x, *, seq=None, stream_end: int | None = None,
+                time_now: int | None = None) -> Answers:
+        """:meth:`process`, its answers as numpy columns (:class:`Answers`): ``O(queries + F)``
+        Python steps per call and per group, whatever the number of answers."""
         ids, t, x = as_object_stream(ids, t, x, self._dimensions)
         m = len(ids)
         seq = np.arange(self._next_seq, self._next_seq + m, dtype=np.int64) if seq is None \
@@ -348,23 +391,42 @@ class SharedTopK:
         latest = int(t[-1]) if m else self._t_last
         if time_now is not None:
             latest = int(time_now) if latest is None else max(latest, int(time_now))
-        results: list[Result] = []
+        columns: list[tuple[np.ndarray, ...]] = []
+        records: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        stored = 0
         for weights, group in self._groups.items():
             values = score(x, weights)
-            answered = group.process(values, seq, ids, t, stream_end, kernel.UNSET if time_now is None else int(time_now))
-            for family, window, position, best_ids, best_scores, best_seq in answered:
-                slide = int(group.fam[family, SLIDE])
-                for handle in group.members[family]:
-                    k = self._queries[handle].k
-                    answer = Answer(best_ids[:k], best_scores[:k], best_seq[:k])
-                    results.append(Result(handle, self._answered[handle], window * slide, position, answer))
-                    self._answered[handle] += 1
-        results.sort(key=attrgetter("position", "query", "slide"))
-        for result in results:
-            self._last[result.query] = result
+            emits, best_ids, best_scores, best_seq = group.process(
+                values, seq, ids, t, stream_end, kernel.UNSET if time_now is None else int(time_now))
+            records.append((best_ids, best_scores, best_seq))
+            of_family = emits[:, E_FAMILY]
+            for family, handles in group.members.items():
+                rows = emits[of_family == family]
+                n = len(rows)
+                if n == 0:
+                    continue
+                end = rows[:, E_WINDOW] * group.fam[family, SLIDE]
+                offset = rows[:, E_OFFSET] + stored
+                for handle in handles:
+                    first = self._answered[handle]
+                    columns.append((np.full(n, handle, np.int64), np.arange(first, first + n, dtype=np.int64), end,
+                                    rows[:, E_POSITION], offset,
+                                    np.minimum(rows[:, E_LENGTH], self._queries[handle].k)))
+                    self._answered[handle] = first + n
+            stored += len(best_ids)
         self._next_seq = stream_end
         self._t_last = latest
-        return results
+        if not columns:
+            empty = np.zeros(0, np.int64)
+            return Answers(empty, empty, empty, empty, empty, empty, empty, np.zeros(0), empty)
+        query, slide, end, position, offset, length = (np.concatenate(column) for column in zip(*columns))
+        order = np.lexsort((slide, query, position))
+        answers = Answers(query[order], slide[order], end[order], position[order], offset[order], length[order],
+                          *(np.concatenate(column) for column in zip(*records)))
+        handles, from_last = np.unique(answers.query[::-1], return_index=True)
+        for handle, i in zip(handles.tolist(), (len(order) - 1 - from_last).tolist()):
+            self._last[handle] = answers.result(i)
+        return answers
 
     def _check_time_order(self, t: np.ndarray, time_now: int | None) -> None:
         if len(t) and time_now is not None and t[-1] > time_now:
@@ -606,4 +668,4 @@ def _check_group(group: _Group, next_seq: int) -> None:
             assert len(members) == row[K] or len(members) == len(alive), f"family {f} window {window}: not full"
 
 
-__all__ = ["Result", "SharedTopK", "NAME"]
+__all__ = ["Answers", "Result", "SharedTopK", "NAME"]

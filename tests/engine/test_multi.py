@@ -409,3 +409,28 @@ def test_skip_list_kernels_keep_the_ranked_order():
             chain.append(int(node))
             node = group.forward[node, level]
         assert chain == [n for n in ranked if group.nodes[n, kernel.LEVEL] > level]
+
+
+def test_answer_columns_write_the_lines_json_dumps_writes():
+    """``run-many``'s bulk lines (``column_lines``, from ``SharedTopK.answers``) and the unshared
+    path's per-answer lines are the text ``json.dumps`` gives for every result, with ties, empty
+    answers, prefixes shared by one family's queries and scores ``0.0`` beside ``-0.0``."""
+    from engine.cli import AnswerLines, column_lines
+
+    x = np.array([0.0, -0.0, 0.5, -0.0, 0.0, 0.25, 0.5, -0.0, 0.0, 1e-300, -2.5, 0.0])
+    ids = np.arange(len(x)) * 7
+    queries = [engine.Query([1.0], k=3, window=4, slide=2), engine.Query([1.0], k=1, window=4, slide=2),
+               engine.Query([1.0], k=2, window=3, slide=1, kind="time"), engine.Query([-1.0], k=5, window=6, slide=3)]
+    t = np.array([0, 0, 1, 3, 3, 3, 4, 9, 9, 9, 10, 14])
+    columns, plain, lines = SharedTopK(queries), SharedTopK(queries), AnswerLines()
+    written, expected, one_by_one = [], [], []
+    for lo, hi in ((0, 5), (5, 5), (5, 12)):
+        written += column_lines(columns.answers(ids[lo:hi], t[lo:hi], x[lo:hi]))
+        for r in plain.process(ids[lo:hi], t[lo:hi], x[lo:hi]):
+            expected.append(json.dumps({"query": r.query, "slide": r.slide, "end": r.end,
+                                        "ids": r.answer.ids.tolist(), "scores": r.answer.scores.tolist()}) + "\n")
+            one_by_one.append(lines.line(r.query, r.slide, r.end, r.answer.ids, r.answer.scores))
+    assert len(expected) > 10 and any('"scores": []' in line for line in expected)
+    assert any("-0.0" in line for line in expected) and any("[0.0" in line for line in expected)
+    assert written == expected
+    assert one_by_one == expected
