@@ -139,6 +139,15 @@ def datasets(db: Path) -> pd.DataFrame:
     return query(db, "SELECT * FROM datasets ORDER BY name")
 
 
+def dataset_choices(db: Path) -> tuple[list[str], str | None]:
+    """Every dataset a page can open: the ingested ones, then the built-in streams; and, when
+    the database has none, why (a message naming the file and how to fill it)."""
+    try:
+        return datasets(db)["name"].tolist() + list(BUILT_IN), None
+    except MissingData as missing:
+        return list(BUILT_IN), f"{missing} Meanwhile the built-in synthetic stream is available."
+
+
 def synthetic_uniform(rows: int = 20_000, dimensions: int = 3, seed: int = 7) -> Trace:
     """The built-in stream: features uniform in ``[0, 1)``, times with gaps and bursts.
 

@@ -431,12 +431,9 @@ PAGE_START = perf_counter()
 st.title("Live")
 
 db = data.db_path()
-names: list[str] = []
-try:
-    names += data.datasets(db)["name"].tolist()
-except data.MissingData as missing:
-    st.info(f"{missing} Meanwhile the built-in synthetic stream is available.")
-names += list(data.BUILT_IN)
+names, missing = data.dataset_choices(db)
+if missing:
+    st.info(missing)
 
 if "live_started" not in ss:  # a new session: the URL decides the view
     ss.live_started = True

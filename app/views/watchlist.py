@@ -162,12 +162,9 @@ st.caption("Several continuous top-k queries on the same stream, run by one shar
 st.page_link("views/live.py", label="One query, every algorithm compared: the Live page", icon=":material/play_circle:")
 
 db = data.db_path()
-names: list[str] = []
-try:
-    names += data.datasets(db)["name"].tolist()
-except data.MissingData as missing:
-    st.info(f"{missing} Meanwhile the built-in synthetic stream is available.")
-names += list(data.BUILT_IN)
+names, missing = data.dataset_choices(db)
+if missing:
+    st.info(missing)
 
 if "wl_started" not in ss:  # a new session: the URL decides the view
     ss.wl_started = True

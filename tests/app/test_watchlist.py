@@ -20,6 +20,12 @@ SYNTHETIC = data.synthetic_uniform()
 PAGE = "views/watchlist.py"
 
 
+@pytest.fixture(autouse=True)
+def no_database(missing_db):
+    """No ``make run`` database unless a test asks for one: the page opens on the built-in stream."""
+    return missing_db
+
+
 def oracle_answer(query: engine.Query, rows: int, since: int = 0, trace: data.Trace = SYNTHETIC):
     """The oracle's answer at the last boundary the first ``rows`` rows passed, over the rows from ``since``
     (a multiple of the slide for count windows); ``None`` before the first boundary."""
