@@ -36,9 +36,11 @@ def oracle_answers(arrays, query: engine.Query, slides: int | None = None) -> li
 
 @pytest.fixture
 def missing_db(tmp_path, monkeypatch) -> Path:
-    """``TOPK_DB`` pointing to a file that does not exist."""
+    """``TOPK_DB`` pointing to a file that does not exist, and no benchmark database either (a
+    developer's ``var/bench.duckdb`` must not change what the pages show in tests)."""
     path = tmp_path / "absent.duckdb"
     monkeypatch.setenv("TOPK_DB", str(path))
+    monkeypatch.setattr(data, "BENCH_DB", tmp_path / "absent-bench.duckdb")
     return path
 
 
