@@ -122,14 +122,9 @@ def market_case(days: int = 5, window: int = 100_000, memory: int = 500, layers:
     return {**row, "data": f"SPY+BAC {len({p.name.split('_')[1] for p in files})} days", "rows": len(ids)}
 
 
-def measure(ids, t, x, window: int, memory: int, layers: int, k: int, seed: int = 7) -> dict:
-    """Stream ``(ids, t, x)`` through one index: throughput after the first window, then the
-    errors of ``QUERIES`` random weight vectors on the last window."""
-    d = x.shape[1]
-    q = engine.Query(weights=[1.0] * d, k=k, window=window, slide=SLIDE)
-    alg = engine.create("sao", q, memory=memory, layers=layers)
-    batches = list(engine.slides((ids, t, x), q))
-    warm = window // SLIDE
+def stream_steady(alg, batches: list, warm: int) -> tuple[float, dict, dict]:
+    """Fill the first ``warm`` slides untimed, then process the rest: their CPU seconds, and
+    ``stats()`` before and after them."""
     for batch in batches[:warm]:
         alg.process(batch)
     before = alg.stats()
@@ -137,20 +132,36 @@ def measure(ids, t, x, window: int, memory: int, layers: int, k: int, seed: int 
     for batch in batches[warm:]:
         alg.process(batch)
     elapsed = time.process_time() - start
-    after = alg.stats()
-    examined = after["arrivals_examined"] - before["arrivals_examined"]
-    rng = np.random.default_rng(seed + 1)
-    window_ids, window_x = ids[-window:], x[-window:]
-    ranged, relative, latency = [], [], []
+    return elapsed, before, alg.stats()
+
+
+def pose_queries(alg, window_ids, window_x, k: int, rng) -> tuple[list, list, list]:
+    """``QUERIES`` weight vectors uniform in [-1, 1] against the exact top-``k`` of the window:
+    each answer's relative error, range-normalised error and query latency (seconds)."""
+    relative, ranged, latency = [], [], []
     for _ in range(QUERIES):
-        weights = rng.uniform(-1, 1, d)
+        weights = rng.uniform(-1, 1, window_x.shape[1])
         scores = engine.score(window_x, weights)
         exact = engine.Answer.ranked(window_ids, scores, window_ids, k)
         begin = time.perf_counter()
         got = alg.query(weights, k)
         latency.append(time.perf_counter() - begin)
-        ranged.append(weighted_range_error(exact, got, float(scores.min()), float(scores.max())))
         relative.append(relative_error(exact, got))
+        ranged.append(weighted_range_error(exact, got, float(scores.min()), float(scores.max())))
+    return relative, ranged, latency
+
+
+def measure(ids, t, x, window: int, memory: int, layers: int, k: int, seed: int = 7) -> dict:
+    """Stream ``(ids, t, x)`` through one index: throughput after the first window, then the
+    errors of ``QUERIES`` random weight vectors on the last window."""
+    d = x.shape[1]
+    q = engine.Query(weights=[1.0] * d, k=k, window=window, slide=SLIDE)
+    alg = engine.create("sao", q, memory=memory, layers=layers)
+    batches = list(engine.slides((ids, t, x), q))
+    elapsed, before, after = stream_steady(alg, batches, window // SLIDE)
+    examined = after["arrivals_examined"] - before["arrivals_examined"]
+    rng = np.random.default_rng(seed + 1)
+    relative, ranged, latency = pose_queries(alg, ids[-window:], x[-window:], k, rng)
     return {"bench": "sao", "W": window, "M": memory, "M_over_W_pct": 100.0 * memory / window, "L": layers, "K": k,
             "d": d, "avg_range_error_pct": 100 * float(np.mean(ranged)),
             "max_range_error_pct": 100 * float(np.max(ranged)), "avg_error_pct": 100 * float(np.mean(relative)),
@@ -214,31 +225,13 @@ def case(data_name: str, window: int, memory: int, layers: int = 4, k: int = 10,
     q = engine.Query(weights=[1.0] * d, k=k, window=window, slide=SLIDE)
     alg = engine.create("sao", q, memory=memory, layers=layers, allocation=allocation)
     batches = list(engine.slides((ids, t, x), q))
-    warm = window // SLIDE
-    for batch in batches[:warm]:
-        alg.process(batch)
-    before = alg.stats()
-    start = time.process_time()
-    for batch in batches[warm:]:
-        alg.process(batch)
-    elapsed = time.process_time() - start
-    after = alg.stats()
+    elapsed, before, after = stream_steady(alg, batches, window // SLIDE)
     examined = after["arrivals_examined"] - before["arrivals_examined"]
     filtering = (after["filtered"] - before["filtered"]) / examined if examined else 0.0
     rng = np.random.default_rng(seed + 1)
-    window_ids, window_x = ids[-window:], x[-window:]
     out = []
     for kk in ks or (k,):
-        errors, ranged, latency = [], [], []
-        for _ in range(QUERIES):
-            weights = rng.uniform(-1, 1, d)
-            scores = engine.score(window_x, weights)
-            exact = engine.Answer.ranked(window_ids, scores, window_ids, kk)
-            begin = time.perf_counter()
-            got = alg.query(weights, kk)
-            latency.append(time.perf_counter() - begin)
-            errors.append(relative_error(exact, got))
-            ranged.append(weighted_range_error(exact, got, float(scores.min()), float(scores.max())))
+        errors, ranged, latency = pose_queries(alg, ids[-window:], x[-window:], kk, rng)
         out.append({"bench": "sao", "data": f"skewed p={p:g}" if data_name == "skewed" else f"gaussian D={drift:g}",
                     "W": window, "M": memory, "M_over_W_pct": 100.0 * memory / window, "L": layers, "K": kk, "d": d,
                     "p": p if data_name == "skewed" else None, "allocation": allocation,
