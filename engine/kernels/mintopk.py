@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .pool import grown_pool
 from .select import best_first, ranks_above
 
 SEQ, ID, T, START, END, ABOVE, BELOW, LEFT, RIGHT, PARENT = range(10)
@@ -48,15 +49,7 @@ def empty_arrays(capacity: int, windows: int):
 
 def grown(records: np.ndarray, scores: np.ndarray, meta: np.ndarray, capacity: int):
     """The two record arrays copied into ``capacity`` rows; the new rows join the free chain."""
-    old = len(records)
-    more = np.full((capacity, FIELDS), NONE, np.int64)
-    more[:old] = records
-    more[old:, BELOW] = np.arange(old + 1, capacity + 1)
-    more[-1, BELOW] = meta[FREE]
-    meta[FREE] = old
-    wider = np.zeros(capacity)
-    wider[:old] = scores
-    return more, wider
+    return grown_pool(records, scores, meta, capacity, link=BELOW, free=FREE, fill=NONE)
 
 
 @njit(cache=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .pool import grown_pool
 from .select import best_first, ranks_above
 
 SEQ, ID, T, REFS, NEXT_FREE = range(5)
@@ -38,15 +39,7 @@ def empty_arrays(capacity: int, windows: int, k: int):
 
 def grown(objects: np.ndarray, scores: np.ndarray, meta: np.ndarray, capacity: int):
     """The object arrays copied into ``capacity`` rows; the new rows join the free chain."""
-    old = len(objects)
-    more = np.zeros((capacity, FIELDS), np.int64)
-    more[:old] = objects
-    more[old:, NEXT_FREE] = np.arange(old + 1, capacity + 1)
-    more[-1, NEXT_FREE] = meta[FREE]
-    meta[FREE] = old
-    wider = np.zeros(capacity)
-    wider[:old] = scores
-    return more, wider
+    return grown_pool(objects, scores, meta, capacity, link=NEXT_FREE, free=FREE, fill=0)
 
 
 @njit(cache=True)
