@@ -110,10 +110,12 @@ class Grid:
         self._object_price = LAYOUT.bytes(d, object=1, cell=0, edge=0)
         self._cell_price = LAYOUT.bytes(d, object=0, cell=1, edge=0)
         self._edge_price = LAYOUT.bytes(d, object=0, cell=0, edge=1)
+        self.cells = 0
+        self._frame_price = 0
         self._overhead = 0
-        self._measured = 0
+        self.measured = 0
         self._overhead = deep_size(self, exclude=(self.q, *self._arrays(), _EMPTY_I, _EMPTY_F)) \
-            + 8 * deep_size(2 ** 40)
+            + 10 * deep_size(2 ** 40)
         self._measure()
 
     # -- sizes ---------------------------------------------------------------------------
@@ -130,10 +132,6 @@ class Grid:
     @property
     def cells_per_dim(self) -> int:
         return self._c
-
-    @property
-    def cells(self) -> int:
-        return self._c ** self._d if self._c else 0
 
     def _auto_cells(self, population: int) -> int:
         if self._fixed:
@@ -155,25 +153,25 @@ class Grid:
         return (self._ids, self._seq, self._t, self._x, self._score, self._cell, self._next) + cells + edges
 
     def _measure(self) -> None:
-        """Recompute the measured size after an allocation (``O(arrays)``)."""
-        self._measured = self._overhead + sum(sys.getsizeof(array) for array in self._arrays()
-                                              if array is not _EMPTY_I and array is not _EMPTY_F)
+        """Recompute the kept sizes after an allocation or a relink (``O(arrays)``): the cell
+        count, the modelled price of the cells and edges, and the measured size."""
+        self.cells = self._c ** self._d if self._c else 0
+        edges = self._d * (self._c + 1) if self._c else 0
+        self._frame_price = self._cell_price * self.cells + self._edge_price * edges
+        self.measured = self._overhead + sum(sys.getsizeof(array) for array in self._arrays()
+                                             if array is not _EMPTY_I and array is not _EMPTY_F)
 
     def _counts(self) -> dict[str, int]:
         return {"object": self.live, "cell": self.cells, "edge": self._d * (self._c + 1) if self._c else 0}
 
     def modelled_bytes(self) -> int:
-        """``LAYOUT``'s price of the objects, cells and edges (``O(1)``)."""
-        return self._object_price * self.live + self._cell_price * self.cells \
-            + self._edge_price * (self._d * (self._c + 1) if self._c else 0)
-
-    def measured_bytes(self) -> int:
-        """The arrays at capacity and the grid object (``O(1)``: kept as arrays are allocated)."""
-        return self._measured
+        """``LAYOUT``'s price of the objects, cells and edges (``O(1)``: the cells' and edges'
+        price is kept as the grid is relinked)."""
+        return self._object_price * (self._end - self._first) + self._frame_price
 
     def footprint(self) -> Footprint:
         """Modelled and measured memory of the grid (``O(1)``)."""
-        return Footprint(LAYOUT, self._counts(), self._measured, self._d, (self,))
+        return Footprint(LAYOUT, self._counts(), self.measured, self._d, (self,))
 
     # -- the ring buffer -----------------------------------------------------------------
     def _allocate(self, capacity: int) -> None:

@@ -23,16 +23,15 @@ INITIAL_CAPACITY = 64
 
 def fixed_bytes(algorithm, structures: tuple) -> int:
     """Measured bytes of an algorithm's attributes other than its ``structures`` (counters,
-    marks, an empty answer), walked once when it is reset; ``answer_bytes`` adds the answer.
+    marks, an empty answer), walked once when it is reset; the answer adds ``ANSWER_ROW_BYTES`` a row.
 
     Used by k-skyband, SMA and TMA, whose ``memory()`` is then ``O(1)``.
     """
     return deep_size(algorithm.__dict__, exclude=(algorithm.q, algorithm.params, *structures))
 
 
-def answer_bytes(answer) -> int:
-    """The data of a cached answer's three columns (``O(1)``; ``None``: none cached)."""
-    return 0 if answer is None else 3 * WORD * len(answer)
+ANSWER_ROW_BYTES = 3 * WORD
+"""The data of one row of a cached answer: id, score and seq."""
 
 
 def dominance_counts(seq: np.ndarray) -> np.ndarray:
@@ -71,6 +70,10 @@ class DominanceSet:
     the first ``len`` rows; the capacity doubles when full.  The expiry key is the ``seq`` or
     the ``t`` column (``key``), so the layout is 5 words per member (``LAYOUT``).
 
+    Tallies kept as the set changes, read by the algorithms' ``stats()`` in ``O(1)``: ``size``
+    (members), ``dropped`` (members that reached ``k``) and ``measured`` (the columns at
+    capacity and the set object, in bytes).
+
     Examples
     --------
     >>> band = DominanceSet(k=2)
@@ -86,20 +89,21 @@ class DominanceSet:
         self.k = k
         self.key = key
         self.dropped = 0
-        self._size = 0
-        self._allocate(INITIAL_CAPACITY)
+        self.size = 0
         self._overhead = 0
+        self._allocate(INITIAL_CAPACITY)
         self._overhead = deep_size(self, exclude=self._columns()) + sys.getsizeof(2 ** 40) * 2
+        self.measured += self._overhead
 
     def __len__(self) -> int:
-        return self._size
+        return self.size
 
     def _columns(self) -> tuple[np.ndarray, ...]:
         return self._score, self._seq, self._ids, self._t, self._count
 
     def _allocate(self, capacity: int) -> None:
         """Columns of ``capacity`` rows, the members copied over (``O(capacity)``)."""
-        size = self._size
+        size = self.size
         old = self._columns() if size else None
         self._score = np.empty(capacity, np.float64)
         self._seq = np.empty(capacity, np.int64)
@@ -109,10 +113,10 @@ class DominanceSet:
         if old is not None:
             for fresh, column in zip(self._columns(), old):
                 fresh[:size] = column[:size]
-        self._column_bytes = sum(sys.getsizeof(column) for column in self._columns())
+        self.measured = self._overhead + sum(sys.getsizeof(column) for column in self._columns())
 
     def _reserve(self, rows: int) -> None:
-        needed = self._size + rows
+        needed = self.size + rows
         if needed > len(self._score):
             self._allocate(max(needed, 2 * len(self._score)))
 
@@ -127,8 +131,8 @@ class DominanceSet:
         if m == 0:
             return 0
         self._reserve(m)
-        self._size, dropped, added = kernel.insert_arrivals(
-            *self._columns(), self._size, self.k, floor, np.asarray(values, np.float64),
+        self.size, dropped, added = kernel.insert_arrivals(
+            *self._columns(), self.size, self.k, floor, np.asarray(values, np.float64),
             np.asarray(seq, np.int64), np.asarray(ids, np.int64), np.asarray(t, np.int64))
         self.dropped += dropped
         return added
@@ -136,14 +140,14 @@ class DominanceSet:
     def expire(self, start: int) -> int:
         """Drop the members whose expiry key is below ``start``; returns how many (``O(C)``)."""
         key = self._seq if self.key == "seq" else self._t
-        size = kernel.expire(*self._columns(), self._size, key, start)
-        gone = self._size - size
-        self._size = size
+        size = kernel.expire(*self._columns(), self.size, key, start)
+        gone = self.size - size
+        self.size = size
         return gone
 
     def truncate(self, m: int) -> None:
         """Keep only the best ``m`` members (``O(1)``)."""
-        self._size = min(self._size, m)
+        self.size = min(self.size, m)
 
     def load(self, scores, seq, ids, t, counts) -> None:
         """Replace the members, given best first with their counters (``O(m)``)."""
@@ -151,40 +155,32 @@ class DominanceSet:
         if len({len(c) for c in columns}) != 1 or any(c.ndim != 1 for c in columns):
             raise ValueError("skyband columns have different lengths")
         m = len(columns[0])
-        self._size = 0
+        self.size = 0
         self._reserve(m)
         for target, column in zip(self._columns(), columns):
             target[:m] = column
-        self._size = m
+        self.size = m
 
     def scores(self, m: int | None = None) -> np.ndarray:
         """Scores of the best ``m`` (default all) members, best first (a copy)."""
-        return self._score[:self._size if m is None else min(m, self._size)].copy()
+        return self._score[:self.size if m is None else min(m, self.size)].copy()
 
     def members(self, m: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(scores, seq, ids, t)`` of the best ``m`` (default all) members, best first (copies)."""
-        top = self._size if m is None else min(m, self._size)
+        top = self.size if m is None else min(m, self.size)
         return self._score[:top].copy(), self._seq[:top].copy(), self._ids[:top].copy(), self._t[:top].copy()
 
     def counts(self) -> np.ndarray:
         """Dominance counters, best first (a copy)."""
-        return self._count[:self._size].copy()
-
-    def modelled_bytes(self) -> int:
-        """``LAYOUT``'s price of the members (``O(1)``)."""
-        return MEMBER_BYTES * self._size
-
-    def measured_bytes(self) -> int:
-        """The columns at capacity and the set object (``O(1)``)."""
-        return self._column_bytes + self._overhead
+        return self._count[:self.size].copy()
 
     def footprint(self) -> Footprint:
         """Modelled and measured memory (``O(1)``): the columns at capacity and the object."""
-        return Footprint(LAYOUT, {"member": self._size}, self.measured_bytes(), 0, (self,))
+        return Footprint(LAYOUT, {"member": self.size}, self.measured, 0, (self,))
 
     def check(self, start: int | None = None) -> None:
         """Assert order, counters and expiry (``O(m log m)``)."""
-        size = self._size
+        size = self.size
         assert 0 <= size <= len(self._score), "size outside the columns"
         assert len({len(c) for c in self._columns()}) == 1, "skyband columns differ in length"
         score, seq, cnt = self._score[:size], self._seq[:size], self._count[:size]

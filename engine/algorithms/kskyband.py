@@ -11,7 +11,7 @@ from ..memory import Footprint
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from ..skyband import DominanceSet, answer_bytes, fixed_bytes
+from ..skyband import ANSWER_ROW_BYTES, MEMBER_BYTES, DominanceSet, fixed_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 
 
@@ -57,6 +57,7 @@ class KSkyband(Algorithm):
         self._band = DominanceSet(self.q.k, self.q.expiry_key)
         self._end: int | None = None
         self._answer = Answer.empty()
+        self._answer_bytes = 0
         self._counters = {"arrivals": 0, "expired": 0}
         self._fixed_bytes = fixed_bytes(self, (self._band,))
 
@@ -68,19 +69,23 @@ class KSkyband(Algorithm):
             band.add(score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t)
         self._end = batch.end
         self._answer = None
+        self._answer_bytes = 0
 
     def topk(self) -> Answer:
         if self._answer is None:
             scores, seq, ids, _ = self._band.members(self.q.k)
             self._answer = Answer(ids, scores, seq)
+            self._answer_bytes = ANSWER_ROW_BYTES * len(ids)
         return self._answer
 
     def candidates(self) -> np.ndarray:
         return self._band.members()[1]
 
     def _stats(self) -> dict[str, Any]:
-        size = len(self._band)
-        return {"candidates": size, "retained": size, "dropped": self._band.dropped, **self._counters}
+        band, out = self._band, self._counters.copy()
+        out["candidates"] = out["retained"] = band.size
+        out["dropped"] = band.dropped
+        return out
 
     def footprints(self) -> list[Footprint]:
         return [self._band.footprint()]
@@ -88,7 +93,7 @@ class KSkyband(Algorithm):
     def memory(self) -> tuple[int, int]:
         """Both figures from the member count and the kept sizes: ``O(1)``."""
         band = self._band
-        return band.modelled_bytes(), band.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer)
+        return MEMBER_BYTES * band.size, band.measured + self._fixed_bytes + self._answer_bytes
 
     def dump_state(self) -> dict[str, Any]:
         scores, seq, ids, t = self._band.members()
@@ -105,6 +110,7 @@ class KSkyband(Algorithm):
         self._end = data["end"] if data["end"] is None else int(data["end"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None
+        self._answer_bytes = 0
 
     def check(self) -> None:
         start = None if self._end is None else self._end - self.q.window

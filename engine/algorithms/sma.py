@@ -13,7 +13,7 @@ from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
-from ..skyband import DominanceSet, answer_bytes, dominance_counts, fixed_bytes
+from ..skyband import ANSWER_ROW_BYTES, MEMBER_BYTES, DominanceSet, dominance_counts, fixed_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 
 _EMPTY_F = np.empty(0, np.float64)
@@ -85,6 +85,7 @@ class SMA(Algorithm):
         self._origin: int | None = None
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
+        self._answer_bytes = 0
         self._counters = {"rescans": 0, "anchors": 0, "arrivals": 0, "qualified": 0}
         self._fixed_bytes = fixed_bytes(self, (self._grid, self._band))
 
@@ -112,6 +113,7 @@ class SMA(Algorithm):
             self._counters["anchors"] += 1
         self._end = batch.end
         self._answer = None
+        self._answer_bytes = 0
 
     def _rescan(self) -> None:
         grid, k = self._grid, self.q.k
@@ -124,15 +126,20 @@ class SMA(Algorithm):
         if self._answer is None:
             values, seq, ids, _ = self._band.members(self.q.k)
             self._answer = Answer(ids, values, seq)
+            self._answer_bytes = ANSWER_ROW_BYTES * len(ids)
         return self._answer
 
     def candidates(self) -> np.ndarray:
         return self._band.members()[1]
 
     def _stats(self) -> dict[str, Any]:
-        grid = self._grid
-        return {"candidates": len(self._band), "retained": grid.live,
-                **self._counters, "dropped": self._band.dropped, **grid.counters, "cells": grid.cells}
+        grid, band, out = self._grid, self._band, self._counters.copy()
+        out.update(grid.counters)
+        out["candidates"] = band.size
+        out["retained"] = grid.live
+        out["dropped"] = band.dropped
+        out["cells"] = grid.cells
+        return out
 
     def footprints(self) -> list[Footprint]:
         theta = Footprint(THETA, {"theta": int(self._theta is not None)}, 0)
@@ -142,8 +149,8 @@ class SMA(Algorithm):
         """Both figures from the structures' counts and kept sizes: ``O(1)``."""
         grid, band = self._grid, self._band
         theta = THETA_BYTES if self._theta is not None else 0
-        return (grid.modelled_bytes() + band.modelled_bytes() + theta,
-                grid.measured_bytes() + band.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer))
+        return (grid.modelled_bytes() + MEMBER_BYTES * band.size + theta,
+                grid.measured + band.measured + self._fixed_bytes + self._answer_bytes)
 
     def dump_state(self) -> dict[str, Any]:
         seq = self._band.members()[1]
@@ -170,6 +177,7 @@ class SMA(Algorithm):
         self._origin = data["origin"] if data["origin"] is None else int(data["origin"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None
+        self._answer_bytes = 0
 
     def check(self) -> None:
         grid, band, k = self._grid, self._band, self.q.k

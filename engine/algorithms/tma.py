@@ -13,7 +13,7 @@ from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
-from ..skyband import answer_bytes, fixed_bytes
+from ..skyband import ANSWER_ROW_BYTES, fixed_bytes
 from ..jsondata import ints_in
 from ..kernels import tma as kernel
 
@@ -32,12 +32,15 @@ INITIAL_RESULT = 1024
 
 class Result:
     """TMA's result ``R``: positions, scores and seq of the top objects, best first, in columns
-    of fixed capacity (the first ``size`` rows); layout ``RESULT``."""
+    of fixed capacity (the first ``size`` rows); layout ``RESULT``.  ``measured`` (the columns at
+    capacity and the object, in bytes) is kept as the columns are allocated."""
 
     def __init__(self, capacity: int) -> None:
         self.size = 0
+        self._overhead = 0
         self._allocate(capacity)
-        self._overhead = deep_size(self, exclude=(self.pos, self.score, self.seq)) + deep_size(2 ** 40)
+        self._overhead = deep_size(self, exclude=(self.pos, self.score, self.seq)) + 2 * deep_size(2 ** 40)
+        self.measured += self._overhead
 
     def _allocate(self, capacity: int) -> None:
         fresh = np.empty(capacity, np.int64), np.empty(capacity, np.float64), np.empty(capacity, np.int64)
@@ -46,7 +49,7 @@ class Result:
             if old is not None:
                 column[:self.size] = old[:self.size]
         self.pos, self.score, self.seq = fresh
-        self._column_bytes = sum(sys.getsizeof(column) for column in fresh)
+        self.measured = self._overhead + sum(sys.getsizeof(column) for column in fresh)
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` objects (``O(rows)`` when it grows)."""
@@ -61,13 +64,9 @@ class Result:
         self.pos[:m], self.score[:m], self.seq[:m] = pos, scores, seq
         self.size = m
 
-    def measured_bytes(self) -> int:
-        """The columns at capacity and the object (``O(1)``)."""
-        return self._column_bytes + self._overhead
-
     def footprint(self) -> Footprint:
         """Modelled and measured memory (``O(1)``)."""
-        return Footprint(RESULT, {"object": self.size}, self.measured_bytes(), 0, (self,))
+        return Footprint(RESULT, {"object": self.size}, self.measured, 0, (self,))
 
 
 @register
@@ -116,6 +115,7 @@ class TMA(Algorithm):
         self._result = Result(min(self.q.k, INITIAL_RESULT))
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
+        self._answer_bytes = 0
         self._counters = {"rescans": 0, "arrivals": 0, "region_arrivals": 0, "entered": 0}
         self._fixed_bytes = fixed_bytes(self, (self._grid, self._result))
 
@@ -136,6 +136,7 @@ class TMA(Algorithm):
             self._counters["entered"] += entered
         self._end = batch.end
         self._answer = None
+        self._answer_bytes = 0
 
     def _recompute(self) -> None:
         self._counters["rescans"] += 1
@@ -147,15 +148,19 @@ class TMA(Algorithm):
             size = result.size
             self._answer = Answer(self._grid.column("ids", result.pos[:size]), result.score[:size].copy(),
                                   result.seq[:size].copy())
+            self._answer_bytes = ANSWER_ROW_BYTES * size
         return self._answer
 
     def candidates(self) -> np.ndarray:
         return self._result.seq[:self._result.size].copy()
 
     def _stats(self) -> dict[str, Any]:
-        grid = self._grid
-        return {"candidates": self._result.size, "retained": grid.live, **self._counters, **grid.counters,
-                "cells": grid.cells}
+        grid, out = self._grid, self._counters.copy()
+        out.update(grid.counters)
+        out["candidates"] = self._result.size
+        out["retained"] = grid.live
+        out["cells"] = grid.cells
+        return out
 
     def footprints(self) -> list[Footprint]:
         return [self._grid.footprint(), self._result.footprint()]
@@ -164,7 +169,7 @@ class TMA(Algorithm):
         """Both figures from the structures' counts and kept sizes: ``O(1)``."""
         grid, result = self._grid, self._result
         return (grid.modelled_bytes() + RESULT_BYTES * result.size,
-                grid.measured_bytes() + result.measured_bytes() + self._fixed_bytes + answer_bytes(self._answer))
+                grid.measured + result.measured + self._fixed_bytes + self._answer_bytes)
 
     def dump_state(self) -> dict[str, Any]:
         result = self._result
@@ -179,6 +184,7 @@ class TMA(Algorithm):
         self._end = data["end"] if data["end"] is None else int(data["end"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})
         self._answer = None
+        self._answer_bytes = 0
 
     def check(self) -> None:
         grid = self._grid
