@@ -162,6 +162,35 @@ PY_INT = python_bytes(10 ** 6)
 PY_FLOAT = python_bytes(0.5)
 """A Python float (a score)."""
 
+SUBLIST_BYTES = python_bytes([])
+"""A ``sortedcontainers.SortedList`` sublist without its slots."""
+
+
+def sorted_list_bytes(entries) -> int:
+    """A ``sortedcontainers.SortedList`` without its entries: the object, its attributes' lists
+    and its sublists without their slots (``O(1)``: the sublists hold ``load`` entries each).
+
+    >>> from sortedcontainers import SortedList
+    >>> sorted_list_bytes(SortedList(range(5000))) < deep_size(SortedList(range(5000)))
+    True
+    """
+    return python_bytes(entries, vars(entries), entries._lists, entries._maxes, entries._index) \
+        + SUBLIST_BYTES * len(entries._lists)
+
+
+def grown_set_bytes(most: int) -> list[int]:
+    """``sys.getsizeof`` of a set grown by adds from empty to ``n`` members, for ``n = 0..most``
+    (``O(most)``): a set that only grows has the size its member count gives.
+
+    >>> grown_set_bytes(5)[0] == sys.getsizeof(set())
+    True
+    """
+    members, sizes = set(), [sys.getsizeof(set())]
+    for n in range(most):
+        members.add(2 ** 40 + n)
+        sizes.append(sys.getsizeof(members))
+    return sizes
+
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None))
 _PLAIN_ATOMS = frozenset({int, float, str, bytes, complex})
 """Exact atom types: sized at once, before the general checks (most objects walked are these)."""

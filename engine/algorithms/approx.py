@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from typing import Any
 
@@ -9,11 +10,22 @@ import numpy as np
 
 from ..attributes import attribute_sum, combine
 from ..base import WORD
+from ..memory import PY_FLOAT, PY_INT, python_bytes
 from ..fmsketch import SlidingSketches
 from ..jsondata import floats_in, floats_out, ints_in
 from ..registry import register
 from ..stream import Batch
 from .eaa import EAA, Instance, Record
+
+CACHE_ENTRY_BYTES = python_bytes((0, 0), 0.5, 2 ** 40)
+"""Measured bytes of an entry of the per-slide caches: a key (a pair, or an int mask) and a float."""
+
+
+def slide_bytes(d: int) -> int:
+    """Measured bytes of one slide's counters with ``d`` streams: the triple, its end, its two
+    lists, ``d`` non-cached tuple counts and ``d`` value sums."""
+    return python_bytes((0, 0, 0), [0] * d, [0.0] * d) + PY_INT + d * (PY_INT + PY_FLOAT)
+
 
 UNSEEN_VALUES = ("mean", "max")
 """What one occurrence not seen yet adds to a best score, times its probability: the window's
@@ -80,6 +92,7 @@ class Approx(EAA):
         self._probabilities: dict[tuple[int, int], float] = {}
         self._repeats = [1] * d
         self._values = [1.0] * d
+        self._slide_bytes = slide_bytes(d)
 
     def _begin(self, batch: Batch) -> None:
         ids, stream, value, keys, _ = self._tuples(batch)
@@ -161,14 +174,28 @@ class Approx(EAA):
         assert self._values == self._value_estimates(), "stale value estimates"
         assert all(0.0 <= v <= 1.0 for v in self._values), "value estimate outside [0, 1]"
 
+    def _tallied(self) -> tuple:
+        return (*super()._tallied(), self._slide_counts, self._unions, self._probabilities)
+
+    def _sketch_bytes(self) -> int:
+        """Modelled bytes of the sketches and the per-slide counters (``O(1)``)."""
+        return WORD * (self._sketches.stamps.size + 2 * self.q.dimensions * len(self._slide_counts))
+
     def _stats(self) -> dict[str, Any]:
         out = super()._stats()
-        sketch_words = self._sketches.stamps.size + 2 * self.q.dimensions * len(self._slide_counts)
-        out["bytes"] += WORD * sketch_words
-        out["sketch_bytes"] = WORD * sketch_words
+        out["sketch_bytes"] = self._sketch_bytes()
         out["estimated_repeats"] = max(self._repeats)
         out["estimated_value"] = max(self._values)
         return out
+
+    def memory(self) -> tuple[int, int]:
+        """EAA's figures plus the sketches and the per-slide counters, and the caches of the
+        slide's estimates (``O(1)``: their sizes from entry counts)."""
+        modelled, measured = super().memory()
+        caches = self._unions, self._probabilities
+        measured += (sys.getsizeof(self._slide_counts) + self._slide_bytes * len(self._slide_counts)
+                     + sum(map(sys.getsizeof, caches)) + CACHE_ENTRY_BYTES * sum(map(len, caches)))
+        return modelled + self._sketch_bytes(), measured
 
     def dump_state(self) -> dict[str, Any]:
         data = super().dump_state()

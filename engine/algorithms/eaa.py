@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from itertools import islice
 from typing import Any
@@ -12,6 +13,7 @@ from sortedcontainers import SortedList
 from ..attributes import AttributeAlgorithm, combine
 from ..base import WORD
 from ..jsondata import floats_in, ints_in
+from ..memory import PY_FLOAT, PY_INT, deep_size, grown_set_bytes, python_bytes, sorted_list_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -27,6 +29,13 @@ ENTRY_WORDS = 2
 """Words per entry of ``csorted`` / ``bsorted``: a score and a pointer."""
 
 INFINITY = float("inf")
+
+ENTRY_BYTES = python_bytes((0.5, 0)) + 8
+"""Measured bytes of a ``csorted`` / ``bsorted`` entry: the pair and its slot in a sublist (the
+score and the id are the instance's)."""
+
+ANSWER_ROW_BYTES = 3 * WORD
+"""The data of one row of the cached answer: id, score and seq."""
 
 SCOPES = ("validity", "window")
 """What the ``occurrences`` bound ``m`` counts: an object's tuples in one stream while it stays
@@ -66,6 +75,22 @@ class Record:
         self.instances: list[Instance] = []
 
 
+def instance_bytes(d: int) -> int:
+    """Measured bytes of an instance with ``d`` streams, its dominator set aside: the object,
+    its two lists, ``d`` sums, two scores and four non-cached ints (uid, oid, key, seq; the
+    counts are cached small ints)."""
+    sample = Instance(0, 0, 0, 0, d)
+    return python_bytes(sample, sample.sums, sample.counts) + (d + 2) * PY_FLOAT + 4 * PY_INT
+
+
+def record_bytes(d: int) -> int:
+    """Measured bytes of a validity-table entry with ``d`` streams: the object, its counts, its
+    instance list after a first append, its seq and its key in the table."""
+    sample = Record(d)
+    sample.instances.append(None)
+    return python_bytes(sample, sample.counts, sample.instances) + 2 * PY_INT
+
+
 @register
 class EAA(AttributeAlgorithm):
     """Early aggregation with interval dominance: exact, keeps the ``k`` dominance set.
@@ -95,7 +120,11 @@ class EAA(AttributeAlgorithm):
 
     ``retained`` counts instances, ``candidates`` objects with a live instance.  ``bytes``:
     ``INSTANCE_WORDS + 2d`` per instance, one word per dominating id, ``2 ENTRY_WORDS`` per
-    instance for the score lists and ``RECORD_WORDS + d`` per object.
+    instance for the score lists and ``RECORD_WORDS + d`` per object.  ``measured_bytes``: the
+    containers' sizes, per-record sizes measured once (``instance_bytes``, ``record_bytes``,
+    ``ENTRY_BYTES``) and the dominator sets' sizes, kept as ids are added and sets dropped
+    (a set that only grows has the size its member count gives, ``grown_set_bytes``).
+    ``stats`` is ``O(1)``: every figure is a count kept as the structures change.
 
     Examples
     --------
@@ -123,8 +152,19 @@ class EAA(AttributeAlgorithm):
         self._next_uid = 0
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
+        self._answer_bytes = 0
         self._counters = {"arrivals": 0, "instances_created": 0, "pruned": 0, "expired": 0,
                           "dominations": 0, "entries_scanned": 0}
+        self._links = 0
+        self._set_bytes = grown_set_bytes(self.q.k)
+        self._dominator_bytes = 0
+        self._instance_bytes = instance_bytes(self.q.dimensions)
+        self._record_bytes = record_bytes(self.q.dimensions)
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *self._tallied()))
+
+    def _tallied(self) -> tuple:
+        """The structures ``memory`` sizes from kept counts, not from the walk made at reset."""
+        return self._records, self._timeline, self._csorted, self._bsorted
 
     # ------------------------------------------------------------------ bounds
 
@@ -181,6 +221,7 @@ class EAA(AttributeAlgorithm):
             self._arrive(*row)
         self._end = batch.end
         self._answer = None
+        self._answer_bytes = 0
 
     def _arrive(self, oid: int, stream: int, value: float, key: int, seq: int) -> None:
         """Algorithm 1: update ``oid``'s instances with the new attribute, add ``p^{r+1}``."""
@@ -206,6 +247,7 @@ class EAA(AttributeAlgorithm):
         record.instances.append(instance)
         self._records[oid] = record
         self._timeline[instance.uid] = instance
+        self._dominator_bytes += self._set_bytes[0]
         self._csorted.add((instance.current, instance.uid))
         self._bsorted.add((instance.best, instance.uid))
         below = self._bsorted.bisect_left((instance.current, -1))
@@ -254,6 +296,8 @@ class EAA(AttributeAlgorithm):
         self._counters["dominations"] += 1
         instance.dc += 1
         instance.dominators.add(oid)
+        self._links += 1
+        self._dominator_bytes += self._set_bytes[instance.dc] - self._set_bytes[instance.dc - 1]
         if instance.dc >= self.q.k:
             self._counters["pruned"] += 1
             self._drop(instance)
@@ -261,6 +305,8 @@ class EAA(AttributeAlgorithm):
     def _drop(self, instance: Instance) -> None:
         """Remove an expired or dominated instance, and its object's entry with the last one."""
         del self._timeline[instance.uid]
+        self._links -= instance.dc
+        self._dominator_bytes -= self._set_bytes[instance.dc]
         self._csorted.remove((instance.current, instance.uid))
         self._bsorted.remove((instance.best, instance.uid))
         record = self._records[instance.oid]
@@ -287,19 +333,28 @@ class EAA(AttributeAlgorithm):
             ids = list(found)
             self._answer = Answer.ranked(ids, [found[oid] for oid in ids],
                                          [self._records[oid].seq for oid in ids], k)
+            self._answer_bytes = ANSWER_ROW_BYTES * len(self._answer)
         return self._answer
 
     def candidates(self) -> np.ndarray:
         return np.fromiter((record.seq for record in self._records.values()), np.int64, len(self._records))
 
     def _stats(self) -> dict[str, Any]:
-        d = self.q.dimensions
-        instances = len(self._timeline)
-        dominators = sum(len(instance.dominators) for instance in self._timeline.values())
-        return {"candidates": len(self._records), "retained": instances,
-                "bytes": WORD * ((INSTANCE_WORDS + 2 * d + 2 * ENTRY_WORDS) * instances + dominators
-                                 + (RECORD_WORDS + d) * len(self._records)),
-                **self._counters}
+        out = self._counters.copy()
+        out["candidates"] = len(self._records)
+        out["retained"] = len(self._timeline)
+        return out
+
+    def memory(self) -> tuple[int, int]:
+        """Both figures from the kept counts and the containers' sizes: ``O(1)``."""
+        d, instances, records = self.q.dimensions, len(self._timeline), len(self._records)
+        modelled = WORD * ((INSTANCE_WORDS + 2 * d + 2 * ENTRY_WORDS) * instances + self._links
+                           + (RECORD_WORDS + d) * records)
+        measured = (self._fixed_bytes + self._answer_bytes + self._dominator_bytes
+                    + (self._instance_bytes + 2 * ENTRY_BYTES) * instances + self._record_bytes * records
+                    + sys.getsizeof(self._records) + sys.getsizeof(self._timeline)
+                    + sorted_list_bytes(self._csorted) + sorted_list_bytes(self._bsorted))
+        return modelled, measured
 
     def dump_state(self) -> dict[str, Any]:
         records = []
@@ -325,6 +380,8 @@ class EAA(AttributeAlgorithm):
                 instance.best = float(floats_in([best])[0])
                 instance.dominators = set(ints_in(dominators, "dominators").tolist())
                 instance.dc = len(instance.dominators)
+                self._links += instance.dc
+                self._dominator_bytes += self._set_bytes[instance.dc]
                 record.instances.append(instance)
                 instances.append(instance)
         if len(instances) != data["instances"]:
@@ -337,6 +394,7 @@ class EAA(AttributeAlgorithm):
         self._counters = {key: int(data["counters"][key]) for key in self._counters}
         self._end = data["end"]
         self._answer = None
+        self._answer_bytes = 0
 
     def check(self) -> None:
         d = self.q.dimensions
@@ -368,6 +426,9 @@ class EAA(AttributeAlgorithm):
                 assert (instance.current, instance.uid) in self._csorted, "csorted entry missing"
                 assert (instance.best, instance.uid) in self._bsorted, "bsorted entry missing"
         assert listed == len(self._timeline), "time list holds instances of no object"
+        sets = [instance.dominators for instance in self._timeline.values()]
+        assert self._links == sum(map(len, sets)), "kept dominator count"
+        assert self._dominator_bytes == sum(self._set_bytes[len(ids)] for ids in sets), "kept dominator set sizes"
 
     def _check_bound(self, instance: Instance, record: Record) -> None:
         assert instance.best <= max(instance.current, self._bound(instance, record)), "bestscore above the bound"

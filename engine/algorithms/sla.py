@@ -13,7 +13,7 @@ import sys
 
 from ..attributes import AttributeAlgorithm, attribute_sum, combine
 from ..jsondata import ints_in
-from ..memory import PY_FLOAT, PY_INT, Footprint, Layout, deep_size, python_bytes
+from ..memory import PY_FLOAT, PY_INT, Footprint, Layout, deep_size, python_bytes, sorted_list_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -40,9 +40,6 @@ LIST_ENTRY_BYTES = python_bytes((0.5, 0)) + PY_FLOAT + 8
 VIEW_ENTRY_BYTES = python_bytes((0.5, 0, 0)) + 8
 """A view entry: the triple (score, seq and id are the object's and a row's) and its slot."""
 
-SUBLIST_BYTES = python_bytes([])
-"""A sorted list's sublist without its slots."""
-
 
 class _Object:
     """A valid object: its valid tuples' values per stream (arrival order) and their sums."""
@@ -62,13 +59,6 @@ def _object_bytes(d: int) -> int:
     deques (one block each) and its score."""
     sample = _Object(d)
     return python_bytes(sample, sample.values, sample.sums, *sample.values) + PY_FLOAT
-
-
-def _sorted_list_bytes(entries: SortedList) -> int:
-    """A sorted list without its entries: the object, its attributes' lists and its sublists
-    (``O(1)``: the sublists hold ``load`` entries each)."""
-    return python_bytes(entries, vars(entries), entries._lists, entries._maxes, entries._index) \
-        + SUBLIST_BYTES * len(entries._lists)
 
 
 @register
@@ -266,8 +256,8 @@ class SLA(AttributeAlgorithm):
             Footprint(OBJECTS, {"object": len(objects)},
                       sys.getsizeof(objects) + self._object_bytes * len(objects), d, (objects,)),
             Footprint(LISTS, {"entry": entries}, sys.getsizeof(lists) + LIST_ENTRY_BYTES * entries
-                      + sum(_sorted_list_bytes(entries) for entries in lists), d, (lists,)),
-            Footprint(VIEW, {"entry": len(view)}, _sorted_list_bytes(view) + VIEW_ENTRY_BYTES * len(view), d,
+                      + sum(sorted_list_bytes(entries) for entries in lists), d, (lists,)),
+            Footprint(VIEW, {"entry": len(view)}, sorted_list_bytes(view) + VIEW_ENTRY_BYTES * len(view), d,
                       (view,))]
 
     def dump_state(self) -> dict[str, Any]:
