@@ -38,6 +38,10 @@ _EMPTY_F = np.empty(0, np.float64)
 INITIAL_CAPACITY = 1024
 """Rows of the window's ring buffer at first; it doubles when full (a power of two)."""
 
+COUNTERS = ("rebuilds", "cells_visited", "objects_scanned")
+"""The grid's counters, kept in ``Grid.counters``: a dict of its own, or its holder's (given
+to the constructor) so that the holder's ``stats()`` copies one dict for both."""
+
 
 
 class Grid:
@@ -84,7 +88,7 @@ class Grid:
     [1.0, 0.7]
     """
 
-    def __init__(self, query: Query, cells_per_dim: int = 0) -> None:
+    def __init__(self, query: Query, cells_per_dim: int = 0, counters: dict[str, int] | None = None) -> None:
         d = query.dimensions
         if cells_per_dim < 0:
             raise ValueError(f"parameter cells_per_dim must be >= 0 (0: automatic), got {cells_per_dim}")
@@ -106,7 +110,8 @@ class Grid:
         self._order = _EMPTY_I
         self._ordered_bound = _EMPTY_F
         self._clamped = 0
-        self.counters = {"rebuilds": 0, "cells_visited": 0, "objects_scanned": 0}
+        self.counters = {} if counters is None else counters
+        self.counters.update(dict.fromkeys(COUNTERS, 0))
         self._object_price = LAYOUT.bytes(d, object=1, cell=0, edge=0)
         self._cell_price = LAYOUT.bytes(d, object=0, cell=1, edge=0)
         self._edge_price = LAYOUT.bytes(d, object=0, cell=0, edge=1)
@@ -114,7 +119,8 @@ class Grid:
         self._frame_price = 0
         self._overhead = 0
         self.measured = 0
-        self._overhead = deep_size(self, exclude=(self.q, *self._arrays(), _EMPTY_I, _EMPTY_F)) \
+        held = () if counters is None else (counters,)
+        self._overhead = deep_size(self, exclude=(self.q, *self._arrays(), _EMPTY_I, _EMPTY_F, *held)) \
             + 10 * deep_size(2 ** 40)
         self._measure()
 
@@ -423,7 +429,8 @@ class Grid:
             raised = [above.tolist(), floats_out(self._bound[above])]
         return {"cells_per_dim": self._c, "edges": None if self._edges is None else self._edges.tolist(),
                 "ids": self.held("ids").tolist(), "seq": self.held("seq").tolist(), "t": self.held("t").tolist(),
-                "x": self.held("x").tolist(), "raised": raised, "counters": dict(self.counters)}
+                "x": self.held("x").tolist(), "raised": raised,
+                "counters": {name: self.counters[name] for name in COUNTERS}}
 
     def load(self, data: dict[str, Any]) -> None:
         """Rebuild from :meth:`dump` data (``O(n log n + c^d)``); ``ValueError`` if inconsistent."""
@@ -434,7 +441,7 @@ class Grid:
             raise ValueError("grid columns have different lengths")
         if not np.isfinite(x).all():
             raise ValueError("grid features must be finite")
-        self.counters.update({name: int(data["counters"][name]) for name in self.counters})
+        self.counters.update({name: int(data["counters"][name]) for name in COUNTERS})
         if data["edges"] is None:
             if len(ids):
                 raise ValueError("a grid without edges cannot hold objects")

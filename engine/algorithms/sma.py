@@ -18,6 +18,9 @@ from ..jsondata import floats_in, floats_out, ints_in
 
 _EMPTY_F = np.empty(0, np.float64)
 
+COUNTERS = ("rescans", "anchors", "arrivals", "qualified")
+"""SMA's own counters; the grid's are kept in the same dict (``engine.grid.COUNTERS``)."""
+
 THETA = Layout("sma theta", {"theta": {"score": 1, "seq": 1}})
 """The k-th object of the last computation: its score and seq."""
 
@@ -79,14 +82,14 @@ class SMA(Algorithm):
     defaults = {"cells_per_dim": 0}
 
     def _reset(self) -> None:
-        self._grid = Grid(self.q, self.params["cells_per_dim"])
+        self._counters = dict.fromkeys(COUNTERS, 0)
+        self._grid = Grid(self.q, self.params["cells_per_dim"], self._counters)
         self._band = DominanceSet(self.q.k, self.q.expiry_key)
         self._theta: tuple[float, int] | None = None
         self._origin: int | None = None
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = 0
-        self._counters = {"rescans": 0, "anchors": 0, "arrivals": 0, "qualified": 0}
         self._fixed_bytes = fixed_bytes(self, (self._grid, self._band))
 
     def process(self, batch: Batch) -> None:
@@ -134,7 +137,6 @@ class SMA(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         grid, band, out = self._grid, self._band, self._counters.copy()
-        out.update(grid.counters)
         out["candidates"] = band.size
         out["retained"] = grid.live
         out["dropped"] = band.dropped
@@ -158,7 +160,7 @@ class SMA(Algorithm):
         return {"end": self._end, "origin": self._origin, "grid": self._grid.dump(), "theta": theta,
                 "skyband": seq.tolist(),
                 "counts": self._band.counts().tolist(), "dropped": self._band.dropped,
-                "counters": dict(self._counters)}
+                "counters": {name: self._counters[name] for name in COUNTERS}}
 
     def load_state(self, data: dict[str, Any]) -> None:
         grid = self._grid
@@ -175,7 +177,7 @@ class SMA(Algorithm):
         self._theta = None if theta is None else (float(floats_in([theta[0]])[0]), int(ints_in([theta[1]], "theta")[0]))
         self._end = data["end"] if data["end"] is None else int(data["end"])
         self._origin = data["origin"] if data["origin"] is None else int(data["origin"])
-        self._counters.update({name: int(data["counters"][name]) for name in self._counters})
+        self._counters.update({name: int(data["counters"][name]) for name in COUNTERS})
         self._answer = None
         self._answer_bytes = 0
 

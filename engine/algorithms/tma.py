@@ -26,6 +26,9 @@ RESULT_BYTES = RESULT.bytes(object=1)
 """``RESULT``'s price of one result object."""
 
 
+COUNTERS = ("rescans", "arrivals", "region_arrivals", "entered")
+"""TMA's own counters; the grid's are kept in the same dict (``engine.grid.COUNTERS``)."""
+
 INITIAL_RESULT = 1024
 """Rows of the result's columns at first (at most ``k``); they grow up to ``k`` when needed."""
 
@@ -111,12 +114,12 @@ class TMA(Algorithm):
     defaults = {"cells_per_dim": 0}
 
     def _reset(self) -> None:
-        self._grid = Grid(self.q, self.params["cells_per_dim"])
+        self._counters = dict.fromkeys(COUNTERS, 0)
+        self._grid = Grid(self.q, self.params["cells_per_dim"], self._counters)
         self._result = Result(min(self.q.k, INITIAL_RESULT))
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = 0
-        self._counters = {"rescans": 0, "arrivals": 0, "region_arrivals": 0, "entered": 0}
         self._fixed_bytes = fixed_bytes(self, (self._grid, self._result))
 
     def process(self, batch: Batch) -> None:
@@ -156,7 +159,6 @@ class TMA(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         grid, out = self._grid, self._counters.copy()
-        out.update(grid.counters)
         out["candidates"] = self._result.size
         out["retained"] = grid.live
         out["cells"] = grid.cells
@@ -174,7 +176,7 @@ class TMA(Algorithm):
     def dump_state(self) -> dict[str, Any]:
         result = self._result
         return {"end": self._end, "grid": self._grid.dump(), "result": result.seq[:result.size].tolist(),
-                "counters": dict(self._counters)}
+                "counters": {name: self._counters[name] for name in COUNTERS}}
 
     def load_state(self, data: dict[str, Any]) -> None:
         grid = self._grid
@@ -182,7 +184,7 @@ class TMA(Algorithm):
         pos = grid.positions_of(ints_in(data["result"], "result"))
         self._result.set(pos, grid.column("score", pos), grid.column("seq", pos))
         self._end = data["end"] if data["end"] is None else int(data["end"])
-        self._counters.update({name: int(data["counters"][name]) for name in self._counters})
+        self._counters.update({name: int(data["counters"][name]) for name in COUNTERS})
         self._answer = None
         self._answer_bytes = 0
 
