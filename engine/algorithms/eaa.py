@@ -35,6 +35,10 @@ ENTRY_BYTES = python_bytes((0.5, 0)) + 8
 score and the id are the instance's)."""
 
 ANSWER_ROW_BYTES = 3 * WORD
+
+SET_TABLE = 64
+"""Dominator-set sizes tabled at first (``min(k, SET_TABLE)``); the table doubles when a set
+outgrows it, so a large ``k`` costs nothing until sets grow that large."""
 """The data of one row of the cached answer: id, score and seq."""
 
 SCOPES = ("validity", "window")
@@ -156,7 +160,7 @@ class EAA(AttributeAlgorithm):
         self._counters = {"arrivals": 0, "instances_created": 0, "pruned": 0, "expired": 0,
                           "dominations": 0, "entries_scanned": 0}
         self._links = 0
-        self._set_bytes = grown_set_bytes(self.q.k)
+        self._set_bytes = grown_set_bytes(min(self.q.k, SET_TABLE))
         self._dominator_bytes = 0
         self._instance_bytes = instance_bytes(self.q.dimensions)
         self._record_bytes = record_bytes(self.q.dimensions)
@@ -297,6 +301,8 @@ class EAA(AttributeAlgorithm):
         instance.dc += 1
         instance.dominators.add(oid)
         self._links += 1
+        if instance.dc >= len(self._set_bytes):
+            self._set_bytes = grown_set_bytes(2 * instance.dc)
         self._dominator_bytes += self._set_bytes[instance.dc] - self._set_bytes[instance.dc - 1]
         if instance.dc >= self.q.k:
             self._counters["pruned"] += 1
@@ -380,6 +386,8 @@ class EAA(AttributeAlgorithm):
                 instance.best = float(floats_in([best])[0])
                 instance.dominators = set(ints_in(dominators, "dominators").tolist())
                 instance.dc = len(instance.dominators)
+                if instance.dc >= len(self._set_bytes):
+                    self._set_bytes = grown_set_bytes(2 * instance.dc)
                 self._links += instance.dc
                 self._dominator_bytes += self._set_bytes[instance.dc]
                 record.instances.append(instance)
