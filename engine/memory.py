@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 import numpy as np
+from sortedcontainers import SortedList
 
 WORD = 8
 """Bytes per feature value, id, seq, t, score, pointer, counter or window mark."""
@@ -163,19 +164,25 @@ PY_FLOAT = python_bytes(0.5)
 """A Python float (a score)."""
 
 SUBLIST_BYTES = python_bytes([])
-"""A ``sortedcontainers.SortedList`` sublist without its slots."""
+"""A ``sortedcontainers.SortedList`` sublist without its slots; also any list's header."""
+
+SORTED_LIST_BYTES = python_bytes(SortedList(), vars(SortedList()))
+"""A ``sortedcontainers.SortedList`` object and its attribute dict (their sizes never change)."""
 
 
-def sorted_list_bytes(entries) -> int:
-    """A ``sortedcontainers.SortedList`` without its entries: the object, its attributes' lists
-    and its sublists without their slots (``O(1)``: the sublists hold ``load`` entries each).
+def sorted_list_bytes(entries: SortedList) -> int:
+    """A ``sortedcontainers.SortedList`` without its entries (``O(1)``, no ``getsizeof``): the
+    object and its attributes, its three index lists at one word per slot (the sublists, their
+    maxima and the lazily built positional index) and its sublists without their slots.
 
-    >>> from sortedcontainers import SortedList
-    >>> sorted_list_bytes(SortedList(range(5000))) < deep_size(SortedList(range(5000)))
+    >>> entries = SortedList(range(10 ** 6, 10 ** 6 + 5000))
+    >>> structure = deep_size(entries) - sum(map(sys.getsizeof, entries)) - 8 * len(entries)
+    >>> abs(sorted_list_bytes(entries) - structure) < 200
     True
     """
-    return python_bytes(entries, vars(entries), entries._lists, entries._maxes, entries._index) \
-        + SUBLIST_BYTES * len(entries._lists)
+    sublists = len(entries._lists)
+    return SORTED_LIST_BYTES + 3 * SUBLIST_BYTES + WORD * (2 * sublists + len(entries._index)) \
+        + SUBLIST_BYTES * sublists
 
 
 def grown_set_bytes(most: int) -> list[int]:

@@ -30,6 +30,9 @@ LISTS = Layout("sla sorted lists", {"entry": {"value": 1, "pointer": 1}})
 VIEW = Layout("sla view", {"entry": {"score": 1, "pointer": 1}})
 """An entry of the top-``k_max`` view: the score and a pointer to its object."""
 
+STRUCTURES = ((FIFO, "tuple"), (OBJECTS, "object"), (LISTS, "entry"), (VIEW, "entry"))
+"""Each structure's layout and record kind, in the order of ``SLA._sizes``."""
+
 TUPLE_BYTES = python_bytes((0, 0, 0, 0, 0)) + 3 * PY_INT + PY_FLOAT
 """Measured bytes of a FIFO row: the 5-tuple, its key, seq and id and its value (shared with
 its object's deque); the stream number is a cached small int."""
@@ -106,6 +109,7 @@ class SLA(AttributeAlgorithm):
         if self._k_max < self.q.k:
             raise ValueError(f"k_max must be 0 (meaning 2k) or >= k ({self.q.k}), got {self._k_max}")
         self._object_bytes = _object_bytes(d)
+        self._prices = tuple(layout.bytes(d, **{kind: 1}) for layout, kind in STRUCTURES)
         self._fifo: deque = deque()
         self._objects: dict[int, _Object] = {}
         self._lists = [SortedList() for _ in range(d)]
@@ -242,23 +246,27 @@ class SLA(AttributeAlgorithm):
         return {"candidates": len(self._objects), "retained": len(self._fifo), "view": len(self._view),
                 **self._counters}
 
+    def _sizes(self) -> tuple[tuple[int, int], ...]:
+        """Records and measured bytes of the FIFO, the objects, the sorted lists and the view
+        (``O(d)``): the containers' sizes plus the per-record sizes measured once."""
+        fifo, objects, lists, view = self._fifo, self._objects, self._lists, self._view
+        entries = sum(map(len, lists))
+        return ((len(fifo), sys.getsizeof(fifo) + TUPLE_BYTES * len(fifo)),
+                (len(objects), sys.getsizeof(objects) + self._object_bytes * len(objects)),
+                (entries, sys.getsizeof(lists) + LIST_ENTRY_BYTES * entries + sum(map(sorted_list_bytes, lists))),
+                (len(view), sorted_list_bytes(view) + VIEW_ENTRY_BYTES * len(view)))
+
     def memory(self) -> tuple[int, int]:
-        """Both figures from the structures' sizes and the per-record sizes: ``O(d)``."""
-        parts = self.footprints()
-        return sum(part.modelled for part in parts), sum(part.measured for part in parts) + self._fixed_bytes
+        """Both figures from the structures' sizes and the per-record prices: ``O(d)``, no
+        footprint built."""
+        sizes = self._sizes()
+        return (sum(price * records for price, (records, _) in zip(self._prices, sizes)),
+                sum(measured for _, measured in sizes) + self._fixed_bytes)
 
     def footprints(self) -> list[Footprint]:
-        d = self.q.dimensions
-        fifo, objects, lists, view = self._fifo, self._objects, self._lists, self._view
-        entries = sum(len(entries) for entries in lists)
-        return [
-            Footprint(FIFO, {"tuple": len(fifo)}, sys.getsizeof(fifo) + TUPLE_BYTES * len(fifo), d, (fifo,)),
-            Footprint(OBJECTS, {"object": len(objects)},
-                      sys.getsizeof(objects) + self._object_bytes * len(objects), d, (objects,)),
-            Footprint(LISTS, {"entry": entries}, sys.getsizeof(lists) + LIST_ENTRY_BYTES * entries
-                      + sum(sorted_list_bytes(entries) for entries in lists), d, (lists,)),
-            Footprint(VIEW, {"entry": len(view)}, sorted_list_bytes(view) + VIEW_ENTRY_BYTES * len(view), d,
-                      (view,))]
+        owners = (self._fifo, self._objects, self._lists, self._view)
+        return [Footprint(layout, {kind: records}, measured, self.q.dimensions, (owner,))
+                for (layout, kind), (records, measured), owner in zip(STRUCTURES, self._sizes(), owners)]
 
     def dump_state(self) -> dict[str, Any]:
         columns = list(zip(*self._fifo)) if self._fifo else [[]] * 5
