@@ -83,7 +83,8 @@ def find_predecessors(scores, nodes, forward, value, seq, update):
 
 @njit(cache=True)
 def link(scores, nodes, forward, free, meta, value, seq, oid, t, update):
-    """Take a free slot for a new record and position it in the list: ``O(log MTK)``."""
+    """Take a free slot for a new record and position it in the list: ``O(log MTK)``.  Its
+    links above its height are never read (every walk at a level follows that level's chain)."""
     meta[FREE_TOP] -= 1
     node = free[meta[FREE_TOP]]
     scores[node] = value
@@ -97,8 +98,6 @@ def link(scores, nodes, forward, free, meta, value, seq, oid, t, update):
     for level in range(height):
         forward[node, level] = forward[update[level], level]
         forward[update[level], level] = node
-    for level in range(height, LEVELS):
-        forward[node, level] = NONE
     nodes[node, ABOVE] = update[0]
     below = forward[node, 0]
     if below != NONE:
