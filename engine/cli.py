@@ -513,15 +513,17 @@ class AnswerLines:
                f'"scores": [{written}]}}\n'
 
 
-def column_lines(answers) -> list[str]:
+def column_lines(answers) -> Iterator[str]:
     """The lines of an :class:`engine.multi.Answers`, in its order, built from two texts (every
     id, every score, each written once): a line's lists are slices of them, ``O(1)`` Python steps
     per line.  Scores are told apart by their bits, so ``-0.0`` keeps its sign as in ``json.dumps``.
+    The lines are made as they are written, never all held at once (with many queries they add
+    up to far more than the two texts).
 
     >>> from engine.multi import Answers
     >>> one = np.array([1]); zero = np.array([0])
-    >>> column_lines(Answers(one, zero, one * 10, one * 10, zero, one * 2, np.array([7, 8]),
-    ...                      np.array([0.5, -0.0]), np.array([3, 4])))
+    >>> list(column_lines(Answers(one, zero, one * 10, one * 10, zero, one * 2, np.array([7, 8]),
+    ...                           np.array([0.5, -0.0]), np.array([3, 4]))))
     ['{"query": 1, "slide": 0, "end": 10, "ids": [7, 8], "scores": [0.5, -0.0]}\\n']
     """
     id_text, id_at = joined(list(map(str, answers.ids.tolist())))
@@ -529,10 +531,10 @@ def column_lines(answers) -> list[str]:
     distinct = np.array([score_text(value) for value in bits.view(np.float64).tolist()] or [""], dtype=object)
     score_texts, score_at = joined(distinct[which.reshape(-1)].tolist())
     lo, hi = answers.offset, answers.offset + answers.length
-    return [f'{{"query": {q}, "slide": {j}, "end": {e}, "ids": [{id_text[a:b]}], "scores": [{score_texts[c:d]}]}}\n'
+    return (f'{{"query": {q}, "slide": {j}, "end": {e}, "ids": [{id_text[a:b]}], "scores": [{score_texts[c:d]}]}}\n'
             for q, j, e, a, b, c, d in zip(answers.query.tolist(), answers.slide.tolist(), answers.end.tolist(),
                                            id_at[lo].tolist(), (id_at[hi] - 2).tolist(),
-                                           score_at[lo].tolist(), (score_at[hi] - 2).tolist())]
+                                           score_at[lo].tolist(), (score_at[hi] - 2).tolist()))
 
 
 def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
