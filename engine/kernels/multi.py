@@ -83,7 +83,8 @@ def find_predecessors(scores, nodes, forward, value, seq, update):
 
 @njit(cache=True)
 def link(scores, nodes, forward, free, meta, value, seq, oid, t, update):
-    """Take a free slot for a new record and position it in the list: ``O(log MTK)``."""
+    """Take a free slot for a new record and position it in the list: ``O(log MTK)``.  Its
+    links above its height are never read (every walk at a level follows that level's chain)."""
     meta[FREE_TOP] -= 1
     node = free[meta[FREE_TOP]]
     scores[node] = value
@@ -97,8 +98,6 @@ def link(scores, nodes, forward, free, meta, value, seq, oid, t, update):
     for level in range(height):
         forward[node, level] = forward[update[level], level]
         forward[update[level], level] = node
-    for level in range(height, LEVELS):
-        forward[node, level] = NONE
     nodes[node, ABOVE] = update[0]
     below = forward[node, 0]
     if below != NONE:
@@ -108,11 +107,22 @@ def link(scores, nodes, forward, free, meta, value, seq, oid, t, update):
 
 
 @njit(cache=True)
-def unlink(scores, nodes, forward, free, meta, node, update):
-    """Remove a record from the list and free its slot: ``O(log MTK)``."""
-    find_predecessors(scores, nodes, forward, scores[node], nodes[node, SEQ], update)
-    for level in range(nodes[node, LEVEL]):
-        forward[update[level], level] = forward[node, level]
+def unlink(nodes, forward, free, meta, node):
+    """Remove a record from the list and free its slot: ``O(log MTK)`` expected, no key
+    comparison.  Its predecessor at level ``l`` is the nearest record above it that is at
+    least ``l + 1`` high, found by walking up the ``ABOVE`` links (about ``2**(h - 1)`` steps
+    for a record ``h`` high, ``P(h) = 2**-h``: a handful on average, against a search from the
+    top of ``2 log MTK`` comparisons)."""
+    height = nodes[node, LEVEL]
+    above = nodes[node, ABOVE]
+    level = 0
+    while level < height:
+        while above != HEAD and nodes[above, LEVEL] <= level:
+            above = nodes[above, ABOVE]
+        top = height if above == HEAD else min(height, nodes[above, LEVEL])
+        while level < top:
+            forward[above, level] = forward[node, level]
+            level += 1
     below = forward[node, 0]
     if below != NONE:
         nodes[below, ABOVE] = nodes[node, ABOVE]
@@ -122,32 +132,37 @@ def unlink(scores, nodes, forward, free, meta, node, update):
 
 
 @njit(cache=True)
-def lose_window(scores, nodes, forward, free, meta, start, end, node, family, update):
+def lose_window(nodes, forward, free, meta, start, end, node, family):
     """The record leaves its oldest window of ``family`` (``start += 1``); a record that is in
     no window of any family any more leaves the list.  ``O(1)``, ``O(log MTK)`` on removal."""
     start[node, family] += 1
     if start[node, family] > end[node, family]:
         nodes[node, CAREERS] -= 1
         if nodes[node, CAREERS] == 0:
-            unlink(scores, nodes, forward, free, meta, node, update)
+            unlink(nodes, forward, free, meta, node)
 
 
 @njit(cache=True)
-def enters(scores, nodes, fam, tkc, lbp, family, value, seq):
-    """Whether a new key enters the newest window of ``family`` (then it enters a suffix of
-    its windows, Lemma 4.3): ``O(1)``."""
+def newest_slot(fam, family):
+    """The ring slot of the newest window of ``family``: ``O(1)``."""
     span = fam[family, SPAN]
-    slot = fam[family, OFFSET] + (fam[family, CURRENT] + span - 1) % span
-    return tkc[slot] < fam[family, K] or not ranks_above(scores, nodes, lbp[slot], value, seq)
+    return fam[family, OFFSET] + (fam[family, CURRENT] + span - 1) % span
+
+
+@njit(cache=True)
+def enters(scores, nodes, tkc, lbp, k, slot, value, seq):
+    """Whether a new key enters the newest window (ring slot ``slot``) of a family kept at
+    ``k`` (then it enters a suffix of its windows, Lemma 4.3): ``O(1)``."""
+    return tkc[slot] < k or not ranks_above(scores, nodes, lbp[slot], value, seq)
 
 
 @njit(cache=True)
 def update_window_marks(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                        family, node, update):
+                        family, slot, node):
     """MinTopK's ``UpdateSuperTopk`` for one family: the new record joins its windows from the
     newest back while it beats their ``lbp``; a full window's ``lbp`` record loses the window
     and ``lbp`` moves up to the next record alive in it (Lemma 4.5).  ``O(1)`` per window
-    joined plus the records skipped on the way up."""
+    joined plus the records skipped on the way up; ``slot`` is the newest window's ring slot."""
     span = fam[family, SPAN]
     k = fam[family, K]
     offset = fam[family, OFFSET]
@@ -158,7 +173,6 @@ def update_window_marks(scores, nodes, forward, free, meta, start, end, fam, tkc
     end[node, family] = newest
     window = newest
     while window >= oldest:
-        slot = offset + window % span
         lowest = lbp[slot]
         if tkc[slot] < k:
             tkc[slot] += 1
@@ -173,8 +187,9 @@ def update_window_marks(scores, nodes, forward, free, meta, start, end, fam, tkc
                 counters[LBP_SKIPS] += 1
                 above = nodes[above, ABOVE]
             lbp[slot] = above
-            lose_window(scores, nodes, forward, free, meta, start, end, lowest, family, update)
+            lose_window(nodes, forward, free, meta, start, end, lowest, family)
         window -= 1
+        slot = slot - 1 if slot > offset else offset + span - 1
     start[node, family] = window + 1
     if window < newest:
         nodes[node, CAREERS] += 1
@@ -182,35 +197,38 @@ def update_window_marks(scores, nodes, forward, free, meta, start, end, fam, tkc
 
 @njit(cache=True)
 def insert_arrival(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                   value, seq, oid, t, entered, update):
-    """One arrival: discarded in ``O(F)`` unless it enters some family's newest window, else
-    positioned once (``O(log MTK)``) and offered to each family it enters."""
+                   value, seq, oid, t, slots, entered, update):
+    """One arrival: discarded in ``O(F)`` unless it enters some family's newest window (ring
+    slot ``slots[family]``, ``NONE`` for an inactive family), else positioned once
+    (``O(log MTK)``) and offered to each family it enters.  Returns whether it entered the list."""
     families = fam.shape[0]
     any_entered = False
     for family in range(families):
-        entered[family] = fam[family, ACTIVE] == 1 and enters(scores, nodes, fam, tkc, lbp, family, value, seq)
+        entered[family] = slots[family] != NONE and enters(scores, nodes, tkc, lbp, fam[family, K],
+                                                            slots[family], value, seq)
         any_entered = any_entered or entered[family]
     if not any_entered:
         counters[DISCARDED] += 1
-        return
+        return False
     counters[INSERTED] += 1
     node = link(scores, nodes, forward, free, meta, value, seq, oid, t, update)
     for family in range(families):
         if entered[family]:
             update_window_marks(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                                family, node, update)
+                                family, slots[family], node)
         elif fam[family, ACTIVE] == 1:
-            newest = fam[family, CURRENT] + fam[family, SPAN] - 1
-            start[node, family] = newest + 1
-            end[node, family] = newest
+            newest_window = fam[family, CURRENT] + fam[family, SPAN] - 1
+            start[node, family] = newest_window + 1
+            end[node, family] = newest_window
         else:
             start[node, family] = 0
             end[node, family] = NEVER
+    return True
 
 
 @njit(cache=True)
 def answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                  family, position, emits, out_ids, out_scores, out_seq, cursor, update):
+                  family, position, emits, out_ids, out_scores, out_seq, cursor):
     """MinTopK's ``PurgeExpiredWindow`` for the oldest window of ``family``: write its answer
     (the first ``tkc`` records of the list alive in it, Lemma 4.4), take the window from its
     members, and open the next future window.  ``O(tkc log MTK)`` plus the records skipped."""
@@ -236,7 +254,7 @@ def answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp,
             out_seq[o] = nodes[node, SEQ]
             cursor[OUTS] = o + 1
             taken += 1
-            lose_window(scores, nodes, forward, free, meta, start, end, node, family, update)
+            lose_window(nodes, forward, free, meta, start, end, node, family)
         else:
             counters[ANSWER_SKIPS] += 1
         node = after
@@ -248,7 +266,7 @@ def answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp,
 
 @njit(cache=True)
 def advance(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-            family, key, position, emits, out_ids, out_scores, out_seq, cursor, update):
+            family, key, position, emits, out_ids, out_scores, out_seq, cursor):
     """Answer every window of ``family`` whose boundary is at most ``key`` (``seq`` or ``t``).
 
     Returns ``False`` when the output buffers are full (the caller grows them and resumes).
@@ -261,7 +279,7 @@ def advance(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, count
             return False
         at = fam[family, CURRENT] * slide if count_kind else position
         answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                      family, at, emits, out_ids, out_scores, out_seq, cursor, update)
+                      family, at, emits, out_ids, out_scores, out_seq, cursor)
     return True
 
 
@@ -304,7 +322,8 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
     boundary at most ``time_now`` (the stream's latest time, ``UNSET`` when unknown).
 
     The chunk is cut into pieces at every boundary of every family; each piece is prefiltered
-    to its best ``max k`` and inserted best first.  Returns ``(consumed, done)``: it stops
+    to its best ``max k`` and inserted best first, until one enters no family (the worse ones
+    left in the piece, in the same windows, cannot enter any either).  Returns ``(consumed, done)``: it stops
     early, with consistent state, when free slots or output space run out (``done`` is
     ``False``); the caller grows the arrays and calls again from ``consumed``.
     """
@@ -312,6 +331,7 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
     families = fam.shape[0]
     update = np.empty(LEVELS, np.int64)
     entered = np.zeros(families, np.bool_)
+    newest = np.empty(families, np.int64)
     chosen = np.empty(m, np.int64)
     i = first
     while i < m:
@@ -324,13 +344,15 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
                 fam[family, CURRENT] = t // fam[family, SLIDE] + 1
             key = t if fam[family, KIND] == TIME_KIND else seq
             if not advance(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                           family, key, seq, emits, out_ids, out_scores, out_seq, cursor, update):
+                           family, key, seq, emits, out_ids, out_scores, out_seq, cursor):
                 return i, False
         piece_end = m
         widest = 1
         for family in range(families):
+            newest[family] = NONE
             if fam[family, ACTIVE] != 1:
                 continue
+            newest[family] = newest_slot(fam, family)
             boundary = fam[family, CURRENT] * fam[family, SLIDE]
             keys = seqs if fam[family, KIND] == COUNT_KIND else ts
             piece_end = min(piece_end, i + np.searchsorted(keys[i:piece_end], boundary))
@@ -340,8 +362,10 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
         n = best_of_piece(values, i, piece_end, widest, chosen)
         for position in range(n):
             index = chosen[position]
-            insert_arrival(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                           values[index], seqs[index], ids[index], ts[index], entered, update)
+            if not insert_arrival(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
+                                  values[index], seqs[index], ids[index], ts[index], newest, entered, update):
+                counters[DISCARDED] += n - position - 1  # worse than a discarded one, same windows
+                break
         counters[ARRIVALS] += piece_end - i
         counters[PREFILTERED] += piece_end - i - n
         meta[NEXT_SEQ] = seqs[piece_end - 1] + 1
@@ -356,7 +380,7 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
         else:
             continue
         if not advance(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                       family, key, stream_end, emits, out_ids, out_scores, out_seq, cursor, update):
+                       family, key, stream_end, emits, out_ids, out_scores, out_seq, cursor):
             return m, False
     meta[NEXT_SEQ] = stream_end
     return m, True
@@ -376,7 +400,7 @@ def drop_family(scores, nodes, forward, free, meta, start, end, fam, family):
         if member:
             nodes[node, CAREERS] -= 1
             if nodes[node, CAREERS] == 0:
-                unlink(scores, nodes, forward, free, meta, node, update)
+                unlink(nodes, forward, free, meta, node)
         node = after
     fam[family, ACTIVE] = 0
 

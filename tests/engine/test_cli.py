@@ -124,6 +124,30 @@ def test_parquet_input_ignores_a_seq_column(tmp_path):
     assert read_lines(tmp_path / "out.jsonl") == direct_lines("mintopk", (ids, t, x), query)
 
 
+def test_parquet_columns_of_every_number_type_and_several_chunks_read_as_written(tmp_path):
+    import pyarrow
+    import pyarrow.parquet
+
+    from engine.cli import read_parquet
+
+    columns = {"i8": ([-3, 0, 7, 5, -1], pyarrow.int8()), "u32": ([0, 4_000_000_000, 1, 2, 3], pyarrow.uint32()),
+               "f32": ([0.5, -0.25, 1.5, 2.0, -0.0], pyarrow.float32()),
+               "f64": ([0.1, 2.5, -3.75, 1e300, 0.0], pyarrow.float64()), "s": (["a", "1", "2.5", "b", ""], pyarrow.string())}
+    schema = pyarrow.schema([(name, kind) for name, (_, kind) in columns.items()])
+    path = tmp_path / "chunks.parquet"
+    with pyarrow.parquet.ParquetWriter(path, schema) as writer:
+        for lo, hi in ((0, 2), (2, 3), (3, 5)):  # three row groups: three chunks per column
+            writer.write_table(pyarrow.table({name: pyarrow.array(values[lo:hi], kind)
+                                              for name, (values, kind) in columns.items()}, schema=schema))
+    table = read_parquet(str(path))
+    assert table.header == list(columns)
+    for name, (values, kind) in columns.items():
+        read = table.columns[name]
+        assert read.tolist() == values, name
+        assert read.dtype == (object if name == "s" else kind.to_pandas_dtype()), name
+    assert list(table.numbers) == [1, 2, 3, 4, 5]
+
+
 def test_header_only_file_gives_an_empty_output(tmp_path):
     source = tmp_path / "data.csv"
     source.write_text("id,t,x_0\n")

@@ -398,7 +398,7 @@ def test_skip_list_kernels_keep_the_ranked_order():
         live[node] = (value, seq)
         if rng.random() < 0.4:
             gone = list(live)[int(rng.integers(0, len(live)))]
-            kernel.unlink(group.scores, group.nodes, group.forward, group.free, group.meta, gone, update)
+            kernel.unlink(group.nodes, group.forward, group.free, group.meta, gone)
             del live[gone]
     ranked = group.ranked_nodes()
     assert [live[n] for n in ranked] == sorted(live.values(), reverse=True)
