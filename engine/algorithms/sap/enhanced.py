@@ -10,7 +10,7 @@ import numpy as np
 from ...jsondata import floats_in, floats_out
 from ...registry import register
 from .candidates import merge_tops
-from .core import Partition, SAPBase, Unit, _f, _key_in, _key_out
+from .core import UNITS_SKIPPED, Partition, SAPBase, Unit, _f, _key_in, _key_out
 from .dynamic import SAPDynamic
 from .savl import StackBuilder
 from ...kernels import sap as kernels
@@ -146,7 +146,7 @@ class SAP(SAPDynamic):
             if unit.kind == "non":
                 best = (float(unit.top[0][0]), int(unit.top[1][0])) if len(unit.top[0]) else None
                 if best is None or (theta is not None and best < theta):
-                    self._counters["units_skipped"] += 1
+                    self._counters[UNITS_SKIPPED] += 1
                 else:
                     for slide in slides:
                         self._scan_slide(part, slide, theta, part.builder)
@@ -186,7 +186,7 @@ class SAP(SAPDynamic):
         floor = None
         if theta is not None and unit.tau_min < theta[0]:
             floor = unit.tau_min
-            self._counters["units_skipped"] += 1
+            self._counters[UNITS_SKIPPED] += 1
         exclude = np.sort(unit.top[1])
         for slide in range(unit.last, unit.first - 1, -1):
             self._scan_slide(front, slide, theta, builder, exclude=exclude, floor=floor)
