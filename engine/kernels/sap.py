@@ -443,6 +443,15 @@ def tbui_observe(values, above, n, tau, zeta, limit, initialising):
     return n, tau
 
 
+@njit(cache=True)
+def take_slide_observed(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
+                        counters, above, n, tau, zeta, limit, initialising):
+    """The enhanced variant's arrival in one call: :func:`take_slide`, then
+    :func:`tbui_observe` on the same scores.  Returns ``(n, tau)``."""
+    take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, counters)
+    return tbui_observe(values, above, n, tau, zeta, limit, initialising)
+
+
 # ----------------------------------------------------------------- partitioning (Section 4.2)
 @njit(cache=True)
 def rank_sum_u(x, y):

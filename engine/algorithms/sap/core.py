@@ -441,10 +441,11 @@ class SAPBase(Algorithm):
             chosen = min(k, m)
             rows = np.empty(chosen, RAW)
             top = empty_top(min(k, chosen + len(unit.top[0])))
-            kernels.take_slide(values, *arrivals[1:], k, rows, *unit.top, *top, self._counters)
+            self._take_slide(values, arrivals, rows, unit.top, top)
             unit.top = top
             self._raw_put(e, rows)
-        self._observe(values)
+        else:
+            self._observe(values)
         if unit.slides == self._unit_slides:
             self._filling = None
             self._units += 1
@@ -452,6 +453,12 @@ class SAPBase(Algorithm):
             self._held_bytes += FIXED_UNIT
             self._count_unit_top(unit, 1)
             self._unit_done(unit)
+
+    def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
+        """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
+        :meth:`_observe`; a variant may do both in one kernel call."""
+        kernels.take_slide(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._counters)
+        self._observe(values)
 
     def _observe(self, values: np.ndarray) -> None:
         """Variant hook on every slide's scores (TBUI)."""
@@ -664,8 +671,7 @@ class SAPBase(Algorithm):
         rows = self._raw.get(slide)
         if rows is None:
             return
-        top = _columns(rows)
-        values, seqs = top[0], top[1]
+        values, seqs = rows["score"], rows["seq"]
         n = len(values) if theta is None else count_above(values, seqs, theta)
         n = min(n, builder.capacity)
         if floor is not None:
@@ -675,7 +681,7 @@ class SAPBase(Algorithm):
         self._counters[SCANNED] += n
         chosen = kernels.scan_rows(values, seqs, n, part.top_seqs, NO_SEQS if only is None else only,
                                    only is not None, NO_SEQS if exclude is None else exclude)
-        builder.scan_rows(*top, chosen)
+        builder.scan_rows(*_columns(rows), chosen)
 
     def _activate_front(self) -> None:
         """``P_0`` must have its ``M_0`` before its first slide expires: finish the build."""
