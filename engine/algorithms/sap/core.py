@@ -708,13 +708,12 @@ class SAPBase(Algorithm):
     def topk(self) -> Answer:
         """The top ``k`` of ``C``, ``P_m^k`` and the filling unit (``O(k log k)``, cached)."""
         if self._answer is None:
-            C, open_top = self._C, self._open_top
-            filling = self._filling.top if self._filling is not None else NO_TOP
-            n = min(self._k, len(C) + len(open_top[0]) + len(filling[0]))
-            answer = Answer(np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64))
-            kernels.answer_of_three(C.score, C.seq, C.ids, *open_top[:3], *filling[:3],
-                                    answer.ids, answer.scores, answer.seq)
-            self._answer = answer
+            C, (o_score, o_seq, o_id, _), filling = self._C, self._open_top, self._filling
+            f_score, f_seq, f_id, _ = filling.top if filling is not None else NO_TOP
+            n = min(self._k, len(C.score) + len(o_score) + len(f_score))
+            ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
+            kernels.answer_of_three(C.score, C.seq, C.ids, o_score, o_seq, o_id, f_score, f_seq, f_id, ids, scores, seq)
+            self._answer = Answer(ids, scores, seq)
             self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
         return self._answer
 
