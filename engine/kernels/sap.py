@@ -9,8 +9,10 @@ a *top* is such a set of columns ranked best first by the total order ``(score, 
 * The candidate set ``C`` (Section 3.1): :func:`refine` (the one-pass merge with dominance
   counters), :func:`dominators` and :func:`insert_ranked` (objects promoted from ``M_0``),
   :func:`count_expired` / :func:`keep_alive` (expiry).
-* The S-AVL (Section 5.1): :func:`savl_scan` builds stacks newest first over a sorted array
-  of stack tops (binary search, ``O(log k)`` per object); ``M_0`` is a max-heap of the stack
+* The S-AVL (Section 5.1): :func:`offer_slides` picks the objects of a run of raw slides a
+  scan offers (global pruning, Appendix C; :func:`scan_rows` per slide), :func:`savl_scan`
+  builds stacks newest first over a sorted array of stack tops (binary search, ``O(log k)``
+  per object); ``M_0`` is a max-heap of the stack
   tops with a position index (:func:`m_pop_best`, :func:`m_expire`, ``O(log k)`` each), the
   array form of the paper's AVL tree over the tops.
 * The dynamic variants' partition test (Section 4.2): :func:`mann_whitney_greater`, the
@@ -288,6 +290,35 @@ def scan_rows(score, seq, limit, members, only, use_only, exclude):
         n += 1
     rows = rows[:n]
     return rows[np.argsort(-seq[rows], kind="mergesort")]
+
+
+@njit(cache=True)
+def offer_slides(score, seq, starts, theta_score, theta_seq, use_theta, capacity, floor, use_floor,
+                 members, only, use_only, exclude):
+    """Which objects of consecutive raw slides an S-AVL scan offers, in offering order
+    (Section 5.1 with Appendix C): slide ``j`` holds rows ``starts[j]:starts[j + 1]``, best
+    first, the slides newest first.  Per slide: the rows ranking above ``theta`` (global
+    pruning, if ``use_theta``), at most ``capacity`` (only the best ``k - P.rho`` of a slide can
+    be meaningful), at least ``floor`` (if ``use_floor``), then :func:`scan_rows`.  Returns
+    ``(rows, scanned)``: row numbers into the slides, and how many objects passed the cuts.
+    ``O(r log k)`` for ``r`` rows."""
+    out = np.empty(len(score), np.int64)
+    total = scanned = 0
+    for j in range(len(starts) - 1):
+        lo, hi = starts[j], starts[j + 1]
+        n = hi - lo
+        if use_theta:
+            n = count_ranked_above(score[lo:hi], seq[lo:hi], theta_score, theta_seq)
+        n = min(n, capacity)
+        if use_floor:
+            n = min(n, count_at_least(score[lo:hi], floor))
+        if n <= 0:
+            continue
+        scanned += n
+        for r in scan_rows(score[lo:hi], seq[lo:hi], n, members, only, use_only, exclude):
+            out[total] = lo + r
+            total += 1
+    return out[:total], scanned
 
 
 @njit(cache=True)

@@ -184,6 +184,35 @@ def test_scan_rows_filters_and_orders_newest_first(seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_offer_slides_cuts_each_slide_and_offers_newest_first(seed):
+    """Per slide (newest slide first): rows above theta, at most capacity, at least floor,
+    without members and excluded, only those listed if asked; newest first within a slide."""
+    rng = np.random.default_rng(seed)
+    slides = []
+    for number in range(int(rng.integers(1, 6)), 0, -1):  # newest slide first
+        score, seq, _, _ = objects(rng, int(rng.integers(0, 8)), start=10 * number)
+        order = sorted(range(len(score)), key=lambda i: (score[i], seq[i]), reverse=True)
+        slides.append((score[order], seq[order]))
+    score = np.concatenate([slide[0] for slide in slides])
+    seq = np.concatenate([slide[1] for slide in slides])
+    starts = np.cumsum([0] + [len(slide[0]) for slide in slides]).astype(np.int64)
+    theta = (float(rng.integers(0, 5)), int(rng.integers(0, 60)))
+    use_theta, use_floor, use_only = (bool(rng.integers(0, 2)) for _ in range(3))
+    capacity, floor = int(rng.integers(1, 6)), float(rng.integers(0, 5))
+    members, only, exclude = (np.sort(rng.choice(60, int(rng.integers(0, 20)), replace=False)) for _ in range(3))
+    rows, scanned = kernels.offer_slides(score, seq, starts, *theta, use_theta, capacity, floor, use_floor,
+                                         members, only, use_only, exclude)
+    expected, expected_scanned = [], 0
+    for lo, hi in zip(starts[:-1].tolist(), starts[1:].tolist()):
+        cut = [r for r in range(lo, hi) if (not use_theta or (score[r], seq[r]) > theta)
+               and (not use_floor or score[r] >= floor)][:capacity]
+        expected_scanned += len(cut)
+        kept = [r for r in cut if seq[r] not in members and seq[r] not in exclude and (not use_only or seq[r] in only)]
+        expected += sorted(kept, key=lambda r: -seq[r])
+    assert rows.tolist() == expected and scanned == expected_scanned
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_meaningful_set_follows_a_list_of_stacks(seed):
     """M_0 against Python lists: the best entry is the best stack top; expiry removes tops."""
     rng = np.random.default_rng(seed)

@@ -43,11 +43,6 @@ def merge_tops(a: Top, b: Top, k: int) -> Top:
     return out
 
 
-def count_above(scores: np.ndarray, seqs: np.ndarray, key: tuple) -> int:
-    """How many of the objects rank above ``key = (score, seq)`` (``O(m)``)."""
-    return int(kernels.count_ranked_above(scores, seqs, key[0], key[1]))
-
-
 class CandidateSet:
     """``C``: the candidates of the finished partitions, best first, with dominance counters.
 

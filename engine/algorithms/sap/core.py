@@ -23,7 +23,7 @@ from ...jsondata import floats_in, floats_out
 from ...ranking import Answer, score
 from ...stream import Batch
 from ...kernels import sap as kernels
-from .candidates import CandidateSet, Top, count_above, empty_top, merge_tops
+from .candidates import CandidateSet, Top, empty_top, merge_tops
 from .savl import MeaningfulSet, StackBuilder
 
 OBJECT = {**OBJECT_FIELDS, "score": 1}
@@ -652,36 +652,36 @@ class SAPBase(Algorithm):
 
     def _form(self, part: Partition, amount: int) -> None:
         """Scan ``amount`` slides of ``part``, newest first (Section 5.1 with Appendix C)."""
-        theta = self._kth_key(part.running)
-        while amount > 0 and part.cursor > 0:
-            part.cursor -= 1
-            amount -= 1
-            self._scan_slide(part, part.first + part.cursor, theta, part.builder)
+        amount = min(amount, part.cursor)
+        slides = range(part.first + part.cursor - 1, part.first + part.cursor - amount - 1, -1)
+        part.cursor -= max(amount, 0)
+        self._scan_slides(part, slides, self._kth_key(part.running), part.builder)
         if part.cursor == 0:
             part.state = "ready"
 
-    def _scan_slide(self, part: Partition, slide: int, theta: tuple | None, builder: StackBuilder,
-                    only: np.ndarray | None = None, exclude: np.ndarray = None, floor: float | None = None) -> None:
-        """Offer one slide's objects of ``P - P^k`` to an S-AVL under construction.
+    def _scan_slides(self, part: Partition, slides: range, theta: tuple | None, builder: StackBuilder,
+                     only: np.ndarray | None = None, exclude: np.ndarray = None, floor: float | None = None) -> None:
+        """Offer the objects of ``P - P^k`` of some slides (newest first) to an S-AVL under
+        construction: one call of :func:`engine.kernels.sap.offer_slides` over the slides' raw
+        records, then one of :func:`engine.kernels.sap.savl_scan`.
 
         Global pruning: objects ranking below ``theta`` (the ``k``-th best newer object) are
         dominated ``k`` times.  Appendix C: only the best ``k - P.rho`` of a slide can be
         meaningful (they expire together).  The rest are offered newest first.
         """
-        rows = self._raw.get(slide)
-        if rows is None:
+        kept = [rows for rows in map(self._raw.get, slides) if rows is not None]
+        if not kept:
             return
-        values, seqs = rows["score"], rows["seq"]
-        n = len(values) if theta is None else count_above(values, seqs, theta)
-        n = min(n, builder.capacity)
-        if floor is not None:
-            n = min(n, int(kernels.count_at_least(values, floor)))
-        if n <= 0:
-            return
-        self._counters[SCANNED] += n
-        chosen = kernels.scan_rows(values, seqs, n, part.top_seqs, NO_SEQS if only is None else only,
-                                   only is not None, NO_SEQS if exclude is None else exclude)
-        builder.scan_rows(*_columns(rows), chosen)
+        records = kept[0] if len(kept) == 1 else np.concatenate(kept)
+        starts = np.zeros(len(kept) + 1, np.int64)
+        np.cumsum([len(rows) for rows in kept], out=starts[1:])
+        chosen, scanned = kernels.offer_slides(
+            records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
+            builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
+            NO_SEQS if only is None else only, only is not None, NO_SEQS if exclude is None else exclude)
+        self._counters[SCANNED] += scanned
+        if len(chosen):
+            builder.scan_rows(*_columns(records), chosen)
 
     def _activate_front(self) -> None:
         """``P_0`` must have its ``M_0`` before its first slide expires: finish the build."""

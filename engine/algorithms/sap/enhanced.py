@@ -162,12 +162,9 @@ class SAP(SAPDynamic):
                 if best is None or (theta is not None and best < theta):
                     self._counters[UNITS_SKIPPED] += 1
                 else:
-                    for slide in slides:
-                        self._scan_slide(part, slide, theta, part.builder)
+                    self._scan_slides(part, slides, theta, part.builder)
             else:
-                only = np.sort(unit.top[1])
-                for slide in slides:
-                    self._scan_slide(part, slide, theta, part.builder, only=only)
+                self._scan_slides(part, slides, theta, part.builder, only=np.sort(unit.top[1]))
                 unit.pending = len(unit.top[0]) >= k
             part.running = merge_tops(part.running, unit.top, k)
         if part.cursor == 0:
@@ -201,9 +198,8 @@ class SAP(SAPDynamic):
         if theta is not None and unit.tau_min < theta[0]:
             floor = unit.tau_min
             self._counters[UNITS_SKIPPED] += 1
-        exclude = np.sort(unit.top[1])
-        for slide in range(unit.last, unit.first - 1, -1):
-            self._scan_slide(front, slide, theta, builder, exclude=exclude, floor=floor)
+        self._scan_slides(front, range(unit.last, unit.first - 1, -1), theta, builder,
+                          exclude=np.sort(unit.top[1]), floor=floor)
         if not len(builder):
             return
         self._M.absorb_builder(builder)
