@@ -669,8 +669,9 @@ class SAPBase(Algorithm):
         dominated ``k`` times.  Appendix C: only the best ``k - P.rho`` of a slide can be
         meaningful (they expire together).  The rest are offered newest first.
         """
-        kept = [rows for rows in map(self._raw.get, slides) if rows is not None]
-        if not kept:
+        kept = [rows for rows in map(self._raw.get, slides)
+                if rows is not None and len(rows) and (theta is None or rows.item(0)[:2] > theta)]
+        if not kept:  # no slide's best object ranks above theta: nothing to offer
             return
         records = kept[0] if len(kept) == 1 else np.concatenate(kept)
         starts = np.zeros(len(kept) + 1, np.int64)
