@@ -9,8 +9,10 @@ a *top* is such a set of columns ranked best first by the total order ``(score, 
 * The candidate set ``C`` (Section 3.1): :func:`refine` (the one-pass merge with dominance
   counters), :func:`dominators` and :func:`insert_ranked` (objects promoted from ``M_0``),
   :func:`count_expired` / :func:`keep_alive` (expiry).
-* The S-AVL (Section 5.1): :func:`savl_scan` builds stacks newest first over a sorted array
-  of stack tops (binary search, ``O(log k)`` per object); ``M_0`` is a max-heap of the stack
+* The S-AVL (Section 5.1): :func:`offer_slides` picks the objects of a run of raw slides a
+  scan offers (global pruning, Appendix C; :func:`scan_rows` per slide), :func:`savl_scan`
+  builds stacks newest first over a sorted array of stack tops (binary search, ``O(log k)``
+  per object); ``M_0`` is a max-heap of the stack
   tops with a position index (:func:`m_pop_best`, :func:`m_expire`, ``O(log k)`` each), the
   array form of the paper's AVL tree over the tops.
 * The dynamic variants' partition test (Section 4.2): :func:`mann_whitney_greater`, the
@@ -44,12 +46,15 @@ def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, se
 
 
 @njit(cache=True)
-def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t):
+def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, counters):
     """Algorithm 1 lines 7-11 for one slide, with Appendix C: the slide's best ``len(rows)``
     objects (only they can ever be meaningful: they expire together) go to the raw record
     array ``rows``, best first, and are merged with the filling unit's top ``u_*`` into
-    ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``O(m log k + k)``."""
+    ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``counters[0]`` (arrivals) grows
+    by the slide's objects, ``counters[1]`` (prefiltered) by those left out.  ``O(m log k + k)``."""
     chosen = best_first(values, seq, k)
+    counters[0] += len(values)
+    counters[1] += len(values) - len(chosen)
     for i in range(len(chosen)):
         r = chosen[i]
         rows[i]["score"], rows[i]["seq"], rows[i]["id"], rows[i]["t"] = values[r], seq[r], ids[r], t[r]
@@ -288,6 +293,35 @@ def scan_rows(score, seq, limit, members, only, use_only, exclude):
 
 
 @njit(cache=True)
+def offer_slides(score, seq, starts, theta_score, theta_seq, use_theta, capacity, floor, use_floor,
+                 members, only, use_only, exclude):
+    """Which objects of consecutive raw slides an S-AVL scan offers, in offering order
+    (Section 5.1 with Appendix C): slide ``j`` holds rows ``starts[j]:starts[j + 1]``, best
+    first, the slides newest first.  Per slide: the rows ranking above ``theta`` (global
+    pruning, if ``use_theta``), at most ``capacity`` (only the best ``k - P.rho`` of a slide can
+    be meaningful), at least ``floor`` (if ``use_floor``), then :func:`scan_rows`.  Returns
+    ``(rows, scanned)``: row numbers into the slides, and how many objects passed the cuts.
+    ``O(r log k)`` for ``r`` rows."""
+    out = np.empty(len(score), np.int64)
+    total = scanned = 0
+    for j in range(len(starts) - 1):
+        lo, hi = starts[j], starts[j + 1]
+        n = hi - lo
+        if use_theta:
+            n = count_ranked_above(score[lo:hi], seq[lo:hi], theta_score, theta_seq)
+        n = min(n, capacity)
+        if use_floor:
+            n = min(n, count_at_least(score[lo:hi], floor))
+        if n <= 0:
+            continue
+        scanned += n
+        for r in scan_rows(score[lo:hi], seq[lo:hi], n, members, only, use_only, exclude):
+            out[total] = lo + r
+            total += 1
+    return out[:total], scanned
+
+
+@njit(cache=True)
 def _contains(sorted_values, value):
     i = np.searchsorted(sorted_values, value)
     return i < len(sorted_values) and sorted_values[i] == value
@@ -438,6 +472,15 @@ def tbui_observe(values, above, n, tau, zeta, limit, initialising):
             tau = raised
             n = _keep_at_least(above, n, tau)
     return n, tau
+
+
+@njit(cache=True)
+def take_slide_observed(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
+                        counters, above, n, tau, zeta, limit, initialising):
+    """The enhanced variant's arrival in one call: :func:`take_slide`, then
+    :func:`tbui_observe` on the same scores.  Returns ``(n, tau)``."""
+    take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, counters)
+    return tbui_observe(values, above, n, tau, zeta, limit, initialising)
 
 
 # ----------------------------------------------------------------- partitioning (Section 4.2)

@@ -47,9 +47,11 @@ def test_take_slide_keeps_the_slides_best_k_and_merges_them_into_the_units_top(s
     rows = np.empty(min(k, m), [("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
     n = min(k, len(rows) + len(unit_rows))
     top = (np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
-    kernels.take_slide(score, seq, ids, t, k, rows, *unit, *top)
+    counters = np.array([5, 2], np.int64)
+    kernels.take_slide(score, seq, ids, t, k, rows, *unit, *top, counters)
     best = ranked(score, seq, ids, t)[:k]
     assert rows.tolist() == best
+    assert counters.tolist() == [5 + m, 2 + m - min(k, m)]
     assert list(zip(*(c.tolist() for c in top))) == sorted(best + unit_rows, key=lambda r: (r[0], r[1]),
                                                             reverse=True)[:k]
 
@@ -179,6 +181,35 @@ def test_scan_rows_filters_and_orders_newest_first(seed):
     expected = [r for r in range(limit) if seq[r] not in members and seq[r] not in exclude
                 and (not use_only or seq[r] in only)]
     assert rows.tolist() == sorted(expected, key=lambda r: -seq[r])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_offer_slides_cuts_each_slide_and_offers_newest_first(seed):
+    """Per slide (newest slide first): rows above theta, at most capacity, at least floor,
+    without members and excluded, only those listed if asked; newest first within a slide."""
+    rng = np.random.default_rng(seed)
+    slides = []
+    for number in range(int(rng.integers(1, 6)), 0, -1):  # newest slide first
+        score, seq, _, _ = objects(rng, int(rng.integers(0, 8)), start=10 * number)
+        order = sorted(range(len(score)), key=lambda i: (score[i], seq[i]), reverse=True)
+        slides.append((score[order], seq[order]))
+    score = np.concatenate([slide[0] for slide in slides])
+    seq = np.concatenate([slide[1] for slide in slides])
+    starts = np.cumsum([0] + [len(slide[0]) for slide in slides]).astype(np.int64)
+    theta = (float(rng.integers(0, 5)), int(rng.integers(0, 60)))
+    use_theta, use_floor, use_only = (bool(rng.integers(0, 2)) for _ in range(3))
+    capacity, floor = int(rng.integers(1, 6)), float(rng.integers(0, 5))
+    members, only, exclude = (np.sort(rng.choice(60, int(rng.integers(0, 20)), replace=False)) for _ in range(3))
+    rows, scanned = kernels.offer_slides(score, seq, starts, *theta, use_theta, capacity, floor, use_floor,
+                                         members, only, use_only, exclude)
+    expected, expected_scanned = [], 0
+    for lo, hi in zip(starts[:-1].tolist(), starts[1:].tolist()):
+        cut = [r for r in range(lo, hi) if (not use_theta or (score[r], seq[r]) > theta)
+               and (not use_floor or score[r] >= floor)][:capacity]
+        expected_scanned += len(cut)
+        kept = [r for r in cut if seq[r] not in members and seq[r] not in exclude and (not use_only or seq[r] in only)]
+        expected += sorted(kept, key=lambda r: -seq[r])
+    assert rows.tolist() == expected and scanned == expected_scanned
 
 
 @pytest.mark.parametrize("seed", SEEDS)

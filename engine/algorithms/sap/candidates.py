@@ -12,6 +12,9 @@ from ...kernels import sap as kernels
 
 Top = tuple  # (score float64, seq int64, id int64, t int64), best first
 
+NO_KEY = 2 ** 62
+"""The oldest expiry key of an empty candidate set: no bound reaches it."""
+
 
 def empty_top(n: int = 0) -> Top:
     """A top of ``n`` uninitialised rows (empty by default)."""
@@ -38,11 +41,6 @@ def merge_tops(a: Top, b: Top, k: int) -> Top:
     out = empty_top(min(k, len(a[0]) + len(b[0])))
     kernels.merge_ranked(*a, *b, *out)
     return out
-
-
-def count_above(scores: np.ndarray, seqs: np.ndarray, key: tuple) -> int:
-    """How many of the objects rank above ``key = (score, seq)`` (``O(m)``)."""
-    return int(kernels.count_ranked_above(scores, seqs, key[0], key[1]))
 
 
 class CandidateSet:
@@ -77,6 +75,7 @@ class CandidateSet:
         self.t = np.empty(0, np.int64)
         self.count = np.empty(0, np.int64)
         self.part = np.empty(0, np.int64)
+        self.oldest = NO_KEY  # at most the lowest expiry key of the members
 
     def __len__(self) -> int:
         return len(self.score)
@@ -100,15 +99,22 @@ class CandidateSet:
         dropped = np.empty(dead, np.int64)
         kernels.refine(*self.columns, *top, part, self.k, *columns, dropped)
         self._set(columns)
+        if len(top[0]):
+            self.oldest = min(self.oldest, int(top[self._expiry].min()))
         return dropped.tolist()
 
     def expire(self, bound: int) -> int:
-        """Drop members whose expiry key is below ``bound`` (``O(|C|)``); returns how many."""
+        """Drop members whose expiry key is below ``bound``; returns how many.  ``O(1)`` while
+        ``bound`` has not passed the oldest member's key, ``O(|C|)`` when it has."""
+        if bound <= self.oldest:
+            return 0
         keys = self.keys()
         gone = int(kernels.count_expired(keys, bound))
         if gone:
             keep = kernels.keep_alive(keys, bound)
             self._set(tuple(column[keep] for column in self.columns))
+            keys = self.keys()
+        self.oldest = int(keys.min()) if len(keys) else NO_KEY
         return gone
 
     def dominators(self, values: np.ndarray, part: int) -> np.ndarray:
@@ -123,6 +129,8 @@ class CandidateSet:
         columns = empty_columns(len(self) + len(entries[0]))
         kernels.insert_ranked(*self.columns, *entries, np.asarray(counts, np.int64), part, *columns)
         self._set(columns)
+        if len(entries[0]):
+            self.oldest = min(self.oldest, int(entries[self._expiry].min()))
 
     def top(self, k: int) -> Top:
         return (self.score[:k], self.seq[:k], self.ids[:k], self.t[:k])
@@ -145,6 +153,7 @@ class CandidateSet:
             raise ValueError("a candidate row must be [score, seq, id, t, count, partition]")
         self.score = np.array([float(r[0]) for r in rows], np.float64)
         self._set((self.score, *(np.array([int(r[i]) for r in rows], np.int64) for i in range(1, 6))))
+        self.oldest = int(self.keys().min()) if len(self) else NO_KEY
 
     def rows(self) -> list:
         return [[float(a), int(b), int(c), int(d), int(e), int(f)]
@@ -154,6 +163,7 @@ class CandidateSet:
         order = np.lexsort((-self.seq, -self.score))
         assert np.array_equal(order, np.arange(len(self))), "C is not sorted best first"
         assert len(np.unique(self.seq)) == len(self), "duplicate candidates"
+        assert not len(self) or self.oldest <= self.keys().min(), "the oldest key is above a member's"
         assert np.all((self.count >= 0) & (self.count < self.k)), "a dominance counter is outside 0..k-1"
         for part in np.unique(self.part).tolist():
             later_before = np.cumsum(self.part > part) - (self.part > part)

@@ -23,7 +23,7 @@ from ...jsondata import floats_in, floats_out
 from ...ranking import Answer, score
 from ...stream import Batch
 from ...kernels import sap as kernels
-from .candidates import CandidateSet, Top, count_above, empty_top, merge_tops
+from .candidates import CandidateSet, Top, empty_top, merge_tops
 from .savl import MeaningfulSet, StackBuilder
 
 OBJECT = {**OBJECT_FIELDS, "score": 1}
@@ -53,6 +53,14 @@ FORMING_STATES = ("forming", "ready")
 NO_SEQS = np.empty(0, np.int64)
 
 NO_TOP = empty_top()
+
+COUNTERS = ("arrivals", "prefiltered", "refines", "refine_drops", "promotions", "savl_builds", "savl_builds_avoided",
+            "savl_dropped", "scanned", "units_skipped", "tests", "splits")
+"""The event counters ``stats`` reports, kept in one int64 array in this order
+(:func:`engine.kernels.sap.take_slide` updates ``arrivals`` and ``prefiltered``)."""
+
+(ARRIVALS, PREFILTERED, REFINES, REFINE_DROPS, PROMOTIONS, SAVL_BUILDS, SAVL_BUILDS_AVOIDED, SAVL_DROPPED, SCANNED,
+ UNITS_SKIPPED, TESTS, SPLITS) = range(len(COUNTERS))
 
 SMALL_INT = 256
 """Python caches the ints up to 256: a dict key above it is an object of its own."""
@@ -253,6 +261,8 @@ FIXED_RAW_SLIDE, FIXED_UNIT, FIXED_PARTITION, FIXED_BUILDER, FIXED_ANSWER = (
     FIXED[name] for name in ("raw slide", "unit", "partition", "builder", "answer"))
 FIXED_CANDIDATES = FIXED["candidate set"] + 6 * FIXED["array"]
 FIXED_MEANINGFUL = FIXED["meaningful set"]
+FIXED_HELD = FIXED_CANDIDATES + FIXED_ANSWER + FIXED_MEANINGFUL
+"""The fixed bytes of ``C``, the answer and ``M_0`` together."""
 ANSWER_ARRAYS = 3 * FIXED["array"]
 PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
 TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
@@ -324,9 +334,7 @@ class SAPBase(Algorithm):
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._fixed_bytes: int | None = None
         self._variant_bytes = 0  # the variant's attributes whose size changes, kept as they change
-        self._counters = {"arrivals": 0, "prefiltered": 0, "refines": 0, "refine_drops": 0, "promotions": 0,
-                          "savl_builds": 0, "savl_builds_avoided": 0, "savl_dropped": 0, "scanned": 0,
-                          "units_skipped": 0, "tests": 0, "splits": 0}
+        self._counters = np.zeros(len(COUNTERS), np.int64)  # COUNTERS, in that order
         self._reset_variant()
 
     def _reset_variant(self) -> None:
@@ -388,6 +396,7 @@ class SAPBase(Algorithm):
             self._units -= len(front.units)
             self._held_words -= PARTITION_WORDS + UNIT_WORDS * len(front.units)
             self._held_bytes -= FIXED_PARTITION + FIXED_UNIT * len(front.units)
+            self._tally_formation(front, -1)
             del parts[0]
         else:
             self._refill(front)
@@ -412,18 +421,17 @@ class SAPBase(Algorithm):
         if dead < len(counts):
             promoted, counts = tuple(column[:dead] for column in promoted), counts[:dead]
             self._M.clear()
-            self._counters["savl_dropped"] += 1
+            self._counters[SAVL_DROPPED] += 1
         if dead:
             self._C.insert(promoted, counts, front.serial)
             front.in_c += dead
             if front.raw:
                 self._raw_in_c += dead
-            self._counters["promotions"] += dead
+            self._counters[PROMOTIONS] += dead
 
     def _arrive(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         k = self._k
         m = len(values)
-        self._counters["arrivals"] += m
         unit = self._filling
         if unit is None:
             unit = self._filling = Unit(e)
@@ -431,13 +439,13 @@ class SAPBase(Algorithm):
         unit.objects += m
         if m:
             chosen = min(k, m)
-            self._counters["prefiltered"] += m - chosen
             rows = np.empty(chosen, RAW)
             top = empty_top(min(k, chosen + len(unit.top[0])))
-            kernels.take_slide(values, *arrivals[1:], k, rows, *unit.top, *top)
+            self._take_slide(values, arrivals, rows, unit.top, top)
             unit.top = top
             self._raw_put(e, rows)
-        self._observe(values)
+        else:
+            self._observe(values)
         if unit.slides == self._unit_slides:
             self._filling = None
             self._units += 1
@@ -445,6 +453,12 @@ class SAPBase(Algorithm):
             self._held_bytes += FIXED_UNIT
             self._count_unit_top(unit, 1)
             self._unit_done(unit)
+
+    def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
+        """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
+        :meth:`_observe`; a variant may do both in one kernel call."""
+        kernels.take_slide(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._counters)
+        self._observe(values)
 
     def _observe(self, values: np.ndarray) -> None:
         """Variant hook on every slide's scores (TBUI)."""
@@ -460,8 +474,8 @@ class SAPBase(Algorithm):
         part = Partition(self._serial, units, top, k)
         self._serial += 1
         dropped = self._C.refine(top, part.serial)
-        self._counters["refines"] += 1
-        self._counters["refine_drops"] += len(dropped)
+        self._counters[REFINES] += 1
+        self._counters[REFINE_DROPS] += len(dropped)
         by_serial = {p.serial: p for p in self._parts}
         for serial in dropped:
             by_serial[serial].in_c -= 1
@@ -487,7 +501,7 @@ class SAPBase(Algorithm):
             if p.rho >= k and p.state in ("pending", "forming", "ready", "active"):
                 if p.state == "pending":
                     p.state = "avoided"
-                    self._counters["savl_builds_avoided"] += 1
+                    self._counters[SAVL_BUILDS_AVOIDED] += 1
                 else:
                     self._drop_meaningful(p)
                 self._release(p)
@@ -497,12 +511,13 @@ class SAPBase(Algorithm):
         object below ``P^k`` is dominated by ``k`` newer candidates; drop its S-AVL."""
         if part.state == "active":
             self._M.clear()
+        self._tally_formation(part, -1)
         part.builder = None
         part.running = None
         part.state = "dropped"
         for unit in part.units:
             unit.pending = False
-        self._counters["savl_dropped"] += 1
+        self._counters[SAVL_DROPPED] += 1
         self._release(part)
 
     def _release(self, part: Partition) -> None:
@@ -561,6 +576,12 @@ class SAPBase(Algorithm):
                       + len(parts) * FIXED_PARTITION + len(finished) * FIXED_UNIT
                       + sum(p.raw for p in parts) * PART_TOP_ARRAYS + part_top_size * PART_TOP_ROW
                       + len(own) * TOP_ARRAYS + unit_top_size * RAW_ROW)
+        for part in parts:
+            if part.builder is not None:
+                held_words += ENTRY_WORDS * len(part.builder) + STACK_WORDS * part.builder.stack_count
+                held_bytes += FIXED_BUILDER + part.builder.nbytes()
+            if part.running is not None:
+                held_bytes += _top_bytes(part.running)
         return {"_held_words": held_words, "_held_bytes": held_bytes,
                 "_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
                 "_part_top_size": part_top_size, "_units": len(finished), "_unit_tops": len(own),
@@ -600,7 +621,9 @@ class SAPBase(Algorithm):
             self._start_formation(second)
         if second.state == "forming":
             alive = front.last - gone
+            self._tally_formation(second, -1)
             self._form(second, -(-second.cursor // (alive + 1)))
+            self._tally_formation(second, 1)
 
     def _start_formation(self, part: Partition) -> None:
         """The delay policy: decide on ``M_i`` as late as possible (``rho`` only grows)."""
@@ -611,44 +634,55 @@ class SAPBase(Algorithm):
         part.cursor = self._work_items(part)
         for unit in part.units:
             unit.frozen = True
-        self._counters["savl_builds"] += 1
+        self._tally_formation(part, 1)
+        self._counters[SAVL_BUILDS] += 1
+
+    def _tally_formation(self, part: Partition, sign: int) -> None:
+        """Add (``sign`` 1) or remove (-1) an S-AVL under construction and its running top to
+        the kept figures: called around every change of them (``O(1)``)."""
+        builder = part.builder
+        if builder is not None:
+            self._held_words += sign * (ENTRY_WORDS * int(builder.meta[1]) + STACK_WORDS * int(builder.meta[0]))
+            self._held_bytes += sign * (FIXED_BUILDER + builder.nbytes())
+        if part.running is not None:
+            self._held_bytes += sign * _top_bytes(part.running)
 
     def _work_items(self, part: Partition) -> int:
         return part.slides
 
     def _form(self, part: Partition, amount: int) -> None:
         """Scan ``amount`` slides of ``part``, newest first (Section 5.1 with Appendix C)."""
-        theta = self._kth_key(part.running)
-        while amount > 0 and part.cursor > 0:
-            part.cursor -= 1
-            amount -= 1
-            self._scan_slide(part, part.first + part.cursor, theta, part.builder)
+        amount = min(amount, part.cursor)
+        slides = range(part.first + part.cursor - 1, part.first + part.cursor - amount - 1, -1)
+        part.cursor -= max(amount, 0)
+        self._scan_slides(part, slides, self._kth_key(part.running), part.builder)
         if part.cursor == 0:
             part.state = "ready"
 
-    def _scan_slide(self, part: Partition, slide: int, theta: tuple | None, builder: StackBuilder,
-                    only: np.ndarray | None = None, exclude: np.ndarray = None, floor: float | None = None) -> None:
-        """Offer one slide's objects of ``P - P^k`` to an S-AVL under construction.
+    def _scan_slides(self, part: Partition, slides: range, theta: tuple | None, builder: StackBuilder,
+                     only: np.ndarray | None = None, exclude: np.ndarray = None, floor: float | None = None) -> None:
+        """Offer the objects of ``P - P^k`` of some slides (newest first) to an S-AVL under
+        construction: one call of :func:`engine.kernels.sap.offer_slides` over the slides' raw
+        records, then one of :func:`engine.kernels.sap.savl_scan`.
 
         Global pruning: objects ranking below ``theta`` (the ``k``-th best newer object) are
         dominated ``k`` times.  Appendix C: only the best ``k - P.rho`` of a slide can be
         meaningful (they expire together).  The rest are offered newest first.
         """
-        rows = self._raw.get(slide)
-        if rows is None:
+        kept = [rows for rows in map(self._raw.get, slides)
+                if rows is not None and len(rows) and (theta is None or rows.item(0)[:2] > theta)]
+        if not kept:  # no slide's best object ranks above theta: nothing to offer
             return
-        top = _columns(rows)
-        values, seqs = top[0], top[1]
-        n = len(values) if theta is None else count_above(values, seqs, theta)
-        n = min(n, builder.capacity)
-        if floor is not None:
-            n = min(n, int(kernels.count_at_least(values, floor)))
-        if n <= 0:
-            return
-        self._counters["scanned"] += n
-        chosen = kernels.scan_rows(values, seqs, n, part.top_seqs, NO_SEQS if only is None else only,
-                                   only is not None, NO_SEQS if exclude is None else exclude)
-        builder.scan_rows(*top, chosen)
+        records = kept[0] if len(kept) == 1 else np.concatenate(kept)
+        starts = np.zeros(len(kept) + 1, np.int64)
+        np.cumsum([len(rows) for rows in kept], out=starts[1:])
+        chosen, scanned = kernels.offer_slides(
+            records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
+            builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
+            NO_SEQS if only is None else only, only is not None, NO_SEQS if exclude is None else exclude)
+        self._counters[SCANNED] += scanned
+        if len(chosen):
+            builder.scan_rows(*_columns(records), chosen)
 
     def _activate_front(self) -> None:
         """``P_0`` must have its ``M_0`` before its first slide expires: finish the build."""
@@ -658,8 +692,11 @@ class SAPBase(Algorithm):
         if front.state == "pending":
             self._start_formation(front)
         if front.state == "forming":
+            self._tally_formation(front, -1)
             self._form(front, front.cursor)
+            self._tally_formation(front, 1)
         if front.state == "ready":
+            self._tally_formation(front, -1)
             self._M.absorb_builder(front.builder)
             front.builder = None
             front.running = None
@@ -672,13 +709,12 @@ class SAPBase(Algorithm):
     def topk(self) -> Answer:
         """The top ``k`` of ``C``, ``P_m^k`` and the filling unit (``O(k log k)``, cached)."""
         if self._answer is None:
-            C, open_top = self._C, self._open_top
-            filling = self._filling.top if self._filling is not None else NO_TOP
-            n = min(self._k, len(C) + len(open_top[0]) + len(filling[0]))
-            answer = Answer(np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64))
-            kernels.answer_of_three(C.score, C.seq, C.ids, *open_top[:3], *filling[:3],
-                                    answer.ids, answer.scores, answer.seq)
-            self._answer = answer
+            C, (o_score, o_seq, o_id, _), filling = self._C, self._open_top, self._filling
+            f_score, f_seq, f_id, _ = filling.top if filling is not None else NO_TOP
+            n = min(self._k, len(C.score) + len(o_score) + len(f_score))
+            ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
+            kernels.answer_of_three(C.score, C.seq, C.ids, o_score, o_seq, o_id, f_score, f_seq, f_id, ids, scores, seq)
+            self._answer = Answer(ids, scores, seq)
             self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
         return self._answer
 
@@ -695,15 +731,21 @@ class SAPBase(Algorithm):
 
     def _stats(self) -> dict[str, Any]:
         """Counters kept as the structures change (``O(1)``)."""
-        meaningful = len(self._M)
-        candidates = len(self._C)
-        parts = self._parts
+        (arrivals, prefiltered, refines, refine_drops, promotions, savl_builds, savl_builds_avoided, savl_dropped,
+         scanned, units_skipped, tests, splits) = self._counters.tolist()
+        meaningful = self._M.sizes()[1]
+        candidates = len(self._C.score)
+        parts, filling = self._parts, self._filling
         retained = self._raw_size + candidates - self._raw_in_c
         if parts and not parts[0].raw:
             retained += meaningful
-        return {"candidates": candidates + self._open_size() + meaningful, "retained": retained,
-                "partitions": len(parts) + (1 if self._open or self._filling else 0),
-                "meaningful": meaningful, **self._counters}
+        open_size = len(self._open_top[0]) + (0 if filling is None else len(filling.top[0]))
+        return {"candidates": candidates + open_size + meaningful, "retained": retained,
+                "partitions": len(parts) + (1 if self._open or filling is not None else 0), "meaningful": meaningful,
+                "arrivals": arrivals, "prefiltered": prefiltered, "refines": refines, "refine_drops": refine_drops,
+                "promotions": promotions, "savl_builds": savl_builds, "savl_builds_avoided": savl_builds_avoided,
+                "savl_dropped": savl_dropped, "scanned": scanned, "units_skipped": units_skipped, "tests": tests,
+                "splits": splits}
 
     def _structures(self) -> list[tuple]:
         """``(layout, counts, measured bytes, owners)`` of every structure: raw slides, ``C``,
@@ -755,44 +797,29 @@ class SAPBase(Algorithm):
 
     def memory(self) -> tuple[int, int]:
         """``(bytes, measured_bytes)`` in ``O(1)``: the sums of :meth:`footprints` (the raw slides',
-        partitions' and units' share kept as they change in ``_held_words`` and ``_held_bytes``),
-        plus the algorithm's other attributes (settings, counters: measured once by a walk,
-        ``O(attributes)``, then the variable-sized ones added, :meth:`_attribute_bytes`)."""
-        entries = stacks = forming_bytes = 0
-        for part in self._parts[:2]:
-            builder = part.builder
-            if builder is not None:
-                entries += len(builder)
-                stacks += builder.stack_count
-                forming_bytes += FIXED_BUILDER + builder.nbytes()
-            if part.running is not None:
-                forming_bytes += _top_bytes(part.running)
-        M, open_top, filling, cache = self._M, self._open_top, self._filling, self._open_cache
-        candidates, open_size, tops = len(self._C), len(open_top[0]), TOP_ARRAYS + self._answer_bytes
+        partitions', units' and S-AVLs' under construction share kept as they change in
+        ``_held_words`` and ``_held_bytes``), plus the algorithm's other attributes (settings,
+        counters: measured once by a walk, ``O(attributes)``, then the variant's variable-sized
+        ones added, ``_variant_bytes``, kept as they change)."""
+        open_top, filling, cache = self._open_top, self._filling, self._open_cache
+        candidates, open_size, tops = len(self._C.score), len(open_top[0]), TOP_ARRAYS + self._answer_bytes
         if filling is not None:
             open_size += len(filling.top[0])
             tops += FIXED_UNIT + TOP_ARRAYS
         if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
             tops += _top_bytes(cache)
-        tops += open_size * RAW_ROW
-        m_stacks, meaningful = M.sizes()
+        m_stacks, meaningful = self._M.sizes()
         modelled = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * open_size
-                           + ENTRY_WORDS * (meaningful + entries) + STACK_WORDS * (m_stacks + stacks))
+                           + ENTRY_WORDS * meaningful + STACK_WORDS * m_stacks)
         measured = (self._held_bytes + sys.getsizeof(self._raw) + sys.getsizeof(self._parts) + sys.getsizeof(self._open)
-                    + FIXED_CANDIDATES + candidates * CandidateSet.ROW_BYTES + tops + FIXED_ANSWER
-                    + FIXED_MEANINGFUL + M.nbytes() + forming_bytes)
+                    + FIXED_HELD + candidates * CandidateSet.ROW_BYTES + tops + open_size * RAW_ROW
+                    + self._M.nbytes())
         if self._fixed_bytes is None:
             owners = tuple(owner for part in self._structures() for owner in part[3])
             self._fixed_bytes = 0
             self._fixed_bytes = (deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
-                                 - self._attribute_bytes())
-        return modelled, measured + self._fixed_bytes + self._attribute_bytes()
-
-    def _attribute_bytes(self) -> int:
-        """Bytes of the attributes outside the structures whose size changes: the counters'
-        values above the interpreter's cached small ints and the variant's (``_variant_bytes``,
-        kept as they change), ``O(1)``."""
-        return PY_INT * sum(map(SMALL_INT.__lt__, self._counters.values())) + self._variant_bytes
+                                 - self._variant_bytes)
+        return modelled, measured + self._fixed_bytes + self._variant_bytes
 
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
@@ -802,7 +829,7 @@ class SAPBase(Algorithm):
                 "open": [u.to_json() for u in self._open], "open_top": _top_out(self._open_top),
                 "filling": None if self._filling is None else self._filling.to_json(),
                 "meaningful": [[_entry_out(e) for e in stack] for stack in self._M.live_stacks()],
-                "variant": self._dump_variant(), "counters": dict(self._counters)}
+                "variant": self._dump_variant(), "counters": dict(zip(COUNTERS, self._counters.tolist()))}
 
     def _dump_variant(self) -> dict:
         return {}
@@ -823,7 +850,7 @@ class SAPBase(Algorithm):
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
         self.__dict__.update(self._aggregates())
         self._load_variant(data["variant"])
-        self._counters.update({name: int(data["counters"][name]) for name in self._counters})
+        self._counters[:] = [int(data["counters"][name]) for name in COUNTERS]
         self._answer = None if self._slide is not None else Answer.empty()
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from ...jsondata import floats_in, floats_out
 from ...registry import register
-from .candidates import merge_tops
-from .core import Partition, SAPBase, Unit, _f, _key_in, _key_out
+from .candidates import Top, merge_tops
+from .core import UNITS_SKIPPED, Partition, SAPBase, Unit, _f, _key_in, _key_out
 from .dynamic import SAPDynamic
 from .savl import StackBuilder
 from ...kernels import sap as kernels
@@ -86,6 +86,7 @@ class SAP(SAPDynamic):
         k = self.q.k
         self._zeta = math.ceil(zeta_star(k))
         self._zeta_max = zeta_max(k)
+        self._limit = max(2 * self._zeta, self._zeta_max)  # |U^tau| above it is an uptrend
         self._tau = -math.inf
         self._initialising = True
         self._above = np.empty(0, np.float64)  # U^tau: the first _above_n entries
@@ -96,15 +97,28 @@ class SAP(SAPDynamic):
     # ----------------------------------------------------------------- TBUI
     def _observe(self, values: np.ndarray) -> None:
         """Algorithm 2 lines 3-9 for one slide (:func:`engine.kernels.sap.tbui_observe`)."""
-        needed = self._above_n + len(values)
+        self._reserve_above(len(values))
+        n, tau = kernels.tbui_observe(values, self._above, self._above_n, self._tau, self._zeta,
+                                      self._limit, self._initialising)
+        self._above_n, self._tau = int(n), float(tau)
+
+    def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
+        """Lines 7-11 and Algorithm 2 lines 3-9 for a slide of objects, in one kernel call
+        (:func:`engine.kernels.sap.take_slide_observed`)."""
+        self._reserve_above(len(values))
+        n, tau = kernels.take_slide_observed(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._counters,
+                                             self._above, self._above_n, self._tau, self._zeta, self._limit,
+                                             self._initialising)
+        self._above_n, self._tau = int(n), float(tau)
+
+    def _reserve_above(self, more: int) -> None:
+        """Room in ``U^tau`` for ``more`` scores (capacity doubled, ``O(|U^tau|)`` amortised)."""
+        needed = self._above_n + more
         if needed > len(self._above):
             grown = np.empty(max(needed, 2 * len(self._above), 64), np.float64)
             grown[:self._above_n] = self._above[:self._above_n]
             self._above = grown
             self._variant_bytes = sys.getsizeof(grown)
-        n, tau = kernels.tbui_observe(values, self._above, self._above_n, self._tau, self._zeta,
-                                      max(2 * self._zeta, self._zeta_max), self._initialising)
-        self._above_n, self._tau = int(n), float(tau)
 
     def _classify(self, unit: Unit) -> None:
         """Algorithm 2 lines 10-16 at the end of a unit."""
@@ -146,14 +160,11 @@ class SAP(SAPDynamic):
             if unit.kind == "non":
                 best = (float(unit.top[0][0]), int(unit.top[1][0])) if len(unit.top[0]) else None
                 if best is None or (theta is not None and best < theta):
-                    self._counters["units_skipped"] += 1
+                    self._counters[UNITS_SKIPPED] += 1
                 else:
-                    for slide in slides:
-                        self._scan_slide(part, slide, theta, part.builder)
+                    self._scan_slides(part, slides, theta, part.builder)
             else:
-                only = np.sort(unit.top[1])
-                for slide in slides:
-                    self._scan_slide(part, slide, theta, part.builder, only=only)
+                self._scan_slides(part, slides, theta, part.builder, only=np.sort(unit.top[1]))
                 unit.pending = len(unit.top[0]) >= k
             part.running = merge_tops(part.running, unit.top, k)
         if part.cursor == 0:
@@ -186,10 +197,9 @@ class SAP(SAPDynamic):
         floor = None
         if theta is not None and unit.tau_min < theta[0]:
             floor = unit.tau_min
-            self._counters["units_skipped"] += 1
-        exclude = np.sort(unit.top[1])
-        for slide in range(unit.last, unit.first - 1, -1):
-            self._scan_slide(front, slide, theta, builder, exclude=exclude, floor=floor)
+            self._counters[UNITS_SKIPPED] += 1
+        self._scan_slides(front, range(unit.last, unit.first - 1, -1), theta, builder,
+                          exclude=np.sort(unit.top[1]), floor=floor)
         if not len(builder):
             return
         self._M.absorb_builder(builder)
