@@ -70,8 +70,9 @@ def clock_cost() -> float:
 def warm_up(name: str) -> None:
     """Compile (or load from numba's cache) every kernel ``name`` can call, before any timing:
     three window turnovers of small count windows with uniform and monotone scores reach every
-    step (partition and unit ends, S-AVL builds, rescans), whatever the timed case's sizes."""
-    for window, slide, k in ((200, 10, 5), (2_000, 100, 10), (300, 1, 3)):
+    step (partition and unit ends, S-AVL builds, rescans, the dynamic partitions' test with
+    ``k > 10``), whatever the timed case's sizes."""
+    for window, slide, k in ((200, 10, 5), (2_000, 100, 10), (300, 1, 3), (600, 20, 20)):
         q = engine.Query(weights=[1.0], k=k, window=window, slide=slide)
         m = 3 * window
         for x in (uniform_stream(m, seed=3)[2], -np.arange(m, dtype=np.float64)[:, None]):
