@@ -1,0 +1,315 @@
+"""Convex hulls of the small point sets of SAO's layers (2-D and 3-D), compiled.
+
+SAO peels a few hundred points into convex layers once per slide (section 3.6 of the paper:
+the insertion and deletion cascades); Qhull costs about 90 µs a call on such sets, mostly in
+its set-up.  These kernels compute the same hull, vertices, facet simplices and facet planes,
+in microseconds.  A kernel that meets a case it does not settle with certainty returns a status
+instead of an answer, and the caller (:mod:`engine.algorithms.sao_hull`) takes another route:
+
+- ``FLAT``: the points span fewer than ``d`` dimensions (duplicates, collinear or coplanar
+  sets); the caller computes the hull inside the points' affine span.
+- ``FAILED``: a numerical inconsistency (a horizon that is not one cycle, a facet without area,
+  a point outside the finished hull); the caller asks Qhull.
+
+Tolerances are distances in the points' coordinates: a point within ``tolerance`` of a facet's
+plane counts as on it (not outside), and the hull's vertices are its extreme points (a point in
+the middle of a flat face or of a straight edge is not a vertex, as with Qhull).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+DONE = 0
+FLAT = 1
+FAILED = 2
+
+EXTREME_SINE = 1e-9
+"""Facet normals around a vertex closer than this (sine of their angle) count as one plane."""
+
+
+@njit(cache=True)
+def hull_2d(points: np.ndarray, tolerance: float):
+    """Andrew's monotone chain: ``(status, polygon)``, the vertex indices counter-clockwise.
+
+    A point within ``tolerance`` of the line through its two neighbours on the chain is not a
+    vertex; fewer than three vertices left is ``FLAT``.  ``O(n log n)``.
+    """
+    n = points.shape[0]
+    by_y = np.argsort(points[:, 1], kind="mergesort")
+    order = by_y[np.argsort(points[by_y, 0], kind="mergesort")]
+    chain = np.empty(2 * n + 1, np.int64)
+    size = 0
+    for sweep in range(2):
+        start = size
+        for step in range(n):
+            p = order[step] if sweep == 0 else order[n - 1 - step]
+            while size - start >= 2 and not _turns_left(points, chain[size - 2], chain[size - 1], p, tolerance):
+                size -= 1
+            chain[size] = p
+            size += 1
+        size -= 1
+    if size < 3:
+        return FLAT, chain[:0].copy()
+    return DONE, chain[:size].copy()
+
+
+@njit(cache=True)
+def _turns_left(points, o, a, b, tolerance):
+    """Whether ``b`` lies farther than ``tolerance`` to the left of the line from ``o`` to ``a``."""
+    ax, ay = points[a, 0] - points[o, 0], points[a, 1] - points[o, 1]
+    bx, by = points[b, 0] - points[o, 0], points[b, 1] - points[o, 1]
+    length = np.sqrt(ax * ax + ay * ay)
+    if length <= tolerance:
+        return False
+    return (ax * by - ay * bx) > tolerance * length
+
+
+@njit(cache=True)
+def _plane(points, a, b, c, normal):
+    """Unit normal of the triangle ``a, b, c`` (right-hand order) into ``normal``; its offset,
+    and the length of the cross product (twice the area; ``0`` without area)."""
+    ux, uy, uz = points[b, 0] - points[a, 0], points[b, 1] - points[a, 1], points[b, 2] - points[a, 2]
+    vx, vy, vz = points[c, 0] - points[a, 0], points[c, 1] - points[a, 1], points[c, 2] - points[a, 2]
+    nx, ny, nz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+    length = np.sqrt(nx * nx + ny * ny + nz * nz)
+    if length == 0.0:
+        return 0.0, 0.0
+    normal[0], normal[1], normal[2] = nx / length, ny / length, nz / length
+    return -(normal[0] * points[a, 0] + normal[1] * points[a, 1] + normal[2] * points[a, 2]), length
+
+
+@njit(cache=True)
+def _distance(normals, offsets, f, points, p):
+    return normals[f, 0] * points[p, 0] + normals[f, 1] * points[p, 1] + normals[f, 2] * points[p, 2] + offsets[f]
+
+
+@njit(cache=True)
+def _farthest_from_line(points, a, b):
+    """The point farthest from the line through ``a`` and ``b``, and its distance."""
+    dx, dy, dz = points[b, 0] - points[a, 0], points[b, 1] - points[a, 1], points[b, 2] - points[a, 2]
+    length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    best, far = -1.0, -1
+    for p in range(points.shape[0]):
+        px, py, pz = points[p, 0] - points[a, 0], points[p, 1] - points[a, 1], points[p, 2] - points[a, 2]
+        cx, cy, cz = py * dz - pz * dy, pz * dx - px * dz, px * dy - py * dx
+        gap = np.sqrt(cx * cx + cy * cy + cz * cz) / length
+        if gap > best:
+            best, far = gap, p
+    return far, best
+
+
+@njit(cache=True)
+def _incremental_3d(points: np.ndarray, tolerance: float):
+    """Incremental hull of ``points`` (``n x 3``): ``(status, facets, normals, offsets)``.
+
+    Starts from the widest tetrahedron found by three farthest-point searches; each further
+    point outside some facet by more than ``tolerance`` replaces the facets it sees by a cone
+    over their horizon.  Facets are triangles, counter-clockwise seen from outside.  ``O(n f)``
+    for ``f`` facets.
+    """
+    n = points.shape[0]
+    empty_facets = np.empty((0, 3), np.int64)
+    empty_normals = np.empty((0, 3))
+    empty_offsets = np.empty(0)
+    first = 0
+    for p in range(n):
+        if points[p, 0] < points[first, 0]:
+            first = p
+    second, spread = first, 0.0
+    for p in range(n):
+        gap = np.sqrt(((points[p] - points[first]) ** 2).sum())
+        if gap > spread:
+            second, spread = p, gap
+    if spread <= tolerance:
+        return FLAT, empty_facets, empty_normals, empty_offsets
+    third, gap = _farthest_from_line(points, first, second)
+    if gap <= tolerance:
+        return FLAT, empty_facets, empty_normals, empty_offsets
+    normal = np.empty(3)
+    offset, _ = _plane(points, first, second, third, normal)
+    fourth, height = -1, 0.0
+    for p in range(n):
+        distance = abs(normal[0] * points[p, 0] + normal[1] * points[p, 1] + normal[2] * points[p, 2] + offset)
+        if distance > height:
+            fourth, height = p, distance
+    if height <= tolerance:
+        return FLAT, empty_facets, empty_normals, empty_offsets
+    inner = (points[first] + points[second] + points[third] + points[fourth]) / 4.0
+
+    capacity = 4 * n + 16
+    facets = np.empty((capacity, 3), np.int64)
+    normals = np.empty((capacity, 3))
+    offsets = np.empty(capacity)
+    alive = np.zeros(capacity, np.bool_)
+    count = 0
+    corners = (first, second, third, fourth)
+    for a, b, c in ((0, 1, 2), (0, 3, 1), (1, 3, 2), (0, 2, 3)):
+        u, v, w = corners[a], corners[b], corners[c]
+        offsets[count], _ = _plane(points, u, v, w, normals[count])
+        if normals[count, 0] * inner[0] + normals[count, 1] * inner[1] + normals[count, 2] * inner[2] + offsets[count] > 0:
+            v, w = w, v
+            offsets[count], _ = _plane(points, u, v, w, normals[count])
+        facets[count, 0], facets[count, 1], facets[count, 2] = u, v, w
+        alive[count] = True
+        count += 1
+
+    visible = np.empty(capacity, np.int64)
+    edges = np.empty((3 * capacity, 2), np.int64)
+    rim = np.empty((3 * capacity, 2), np.int64)
+    starts = np.zeros(n, np.int64)
+    killed = 0
+    for p in _outside_in(points, inner):
+        if p == first or p == second or p == third or p == fourth:
+            continue
+        seen = 0
+        for f in range(count):
+            if alive[f] and _distance(normals, offsets, f, points, p) > tolerance:
+                visible[seen] = f
+                seen += 1
+        if seen == 0:
+            continue
+        listed = 0
+        for i in range(seen):
+            f = visible[i]
+            for e in range(3):
+                edges[listed, 0], edges[listed, 1] = facets[f, e], facets[f, (e + 1) % 3]
+                listed += 1
+            alive[f] = False
+        killed += seen
+        horizon = 0
+        for i in range(listed):
+            a, b = edges[i, 0], edges[i, 1]
+            shared = False
+            for j in range(listed):
+                if edges[j, 0] == b and edges[j, 1] == a:
+                    shared = True
+                    break
+            if not shared:
+                rim[horizon, 0], rim[horizon, 1] = a, b
+                horizon += 1
+        for i in range(horizon):
+            starts[rim[i, 0]] += 1
+        cycle = True
+        for i in range(horizon):
+            if starts[rim[i, 0]] != 1:
+                cycle = False
+        for i in range(horizon):
+            starts[rim[i, 0]] = 0
+        if not cycle or horizon < 3:
+            return FAILED, empty_facets, empty_normals, empty_offsets
+        if count + horizon > capacity:
+            capacity = 2 * (count + horizon)
+            facets, normals, offsets = _grown(facets, capacity), _grown(normals, capacity), _grown(offsets, capacity)
+            alive, visible = _grown(alive, capacity), _grown(visible, capacity)
+            edges, rim = _grown(edges, 3 * capacity), _grown(rim, 3 * capacity)
+        for i in range(horizon):
+            a, b = rim[i, 0], rim[i, 1]
+            offsets[count], area = _plane(points, a, b, p, normals[count])
+            if area == 0.0 or normals[count, 0] * inner[0] + normals[count, 1] * inner[1] \
+                    + normals[count, 2] * inner[2] + offsets[count] >= 0:
+                return FAILED, empty_facets, empty_normals, empty_offsets
+            facets[count, 0], facets[count, 1], facets[count, 2] = a, b, p
+            alive[count] = True
+            count += 1
+        if count > 2 * (count - killed) + 16:
+            killed = 0
+            kept = np.flatnonzero(alive[:count])
+            facets[:len(kept)], normals[:len(kept)], offsets[:len(kept)] = facets[kept], normals[kept], offsets[kept]
+            alive[:len(kept)] = True
+            alive[len(kept):count] = False
+            count = len(kept)
+
+    kept = np.flatnonzero(alive[:count])
+    facets, normals, offsets = facets[kept], normals[kept], offsets[kept]
+    for p in range(n):
+        for f in range(len(kept)):
+            if _distance(normals, offsets, f, points, p) > 4.0 * tolerance:
+                return FAILED, empty_facets, empty_normals, empty_offsets
+    return DONE, facets, normals, offsets
+
+
+@njit(cache=True)
+def _outside_in(points, inner):
+    """Insertion order: by decreasing distance from ``inner`` (the far points first build most of
+    the hull, so later points mostly fall inside it and cost one pass over the facets).
+    ``O(n log n)``."""
+    n = points.shape[0]
+    rank = np.empty(n)
+    for p in range(n):
+        rank[p] = -((points[p, 0] - inner[0]) ** 2 + (points[p, 1] - inner[1]) ** 2 + (points[p, 2] - inner[2]) ** 2)
+    return np.argsort(rank)
+
+
+@njit(cache=True)
+def _grown(values, size):
+    grown = np.empty((size,) + values.shape[1:], values.dtype)
+    grown[:len(values)] = values
+    return grown
+
+
+@njit(cache=True)
+def extreme_vertices(facets: np.ndarray, normals: np.ndarray, n: int) -> np.ndarray:
+    """Mask of the facets' vertices that are extreme points: those whose facets' normals span
+    three dimensions (a vertex inside a flat face sees one normal, inside a straight edge
+    two).  ``O(f)`` plus ``O(f)`` per vertex."""
+    extreme = np.zeros(n, np.bool_)
+    on_hull = np.zeros(n, np.bool_)
+    for f in range(len(facets)):
+        for e in range(3):
+            on_hull[facets[f, e]] = True
+    rank_of = np.zeros(n, np.int64)
+    firsts = np.full(n, -1, np.int64)
+    seconds = np.full(n, -1, np.int64)
+    for f in range(len(facets)):
+        for e in range(3):
+            v = facets[f, e]
+            if rank_of[v] == 0:
+                firsts[v], rank_of[v] = f, 1
+            elif rank_of[v] == 1:
+                a = firsts[v]
+                cx = normals[a, 1] * normals[f, 2] - normals[a, 2] * normals[f, 1]
+                cy = normals[a, 2] * normals[f, 0] - normals[a, 0] * normals[f, 2]
+                cz = normals[a, 0] * normals[f, 1] - normals[a, 1] * normals[f, 0]
+                if np.sqrt(cx * cx + cy * cy + cz * cz) > EXTREME_SINE:
+                    seconds[v], rank_of[v] = f, 2
+            elif rank_of[v] == 2:
+                a, b = firsts[v], seconds[v]
+                cx = normals[a, 1] * normals[b, 2] - normals[a, 2] * normals[b, 1]
+                cy = normals[a, 2] * normals[b, 0] - normals[a, 0] * normals[b, 2]
+                cz = normals[a, 0] * normals[b, 1] - normals[a, 1] * normals[b, 0]
+                volume = cx * normals[f, 0] + cy * normals[f, 1] + cz * normals[f, 2]
+                if abs(volume) > EXTREME_SINE * np.sqrt(cx * cx + cy * cy + cz * cz):
+                    rank_of[v] = 3
+    for v in range(n):
+        extreme[v] = on_hull[v] and rank_of[v] == 3
+    return extreme
+
+
+@njit(cache=True)
+def hull_3d(points: np.ndarray, tolerance: float):
+    """Hull of ``points`` (``n x 3``): ``(status, facets, normals, offsets)``, every facet
+    vertex an extreme point.
+
+    The incremental hull can keep a point that a later point left in the middle of a flat face
+    (or edge) as a vertex of its triangulation; such points are dropped and the hull of the
+    extreme points computed again (at most three rounds, else ``FAILED``).  ``O(n f)``.
+    """
+    chosen = np.arange(points.shape[0])
+    for _ in range(3):
+        status, facets, normals, offsets = _incremental_3d(points[chosen], tolerance)
+        if status != DONE:
+            return status, facets, normals, offsets
+        extreme = extreme_vertices(facets, normals, len(chosen))
+        on_hull = np.zeros(len(chosen), np.bool_)
+        for f in range(len(facets)):
+            for e in range(3):
+                on_hull[facets[f, e]] = True
+        renamed = chosen[facets]
+        if np.array_equal(extreme, on_hull):
+            return DONE, renamed, normals, offsets
+        chosen = chosen[np.flatnonzero(extreme)]
+        if len(chosen) < 4:
+            return FAILED, facets[:0], normals[:0], offsets[:0]
+    return FAILED, facets[:0], normals[:0], offsets[:0]
