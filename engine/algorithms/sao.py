@@ -14,7 +14,8 @@ from ..jsondata import floats_in, floats_out, ints_in
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from .sao_hull import Hull, convex_hull, neighbour_distances
+from ..kernels import hull as kernel
+from .sao_hull import KERNEL_TOLERANCE, Hull, convex_hull, neighbour_distances
 
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
@@ -142,6 +143,34 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     outside = np.ones(len(pool), dtype=bool)
     outside[hull.vertices] = False
     return pool.take(hull.vertices), hull.reindexed(hull.vertices, len(pool)), pool.take(outside)
+
+
+def _peeled(pool: _Places):
+    """The layers of ``pool``, outermost first, as :func:`_settled` splits them: ``(layer, its
+    hull, the places left)`` each, computed on demand.
+
+    In 3-D the compiled peel settles every layer it can in one call; the layers it leaves
+    (flat or numerically hard remainders), and every layer in other dimensions, take one
+    :func:`_settled` each.  ``O(Σ n_j f_j)`` over the layers yielded.
+    """
+    if pool.x.shape[1] == 3 and len(pool) >= 4:
+        members, member_starts, facets, facet_starts, normals, offsets, scales = \
+            kernel.peel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE)
+        left = np.ones(len(pool), dtype=bool)
+        for j in range(len(scales)):
+            chosen = members[member_starts[j]:member_starts[j + 1]]
+            left[chosen] = False
+            kept = pool.take(chosen)
+            faces = slice(facet_starts[j], facet_starts[j + 1])
+            hull = Hull(np.arange(len(chosen), dtype=np.int64), normals[faces], offsets[faces], facets[faces],
+                        True, float(scales[j]), kept.x.mean(axis=0))
+            yield kept, hull, pool.take(left)
+        if len(scales):
+            pool = pool.take(left)
+    while len(pool):
+        kept, hull, rest = _settled(pool)
+        yield kept, hull, rest
+        pool = rest
 
 
 @register
@@ -317,8 +346,7 @@ class SAO(Algorithm):
         convex position, so it is a layer), and every place still in ``pool`` leaves the
         index.  ``O(n log n)`` per layer peeled."""
         above = self._held - len(pool)
-        while len(pool):
-            kept, hull, rest = _settled(pool)
+        for kept, hull, rest in _peeled(pool):
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 room = 0 if self._static else self._memory - above
                 gone = pool

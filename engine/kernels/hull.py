@@ -8,8 +8,8 @@ instead of an answer, and the caller (:mod:`engine.algorithms.sao_hull`) takes a
 
 - ``FLAT``: the points span fewer than ``d`` dimensions (duplicates, collinear or coplanar
   sets); the caller computes the hull inside the points' affine span.
-- ``FAILED``: a numerical inconsistency (a horizon that is not one cycle, a facet without area,
-  a point outside the finished hull); the caller asks Qhull.
+- ``FAILED``: a numerical inconsistency (a horizon that is not one cycle, a new facet without
+  area or facing inwards); the caller asks Qhull.
 
 Tolerances are distances in the points' coordinates: a point within ``tolerance`` of a facet's
 plane counts as on it (not outside), and the hull's vertices are its extreme points (a point in
@@ -106,8 +106,12 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
 
     Starts from the widest tetrahedron found by three farthest-point searches; each further
     point outside some facet by more than ``tolerance`` replaces the facets it sees by a cone
-    over their horizon.  Facets are triangles, counter-clockwise seen from outside.  ``O(n f)``
-    for ``f`` facets.
+    over their horizon.  As in Quickhull (Barber, Dobkin, Huhdanpaa), every point waits in the
+    outside set of one facet it lies above and is tested again only against the cone's new
+    facets when that facet is replaced; a point above none is inside for good (a point above a
+    replaced facet and outside the new hull lies above one of the cone's facets).  Facets are
+    triangles, counter-clockwise seen from outside.  ``O(n log n)`` expected, ``O(n h)`` at
+    worst for ``h`` insertions.
     """
     n = points.shape[0]
     empty_facets = np.empty((0, 3), np.int64)
@@ -119,7 +123,8 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
             first = p
     second, spread = first, 0.0
     for p in range(n):
-        gap = np.sqrt(((points[p] - points[first]) ** 2).sum())
+        gap = np.sqrt((points[p, 0] - points[first, 0]) ** 2 + (points[p, 1] - points[first, 1]) ** 2
+                      + (points[p, 2] - points[first, 2]) ** 2)
         if gap > spread:
             second, spread = p, gap
     if spread <= tolerance:
@@ -159,17 +164,23 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
     edges = np.empty((3 * capacity, 2), np.int64)
     rim = np.empty((3 * capacity, 2), np.int64)
     starts = np.zeros(n, np.int64)
-    killed = 0
+    live = np.arange(capacity)
+    living = count
+    owner = np.full(n, -1, np.int64)
+    following = np.full(n, -1, np.int64)
+    head = np.full(capacity, -1, np.int64)
+    for p in range(n):
+        if p != first and p != second and p != third and p != fourth:
+            _assign(points, p, normals, offsets, tolerance, 0, count, owner, following, head)
     for p in _outside_in(points, inner):
-        if p == first or p == second or p == third or p == fourth:
+        if owner[p] < 0:
             continue
         seen = 0
-        for f in range(count):
-            if alive[f] and _distance(normals, offsets, f, points, p) > tolerance:
+        for i in range(living):
+            f = live[i]
+            if _distance(normals, offsets, f, points, p) > tolerance:
                 visible[seen] = f
                 seen += 1
-        if seen == 0:
-            continue
         listed = 0
         for i in range(seen):
             f = visible[i]
@@ -177,16 +188,12 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
                 edges[listed, 0], edges[listed, 1] = facets[f, e], facets[f, (e + 1) % 3]
                 listed += 1
             alive[f] = False
-        killed += seen
         horizon = 0
+        keys = np.sort(edges[:listed, 0] * n + edges[:listed, 1])
         for i in range(listed):
             a, b = edges[i, 0], edges[i, 1]
-            shared = False
-            for j in range(listed):
-                if edges[j, 0] == b and edges[j, 1] == a:
-                    shared = True
-                    break
-            if not shared:
+            j = np.searchsorted(keys, b * n + a)
+            if j == listed or keys[j] != b * n + a:
                 rim[horizon, 0], rim[horizon, 1] = a, b
                 horizon += 1
         for i in range(horizon):
@@ -197,13 +204,15 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
                 cycle = False
         for i in range(horizon):
             starts[rim[i, 0]] = 0
-        if not cycle or horizon < 3:
+        if seen == 0 or not cycle or horizon < 3:
             return FAILED, empty_facets, empty_normals, empty_offsets
         if count + horizon > capacity:
             capacity = 2 * (count + horizon)
             facets, normals, offsets = _grown(facets, capacity), _grown(normals, capacity), _grown(offsets, capacity)
-            alive, visible = _grown(alive, capacity), _grown(visible, capacity)
+            alive, visible, live = _grown(alive, capacity), _grown(visible, capacity), _grown(live, capacity)
+            head = _grown(head, capacity)
             edges, rim = _grown(edges, 3 * capacity), _grown(rim, 3 * capacity)
+        created = count
         for i in range(horizon):
             a, b = rim[i, 0], rim[i, 1]
             offsets[count], area = _plane(points, a, b, p, normals[count])
@@ -212,22 +221,42 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
                 return FAILED, empty_facets, empty_normals, empty_offsets
             facets[count, 0], facets[count, 1], facets[count, 2] = a, b, p
             alive[count] = True
+            head[count] = -1
             count += 1
-        if count > 2 * (count - killed) + 16:
-            killed = 0
-            kept = np.flatnonzero(alive[:count])
-            facets[:len(kept)], normals[:len(kept)], offsets[:len(kept)] = facets[kept], normals[kept], offsets[kept]
-            alive[:len(kept)] = True
-            alive[len(kept):count] = False
-            count = len(kept)
+        owner[p] = -1
+        for i in range(seen):
+            q = head[visible[i]]
+            while q >= 0:
+                after = following[q]
+                owner[q] = -1
+                if q != p:
+                    _assign(points, q, normals, offsets, tolerance, created, count, owner, following, head)
+                q = after
+        kept = 0
+        for i in range(living):
+            if alive[live[i]]:
+                live[kept] = live[i]
+                kept += 1
+        for f in range(created, count):
+            live[kept] = f
+            kept += 1
+        living = kept
 
-    kept = np.flatnonzero(alive[:count])
-    facets, normals, offsets = facets[kept], normals[kept], offsets[kept]
-    for p in range(n):
-        for f in range(len(kept)):
-            if _distance(normals, offsets, f, points, p) > 4.0 * tolerance:
-                return FAILED, empty_facets, empty_normals, empty_offsets
-    return DONE, facets, normals, offsets
+    kept = live[:living].copy()
+    kept.sort()
+    return DONE, facets[kept], normals[kept], offsets[kept]
+
+
+@njit(cache=True)
+def _assign(points, p, normals, offsets, tolerance, start, stop, owner, following, head):
+    """Put ``p`` in the outside set of the first facet of ``start..stop`` it lies above by more
+    than ``tolerance`` (Quickhull's partition); a point above none of them stays unassigned."""
+    for f in range(start, stop):
+        if _distance(normals, offsets, f, points, p) > tolerance:
+            owner[p] = f
+            following[p] = head[f]
+            head[f] = p
+            return
 
 
 @njit(cache=True)
@@ -313,3 +342,52 @@ def hull_3d(points: np.ndarray, tolerance: float):
         if len(chosen) < 4:
             return FAILED, facets[:0], normals[:0], offsets[:0]
     return FAILED, facets[:0], normals[:0], offsets[:0]
+
+
+@njit(cache=True)
+def peel_3d(points: np.ndarray, tolerance: float):
+    """Convex layers of ``points`` (``n x 3``), outermost first, peeled while :func:`hull_3d`
+    settles them (a flat or failed remainder is left to the caller).
+
+    Returns ``(members, member_starts, facets, facet_starts, normals, offsets, scales)``: layer
+    ``j`` is ``members[member_starts[j]:member_starts[j + 1]]`` (ascending indices into
+    ``points``), its facets ``facets[facet_starts[j]:facet_starts[j + 1]]`` numbered by
+    position within the layer, with their planes; ``scales[j]`` is the largest absolute
+    coordinate (at least 1) of the points left when it was peeled, which scales
+    ``tolerance`` as for one hull.  ``O(Σ n_j f_j)`` over the layers.
+    """
+    n = points.shape[0]
+    members = np.empty(n, np.int64)
+    member_starts = np.zeros(n + 1, np.int64)
+    facets = np.empty((2 * n + 8, 3), np.int64)
+    normals = np.empty((2 * n + 8, 3))
+    offsets = np.empty(2 * n + 8)
+    facet_starts = np.zeros(n + 1, np.int64)
+    scales = np.empty(n)
+    remaining = np.arange(n)
+    layers = 0
+    while len(remaining) >= 4:
+        scale = 1.0
+        for p in remaining:
+            for c in range(3):
+                scale = max(scale, abs(points[p, c]))
+        status, found, planes, shifts = hull_3d(points[remaining], tolerance * scale)
+        if status != DONE:
+            break
+        vertices = np.unique(found)
+        position = np.full(len(remaining), -1, np.int64)
+        position[vertices] = np.arange(len(vertices))
+        first, last = member_starts[layers], member_starts[layers] + len(vertices)
+        members[first:last] = remaining[vertices]
+        start, stop = facet_starts[layers], facet_starts[layers] + len(found)
+        for f in range(len(found)):
+            for e in range(3):
+                facets[start + f, e] = position[found[f, e]]
+        normals[start:stop], offsets[start:stop] = planes, shifts
+        scales[layers] = scale
+        layers += 1
+        member_starts[layers], facet_starts[layers] = last, stop
+        remaining = remaining[position[np.arange(len(remaining))] < 0]
+    stop = facet_starts[layers]
+    return (members[:member_starts[layers]], member_starts[:layers + 1], facets[:stop], facet_starts[:layers + 1],
+            normals[:stop], offsets[:stop], scales[:layers])
