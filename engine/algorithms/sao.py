@@ -406,13 +406,19 @@ class SAO(Algorithm):
         self._next_place += len(numbers)
         for key, number in zip(np.array(list(fresh), dtype=object)[outside].tolist(), numbers.tolist()):
             self._where[key] = number
-        for r, (key, place) in enumerate(zip(keys, places)):
-            place = self._where.get(key) if place is None else place
+        objects, expiry, where = self._objects, self._expiry, self._where
+        added = 0
+        for r, (key, place, seq, oid, t, expires) in enumerate(zip(keys, places, rows.seq.tolist(), rows.ids.tolist(),
+                                                                   rows.t.tolist(), self._keys(rows).tolist())):
+            place = where.get(key) if place is None else place
             if place is None:
                 counters["filtered"] += 1
             else:
                 counters["tied"] += fresh.get(key) != r
-                self._add_object(place, rows, r)
+                objects.setdefault(place, deque()).append((seq, oid, t))
+                expiry.append((expires, seq, place))
+                added += 1
+        self._count += added
         counters["arrivals_examined"] += len(rows)
         incoming = _Places(numbers, points[outside], rows.x[first[outside]].copy())
         self._held += len(numbers)
@@ -493,14 +499,15 @@ class SAO(Algorithm):
         """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
         layers, their hulls unset until :meth:`_repeel`; returns the outermost layer changed
         (``None``: none).  ``O(n)``."""
-        if not doomed:
+        if not doomed or not self._layers:
             return None
-        doomed = np.array(doomed, np.int64)
+        sizes = [len(layer.places) for layer in self._layers]
+        every = np.isin(np.concatenate([layer.places.ids for layer in self._layers]), np.array(doomed, np.int64))
         first = None
-        for j, layer in enumerate(self._layers):
-            gone = np.isin(layer.places.ids, doomed)
+        for j, gone in enumerate(np.split(every, np.cumsum(sizes)[:-1])):
             if not gone.any():
                 continue
+            layer = self._layers[j]
             if evicted:
                 self._drop(layer.places.take(gone))
             else:

@@ -104,11 +104,11 @@ def _farthest_from_line(points, a, b):
 def _incremental_3d(points: np.ndarray, tolerance: float):
     """Incremental hull of ``points`` (``n x 3``): ``(status, facets, normals, offsets)``.
 
-    Starts from the widest tetrahedron found by three farthest-point searches; each further
-    point outside some facet by more than ``tolerance`` replaces the facets it sees by a cone
-    over their horizon.  As in Quickhull (Barber, Dobkin, Huhdanpaa), every point waits in the
-    outside set of one facet it lies above and is tested again only against the cone's new
-    facets when that facet is replaced; a point above none is inside for good (a point above a
+    Quickhull (Barber, Dobkin, Huhdanpaa): starts from the widest tetrahedron found by three
+    farthest-point searches; every point waits in the outside set of one facet it lies above
+    by more than ``tolerance``; the farthest point of a nonempty set replaces the facets it
+    sees by a cone over their horizon, and the points of the replaced facets' sets are tested
+    again against the cone's facets only; a point above none is inside for good (a point above a
     replaced facet and outside the new hull lies above one of the cone's facets).  Facets are
     triangles, counter-clockwise seen from outside.  ``O(n log n)`` expected, ``O(n h)`` at
     worst for ``h`` insertions.
@@ -143,7 +143,7 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
         return FLAT, empty_facets, empty_normals, empty_offsets
     inner = (points[first] + points[second] + points[third] + points[fourth]) / 4.0
 
-    capacity = 4 * n + 16
+    capacity = min(4 * n + 16, 256)
     facets = np.empty((capacity, 3), np.int64)
     normals = np.empty((capacity, 3))
     offsets = np.empty(capacity)
@@ -166,15 +166,21 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
     starts = np.zeros(n, np.int64)
     live = np.arange(capacity)
     living = count
-    owner = np.full(n, -1, np.int64)
     following = np.full(n, -1, np.int64)
     head = np.full(capacity, -1, np.int64)
+    farthest = np.full(capacity, -1, np.int64)
+    height = np.zeros(capacity)
     for p in range(n):
         if p != first and p != second and p != third and p != fourth:
-            _assign(points, p, normals, offsets, tolerance, 0, count, owner, following, head)
-    for p in _outside_in(points, inner):
-        if owner[p] < 0:
-            continue
+            _assign(points, p, normals, offsets, tolerance, 0, count, following, head, farthest, height)
+    while True:
+        p = -1
+        for i in range(living):
+            if head[live[i]] >= 0:
+                p = farthest[live[i]]
+                break
+        if p < 0:
+            break
         seen = 0
         for i in range(living):
             f = live[i]
@@ -210,7 +216,7 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
             capacity = 2 * (count + horizon)
             facets, normals, offsets = _grown(facets, capacity), _grown(normals, capacity), _grown(offsets, capacity)
             alive, visible, live = _grown(alive, capacity), _grown(visible, capacity), _grown(live, capacity)
-            head = _grown(head, capacity)
+            head, farthest, height = _grown(head, capacity), _grown(farthest, capacity), _grown(height, capacity)
             edges, rim = _grown(edges, 3 * capacity), _grown(rim, 3 * capacity)
         created = count
         for i in range(horizon):
@@ -221,16 +227,14 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
                 return FAILED, empty_facets, empty_normals, empty_offsets
             facets[count, 0], facets[count, 1], facets[count, 2] = a, b, p
             alive[count] = True
-            head[count] = -1
+            head[count], farthest[count], height[count] = -1, -1, 0.0
             count += 1
-        owner[p] = -1
         for i in range(seen):
             q = head[visible[i]]
             while q >= 0:
                 after = following[q]
-                owner[q] = -1
                 if q != p:
-                    _assign(points, q, normals, offsets, tolerance, created, count, owner, following, head)
+                    _assign(points, q, normals, offsets, tolerance, created, count, following, head, farthest, height)
                 q = after
         kept = 0
         for i in range(living):
@@ -248,27 +252,18 @@ def _incremental_3d(points: np.ndarray, tolerance: float):
 
 
 @njit(cache=True)
-def _assign(points, p, normals, offsets, tolerance, start, stop, owner, following, head):
+def _assign(points, p, normals, offsets, tolerance, start, stop, following, head, farthest, height):
     """Put ``p`` in the outside set of the first facet of ``start..stop`` it lies above by more
-    than ``tolerance`` (Quickhull's partition); a point above none of them stays unassigned."""
+    than ``tolerance`` (Quickhull's partition), keeping each set's farthest point; a point
+    above none of them is inside for good."""
     for f in range(start, stop):
-        if _distance(normals, offsets, f, points, p) > tolerance:
-            owner[p] = f
+        distance = _distance(normals, offsets, f, points, p)
+        if distance > tolerance:
             following[p] = head[f]
             head[f] = p
+            if distance > height[f]:
+                farthest[f], height[f] = p, distance
             return
-
-
-@njit(cache=True)
-def _outside_in(points, inner):
-    """Insertion order: by decreasing distance from ``inner`` (the far points first build most of
-    the hull, so later points mostly fall inside it and cost one pass over the facets).
-    ``O(n log n)``."""
-    n = points.shape[0]
-    rank = np.empty(n)
-    for p in range(n):
-        rank[p] = -((points[p, 0] - inner[0]) ** 2 + (points[p, 1] - inner[1]) ** 2 + (points[p, 2] - inner[2]) ** 2)
-    return np.argsort(rank)
 
 
 @njit(cache=True)
