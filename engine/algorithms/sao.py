@@ -146,31 +146,37 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
 
 
 def _peeled(pool: _Places):
-    """The layers of ``pool``, outermost first, as :func:`_settled` splits them: ``(layer, its
-    hull, the places left)`` each, computed on demand.
+    """The layers of ``pool``, outermost first, computed on demand: ``(layer, its hull, the
+    positions in pool of the places below it)`` each, the layer split off as :func:`_settled`
+    splits it.
 
     In 3-D the compiled peel settles every layer it can in one call; the layers it leaves
     (flat or numerically hard remainders), and every layer in other dimensions, take one
-    :func:`_settled` each.  ``O(Σ n_j f_j)`` over the layers yielded.
+    :func:`convex_hull` each.  ``O(Σ n_j f_j)`` over the layers yielded.
     """
+    left = np.arange(len(pool))
     if pool.x.shape[1] == 3 and len(pool) >= 4:
         members, member_starts, facets, facet_starts, normals, offsets, scales = \
             kernel.peel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE)
-        left = np.ones(len(pool), dtype=bool)
+        below = np.ones(len(pool), dtype=bool)
         for j in range(len(scales)):
             chosen = members[member_starts[j]:member_starts[j + 1]]
-            left[chosen] = False
+            below[chosen] = False
             kept = pool.take(chosen)
             faces = slice(facet_starts[j], facet_starts[j + 1])
             hull = Hull(np.arange(len(chosen), dtype=np.int64), normals[faces], offsets[faces], facets[faces],
                         True, float(scales[j]), kept.x.mean(axis=0))
-            yield kept, hull, pool.take(left)
-        if len(scales):
-            pool = pool.take(left)
-    while len(pool):
-        kept, hull, rest = _settled(pool)
-        yield kept, hull, rest
-        pool = rest
+            left = np.flatnonzero(below)
+            yield kept, hull, left
+    while len(left):
+        part = pool.take(left)
+        hull = convex_hull(part.x)
+        below = np.ones(len(left), dtype=bool)
+        below[hull.vertices] = False
+        if below.any():
+            part, hull = part.take(hull.vertices), hull.reindexed(hull.vertices, len(left))
+        left = left[below]
+        yield part, hull, left
 
 
 @register
@@ -346,23 +352,24 @@ class SAO(Algorithm):
         convex position, so it is a layer), and every place still in ``pool`` leaves the
         index.  ``O(n log n)`` per layer peeled."""
         above = self._held - len(pool)
-        for kept, hull, rest in _peeled(pool):
+        before = np.arange(len(pool))
+        for kept, hull, left in _peeled(pool):
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 room = 0 if self._static else self._memory - above
-                gone = pool
+                gone = pool.take(before)
                 if room > 0:
                     order = self._eviction_order(kept, hull)
                     part, part_hull, rejected = _settled(kept.take(np.sort(order[len(kept) - room:])))
                     self._layers.append(_Layer(part, part_hull))
                     evicted = _Places.join([kept.take(np.sort(order[:len(kept) - room])), rejected])
                     self._counters["evictions"] += len(evicted)
-                    gone = _Places.join([evicted, rest])
-                self._counters["expelled"] += len(rest) if room > 0 else len(pool)
+                    gone = _Places.join([evicted, pool.take(left)])
+                self._counters["expelled"] += len(left) if room > 0 else len(before)
                 self._drop(gone)
                 return
             self._layers.append(_Layer(kept, hull))
             above += len(kept)
-            pool = rest
+            before = left
 
     def _eviction_order(self, places: _Places, hull: Hull) -> np.ndarray:
         """Positions in ``places`` (a layer) in the order step 3 evicts them: smallest ``R_t``
