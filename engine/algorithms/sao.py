@@ -135,7 +135,7 @@ class _Layer:
 def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     """Split ``pool`` into the vertices of its hull (with the hull, renamed to them) and the rest.
 
-    One Qhull run; ``O(n log n)`` in 2-D and 3-D.
+    One hull computation; ``O(n log n)`` in 2-D and 3-D.
     """
     hull = convex_hull(pool.x)
     if len(hull.vertices) == len(pool):
@@ -209,9 +209,9 @@ class SAO(Algorithm):
     Static strategies evict from any layer above its quota instead.
 
     Costs per slide of ``m`` arrivals: ``O(m d)`` hashing plus ``O(m f d)`` vectorised
-    filtering (``f`` facets of ``l_L``); one Qhull run per layer re-peeled
-    (``O(M_j log M_j)`` in 2-D/3-D, at most one re-peel for the arrivals and expiries and one
-    per eviction round); ``O(log n)`` per object in the expiry list.  ``query``
+    filtering (``f`` facets of ``l_L``); one hull per layer re-peeled (``O(M_j log M_j)`` in
+    2-D/3-D, all of a re-peel's 3-D layers in one compiled call; at most one re-peel for the
+    arrivals and expiries and one per eviction round); ``O(log n)`` per object in the expiry list.  ``query``
     ``O(Σ M_j d + k)`` over the layers it searches.
 
     Memory (``bytes``): per place its number, ``d`` features, its object count and layer label
@@ -386,7 +386,7 @@ class SAO(Algorithm):
         objects leave; places left empty (and joined by no arrival) are taken out.  Step 1: the
         remaining distinct points are tested against ``l_max(L, K)`` (``l_L`` if fewer layers
         exist) as it was at the slide's start, at once (``O(f d)`` vectorised work each); the layers from the outermost one changed are peeled again with the new
-        places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one Qhull run per layer
+        places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one hull per layer
         re-peeled.
         """
         counters = self._counters
@@ -528,7 +528,7 @@ class SAO(Algorithm):
 
     def _repeel(self, j: int, incoming: _Places) -> None:
         """Peel the places of layers ``j, j+1, ...`` and ``incoming`` again (the insertion and
-        deletion cascades of 3.6 for a whole slide at once); one Qhull run per layer peeled."""
+        deletion cascades of 3.6 for a whole slide at once); one hull per layer peeled."""
         if j >= len(self._layers) and not len(incoming):
             return
         pool = _Places.join([layer.places for layer in self._layers[j:]] + [incoming])
@@ -722,7 +722,7 @@ class SAO(Algorithm):
         """Assert every invariant: layers are hull vertex sets of distinct points, nested, within
         budget and quotas; places, objects, the point dictionary and the expiry list agree.
 
-        ``O(Σ M_j f_j d + n)`` plus one Qhull run per layer.
+        ``O(Σ M_j f_j d + n)`` plus one hull per layer.
         """
         if not self._created:
             assert not self._layers and len(self._expiry) == 0, "objects in layers before creation"

@@ -1,4 +1,4 @@
-"""Convex hulls for the SAO index: Qhull with every degenerate case handled, never raising.
+"""Convex hulls for the SAO index: compiled kernels or Qhull, every degenerate case handled, never raising.
 
 A :class:`Hull` describes the convex hull of a point set by its vertices (indices into the
 points), a containment test written as half-spaces ``normals · x + offsets <= tol`` and the
@@ -48,7 +48,7 @@ class Hull:
 
     ``vertices`` are indices into the points, ascending; ``normals`` (``f x d``, unit rows) and
     ``offsets`` (``f``) give the hull as ``normals · x + offsets <= 0``; ``cells`` (rows of
-    vertex indices: Qhull's facet simplices, or the segment of a 1-D hull) name the hull edges,
+    vertex indices: the facet simplices, or the segment of a 1-D hull) name the hull edges,
     every pair inside one cell (``None`` when unknown); ``exact`` is ``False`` for the
     all-vertices fallback, which contains no point; ``scale`` (the largest absolute coordinate)
     sets the containment tolerance.
@@ -96,8 +96,8 @@ class Hull:
 def convex_hull(points: np.ndarray) -> Hull:
     """The convex hull of ``points`` (``n x d``); degenerate inputs never raise.
 
-    Qhull time for full-rank sets (``O(n log n)`` in 2-D and 3-D), plus an ``O(n d^2)`` SVD for
-    flat ones.
+    ``O(n log n)`` for full-rank sets in 2-D and 3-D (the kernels; Qhull beyond), plus an
+    ``O(n d^2)`` SVD for flat ones.
 
     Examples
     --------
