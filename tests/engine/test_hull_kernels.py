@@ -119,3 +119,41 @@ def test_convex_hull_contains_exactly_the_points_qhull_contains(d, seed):
     pairs = {frozenset(pair) for cell in hull.cells.tolist() for pair in zip(cell, cell[1:] + cell[:1])}
     qhull_pairs = {frozenset(pair) for cell in reference.simplices.tolist() for pair in zip(cell, cell[1:] + cell[:1])}
     assert pairs == qhull_pairs
+
+
+def qhull_layers(points: np.ndarray) -> list[set[tuple]]:
+    """Convex layers by repeated Qhull runs, while the rest is full-dimensional."""
+    layers, rest = [], points
+    while len(rest) >= 4:
+        try:
+            hull = ConvexHull(rest)
+        except Exception:
+            break
+        layers.append(vertex_points(rest, hull.vertices))
+        keep = np.ones(len(rest), dtype=bool)
+        keep[hull.vertices] = False
+        rest = rest[keep]
+    return layers
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shape", ["uniform", "slab", "grid"])
+def test_peel_gives_qhulls_layers(seed, shape):
+    rng = np.random.default_rng([seed, 3])
+    if shape == "uniform":
+        points = rng.random((200, 3))
+    elif shape == "slab":
+        size = rng.integers(1, 400, 300).astype(float)
+        price = 100 + rng.integers(0, 20, 300) / 100
+        points = np.unique(np.stack([price * size, price, size], axis=1), axis=0)
+        points = (points - points.min(axis=0)) / np.ptp(points, axis=0)
+    else:
+        points = grid(3, 4)[rng.permutation(64)]
+    members, member_starts, facets, facet_starts, normals, offsets, scales = kernel.peel_3d(points, TOLERANCE)
+    peeled = [vertex_points(points, members[a:b]) for a, b in zip(member_starts[:-1], member_starts[1:])]
+    expected = qhull_layers(points)
+    assert peeled == expected
+    for j in range(len(peeled)):
+        layer = points[members[member_starts[j]:member_starts[j + 1]]]
+        faces = slice(facet_starts[j], facet_starts[j + 1])
+        check_facets(layer, facets[faces], normals[faces], offsets[faces])
