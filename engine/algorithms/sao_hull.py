@@ -8,7 +8,7 @@ Cases (``n`` points in ``d`` dimensions):
 
 - ``d = 1``: the hull is the minimum and the maximum (the newest copy on ties).
 - Full rank (``n >= d + 1`` and not flat), ``d = 2`` or ``3``: the compiled kernels of
-  :mod:`engine.kernels.hull` (monotone chain; incremental hull), which answer in microseconds
+  :mod:`engine.kernels.hull` (monotone chain; Quickhull), which answer in microseconds
   where Qhull spends about 90 µs setting up; a set they do not settle goes on as below.
 - Full rank, ``d >= 4`` (or a set the kernels found numerically inconsistent):
   ``scipy.spatial.ConvexHull`` (Qhull).

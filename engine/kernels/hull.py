@@ -101,8 +101,8 @@ def _farthest_from_line(points, a, b):
 
 
 @njit(cache=True)
-def _incremental_3d(points: np.ndarray, tolerance: float):
-    """Incremental hull of ``points`` (``n x 3``): ``(status, facets, normals, offsets)``.
+def _quickhull_3d(points: np.ndarray, tolerance: float):
+    """Convex hull of ``points`` (``n x 3``): ``(status, facets, normals, offsets)``.
 
     Quickhull (Barber, Dobkin, Huhdanpaa): starts from the widest tetrahedron found by three
     farthest-point searches; every point waits in the outside set of one facet it lies above
@@ -316,13 +316,14 @@ def hull_3d(points: np.ndarray, tolerance: float):
     """Hull of ``points`` (``n x 3``): ``(status, facets, normals, offsets)``, every facet
     vertex an extreme point.
 
-    The incremental hull can keep a point that a later point left in the middle of a flat face
+    Quickhull can keep a point that a later point left in the middle of a flat face
     (or edge) as a vertex of its triangulation; such points are dropped and the hull of the
-    extreme points computed again (at most three rounds, else ``FAILED``).  ``O(n f)``.
+    extreme points computed again (at most three rounds, else ``FAILED``).  ``O(n log n)``
+    expected per round.
     """
     chosen = np.arange(points.shape[0])
     for _ in range(3):
-        status, facets, normals, offsets = _incremental_3d(points[chosen], tolerance)
+        status, facets, normals, offsets = _quickhull_3d(points[chosen], tolerance)
         if status != DONE:
             return status, facets, normals, offsets
         extreme = extreme_vertices(facets, normals, len(chosen))

@@ -196,3 +196,12 @@ def test_sao_runs_the_kernels_as_plain_python_with_the_same_layers():
     plain, compiled = run_sao(no_jit=True), run_sao(no_jit=False)
     assert plain == compiled
     assert max(len(layers) for _, layers in compiled) >= 3, "the index was never peeled into layers"
+
+
+def test_a_kernel_failure_falls_back_to_qhull(monkeypatch):
+    points = np.random.default_rng(9).random((50, 3))
+    failed = (kernel.FAILED, np.empty((0, 3), np.int64), np.empty((0, 3)), np.empty(0))
+    monkeypatch.setattr(kernel, "hull_3d", lambda points, tolerance: failed)
+    hull = convex_hull(points)
+    assert vertex_points(points, hull.vertices) == qhull_points(points)
+    assert hull.exact and hull.contains(points).all()
