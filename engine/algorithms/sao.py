@@ -14,7 +14,8 @@ from ..jsondata import floats_in, floats_out, ints_in
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
-from .sao_hull import Hull, convex_hull, neighbour_distances
+from ..kernels import hull as kernel
+from .sao_hull import KERNEL_TOLERANCE, Hull, convex_hull, neighbour_distances
 
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
@@ -134,7 +135,7 @@ class _Layer:
 def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     """Split ``pool`` into the vertices of its hull (with the hull, renamed to them) and the rest.
 
-    One Qhull run; ``O(n log n)`` in 2-D and 3-D.
+    One hull computation; ``O(n log n)`` in 2-D and 3-D.
     """
     hull = convex_hull(pool.x)
     if len(hull.vertices) == len(pool):
@@ -142,6 +143,40 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     outside = np.ones(len(pool), dtype=bool)
     outside[hull.vertices] = False
     return pool.take(hull.vertices), hull.reindexed(hull.vertices, len(pool)), pool.take(outside)
+
+
+def _peeled(pool: _Places):
+    """The layers of ``pool``, outermost first, computed on demand: ``(layer, its hull, the
+    positions in pool of the places below it)`` each, the layer split off as :func:`_settled`
+    splits it.
+
+    In 3-D the compiled peel settles every layer it can in one call; the layers it leaves
+    (flat or numerically hard remainders), and every layer in other dimensions, take one
+    :func:`convex_hull` each.  ``O(Σ n_j f_j)`` over the layers yielded.
+    """
+    left = np.arange(len(pool))
+    if pool.x.shape[1] == 3 and len(pool) >= 4:
+        members, member_starts, facets, facet_starts, normals, offsets, scales = \
+            kernel.peel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE)
+        below = np.ones(len(pool), dtype=bool)
+        for j in range(len(scales)):
+            chosen = members[member_starts[j]:member_starts[j + 1]]
+            below[chosen] = False
+            kept = pool.take(chosen)
+            faces = slice(facet_starts[j], facet_starts[j + 1])
+            hull = Hull(np.arange(len(chosen), dtype=np.int64), normals[faces], offsets[faces], facets[faces],
+                        True, float(scales[j]), kept.x.mean(axis=0))
+            left = np.flatnonzero(below)
+            yield kept, hull, left
+    while len(left):
+        part = pool.take(left)
+        hull = convex_hull(part.x)
+        below = np.ones(len(left), dtype=bool)
+        below[hull.vertices] = False
+        if below.any():
+            part, hull = part.take(hull.vertices), hull.reindexed(hull.vertices, len(left))
+        left = left[below]
+        yield part, hull, left
 
 
 @register
@@ -174,9 +209,9 @@ class SAO(Algorithm):
     Static strategies evict from any layer above its quota instead.
 
     Costs per slide of ``m`` arrivals: ``O(m d)`` hashing plus ``O(m f d)`` vectorised
-    filtering (``f`` facets of ``l_L``); one Qhull run per layer re-peeled
-    (``O(M_j log M_j)`` in 2-D/3-D, at most one re-peel for the arrivals and expiries and one
-    per eviction round); ``O(log n)`` per object in the expiry list.  ``query``
+    filtering (``f`` facets of ``l_L``); one hull per layer re-peeled (``O(M_j log M_j)`` in
+    2-D/3-D, all of a re-peel's 3-D layers in one compiled call; at most one re-peel for the
+    arrivals and expiries and one per eviction round); ``O(log n)`` per object in the expiry list.  ``query``
     ``O(Σ M_j d + k)`` over the layers it searches.
 
     Memory (``bytes``): per place its number, ``d`` features, its object count and layer label
@@ -317,24 +352,24 @@ class SAO(Algorithm):
         convex position, so it is a layer), and every place still in ``pool`` leaves the
         index.  ``O(n log n)`` per layer peeled."""
         above = self._held - len(pool)
-        while len(pool):
-            kept, hull, rest = _settled(pool)
+        before = np.arange(len(pool))
+        for kept, hull, left in _peeled(pool):
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 room = 0 if self._static else self._memory - above
-                gone = pool
+                gone = pool.take(before)
                 if room > 0:
                     order = self._eviction_order(kept, hull)
                     part, part_hull, rejected = _settled(kept.take(np.sort(order[len(kept) - room:])))
                     self._layers.append(_Layer(part, part_hull))
                     evicted = _Places.join([kept.take(np.sort(order[:len(kept) - room])), rejected])
                     self._counters["evictions"] += len(evicted)
-                    gone = _Places.join([evicted, rest])
-                self._counters["expelled"] += len(rest) if room > 0 else len(pool)
+                    gone = _Places.join([evicted, pool.take(left)])
+                self._counters["expelled"] += len(left) if room > 0 else len(before)
                 self._drop(gone)
                 return
             self._layers.append(_Layer(kept, hull))
             above += len(kept)
-            pool = rest
+            before = left
 
     def _eviction_order(self, places: _Places, hull: Hull) -> np.ndarray:
         """Positions in ``places`` (a layer) in the order step 3 evicts them: smallest ``R_t``
@@ -351,7 +386,7 @@ class SAO(Algorithm):
         objects leave; places left empty (and joined by no arrival) are taken out.  Step 1: the
         remaining distinct points are tested against ``l_max(L, K)`` (``l_L`` if fewer layers
         exist) as it was at the slide's start, at once (``O(f d)`` vectorised work each); the layers from the outermost one changed are peeled again with the new
-        places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one Qhull run per layer
+        places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one hull per layer
         re-peeled.
         """
         counters = self._counters
@@ -378,13 +413,19 @@ class SAO(Algorithm):
         self._next_place += len(numbers)
         for key, number in zip(np.array(list(fresh), dtype=object)[outside].tolist(), numbers.tolist()):
             self._where[key] = number
-        for r, (key, place) in enumerate(zip(keys, places)):
-            place = self._where.get(key) if place is None else place
+        objects, expiry, where = self._objects, self._expiry, self._where
+        added = 0
+        for r, (key, place, seq, oid, t, expires) in enumerate(zip(keys, places, rows.seq.tolist(), rows.ids.tolist(),
+                                                                   rows.t.tolist(), self._keys(rows).tolist())):
+            place = where.get(key) if place is None else place
             if place is None:
                 counters["filtered"] += 1
             else:
                 counters["tied"] += fresh.get(key) != r
-                self._add_object(place, rows, r)
+                objects.setdefault(place, deque()).append((seq, oid, t))
+                expiry.append((expires, seq, place))
+                added += 1
+        self._count += added
         counters["arrivals_examined"] += len(rows)
         incoming = _Places(numbers, points[outside], rows.x[first[outside]].copy())
         self._held += len(numbers)
@@ -465,14 +506,15 @@ class SAO(Algorithm):
         """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
         layers, their hulls unset until :meth:`_repeel`; returns the outermost layer changed
         (``None``: none).  ``O(n)``."""
-        if not doomed:
+        if not doomed or not self._layers:
             return None
-        doomed = np.array(doomed, np.int64)
+        sizes = [len(layer.places) for layer in self._layers]
+        every = np.isin(np.concatenate([layer.places.ids for layer in self._layers]), np.array(doomed, np.int64))
         first = None
-        for j, layer in enumerate(self._layers):
-            gone = np.isin(layer.places.ids, doomed)
+        for j, gone in enumerate(np.split(every, np.cumsum(sizes)[:-1])):
             if not gone.any():
                 continue
+            layer = self._layers[j]
             if evicted:
                 self._drop(layer.places.take(gone))
             else:
@@ -486,7 +528,7 @@ class SAO(Algorithm):
 
     def _repeel(self, j: int, incoming: _Places) -> None:
         """Peel the places of layers ``j, j+1, ...`` and ``incoming`` again (the insertion and
-        deletion cascades of 3.6 for a whole slide at once); one Qhull run per layer peeled."""
+        deletion cascades of 3.6 for a whole slide at once); one hull per layer peeled."""
         if j >= len(self._layers) and not len(incoming):
             return
         pool = _Places.join([layer.places for layer in self._layers[j:]] + [incoming])
@@ -680,7 +722,7 @@ class SAO(Algorithm):
         """Assert every invariant: layers are hull vertex sets of distinct points, nested, within
         budget and quotas; places, objects, the point dictionary and the expiry list agree.
 
-        ``O(Σ M_j f_j d + n)`` plus one Qhull run per layer.
+        ``O(Σ M_j f_j d + n)`` plus one hull per layer.
         """
         if not self._created:
             assert not self._layers and len(self._expiry) == 0, "objects in layers before creation"

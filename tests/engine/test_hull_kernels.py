@@ -1,0 +1,207 @@
+"""The compiled hull kernels of SAO (``engine/kernels/hull.py``) against Qhull.
+
+The reference is ``scipy.spatial.ConvexHull`` (Qhull) on the same points: the kernels' vertex
+sets (as point sets, so that duplicates compare by position) must equal Qhull's on random
+sets, integer grids (coplanar faces, collinear edges), duplicated points and points placed on
+a cube's faces and edges; flat sets must be reported ``FLAT``.  The facets must be outward
+planes through their three vertices with every point on their inner side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.spatial import ConvexHull
+
+from engine.algorithms.sao_hull import convex_hull
+from engine.kernels import hull as kernel
+
+TOLERANCE = 1e-12
+ROOT = Path(__file__).resolve().parents[2]
+SAO_SCRIPT = """
+import json, numpy as np, engine
+rng = np.random.default_rng(5)
+x = np.concatenate([rng.random((300, 3)), np.round(rng.random((300, 3)) * 4) / 4])
+q = engine.Query(weights=[1.0, 0.5, -0.25], k=4, window=120, slide=10)
+alg = engine.create("sao", q, memory=30, layers=3)
+out = []
+for batch in engine.slides((np.arange(600), np.arange(600), x), q):
+    alg.process(batch)
+    alg.check()
+    out.append([alg.topk().ids.tolist(), [layer.tolist() for layer in alg.layers()]])
+print(json.dumps(out))
+"""
+
+
+def vertex_points(points: np.ndarray, vertices) -> set[tuple]:
+    return {tuple(points[v]) for v in np.asarray(vertices).tolist()}
+
+
+def qhull_points(points: np.ndarray) -> set[tuple]:
+    return vertex_points(points, ConvexHull(points).vertices)
+
+
+def kernel_points(points: np.ndarray) -> set[tuple]:
+    if points.shape[1] == 2:
+        status, polygon = kernel.hull_2d(points, TOLERANCE)
+        assert status == kernel.DONE
+        return vertex_points(points, polygon)
+    status, facets, normals, offsets = kernel.hull_3d(points, TOLERANCE)
+    assert status == kernel.DONE
+    check_facets(points, facets, normals, offsets)
+    return vertex_points(points, np.unique(facets))
+
+
+def check_facets(points, facets, normals, offsets):
+    assert np.allclose(np.linalg.norm(normals, axis=1), 1.0)
+    through = np.einsum("fcd,fd->fc", points[facets], normals) + offsets[:, None]
+    assert np.abs(through).max() <= 1e-9, "a facet's plane misses one of its vertices"
+    assert (points @ normals.T + offsets).max() <= 1e-9, "a point lies outside a facet"
+    center = points[np.unique(facets)].mean(axis=0)
+    assert (normals @ center + offsets).max() < 0, "a facet faces inwards"
+
+
+def grid(d: int, side: int) -> np.ndarray:
+    axes = np.meshgrid(*[np.arange(side, dtype=float)] * d, indexing="ij")
+    return np.stack([a.ravel() for a in axes], axis=1)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("n", [4, 5, 9, 40, 300])
+@pytest.mark.parametrize("seed", range(6))
+def test_random_sets_have_qhulls_vertices(d, n, seed):
+    rng = np.random.default_rng([d, n, seed])
+    for points in (rng.random((n, d)), rng.normal(size=(n, d)), rng.random((n, d)) * [1.0, 1e-3, 50.0][:d]):
+        assert kernel_points(points) == qhull_points(points)
+
+
+@pytest.mark.parametrize("d,side", [(2, 2), (2, 5), (3, 2), (3, 3), (3, 5)])
+def test_grids_keep_only_the_corners(d, side):
+    points = grid(d, side)
+    rng = np.random.default_rng(side)
+    for order in (np.arange(len(points)), rng.permutation(len(points))):
+        assert kernel_points(points[order]) == qhull_points(points[order]) == vertex_points(grid(d, 2) * (side - 1), range(2 ** d))
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("seed", range(5))
+def test_duplicated_points_give_qhulls_vertex_points(d, seed):
+    rng = np.random.default_rng([d, seed, 1])
+    base = rng.random((30, d))
+    points = base[rng.integers(0, 30, 120)]
+    points = np.concatenate([base, points])[rng.permutation(150)]
+    assert kernel_points(points) == qhull_points(points)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_points_on_faces_and_edges_of_a_cube_are_not_vertices(seed):
+    rng = np.random.default_rng(seed)
+    corners = grid(3, 2)
+    on_faces = rng.random((60, 3))
+    on_faces[np.arange(60), rng.integers(0, 3, 60)] = rng.integers(0, 2, 60)
+    on_edges = rng.integers(0, 2, (30, 3)).astype(float)
+    on_edges[np.arange(30), rng.integers(0, 3, 30)] = rng.random(30)
+    inside = rng.random((40, 3)) * 0.8 + 0.1
+    points = np.concatenate([on_faces, on_edges, inside, corners])[rng.permutation(138)]
+    assert kernel_points(points) == qhull_points(points) == vertex_points(corners, range(8))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_sets_are_reported_flat(seed):
+    rng = np.random.default_rng(seed)
+    line = rng.random((20, 1)) * rng.random((1, 2)) + rng.random((1, 2))
+    assert kernel.hull_2d(line, TOLERANCE)[0] == kernel.FLAT
+    assert kernel.hull_2d(np.repeat(rng.random((1, 2)), 5, axis=0), TOLERANCE)[0] == kernel.FLAT
+    span = rng.random((2, 3))
+    plane = rng.random((25, 2)) @ span + rng.random(3)
+    assert kernel.hull_3d(plane, TOLERANCE)[0] == kernel.FLAT
+    segment = rng.random((10, 1)) * rng.random((1, 3))
+    assert kernel.hull_3d(segment, TOLERANCE)[0] == kernel.FLAT
+    assert kernel.hull_3d(np.repeat(rng.random((1, 3)), 6, axis=0), TOLERANCE)[0] == kernel.FLAT
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("seed", range(4))
+def test_convex_hull_contains_exactly_the_points_qhull_contains(d, seed):
+    rng = np.random.default_rng([d, seed, 2])
+    points = rng.random((60, d))
+    hull, reference = convex_hull(points), ConvexHull(points)
+    assert vertex_points(points, hull.vertices) == vertex_points(points, reference.vertices)
+    probes = rng.random((400, d)) * 1.4 - 0.2
+    expected = (probes @ reference.equations[:, :-1].T + reference.equations[:, -1]).max(axis=1) <= 1e-9
+    assert np.array_equal(hull.contains(probes), expected)
+    pairs = {frozenset(pair) for cell in hull.cells.tolist() for pair in zip(cell, cell[1:] + cell[:1])}
+    qhull_pairs = {frozenset(pair) for cell in reference.simplices.tolist() for pair in zip(cell, cell[1:] + cell[:1])}
+    assert pairs == qhull_pairs
+
+
+def qhull_layers(points: np.ndarray) -> list[set[tuple]]:
+    """Convex layers by repeated Qhull runs, while the rest is full-dimensional."""
+    layers, rest = [], points
+    while len(rest) >= 4:
+        try:
+            hull = ConvexHull(rest)
+        except Exception:
+            break
+        layers.append(vertex_points(rest, hull.vertices))
+        keep = np.ones(len(rest), dtype=bool)
+        keep[hull.vertices] = False
+        rest = rest[keep]
+    return layers
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shape", ["uniform", "slab", "grid"])
+def test_peel_gives_qhulls_layers(seed, shape):
+    rng = np.random.default_rng([seed, 3])
+    if shape == "uniform":
+        points = rng.random((200, 3))
+    elif shape == "slab":
+        size = rng.integers(1, 400, 300).astype(float)
+        price = 100 + rng.integers(0, 20, 300) / 100
+        points = np.unique(np.stack([price * size, price, size], axis=1), axis=0)
+        points = (points - points.min(axis=0)) / np.ptp(points, axis=0)
+    else:
+        points = grid(3, 4)[rng.permutation(64)]
+    members, member_starts, facets, facet_starts, normals, offsets, scales = kernel.peel_3d(points, TOLERANCE)
+    peeled = [vertex_points(points, members[a:b]) for a, b in zip(member_starts[:-1], member_starts[1:])]
+    expected = qhull_layers(points)
+    assert peeled == expected
+    for j in range(len(peeled)):
+        layer = points[members[member_starts[j]:member_starts[j + 1]]]
+        faces = slice(facet_starts[j], facet_starts[j + 1])
+        check_facets(layer, facets[faces], normals[faces], offsets[faces])
+
+
+def run_sao(no_jit: bool) -> list:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_DISABLE_JIT", None)
+    if no_jit:
+        env["NUMBA_DISABLE_JIT"] = "1"
+    done = subprocess.run([sys.executable, "-c", SAO_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_sao_runs_the_kernels_as_plain_python_with_the_same_layers():
+    """A small 3-D stream (random and grid points: coplanar faces, ties) through an index of 30
+    places: with ``NUMBA_DISABLE_JIT=1`` every slide's answer and layers equal the compiled run's."""
+    plain, compiled = run_sao(no_jit=True), run_sao(no_jit=False)
+    assert plain == compiled
+    assert max(len(layers) for _, layers in compiled) >= 3, "the index was never peeled into layers"
+
+
+def test_a_kernel_failure_falls_back_to_qhull(monkeypatch):
+    points = np.random.default_rng(9).random((50, 3))
+    failed = (kernel.FAILED, np.empty((0, 3), np.int64), np.empty((0, 3)), np.empty(0))
+    monkeypatch.setattr(kernel, "hull_3d", lambda points, tolerance: failed)
+    hull = convex_hull(points)
+    assert vertex_points(points, hull.vertices) == qhull_points(points)
+    assert hull.exact and hull.contains(points).all()
