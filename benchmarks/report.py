@@ -284,7 +284,7 @@ def is_thin(frame: pd.DataFrame) -> pd.Series:
         need = [required_slides(n, s) if ok_ else 0 for n, s, ok_ in zip(frame["n"].fillna(0), frame["s"].fillna(1), known)]
         thin = known & (frame["timed_slides"].fillna(0) < need)
     if "thin" in frame.columns:
-        thin = thin | frame["thin"].fillna(False).astype(bool)
+        thin = thin | frame["thin"].astype("boolean").fillna(False).astype(bool)
     return thin
 
 
@@ -1356,16 +1356,22 @@ def stale_note(frames: dict[str, pd.DataFrame], runs: list) -> str:
     slides than the harness minimum (one turnover or 200 slides)."""
     commits = {str(first.get("commit")) for first, _ in runs}
     dirty = [c for c in commits if c.endswith("+dirty")]
-    thin = {bench: int(is_thin(frame).sum()) for bench, frame in frames.items()}
+    thin = {bench: frame[is_thin(frame)] for bench, frame in frames.items()}
     timed = {bench: int(frame["timed_slides"].notna().sum()) for bench, frame in frames.items() if "timed_slides" in frame}
-    parts = [f"`{bench}` {thin[bench]} of {timed[bench]}" for bench in sorted(timed) if thin[bench]]
-    if len(commits) <= 1 and not dirty and not parts:
+    parts = [f"`{bench}` {len(thin[bench])} of {timed[bench]}"
+             + (" (" + ", ".join(map(str, thin[bench]["case"].drop_duplicates())) + ")" if "case" in thin[bench] else "")
+             for bench in sorted(timed) if len(thin[bench])]
+    clean = len(commits) <= 1 and not dirty
+    if clean and not parts:
         return "**Figures:** one run at one clean commit; every timed row covers its minimum of slides."
+    thin_text = (f"Timed rows below the harness minimum of slides (one window turnover or {MIN_TIMED_SLIDES} slides, "
+                 "because the trace or the case's budget ended first; left out of every quoted figure, verdicts "
+                 "resting on them say *provisional*): " + ", ".join(parts) + "." if parts else "")
+    if clean:
+        return "**Figures:** one run at one clean commit. " + thin_text
     return ("**Stale figures.** " + (f"The results come from {len(commits)} commits" if len(commits) > 1 else "One commit")
             + (f", {len(dirty)} of them with uncommitted changes (`+dirty`)" if dirty else "") + ". "
-            + (f"Timed rows below the harness minimum of slides (one window turnover or {MIN_TIMED_SLIDES} slides; "
-               "left out of every quoted figure, verdicts resting on them say *provisional*): "
-               + ", ".join(parts) + ". " if parts else "")
+            + (thin_text + " " if thin_text else "")
             + "Claims and targets of experiments added after these runs say *not measured*. A full `make bench` "
             "at a clean commit replaces all of this.")
 
