@@ -530,11 +530,8 @@ def claims_section(paper: dict, frames: dict[str, pd.DataFrame]) -> str:
                              "comparable? how scaled", "source", "measured cause of a difference"]) + "\n")
     left = paper.get("experiments_left", [])
     if left:
-        present = {name.removesuffix(".csv") for name in frames}
         out.append("Experiments of the papers not run here, and why:\n\n" + "\n".join(
-            f"- *{item['paper']}, {item['figure']}*: {item['why']}"
-            + (" (present in these results)" if item["paper"] == "multi-query" and "multi" in present else "")
-            for item in left) + "\n")
+            f"- *{item['paper']}, {item['figure']}*: {item['why']}" for item in left) + "\n")
     models = paper.get("models", [])
     if models:
         out.append("Not papers' figures: our own models, in the notes they come from:\n\n"
