@@ -64,6 +64,10 @@ STATS_SCHEMA = pa.schema([("query_id", pa.int32()), ("algorithm", pa.string()), 
                           ("slide", pa.int64()), ("end", pa.int64()), ("candidates", pa.int64()),
                           ("retained", pa.int64()), ("bytes", pa.int64()), ("measured_bytes", pa.int64()),
                           ("seconds", pa.float64())])
+SLIDE_FIGURES = np.dtype([("slide", np.int64), ("end", np.int64), ("count", np.int64), ("candidates", np.int64),
+                          ("retained", np.int64), ("bytes", np.int64), ("measured_bytes", np.int64),
+                          ("seconds", np.float64)])
+"""What :class:`SegmentWriter` keeps of every slide, in ``add``'s order: the stats part's columns and the answer's length."""
 
 
 @dataclass(frozen=True)
@@ -351,6 +355,10 @@ class SegmentWriter:
     segment is; :meth:`flush` writes the last part, the state and the marker.  ``task`` needs
     ``query_id``, ``label``, ``shard`` and ``directory`` only (a shared executor's task has one
     writer per query, :mod:`pipelines.replay_multi`).
+
+    :meth:`add` keeps a slide as one tuple of its figures (:data:`SLIDE_FIGURES`) and its
+    answer's arrays; the part's columns are built from them once, when it is written (one
+    structured array for the figures, one concatenation per answer column).
     """
 
     def __init__(self, task: ReplayTask) -> None:
@@ -366,50 +374,46 @@ class SegmentWriter:
         self.segment_rows = 0
 
     def _start_part(self) -> None:
-        self.slides: list[int] = []
-        self.ends: list[int] = []
-        self.counts: list[int] = []
+        self.figures: list[tuple] = []
         self.answers: list[engine.Answer] = []
-        self.stats: list[tuple[int, int, int, int, float]] = []
         self.rows = 0
 
     def add(self, slide: int, end: int, answer: engine.Answer, stats: dict[str, Any], measured: int,
             seconds: float) -> None:
-        if self.segment_first is None:
-            self.segment_first = slide
         count = len(answer.ids)
-        self.slides.append(slide)
-        self.ends.append(end)
-        self.counts.append(count)
+        self.figures.append((slide, end, count, stats["candidates"], stats["retained"], stats["bytes"], measured,
+                             seconds))
         self.answers.append(answer)
-        self.stats.append((int(stats["candidates"]), int(stats["retained"]), int(stats["bytes"]), measured, seconds))
         self.rows += count
         if self.rows >= PART_ROWS:
             self._write_part()
 
     def _write_part(self) -> None:
-        task, first = self.task, self.slides[0]
-        counts = np.array(self.counts, np.int64)
-        rows, n = int(counts.sum()), len(self.slides)
+        task = self.task
+        figures = np.array(self.figures, SLIDE_FIGURES)
+        counts = figures["count"]
+        rows, n, first = int(counts.sum()), len(figures), int(figures["slide"][0])
+        if self.segment_first is None:
+            self.segment_first = first
 
-        def constant(value, length, kind):
-            return pa.repeat(pa.scalar(value, kind), length)
+        def number(value, length):  # pa.repeat of a number costs about 150 times more
+            return pa.array(np.full(length, value, np.int32))
+
+        def label(length):
+            return pa.repeat(pa.scalar(task.label, pa.string()), length)
+
+        def answer_column(name, kind):
+            return pa.array(np.concatenate([getattr(answer, name) for answer in self.answers]).astype(kind, copy=False))
 
         answers = pa.table([
-            constant(task.query_id, rows, pa.int32()), constant(task.label, rows, pa.string()),
-            constant(task.shard, rows, pa.int32()),
-            pa.array(np.repeat(np.array(self.slides, np.int64), counts)),
-            pa.array(np.repeat(np.array(self.ends, np.int64), counts)),
+            number(task.query_id, rows), label(rows), number(task.shard, rows),
+            pa.array(np.repeat(figures["slide"], counts)), pa.array(np.repeat(figures["end"], counts)),
             pa.array((np.arange(rows) - np.repeat(np.cumsum(counts) - counts, counts) + 1).astype(np.int32)),
-            pa.array(np.concatenate([a.ids for a in self.answers]).astype(np.int64)),
-            pa.array(np.concatenate([a.scores for a in self.answers]).astype(np.float64)),
-            pa.array(np.concatenate([a.seq for a in self.answers]).astype(np.int64))], schema=ANSWER_SCHEMA)
-        candidates, retained, size, measured, seconds = zip(*self.stats)
+            answer_column("ids", np.int64), answer_column("scores", np.float64), answer_column("seq", np.int64)],
+            schema=ANSWER_SCHEMA)
         stats = pa.table([
-            constant(task.query_id, n, pa.int32()), constant(task.label, n, pa.string()),
-            constant(task.shard, n, pa.int32()), pa.array(self.slides, pa.int64()), pa.array(self.ends, pa.int64()),
-            pa.array(candidates, pa.int64()), pa.array(retained, pa.int64()), pa.array(size, pa.int64()),
-            pa.array(measured, pa.int64()), pa.array(seconds, pa.float64())],
+            number(task.query_id, n), label(n), number(task.shard, n),
+            *(pa.array(np.ascontiguousarray(figures[name])) for name in STATS_SCHEMA.names[3:])],
             schema=STATS_SCHEMA)
         write_atomically(self.directory / part_name("answers", first, "parquet"),
                          lambda path: pq.write_table(answers, path, **PART_OPTIONS))
@@ -421,7 +425,7 @@ class SegmentWriter:
 
     def flush(self, state: str, digest: str) -> dict[str, Any]:
         """End the segment: its last part, the state (JSON text, checksum ``digest``), then the marker."""
-        if self.slides:
+        if self.figures:
             self._write_part()
         task, first = self.task, self.segment_first
         last = first + self.segment_slides - 1
@@ -445,7 +449,7 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
                             features=() if task.attribute else task.columns)
     keep = shard_filter(task.shard, task.shards, task.shard_by) if task.shards > 1 else None
     writer = SegmentWriter(task)
-    progress_file, last_progress = task.directory / "progress.json", time.monotonic()
+    progress_file, last_progress = task.directory / "progress.json", time.perf_counter()
     done, slides, first_slide, segment = 0, task.slides, task.first_slide, task.segment
     process, topk, stats_of, add, clock = algorithm.process, algorithm.topk, algorithm.stats, writer.add, time.perf_counter
     for batch in stream_slides(chunks, query, task.columns, task.attribute, task.first_row, task.start, keep):
@@ -461,9 +465,9 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
         done += 1
         if (slide + 1) % segment == 0 or done == slides:
             yield writer.flush(*algorithm.to_state_text())
-        if time.monotonic() - last_progress >= PROGRESS_SECONDS or done == slides:
+        if clock() - last_progress >= PROGRESS_SECONDS or done == slides:
             write_atomically(progress_file, lambda path: path.write_text(json.dumps({"slides": done})))
-            last_progress = time.monotonic()
+            last_progress = clock()
     if done != task.slides:
         raise ValueError(f"task {task.key}: the dataset holds {done} slides from slide {task.first_slide}, "
                          f"expected {task.slides} (was it changed during the replay?)")
