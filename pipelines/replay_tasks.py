@@ -64,6 +64,10 @@ STATS_SCHEMA = pa.schema([("query_id", pa.int32()), ("algorithm", pa.string()), 
                           ("slide", pa.int64()), ("end", pa.int64()), ("candidates", pa.int64()),
                           ("retained", pa.int64()), ("bytes", pa.int64()), ("measured_bytes", pa.int64()),
                           ("seconds", pa.float64())])
+SLIDE_FIGURES = np.dtype([("slide", np.int64), ("end", np.int64), ("count", np.int64), ("candidates", np.int64),
+                          ("retained", np.int64), ("bytes", np.int64), ("measured_bytes", np.int64),
+                          ("seconds", np.float64)])
+"""What :class:`SegmentWriter` keeps of every slide, in ``add``'s order: the stats part's columns and the answer's length."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,43 @@ def dataset_files(source: str | Path) -> list[Path]:
     return files
 
 
+def column_values(column: pa.ChunkedArray) -> np.ndarray:
+    """A Parquet column as one numpy array; numbers without nulls straight from the Arrow buffers.
+
+    Arrow's own ``to_numpy`` imports pandas (about 0.3 s of CPU in every Python worker and in
+    the driver, which need nothing else of it); other columns still go through it.
+
+    >>> column_values(pa.chunked_array([[1, 2], [3]], pa.int64())).tolist()
+    [1, 2, 3]
+    """
+    if column.null_count or not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        return column.to_numpy()
+    dtype = np.dtype(column.type.to_pandas_dtype())
+    parts = [np.frombuffer(chunk.buffers()[1], dtype, len(chunk) + chunk.offset)[chunk.offset:] for chunk in column.chunks]
+    return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+
+def arrow_numbers(values: np.ndarray) -> pa.Array:
+    """A numpy array of numbers as an Arrow array over the same memory (``pa.array`` imports pandas).
+
+    >>> arrow_numbers(np.array([1, 2], np.int32)).type
+    DataType(int32)
+    """
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def arrow_repeated(text: str, length: int) -> pa.Array:
+    """``length`` times the string ``text`` (``pa.repeat`` imports pandas).
+
+    >>> arrow_repeated("ab", 2).to_pylist()
+    ['ab', 'ab']
+    """
+    data = text.encode()
+    offsets = np.arange(length + 1, dtype=np.int32) * len(data)
+    return pa.Array.from_buffers(pa.string(), length, [None, pa.py_buffer(offsets), pa.py_buffer(data * length)])
+
+
 def seq_ranges(path: Path) -> list[tuple[int, int, int]]:
     """``(row group, min seq, max seq)`` of every non-empty row group of one file."""
     metadata = pq.ParquetFile(path).metadata
@@ -158,7 +199,7 @@ def seq_ranges(path: Path) -> list[tuple[int, int, int]]:
             continue
         stats = row_group.column(column).statistics
         if stats is None or not stats.has_min_max:
-            seq = pq.ParquetFile(path).read_row_group(group, columns=["seq"]).column("seq").to_numpy()
+            seq = column_values(pq.ParquetFile(path).read_row_group(group, columns=["seq"]).column("seq"))
             ranges.append((group, int(seq.min()), int(seq.max())))
         else:
             ranges.append((group, int(stats.min), int(stats.max)))
@@ -188,7 +229,7 @@ def read_rows(source: str | Path, columns: tuple[str, ...], first_row: int = 0,
             clusters.append([piece])
     for cluster in clusters:
         tables = [pq.ParquetFile(path).read_row_group(group, columns=wanted) for _, _, path, group in cluster]
-        arrays = {name: np.concatenate([table.column(name).to_numpy() for table in tables]) for name in wanted}
+        arrays = {name: np.concatenate([column_values(table.column(name)) for table in tables]) for name in wanted}
         if len(tables) > 1:
             order = np.argsort(arrays["seq"], kind="stable")
             arrays = {name: values[order] for name, values in arrays.items()}
@@ -351,6 +392,10 @@ class SegmentWriter:
     segment is; :meth:`flush` writes the last part, the state and the marker.  ``task`` needs
     ``query_id``, ``label``, ``shard`` and ``directory`` only (a shared executor's task has one
     writer per query, :mod:`pipelines.replay_multi`).
+
+    :meth:`add` keeps a slide as one tuple of its figures (:data:`SLIDE_FIGURES`) and its
+    answer's arrays; the part's columns are built from them once, when it is written (one
+    structured array for the figures, one concatenation per answer column).
     """
 
     def __init__(self, task: ReplayTask) -> None:
@@ -366,50 +411,46 @@ class SegmentWriter:
         self.segment_rows = 0
 
     def _start_part(self) -> None:
-        self.slides: list[int] = []
-        self.ends: list[int] = []
-        self.counts: list[int] = []
+        self.figures: list[tuple] = []
         self.answers: list[engine.Answer] = []
-        self.stats: list[tuple[int, int, int, int, float]] = []
         self.rows = 0
 
     def add(self, slide: int, end: int, answer: engine.Answer, stats: dict[str, Any], measured: int,
             seconds: float) -> None:
-        if self.segment_first is None:
-            self.segment_first = slide
         count = len(answer.ids)
-        self.slides.append(slide)
-        self.ends.append(end)
-        self.counts.append(count)
+        self.figures.append((slide, end, count, stats["candidates"], stats["retained"], stats["bytes"], measured,
+                             seconds))
         self.answers.append(answer)
-        self.stats.append((int(stats["candidates"]), int(stats["retained"]), int(stats["bytes"]), measured, seconds))
         self.rows += count
         if self.rows >= PART_ROWS:
             self._write_part()
 
     def _write_part(self) -> None:
-        task, first = self.task, self.slides[0]
-        counts = np.array(self.counts, np.int64)
-        rows, n = int(counts.sum()), len(self.slides)
+        task = self.task
+        figures = np.array(self.figures, SLIDE_FIGURES)
+        counts = figures["count"]
+        rows, n, first = int(counts.sum()), len(figures), int(figures["slide"][0])
+        if self.segment_first is None:
+            self.segment_first = first
 
-        def constant(value, length, kind):
-            return pa.repeat(pa.scalar(value, kind), length)
+        def number(value, length):
+            return arrow_numbers(np.full(length, value, np.int32))
+
+        def label(length):
+            return arrow_repeated(task.label, length)
+
+        def answer_column(name, kind):
+            return arrow_numbers(np.concatenate([getattr(answer, name) for answer in self.answers]).astype(kind, copy=False))
 
         answers = pa.table([
-            constant(task.query_id, rows, pa.int32()), constant(task.label, rows, pa.string()),
-            constant(task.shard, rows, pa.int32()),
-            pa.array(np.repeat(np.array(self.slides, np.int64), counts)),
-            pa.array(np.repeat(np.array(self.ends, np.int64), counts)),
-            pa.array((np.arange(rows) - np.repeat(np.cumsum(counts) - counts, counts) + 1).astype(np.int32)),
-            pa.array(np.concatenate([a.ids for a in self.answers]).astype(np.int64)),
-            pa.array(np.concatenate([a.scores for a in self.answers]).astype(np.float64)),
-            pa.array(np.concatenate([a.seq for a in self.answers]).astype(np.int64))], schema=ANSWER_SCHEMA)
-        candidates, retained, size, measured, seconds = zip(*self.stats)
+            number(task.query_id, rows), label(rows), number(task.shard, rows),
+            arrow_numbers(np.repeat(figures["slide"], counts)), arrow_numbers(np.repeat(figures["end"], counts)),
+            arrow_numbers((np.arange(rows) - np.repeat(np.cumsum(counts) - counts, counts) + 1).astype(np.int32)),
+            answer_column("ids", np.int64), answer_column("scores", np.float64), answer_column("seq", np.int64)],
+            schema=ANSWER_SCHEMA)
         stats = pa.table([
-            constant(task.query_id, n, pa.int32()), constant(task.label, n, pa.string()),
-            constant(task.shard, n, pa.int32()), pa.array(self.slides, pa.int64()), pa.array(self.ends, pa.int64()),
-            pa.array(candidates, pa.int64()), pa.array(retained, pa.int64()), pa.array(size, pa.int64()),
-            pa.array(measured, pa.int64()), pa.array(seconds, pa.float64())],
+            number(task.query_id, n), label(n), number(task.shard, n),
+            *(arrow_numbers(figures[name]) for name in STATS_SCHEMA.names[3:])],
             schema=STATS_SCHEMA)
         write_atomically(self.directory / part_name("answers", first, "parquet"),
                          lambda path: pq.write_table(answers, path, **PART_OPTIONS))
@@ -421,7 +462,7 @@ class SegmentWriter:
 
     def flush(self, state: str, digest: str) -> dict[str, Any]:
         """End the segment: its last part, the state (JSON text, checksum ``digest``), then the marker."""
-        if self.slides:
+        if self.figures:
             self._write_part()
         task, first = self.task, self.segment_first
         last = first + self.segment_slides - 1
@@ -445,7 +486,7 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
                             features=() if task.attribute else task.columns)
     keep = shard_filter(task.shard, task.shards, task.shard_by) if task.shards > 1 else None
     writer = SegmentWriter(task)
-    progress_file, last_progress = task.directory / "progress.json", time.monotonic()
+    progress_file, last_progress = task.directory / "progress.json", time.perf_counter()
     done, slides, first_slide, segment = 0, task.slides, task.first_slide, task.segment
     process, topk, stats_of, add, clock = algorithm.process, algorithm.topk, algorithm.stats, writer.add, time.perf_counter
     for batch in stream_slides(chunks, query, task.columns, task.attribute, task.first_row, task.start, keep):
@@ -461,9 +502,9 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
         done += 1
         if (slide + 1) % segment == 0 or done == slides:
             yield writer.flush(*algorithm.to_state_text())
-        if time.monotonic() - last_progress >= PROGRESS_SECONDS or done == slides:
+        if clock() - last_progress >= PROGRESS_SECONDS or done == slides:
             write_atomically(progress_file, lambda path: path.write_text(json.dumps({"slides": done})))
-            last_progress = time.monotonic()
+            last_progress = clock()
     if done != task.slides:
         raise ValueError(f"task {task.key}: the dataset holds {done} slides from slide {task.first_slide}, "
                          f"expected {task.slides} (was it changed during the replay?)")
