@@ -84,7 +84,7 @@ QUICK_ROWS = 60_000
 SAO_QUERY = {"weights": {"notional": 1.0, "price": -0.5, "size": 0.2}, "k": 10, "window": 20_000, "slide": 200,
              "kind": "count"}
 SAO_MEMORY = 100
-SAO_ROWS = 200_000
+SAO_ROWS = 120_000
 """Rows of the market stream SAO's sharded replay takes (its first, in ``seq`` order)."""
 REPEATS = 3
 """Runs of every case in full mode; the report gives the median run and the spread."""
