@@ -6,6 +6,21 @@
     tasks run one after the other in one process by the engine alone; target <= 0.75x.
 (c) peak memory (proportional set size, so pages shared by forked workers count once) of the
     replay's whole process tree (driver, JVM, Python workers); target < 2 GB.
+(d) SAO's parallel version (Luo, Wu, Yu, KAIS, Section 3.8: C computers, tuples partitioned
+    round-robin, one SAO index per computer, the local top-K merged) as the sharded replay: the
+    replay's shards are that partition (``seq % C``), each shard's task keeps its own index of
+    budget M, and the loader merges the shards' answers per slide.  SAO (M = 100, a count window
+    of 20,000, slide 200, K = 10, three features: M / W = 0.5%) replays the first
+    :data:`SAO_ROWS` rows of the market stream at C = 1 and C = 2; from the run's
+    ``slide_metrics``: SAO's time (the slowest shard's per slide, summed), precision and error
+    against the oracle the replay adds, and measured bytes per shard; and the CPU seconds of the
+    slowest shard's index when the same shard streams are fed to SAO in this process
+    (``shard_cpu_s``: the replay's per-slide times are wall times of tasks sharing 2 cores with
+    each other and the oracle's).  The C = 2 row carries ``speedup_sao`` (``shard_cpu_s`` at
+    C = 1 over C = 2: the per-computer work), ``speedup_sao_wall`` (the same of the replay's
+    times) and ``precision_change`` (C = 2 less C = 1).  Quick mode: the synthetic stream, a
+    window of 10,000, slide 100, M = 50 (the same M / W).  The window is small because SAO's
+    ``stats()``, which every replay task calls per slide, costs about 95 ms at W = 100,000.
 
 On a machine shared with other work, wall times depend on the share of the cores each run
 gets, so the module also reports CPU seconds: of the replay's whole process tree (driver,
@@ -47,6 +62,7 @@ import pyarrow.parquet as pq
 
 import engine
 from benchmarks.common import data_dir
+from engine.stream import Batch
 from pipelines.replay_tasks import dataset_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +81,11 @@ MIXED_QUERIES = [
 ]
 MIXED_ALGORITHMS = ["oracle", "mintopk", "pretopk", "sma"]
 QUICK_ROWS = 60_000
+SAO_QUERY = {"weights": {"notional": 1.0, "price": -0.5, "size": 0.2}, "k": 10, "window": 20_000, "slide": 200,
+             "kind": "count"}
+SAO_MEMORY = 100
+SAO_ROWS = 120_000
+"""Rows of the market stream SAO's sharded replay takes (its first, in ``seq`` order)."""
 REPEATS = 3
 """Runs of every case in full mode; the report gives the median run and the spread."""
 
@@ -91,7 +112,58 @@ def run(quick: bool = False) -> list[dict]:
                     engine_alone_s=alone, vs_engine_alone=mixed["replay_s"] / alone,
                     vs_engine_alone_range=spread(mixed["replay_runs"], [w for w, _ in alone_runs]),
                     engine_alone_cpu_s=alone_cpu, cpu_vs_engine_alone=mixed["replay_cpu_s"] / alone_cpu))
+    rows.extend(sao_parallel(dataset if quick else prefix_dataset(dataset, SAO_ROWS), quick))
     return rows
+
+
+def sao_parallel(dataset: tuple[str, Path], quick: bool) -> list[dict]:
+    """(d): SAO replayed at C = 1 and C = 2 over the same rows, measured from ``slide_metrics``."""
+    query = dict(SAO_QUERY, window=10_000, slide=100) if quick else SAO_QUERY
+    memory = SAO_MEMORY * query["window"] // SAO_QUERY["window"]
+    rows = []
+    for shards in (1, 2):
+        name = f"sao-c{shards}"
+        result = replay_process(name, dataset, [query], [{"name": "sao", "params": {"memory": memory}}], shards)
+        with duckdb.connect(str(WORK / f"{name}.duckdb"), read_only=True) as con:
+            slides, seconds, precision, avg_error, max_error, measured = con.execute(
+                "SELECT count(*), sum(seconds), avg(coalesce(precision, 1)), avg(coalesce(error, 0)), "
+                "max(coalesce(error, 0)), avg(measured_bytes) FROM slide_metrics WHERE algorithm <> 'oracle'"
+            ).fetchone()
+        shard_cpu = sao_shard_cpu(dataset, query, memory, shards)
+        extra = {} if shards == 1 else {"speedup_sao": rows[0]["shard_cpu_s"] / shard_cpu,
+                                        "speedup_sao_wall": rows[0]["sao_s"] / seconds,
+                                        "precision_change": precision - rows[0]["avg_precision"]}
+        rows.append(row("d", f"sao M={memory} n={query['window']} s={query['slide']} k={query['k']} C={shards}",
+                        dict(result, replay_runs=[result["replay_s"]]), algorithm="sao", shards=shards,
+                        memory=memory, sao_s=seconds, shard_cpu_s=shard_cpu,
+                        sao_objects_per_s=result["rows"] / shard_cpu,
+                        avg_precision=precision, avg_error=avg_error, max_error=max_error,
+                        kib_per_shard=measured / shards / 1024, timed_slides=slides, n=query["window"],
+                        s=query["slide"], **extra))
+    return rows
+
+
+def sao_shard_cpu(dataset: tuple[str, Path], query: dict, memory: int, shards: int) -> float:
+    """CPU seconds of the slowest of ``shards`` SAO indexes, each fed in this process the rows a
+    replay task of that shard gets (``seq % C``, the global slides): the per-computer work of the
+    paper's parallel version, free of the 2 shared cores' contention that the replay's per-slide
+    wall times include."""
+    table = pq.read_table(dataset[1], columns=["id", "seq", "t", *FEATURES]).sort_by("seq")
+    x = np.column_stack([table.column(f).to_numpy() for f in FEATURES])
+    q = engine.Query(weights=[query["weights"].get(f, 0.0) for f in FEATURES], k=query["k"], window=query["window"],
+                     slide=query["slide"], kind=query["kind"])
+    indexes = [engine.create("sao", q, memory=memory) for _ in range(shards)]
+    cpu = [0.0] * shards
+    for batch in engine.slides((table.column("id").to_numpy(), table.column("t").to_numpy(), x), q):
+        for shard, index in enumerate(indexes):
+            mask = batch.seq % shards == shard
+            part = Batch(ids=batch.ids[mask], seq=batch.seq[mask], t=batch.t[mask], x=batch.x[mask], end=batch.end,
+                         index=batch.index)
+            began = time.process_time()
+            index.process(part)
+            index.topk()
+            cpu[shard] += time.process_time() - began
+    return max(cpu)
 
 
 def median_run(results: list[dict]) -> dict:
@@ -136,6 +208,17 @@ def market_dataset() -> tuple[str, Path]:
                         "--db", str(DB), "--out", str(WORK), "--name", "market", "--master", MASTER],
                        cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return "market", Path(recorded_parquet("market"))
+
+
+def prefix_dataset(dataset: tuple[str, Path], rows: int) -> tuple[str, Path]:
+    """The first ``rows`` rows of ``dataset`` (in ``seq`` order) as a dataset of their own."""
+    name = f"{dataset[0]}-first-{rows}"
+    parquet = WORK / f"{name}.parquet"
+    if not parquet.exists():
+        table = pq.read_table(dataset[1], columns=["id", "seq", "t", *FEATURES]).sort_by("seq").slice(0, rows)
+        pq.write_table(table, parquet)
+    record(name, parquet, "stock")
+    return name, parquet
 
 
 def quick_dataset() -> tuple[str, Path]:
@@ -188,12 +271,14 @@ def fresh_database(name: str, dataset: str) -> Path:
 
 # --- measuring -------------------------------------------------------------------------------------
 
-def replay_process(name: str, dataset: tuple[str, Path], queries: list[dict], algorithms: list[str],
+def replay_process(name: str, dataset: tuple[str, Path], queries: list[dict], algorithms: list[str | dict],
                    shards: int) -> dict:
-    """Run one replay as its own process; wall time, Spark start-up and the tree's peak memory."""
+    """Run one replay as its own process; wall time, Spark start-up and the tree's peak memory.
+    An algorithm is a name or a config entry (``{"name": ..., "params": ...}``)."""
     config = WORK / f"{name}.json"
+    entries = [a if isinstance(a, dict) else {"name": a} for a in algorithms]
     config.write_text(json.dumps({"name": name, "dataset": dataset[0], "shards": shards, "queries": queries,
-                                  "algorithms": [{"name": a} for a in algorithms]}))
+                                  "algorithms": entries}))
     db = fresh_database(name, dataset[0])
     began = time.perf_counter()
     with tempfile.TemporaryFile("w+") as errors:
@@ -300,4 +385,5 @@ def pss(pid: int) -> int:
 
 COLUMNS = ["part", "case", "rows", "slides", "runs", "spark_start_s", "replay_s", "driver_load_s", "speedup",
            "speedup_range", "engine_alone_s", "vs_engine_alone", "vs_engine_alone_range", "tree_cpu_s", "replay_cpu_s",
-           "engine_alone_cpu_s", "cpu_vs_engine_alone", "peak_tree_mb"]
+           "engine_alone_cpu_s", "cpu_vs_engine_alone", "peak_tree_mb", "sao_s", "sao_objects_per_s", "avg_precision",
+           "avg_error", "max_error", "kib_per_shard", "shard_cpu_s", "speedup_sao", "speedup_sao_wall", "precision_change"]

@@ -3,17 +3,22 @@
 The paper times Algorithm 1 with the S-AVL over equal partitions for m = 5, 7, ..., 37 at its
 defaults (n = 0.1% |D|, k = 100, s = 0.1% n, so C_nw = 1,000) and finds that the m* =
 ceil(sqrt(n / max(s, k))) of its cost model, which minimises the bound on the candidate set,
-does not minimise the running time.  Here: ``sap-equal`` with its partition size forced to
+does not minimise the running time; its three rows are Algorithm 1 without the delay policy
+("non-delay": ``M_i`` built for every partition as it is finished), Algorithm 1 (delay policy,
+no S-AVL) and Algorithm 1 with the S-AVL.  Here: ``sap-equal`` with its partition size forced to
 ``n / m`` (whole slides; :class:`EqualPartitions`), n = 100,000, k = 100, s = 100 (C_nw = 1,000,
 m* = 32), on TIME-U, TIME-R (falling flank, as in the grid), STOCK and TRIP.  Each run fills one
 window, then times ``process`` + ``topk`` (CPU seconds) over one full window turnover
-(``benchmarks.common.required_slides``).  One row per (data set, m): objects/s, time per object,
-candidates and retained objects; plus one ``summary`` row per data set: the time per object at
-m* over the best m's (``mstar_over_best``), the figure the paper's Table 2 argues from.
+(``benchmarks.common.required_slides``).  The three rows of Table 2 are the engine's ablation
+switches (``docs/algorithms/sap.md``): ``non-delay`` is ``delay=False, savl=False``, ``algo1``
+``savl=False``, ``algo1-savl`` the defaults; each is timed on the same batches in turn.  One row per
+(data set, m, variant): objects/s, time per object, candidates and retained objects, S-AVL builds
+and drops; plus one ``summary`` row per data set: the time per object of ``algo1-savl`` at m*
+over the best m's (``mstar_over_best``), the figure the paper's Table 2 argues from.  Quick mode
+times ``algo1-savl`` at three m and the two ablated rows at m* only.
 
-The other two rows of Table 2 (non-delay, Algorithm 1 without the S-AVL) need switches the engine's
-SAP does not expose; the grid (``benchmarks.registry``) measures sap, sap-dynamic and sap-equal
-against every competitor (Fig. 9, Tables 3, 5, 6, 8).
+The grid (``benchmarks.registry``) measures sap, sap-dynamic and sap-equal against every
+competitor (Fig. 9, Tables 3, 5, 6, 8).
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ N, K, S = 100_000, 100, 100
 PARTITIONS = (5, 9, 13, 17, 21, 25, 29, 32, 37)
 QUICK_PARTITIONS = (5, 13, 32)
 DATASETS = ("time-u", "time-r", "stock", "taxi")
+VARIANTS = {"non-delay": {"delay": False, "savl": False}, "algo1": {"savl": False}, "algo1-savl": {}}
+"""Table 2's rows, as ``sap-equal``'s ablation switches (the last is the engine's default)."""
 
-COLUMNS = ["case", "dataset", "m", "objects_per_s", "us_per_object", "avg_candidates", "avg_retained",
-           "timed_slides", "mstar_over_best", "best_m"]
+COLUMNS = ["case", "dataset", "m", "variant", "objects_per_s", "us_per_object", "avg_candidates", "avg_retained",
+           "savl_builds", "savl_dropped", "timed_slides", "mstar_over_best", "best_m"]
 
 
 class EqualPartitions(SAPEqual):
@@ -59,8 +66,8 @@ def stream(dataset: str, m: int, quick: bool):
     return workloads.object_stream(dataset, m, N, quick)
 
 
-def measure(variant: type, query: engine.Query, batches: list, warmup: int) -> dict:
-    alg = variant(query)
+def measure(variant: type, query: engine.Query, batches: list, warmup: int, **params) -> dict:
+    alg = variant(query, **params)
     for batch in batches[:warmup]:
         alg.process(batch)
         alg.topk()
@@ -74,8 +81,10 @@ def measure(variant: type, query: engine.Query, batches: list, warmup: int) -> d
         light = alg._stats()
         candidates.append(light["candidates"])
         retained.append(light["retained"])
+    totals = alg.stats()
     return {"objects_per_s": objects / elapsed, "us_per_object": 1e6 * elapsed / objects,
             "avg_candidates": float(np.mean(candidates)), "avg_retained": float(np.mean(retained)),
+            "savl_builds": totals["savl_builds"], "savl_dropped": totals["savl_dropped"],
             "timed_slides": len(batches) - warmup}
 
 
@@ -88,10 +97,15 @@ def run(quick: bool = False) -> list[dict]:
         batches = list(engine.slides(stream(dataset, N + S * required_slides(N, S), quick), query))
         found = {}
         for m in QUICK_PARTITIONS if quick else PARTITIONS:
-            found[m] = measure(with_partitions(m), query, batches, warmup)
-            rows.append({"bench": "sap", "section": "table2", "case": f"{dataset} n={N} k={K} s={S} m={m}",
-                         "dataset": dataset, "algorithm": "sap-equal", "n": N, "k": K, "s": S, "m": m,
-                         "m_star": star, **found[m]})
+            for variant, params in VARIANTS.items():
+                if quick and m != star and variant != "algo1-savl":
+                    continue
+                measured = measure(with_partitions(m), query, batches, warmup, **params)
+                if variant == "algo1-savl":
+                    found[m] = measured
+                rows.append({"bench": "sap", "section": "table2", "case": f"{dataset} n={N} k={K} s={S} m={m}",
+                             "dataset": dataset, "algorithm": "sap-equal", "variant": variant, "n": N, "k": K,
+                             "s": S, "m": m, "m_star": star, **measured})
         best = min(found, key=lambda m: found[m]["us_per_object"])
         rows.append({"bench": "sap", "section": "summary", "case": f"{dataset} n={N} k={K} s={S}", "dataset": dataset,
                      "algorithm": "sap-equal", "n": N, "k": K, "s": S, "m_star": star, "best_m": best,

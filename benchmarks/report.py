@@ -333,11 +333,16 @@ def _case_key(rows: pd.DataFrame) -> list[str]:
 
 
 def paper_cells(paper: dict, claim: dict) -> list[dict]:
-    """Every cell of the paper table a claim names, as ``{algorithm: value}`` per (data set, column)."""
+    """Every cell of the paper table a claim names, as ``{algorithm: value}`` per (data set, column);
+    a table without ``columns`` (Table 2: one list per row over its ``m``) per (data set, position)."""
     table = paper["papers"][claim["paper"]][claim["paper_table"]]
     cells = []
     for dataset, algorithms in table.items():
         if dataset in ("source", "columns") or not isinstance(algorithms, dict):
+            continue
+        if "columns" not in table:
+            series = {a: values for a, values in algorithms.items() if isinstance(values, list)}
+            cells.extend({a: values[i] for a, values in series.items()} for i in range(min(map(len, series.values()))))
             continue
         for column, xs in table["columns"].items():
             for i in range(len(xs)):
@@ -373,9 +378,11 @@ def paper_figure(paper: dict, claim: dict) -> tuple[float | None, str]:
     return None, ""
 
 
-def _paired(rows: pd.DataFrame, metric: str, a: str, b: str) -> pd.Series:
-    """``metric`` of A over B per case (both present)."""
-    pivot = rows.pivot_table(index=_case_key(rows), columns="algorithm", values=metric, aggfunc="first")
+def _paired(rows: pd.DataFrame, metric: str, a: str, b: str, by: str = "algorithm") -> pd.Series:
+    """``metric`` of A over B per case (both present; A and B are values of the column ``by``)."""
+    if by not in rows:
+        return pd.Series(dtype=float)
+    pivot = rows.pivot_table(index=_case_key(rows), columns=by, values=metric, aggfunc="first")
     if a not in pivot or b not in pivot:
         return pd.Series(dtype=float)
     return (pivot[a] / pivot[b]).replace([np.inf, -np.inf], np.nan).dropna()
@@ -435,7 +442,7 @@ def _judge(claim: dict, rows: pd.DataFrame, metric: str, scale: float, paper: fl
     """The verdict and our figure for ``claim`` on ``rows`` (``None``: these rows cannot judge it)."""
     kind = claim["kind"]
     if kind == "ratio":
-        ratios = _paired(rows, metric, claim["a"], claim["b"])
+        ratios = _paired(rows, metric, claim["a"], claim["b"], source.get("by", claim.get("by", "algorithm")))
         if ratios.empty:
             return None
         median = float(ratios.median())

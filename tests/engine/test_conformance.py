@@ -13,7 +13,8 @@ from tests.streams import SHAPES, adversarial_scores, check_against_oracle, time
 
 EXACT = [info.name for info in engine.available() if info.exact and info.stream == "single" and info.name != "oracle"]
 VARIANTS = [(name, {}) for name in EXACT] + [
-    (info.name, {"prefilter": False}) for info in engine.available() if info.name in EXACT and "prefilter" in info.defaults
+    (info.name, {switch: False}) for info in engine.available() if info.name in EXACT
+    for switch in ("prefilter", "delay", "savl") if switch in info.defaults
 ]
 IDS = [f"{name}{'-' + '-'.join(f'{k}={v}' for k, v in p.items()) if p else ''}" for name, p in VARIANTS]
 

@@ -29,9 +29,9 @@ def top(values, seqs):
     return values, seqs, seqs.copy(), seqs.copy()
 
 
-def run(name, scores, q, t=None, check=True):
+def run(name, scores, q, t=None, check=True, **params):
     m = len(scores)
-    alg = engine.create(name, q)
+    alg = engine.create(name, q, **params)
     data = (np.arange(m), np.arange(m) if t is None else t, np.asarray(scores, np.float64))
     for batch in engine.slides(data, q):
         alg.process(batch)
@@ -211,6 +211,68 @@ def test_delay_policy_avoids_builds_on_random_scores():
     q = engine.Query(weights=[1.0], k=5, window=2000, slide=10)
     stats = run("sap-equal", np.random.default_rng(1).random(10_000), q, check=False).stats()
     assert stats["savl_builds_avoided"] > 5 * stats["savl_builds"]
+
+
+ABLATED = [(name, params) for name in ("sap-equal", "sap-dynamic")
+           for params in ({"delay": False}, {"savl": False}, {"delay": False, "savl": False})]
+
+
+def test_non_delay_builds_an_savl_for_every_partition():
+    q = engine.Query(weights=[1.0], k=5, window=200, slide=4)
+    for name in ("sap-equal", "sap-dynamic"):
+        delayed = run(name, np.arange(2000.0), q).stats()
+        eager = run(name, np.arange(2000.0), q, delay=False).stats()
+        # rising scores: every partition's rho reaches k, so the delay policy avoids every build
+        # but the first, and non-delay builds one per partition and drops it
+        assert delayed["savl_builds"] <= 1 < 5 <= eager["savl_builds"]
+        assert eager["savl_builds_avoided"] == 0 and eager["savl_dropped"] >= eager["savl_builds"] - 2
+
+
+def test_without_the_savl_meaningful_objects_are_not_pruned_locally():
+    q = engine.Query(weights=[1.0], k=3, window=300, slide=3)
+    scores = np.random.default_rng(4).random(3000) - np.arange(3000) / 3000
+    largest = {}
+    for savl in (True, False):
+        alg = engine.create("sap-equal", q, savl=savl)
+        largest[savl] = 0
+        for batch in engine.slides((np.arange(3000), np.arange(3000), scores), q):
+            alg.process(batch)
+            largest[savl] = max(largest[savl], alg.stats()["meaningful"])
+        assert alg.stats()["savl_builds"] > 0
+    assert largest[False] > largest[True] > 0
+
+
+@pytest.mark.parametrize("name,params", ABLATED, ids=lambda p: p if isinstance(p, str) else "-".join(p))
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("seed", range(3))
+def test_ablation_switches_stay_exact(name, params, kind, seed):
+    rng = np.random.default_rng(200 + seed)
+    s = int(rng.integers(1, 6))
+    n, k = s * int(rng.integers(2, 30)), int(rng.integers(1, 12))
+    m = 6 * n
+    scores = rng.choice([-1.0, 1.0]) * np.arange(m) / m + np.sin(np.arange(m) * np.pi / rng.integers(20, 300))
+    if seed == 2:
+        scores = np.round(scores * 2)  # ties
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+    q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
+    check_against_oracle(name, (np.arange(m), t, scores), q, params)
+
+
+@pytest.mark.parametrize("name,params", ABLATED, ids=lambda p: p if isinstance(p, str) else "-".join(p))
+def test_ablation_switches_restore_from_state(name, params):
+    q = engine.Query(weights=[1.0], k=4, window=240, slide=3)
+    scores = np.sin(np.arange(900) * np.pi / 140) + 0.3 * np.random.default_rng(5).random(900)
+    batches = list(engine.slides((np.arange(900), np.arange(900), scores), q))
+    reference, oracle = engine.create(name, q, **params), engine.create("oracle", q)
+    for index, batch in enumerate(batches):
+        reference.process(batch)
+        oracle.process(batch)
+        if index % 37 == 0:
+            resumed = engine.restore(json.loads(json.dumps(reference.to_state(), allow_nan=False)), query=q,
+                                     algorithm=name, params=params)
+            assert all(resumed.params[switch] == value for switch, value in params.items())
+            reference = resumed
+        assert_same_answer(oracle.topk(), reference.topk(), f"{name} {params} slide {index}")
 
 
 def test_ubsa_skips_units():

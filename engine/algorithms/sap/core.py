@@ -50,6 +50,12 @@ SAVL = Layout("sap s-avl", {"entry": {**OBJECT, "below": 1}, "stack": {"node": 1
 
 FORMING_STATES = ("forming", "ready")
 
+ABLATION = {"delay": True, "savl": True}
+"""The switches of the paper's Table 2 ablation (``sap-equal`` and ``sap-dynamic``): ``delay=False``
+builds ``M_i`` for every partition as it is finished ("non-delay"); ``savl=False`` builds it
+without the S-AVL's local pruning (one stack per object: ``M_0`` is a plain max-heap of every
+object that passes global pruning).  Both stay exact; the defaults are Algorithm 1 with the S-AVL."""
+
 NO_SEQS = np.empty(0, np.int64)
 
 NO_TOP = empty_top()
@@ -609,8 +615,19 @@ class SAPBase(Algorithm):
     # ----------------------------------------------------------------- S-AVL formation
     def _advance_formation(self, e: int) -> None:
         """Amortized proactive formation: while ``P_0`` expires, build ``P_1``'s S-AVL a share
-        at a time so that it is ready when ``P_0`` is gone."""
+        at a time so that it is ready when ``P_0`` is gone.  Non-delay (``delay=False``): a
+        partition finished in this slide gets its whole S-AVL at once."""
         parts = self._parts
+        if not self.params.get("delay", True):
+            for part in reversed(parts):
+                if part.state not in ("pending", "none"):
+                    break
+                if part.state == "none":
+                    continue
+                self._start_formation(part)
+                self._tally_formation(part, -1)
+                self._form(part, part.cursor)
+                self._tally_formation(part, 1)
         if len(parts) < 2:
             return
         front, second = parts[0], parts[1]
@@ -628,7 +645,7 @@ class SAPBase(Algorithm):
     def _start_formation(self, part: Partition) -> None:
         """The delay policy: decide on ``M_i`` as late as possible (``rho`` only grows)."""
         part.state = "forming"
-        part.capacity = self._k - part.rho
+        part.capacity = self._k - part.rho if self.params.get("savl", True) else self._raw_objects(part)
         part.running = self._later_top(part)
         part.builder = StackBuilder(part.capacity)
         part.cursor = self._work_items(part)
@@ -636,6 +653,11 @@ class SAPBase(Algorithm):
             unit.frozen = True
         self._tally_formation(part, 1)
         self._counters[SAVL_BUILDS] += 1
+
+    def _raw_objects(self, part: Partition) -> int:
+        """Objects in the raw slides of ``part``: the stacks of an S-AVL without local pruning
+        (``savl=False``), one per object (``O(slides)``)."""
+        return max(1, sum(len(self._raw.get(slide, ())) for slide in range(part.first, part.last + 1)))
 
     def _tally_formation(self, part: Partition, sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) an S-AVL under construction and its running top to
@@ -894,7 +916,8 @@ class SAPBase(Algorithm):
             if p.state in ("pending", "forming", "ready", "active"):
                 assert p.rho < k and p.kth is not None, f"partition {p.serial}: state {p.state} with rho {p.rho}"
             assert p.state != "active" or index == 0, "only the front partition has M_0"
-            assert p.state not in FORMING_STATES or index <= 1, "only P_0 and P_1 form an S-AVL"
+            assert p.state not in FORMING_STATES or index <= 1 or not self.params.get("delay", True), \
+                "only P_0 and P_1 form an S-AVL"
             assert (p.builder is not None) == (p.state in FORMING_STATES)
             if p.builder is not None:
                 p.builder.check()

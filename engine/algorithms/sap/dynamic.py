@@ -9,7 +9,7 @@ import numpy as np
 from ...kernels import sap as kernels
 from ...registry import register
 from .candidates import Top, empty_top, merge_tops
-from .core import SPLITS, TESTS, SAPBase, Unit
+from .core import ABLATION, SPLITS, TESTS, SAPBase, Unit
 
 ALPHA = 0.05
 """Probability of a type I error; the paper compares against ``u_{1 - alpha / 2} = 1.96``."""
@@ -82,6 +82,17 @@ class SAPDynamic(SAPBase):
     Memory (``bytes``): the layouts of ``engine.algorithms.sap.core`` (``RAW_SLIDES``,
     ``CANDIDATES``, ``OPEN_TOPS``, ``PARTITIONS``, ``SAVL``).
 
+    Parameters
+    ----------
+    delay : bool, default True
+        The delay policy (Algorithm 1): ``M_i`` is decided when ``P_{i-1}`` starts expiring.
+        ``False`` is the paper's "non-delay" ablation (Table 2): ``M_i`` is built as ``P_i``
+        is finished.
+    savl : bool, default True
+        Build ``M_i`` as an S-AVL (local pruning by ``k - rho`` stacks).  ``False`` is Table 2's
+        "Algorithm 1 without the S-AVL": one stack per object, so ``M_0`` is a max-heap of
+        every object that passes global pruning.
+
     Examples
     --------
     >>> import numpy as np, engine
@@ -95,6 +106,7 @@ class SAPDynamic(SAPBase):
 
     name = "sap-dynamic"
     summary = "SAP with dynamic partitions by the Mann-Whitney test (TKDE 2017, Section 4.2)"
+    defaults = ABLATION
 
     def _choose_unit_slides(self) -> int:
         q = self.q

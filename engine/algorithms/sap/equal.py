@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...registry import register
-from .core import SAPBase, Unit
+from .core import ABLATION, SAPBase, Unit
 
 
 def equal_partition_slides(n: int, s: int, k: int) -> int:
@@ -40,6 +40,17 @@ class SAPEqual(SAPBase):
     ``CANDIDATES``, ``OPEN_TOPS``, ``PARTITIONS``, ``SAVL``); SAP keeps the raw best ``k`` of every
     slide of a partition until it knows that partition's ``M`` (``retained``).
 
+    Parameters
+    ----------
+    delay : bool, default True
+        The delay policy (Algorithm 1): ``M_i`` is decided when ``P_{i-1}`` starts expiring.
+        ``False`` is the paper's "non-delay" ablation (Table 2): ``M_i`` is built as ``P_i``
+        is finished.
+    savl : bool, default True
+        Build ``M_i`` as an S-AVL (local pruning by ``k - rho`` stacks).  ``False`` is Table 2's
+        "Algorithm 1 without the S-AVL": one stack per object, so ``M_0`` is a max-heap of
+        every object that passes global pruning.
+
     Examples
     --------
     >>> import numpy as np, engine
@@ -53,6 +64,7 @@ class SAPEqual(SAPBase):
 
     name = "sap-equal"
     summary = "SAP with equal partitions, S-AVL and the delay policy (TKDE 2017, Section 4.1)"
+    defaults = ABLATION
 
     def _choose_unit_slides(self) -> int:
         return equal_partition_slides(self.q.window, self.q.slide, self.q.k)
