@@ -105,7 +105,8 @@ class Footprint:
 def array_bytes(arrays: Iterable[np.ndarray]) -> int:
     """Real bytes of numpy arrays: each header, and each data buffer once at full capacity.
 
-    ``O(len(arrays))``.  A view costs its header plus its base's buffer, counted once.
+    ``O(len(arrays))``.  A view costs its header plus its base's buffer, counted once (a base
+    that does not own its buffer either, as numba's arrays, costs its header and ``nbytes``).
 
     >>> a = np.zeros(1000)
     >>> array_bytes([a, a[10:]]) == sys.getsizeof(a) + sys.getsizeof(a[10:])
@@ -123,7 +124,7 @@ def array_bytes(arrays: Iterable[np.ndarray]) -> int:
         total += sys.getsizeof(array)
         if id(owner) not in seen:
             seen.add(id(owner))
-            total += sys.getsizeof(owner)
+            total += sys.getsizeof(owner) if owner.flags.owndata else sys.getsizeof(owner) + owner.nbytes
     return total
 
 

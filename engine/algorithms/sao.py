@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections import deque
 from itertools import islice
 from typing import Any
@@ -10,12 +11,20 @@ from typing import Any
 import numpy as np
 
 from ..base import OBJECT_WORDS, WORD, Algorithm
+from ..memory import PY_INT, array_bytes, deep_size, python_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..kernels import hull as kernel
 from .sao_hull import KERNEL_TOLERANCE, Hull, convex_hull, neighbour_distances
+
+HELD_OBJECT_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + 3 * PY_INT
+"""A held object's ``(seq, id, t)`` record in its place's deque: the tuple and its three ints."""
+
+EXPIRY_ENTRY_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + PY_INT
+"""An expiry entry ``(key, seq, place)``: the tuple and its key (``seq`` and ``place`` are the
+same int objects as the held record's and the place number's)."""
 
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
@@ -120,6 +129,10 @@ class _Places:
             return nonempty[0] if nonempty else parts[0]
         joined = _Places(*(np.concatenate([getattr(p, f) for p in nonempty]) for f in ("ids", "x", "raw")))
         return joined.take(np.argsort(joined.ids, kind="stable"))
+
+
+def _hull_arrays(hull: Hull) -> tuple[np.ndarray, ...]:
+    return tuple(a for a in (hull.vertices, hull.normals, hull.offsets, hull.cells, hull.center) if a is not None)
 
 
 class _Layer:
@@ -605,14 +618,50 @@ class SAO(Algorithm):
             return np.empty(0, np.int64)
         return np.concatenate([self._layer_seq(layer) for layer in self._layers])
 
+    def memory(self) -> tuple[int, int]:
+        """``(bytes, measured_bytes)`` in ``O(M + L)``, whatever the window: the per-object Python
+        records (held objects, expiry entries, place keys) priced by their counts with sizes
+        measured once at import; the place deques (at most ``M``) and containers by
+        ``sys.getsizeof``; the layers' and buffer's arrays and the small attributes by a walk
+        that does not enter the per-object containers."""
+        objects, expiry, where = self._objects, self._expiry, self._where
+        per_object = (sys.getsizeof(objects) + sum(map(sys.getsizeof, objects.values()))
+                      + self._count * HELD_OBJECT_BYTES
+                      + sys.getsizeof(expiry) + len(expiry) * EXPIRY_ENTRY_BYTES
+                      + sys.getsizeof(where) + len(where) * (sys.getsizeof(bytes(WORD * self._d)) + PY_INT))
+        layers = self._layers
+        rest = deep_size(self.__dict__, exclude=(self.q, self.params, objects, expiry, where, layers))
+        return self._modelled_bytes(), per_object + rest + self._layers_bytes()
+
+    def _layers_bytes(self) -> int:
+        """The layers: their arrays (views with their bases, once), plus the Python shells of
+        one layer (the layer, its places, its hull, their attribute dicts and the hull's
+        scalars, alike in every layer) times the number of layers; ``O(L)``."""
+        layers = self._layers
+        if not layers:
+            return sys.getsizeof(layers)
+        first = layers[0]
+        shells = [first, vars(first), first.places, vars(first.places)]
+        if first.hull is not None:
+            shells += [first.hull, vars(first.hull),
+                       *(v for v in vars(first.hull).values() if isinstance(v, float))]
+        arrays = array_bytes(array for layer in layers
+                             for array in (layer.places.ids, layer.places.x, layer.places.raw,
+                                           *(_hull_arrays(layer.hull) if layer.hull is not None else ())))
+        return sys.getsizeof(layers) + python_bytes(*shells) * len(layers) + arrays
+
+    def _modelled_bytes(self) -> int:
+        objects = self._count if self._created else len(self._buffer)
+        places = self._held if self._created else len(self._buffer)
+        facets = sum(len(layer.hull.offsets) for layer in self._layers if layer.hull is not None)
+        return WORD * (places * (self._d + 5) + objects * (OBJECT_WORDS + 3) + facets * (self._d + 1))
+
     def _stats(self) -> dict[str, Any]:
         sizes = [len(layer.places) for layer in self._layers]
         objects = self._count if self._created else len(self._buffer)
         places = self._held if self._created else len(self._buffer)
-        facets = sum(len(layer.hull.offsets) for layer in self._layers)
         examined = self._counters["arrivals_examined"]
         return {"candidates": objects, "retained": objects, "places": places,
-                "bytes": WORD * (places * (self._d + 5) + objects * (OBJECT_WORDS + 3) + facets * (self._d + 1)),
                 "created": self._created, "layer_counts": sizes, "layer_quotas": self._quotas()[:max(len(sizes), 1)],
                 "filtering_ratio": self._counters["filtered"] / examined if examined else 0.0,
                 **self._counters}
