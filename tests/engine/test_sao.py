@@ -348,3 +348,18 @@ def test_the_old_layout_restores_into_places():
         restored.process(batch)
         restored.check()
         assert len(restored.topk()) == 3
+
+
+def test_negative_zero_is_the_point_of_zero():
+    """Found by fuzzing: ``-0.0`` and ``0.0`` are one point, so the arrival at ``(-0.0, 1)`` joins the
+    place at ``(0.0, 1)`` (the newest tied object answers) instead of being filtered out as inside it."""
+    q = engine.Query(weights=[1.0, 0.5], k=1, window=2, slide=1)
+    x = np.array([[0.0, 1.0], [-0.0, 1.0], [-0.0, 1.0]])
+    alg = engine.create("sao", q, memory=1, layers=1)
+    got = []
+    for batch in engine.slides((np.arange(3), np.arange(3), x), q):
+        alg.process(batch)
+        alg.check()
+        got.append(alg.topk().ids.tolist())
+    assert got == [[0], [1], [2]]
+    assert alg.stats()["tied"] == 2 and alg.stats()["filtered"] == 0
