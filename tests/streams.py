@@ -64,3 +64,41 @@ def check_against_oracle(name: str, data, query: engine.Query, params=None, chec
             algorithm.check()
         count += 1
     return count
+
+
+def random_column(shape: str, m: int, rng: np.random.Generator) -> np.ndarray:
+    """One feature column of the stress tests: the adversarial shapes plus few distinct values,
+    negative zeros and magnitudes far apart."""
+    if shape in SHAPES:
+        return adversarial_scores(shape, m, rng)
+    if shape == "few":
+        return rng.choice([-1.5, 0.0, 2.0, 5.0], m)
+    if shape == "signed-zeros":
+        return rng.choice([0.0, -0.0, 1.0, -1.0], m)
+    if shape == "far-apart":
+        return rng.choice([1e15, -1e15, 1e-15, 0.0, 1.0], m)
+    raise ValueError(shape)
+
+
+COLUMNS = SHAPES + ("few", "signed-zeros", "far-apart")
+
+
+def random_times(shape: str, m: int, rng: np.random.Generator) -> np.ndarray:
+    """:func:`time_stamps`, plus every object at one time and sparse steps (many empty slides)."""
+    if shape == "equal":
+        return np.full(m, int(rng.integers(0, 50)), np.int64)
+    if shape == "sparse":
+        return np.cumsum(rng.integers(0, 8, m)) + int(rng.integers(0, 10))
+    return time_stamps(shape, m, rng)
+
+
+TIMES_ALL = ("steady", "bursts", "gaps", "equal", "sparse")
+
+
+def random_query(rng: np.random.Generator, d: int, kind: str) -> engine.Query:
+    """Slide 1 to 7, window 1 to 6 slides, k from 1 to past the window, weights of either sign (or 0)."""
+    s = int(rng.choice([1, 1, 2, 3, 4, 5, 7]))
+    n = s * int(rng.choice([1, 1, 2, 3, 4, 6]))
+    k = int(rng.integers(1, n + 6)) if rng.random() < 0.6 else int(rng.integers(1, 4))
+    weights = [0.0 if rng.random() < 0.1 else float(rng.choice([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0])) for _ in range(d)]
+    return engine.Query(weights=weights, k=k, window=n, slide=s, kind=kind)

@@ -90,7 +90,7 @@ class Approx(EAA):
         self._start = 0
         self._unions: dict[int, float] = {}
         self._probabilities: dict[tuple[int, int], float] = {}
-        self._repeats = [1] * d
+        self._repeats = [self.params["repeats"] or 1] * d
         self._values = [1.0] * d
         self._slide_bytes = slide_bytes(d)
 

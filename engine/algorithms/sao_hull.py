@@ -159,8 +159,10 @@ def _compiled(points: np.ndarray, scale: float) -> Hull | None:
     tolerance = KERNEL_TOLERANCE * scale
     if points.shape[1] == 2:
         status, polygon = kernel.hull_2d(points, tolerance)
-        if status != kernel.DONE:
+        if status == kernel.FLAT:
             return None
+        if status == kernel.FAILED:
+            return _qhull(points, None, scale)
         following = np.roll(polygon, -1)
         edge = points[following] - points[polygon]
         normals = np.stack([edge[:, 1], -edge[:, 0]], axis=1)

@@ -34,7 +34,10 @@ def hull_2d(points: np.ndarray, tolerance: float):
     """Andrew's monotone chain: ``(status, polygon)``, the vertex indices counter-clockwise.
 
     A point within ``tolerance`` of the line through its two neighbours on the chain is not a
-    vertex; fewer than three vertices left is ``FLAT``.  ``O(n log n)``.
+    vertex; fewer than three vertices left is ``FLAT``.  Points nearly in line but out of the
+    sort's order along it (``x`` equal to within rounding) can make the chain drop an extreme
+    point: a point farther than ``tolerance`` outside the polygon is ``FAILED``.  ``O(n log n)``
+    plus ``O(n h)`` for that test over the ``h`` vertices.
     """
     n = points.shape[0]
     by_y = np.argsort(points[:, 1], kind="mergesort")
@@ -52,6 +55,11 @@ def hull_2d(points: np.ndarray, tolerance: float):
         size -= 1
     if size < 3:
         return FLAT, chain[:0].copy()
+    for i in range(size):
+        a, b = chain[i], chain[(i + 1) % size]
+        for p in range(n):
+            if _turns_left(points, b, a, p, tolerance):
+                return FAILED, chain[:0].copy()
     return DONE, chain[:size].copy()
 
 

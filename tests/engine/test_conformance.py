@@ -3,13 +3,16 @@ of them (the oracle included) equals the independent plain-Python reference (``t
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import engine
 from tests.reference import reference_answers
-from tests.streams import SHAPES, adversarial_scores, check_against_oracle, time_stamps
+from tests.streams import (COLUMNS, SHAPES, TIMES_ALL, adversarial_scores, assert_same_answer, check_against_oracle,
+                           random_column, random_query, random_times, time_stamps)
 
 EXACT = [info.name for info in engine.available() if info.exact and info.stream == "single" and info.name != "oracle"]
 VARIANTS = [(name, {}) for name in EXACT] + [
@@ -174,3 +177,46 @@ def test_the_reference_reproduces_the_hand_worked_traces(trace):
     m = len(scores)
     answers = reference_answers(range(m), range(m), scores, [1.0], k, window, slide)
     assert [[oid for oid, _, _ in ranked] for _, ranked in answers] == expected
+
+
+def stress_stream(seed: int):
+    """A random query and an adversarial stream of up to 250 rows over 1-3 features."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 4))
+    kind = str(rng.choice(["count", "time"]))
+    q = random_query(rng, d, kind)
+    m = int(rng.choice([0, 1, 5, 20, 60, 150, 250]))
+    x = np.column_stack([random_column(str(rng.choice(COLUMNS)), m, rng) for _ in range(d)])
+    t = np.arange(m) if kind == "count" else random_times(str(rng.choice(TIMES_ALL)), m, rng)
+    ids = rng.permutation(m) + 10
+    return q, (ids, t, x), rng
+
+
+@pytest.mark.parametrize("name,params", VARIANTS, ids=IDS)
+def test_seeded_stress_against_the_oracle_with_check_stats_and_restore(name, params):
+    """Fixed seeds, random queries (k past the window, s = 1 to s = n, weights of either sign) on
+    adversarial streams: the oracle's ids and scores, ``check()`` and the candidate count after
+    every slide, and a copy restored from JSON at a random slide continuing identically."""
+    for seed in range(40):
+        q, data, rng = stress_stream(seed)
+        if "cells_per_dim" in engine.registry.algorithm_class(name).defaults:
+            params = {"cells_per_dim": int(rng.choice([0, 1, 2, 5]))}
+        batches = list(engine.slides(data, q))
+        algorithm, oracle, twin = engine.create(name, q, **params), engine.create("oracle", q), None
+        cut = int(rng.integers(0, len(batches) + 1))
+        for index, batch in enumerate(batches):
+            context = f"seed {seed} {name} {params} {q} slide {index}"
+            if index == cut:
+                twin = engine.restore(json.loads(json.dumps(algorithm.to_state())), q, algorithm=name, params=params)
+            algorithm.process(batch)
+            oracle.process(batch)
+            answer = algorithm.topk()
+            assert_same_answer(oracle.topk(), answer, context)
+            assert np.array_equal(oracle.topk().ids, answer.ids), context
+            algorithm.check()
+            assert algorithm.stats()["candidates"] == len(algorithm.candidates()), context
+            if twin is not None:
+                twin.process(batch)
+                twin.check()
+                assert np.array_equal(twin.topk().ids, answer.ids), context
+                assert twin._stats() == algorithm._stats(), context

@@ -205,3 +205,17 @@ def test_a_kernel_failure_falls_back_to_qhull(monkeypatch):
     hull = convex_hull(points)
     assert vertex_points(points, hull.vertices) == qhull_points(points)
     assert hull.exact and hull.contains(points).all()
+
+
+def test_points_in_line_out_of_sort_order_are_not_dropped():
+    """Found by fuzzing (SAO's layers over features from -1e15 to 1e15): three points nearly on
+    the line x = 0.5, the lowest one ulps to the right, sort out of order along it; the chain kept
+    the middle one and dropped the top, which then lay outside the polygon.  The kernel now says
+    ``FAILED`` and the hull is Qhull's: the top point is a vertex and every point is inside."""
+    points = np.array([[0.5, 0.2178234178593784], [0.5000000000000006, 0.11140857758015121],
+                       [0.0, 0.6502185494917123], [0.5, 0.27803053298836017]])
+    status, polygon = kernel.hull_2d(points, TOLERANCE)
+    assert status == kernel.FAILED or 3 in polygon.tolist()
+    hull = convex_hull(points)
+    assert hull.vertices.tolist() == [1, 2, 3]
+    assert hull.contains(points).all()

@@ -4,6 +4,8 @@ precision, the correlated generator and the errors."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -458,3 +460,12 @@ def test_approx_measures_fewer_bytes_than_eaa_sketches_included():
             ratios.append(approx.stats()["measured_bytes"] / eaa.stats()["measured_bytes"])
     assert approx.stats()["sketch_bytes"] == 8 * 3 * 64 * 32 + 8 * 2 * 3 * 10
     assert max(ratios) < 0.8, ratios
+
+
+def test_approx_with_fixed_repeats_reports_them_before_the_first_slide():
+    """Found by fuzzing: a new ``approx`` with ``repeats=3`` reported ``estimated_repeats`` 1 until its
+    first slide, while the same state restored from JSON reported 3."""
+    query = engine.Query(weights=[1.0], k=2, window=4, slide=2)
+    fresh = engine.create("approx", query, repeats=3)
+    assert fresh.stats()["estimated_repeats"] == 3
+    assert engine.restore(json.loads(json.dumps(fresh.to_state())), query)._stats() == fresh._stats()

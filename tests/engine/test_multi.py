@@ -15,7 +15,7 @@ import pytest
 import engine
 from engine.jsondata import StateError
 from engine.multi import SharedTopK
-from tests.streams import SHAPES, adversarial_scores, time_stamps
+from tests.streams import COLUMNS, SHAPES, TIMES_ALL, adversarial_scores, random_column, random_times, time_stamps
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -434,3 +434,44 @@ def test_answer_columns_write_the_lines_json_dumps_writes():
     assert any("-0.0" in line for line in expected) and any("[0.0" in line for line in expected)
     assert written == expected
     assert one_by_one == expected
+
+
+def stress_workload(seed: int):
+    """A random workload (up to 15 queries over up to 3 weight vectors: mixed k, windows, slides
+    and kinds), an adversarial stream cut in random pieces, queries added and removed between
+    pieces, and where to snapshot."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 4))
+    weights = [tuple(float(rng.choice([-1.0, -0.25, 0.0, 0.5, 1.0, 2.0])) for _ in range(d)) for _ in range(rng.integers(1, 4))]
+
+    def query():
+        s = int(rng.choice([1, 1, 2, 3, 4, 5]))
+        n = s * int(rng.choice([1, 1, 2, 3, 4]))
+        k = int(rng.integers(1, n + 5)) if rng.random() < 0.5 else int(rng.integers(1, 4))
+        return engine.Query(weights[rng.integers(len(weights))], k=k, window=n, slide=s, kind=str(rng.choice(["count", "time"])))
+
+    queries = [query() for _ in range(rng.integers(0, 16))]
+    m = int(rng.choice([1, 10, 40, 120, 250]))
+    x = np.column_stack([random_column(str(rng.choice(COLUMNS)), m, rng) for _ in range(d)])
+    t = random_times(str(rng.choice(TIMES_ALL)), m, rng)
+    cuts = sorted(set(rng.integers(1, m + 1, rng.integers(1, 25)).tolist()) | {m})
+    starts = [0] + cuts[:-1]
+    alive, next_handle, events = list(range(len(queries))), len(queries), {}
+    for lo in starts:
+        for _ in range(rng.integers(0, 3)):
+            if alive and rng.random() < 0.45:
+                events.setdefault(lo, []).append(("remove", alive.pop(rng.integers(len(alive)))))
+            else:
+                events.setdefault(lo, []).append(("add", query()))
+                alive.append(next_handle)
+                next_handle += 1
+    snapshot_at = starts[rng.integers(len(starts))] if rng.random() < 0.6 else None
+    return queries, (np.arange(m, dtype=np.int64) + 1000, t, x), cuts, events, snapshot_at
+
+
+def test_seeded_stress_random_workloads_against_brute_force():
+    """Fixed seeds: every answer of random workloads, with queries added and removed mid-stream
+    and a snapshot restored from JSON, equals brute force; ``check()`` after every piece."""
+    for seed in range(40):
+        queries, (ids, t, x), cuts, events, snapshot_at = stress_workload(seed)
+        run_and_compare(SharedTopK(queries), ids, t, x, cuts, events, snapshot_at)

@@ -348,3 +348,104 @@ def test_the_old_layout_restores_into_places():
         restored.process(batch)
         restored.check()
         assert len(restored.topk()) == 3
+
+
+def test_negative_zero_is_the_point_of_zero():
+    """Found by fuzzing: ``-0.0`` and ``0.0`` are one point, so the arrival at ``(-0.0, 1)`` joins the
+    place at ``(0.0, 1)`` (the newest tied object answers) instead of being filtered out as inside it."""
+    q = engine.Query(weights=[1.0, 0.5], k=1, window=2, slide=1)
+    x = np.array([[0.0, 1.0], [-0.0, 1.0], [-0.0, 1.0]])
+    alg = engine.create("sao", q, memory=1, layers=1)
+    got = []
+    for batch in engine.slides((np.arange(3), np.arange(3), x), q):
+        alg.process(batch)
+        alg.check()
+        got.append(alg.topk().ids.tolist())
+    assert got == [[0], [1], [2]]
+    assert alg.stats()["tied"] == 2 and alg.stats()["filtered"] == 0
+
+
+def degenerate_points(kind: str, m: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """Points on a grid, at a few duplicated points, on a line, on a plane, with a constant
+    feature, all equal, signed zeros, or monotone along the diagonal."""
+    if kind == "grid":
+        return rng.integers(0, 3, (m, d)).astype(float)
+    if kind == "duplicates":
+        points = rng.standard_normal((int(rng.integers(1, 5)), d))
+        return points[rng.integers(0, len(points), m)]
+    if kind == "collinear":
+        return np.outer(rng.integers(-3, 4, m), rng.integers(-2, 3, d)).astype(float) + 0.5
+    if kind == "coplanar":
+        return rng.standard_normal((m, 2)) @ rng.standard_normal((2, d))
+    if kind == "constant-feature":
+        x = rng.standard_normal((m, d))
+        x[:, rng.integers(d)] = 3.0
+        return x
+    if kind == "constant":
+        return np.full((m, d), -2.5)
+    if kind == "signed-zeros":
+        return rng.choice([0.0, -0.0, 1.0], (m, d))
+    if kind == "monotone":
+        return np.outer(np.arange(m, dtype=float), np.ones(d))
+    raise ValueError(kind)
+
+
+DEGENERATE = ("grid", "duplicates", "collinear", "coplanar", "constant-feature", "constant", "signed-zeros", "monotone")
+
+
+def test_seeded_stress_on_degenerate_points():
+    """Fixed seeds, random budgets, layers and allocations on degenerate points: ``check()`` and
+    the budget after every slide; answers of the query's and of random weights are window objects
+    with their true scores, ranked; with a dynamic allocation and room for the largest window
+    they equal the oracle (so never fewer than ``K`` when the window holds ``K``); a copy
+    restored from JSON at a random slide continues identically."""
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        d, kind, window_kind = int(rng.integers(1, 4)), str(rng.choice(DEGENERATE)), str(rng.choice(["count", "time"]))
+        s = int(rng.choice([1, 2, 5, 10]))
+        q = engine.Query(weights=[float(w) for w in rng.choice([-1.0, 0.5, 1.0, -2.0], d)], k=int(rng.integers(1, 12)),
+                         window=s * int(rng.choice([1, 2, 4, 8])), slide=s, kind=window_kind)
+        params = {"memory": int(rng.choice([1, 3, q.k, 2 * q.k + 3, 60, 200])), "layers": int(rng.integers(1, 6)),
+                  "allocation": str(rng.choice(ALLOCATIONS))}
+        m = int(rng.choice([20, 100, 250]))
+        x = degenerate_points(kind, m, d, rng)
+        t = np.arange(m) if window_kind == "count" else np.cumsum(rng.integers(0, 3, m))
+        batches = list(engine.slides((np.arange(m), t, x), q))
+        largest, counter = 0, engine.create("oracle", q)
+        for batch in batches:
+            counter.process(batch)
+            largest = max(largest, len(counter.candidates()))
+        roomy = not params["allocation"].startswith("static") and params["memory"] >= largest
+        alg, oracle, twin = engine.create("sao", q, **params), engine.create("oracle", q), None
+        cut = int(rng.integers(0, len(batches) + 1))
+        for index, batch in enumerate(batches):
+            context = f"seed {seed} {kind} {q} {params} slide {index}"
+            if index == cut:
+                twin = engine.restore(json.loads(json.dumps(alg.to_state())), q, algorithm="sao", params=params)
+            alg.process(batch)
+            oracle.process(batch)
+            alg.check()
+            assert alg.stats()["places"] <= params["memory"], context
+            window = set(oracle.candidates().tolist())
+            for weights, k in ((q.weights, q.k), (rng.uniform(-1, 1, d), int(rng.integers(1, 15)))):
+                answer = alg.query(weights, k)
+                assert len(set(answer.seq.tolist())) == len(answer) and set(answer.seq.tolist()) <= window, context
+                np.testing.assert_allclose(answer.scores, engine.score(x[answer.seq], weights), rtol=1e-12, atol=1e-12)
+                assert np.all(np.diff(answer.scores) <= 0), context
+                if roomy:
+                    assert answer.ids.tolist() == oracle.query(weights, k).ids.tolist(), context
+            if twin is not None:
+                twin.process(batch)
+                twin.check()
+                assert twin.topk().ids.tolist() == alg.topk().ids.tolist(), context
+
+
+def test_layers_stay_nested_over_features_fifteen_orders_apart():
+    """Found by fuzzing: with a feature at 0, 1, 1e-15 and +-1e15, the scaled points of a layer lie
+    ulps apart across a line and the 2-D hull lost a vertex, so a deeper layer stuck out of it."""
+    x = np.array([[0.0, -0.35455014241206306], [0.0, -0.18178332820604626], [1.0, -0.6599119405965148],
+                  [1e15, 0.14497470728258052], [1.0, 1.0770386642975387], [0.0, -0.9796034751022323],
+                  [-1e15, 1.8899380041049705], [-1e15, 0.8862256232141776], [-1e15, -0.12941276754337858],
+                  [1e-15, 0.5627414901214465]])
+    q = engine.Query(weights=[2.0, -2.0], k=47, window=60, slide=1)
+    run_checked(engine.create("sao", q, memory=9, layers=1), list(engine.slides((np.arange(10), np.arange(10), x), q)))
