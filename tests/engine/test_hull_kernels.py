@@ -9,11 +9,6 @@ planes through their three vertices with every point on their inner side.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,9 +16,9 @@ from scipy.spatial import ConvexHull
 
 from engine.algorithms.sao_hull import convex_hull
 from engine.kernels import hull as kernel
+from tests.nojit import run_script
 
 TOLERANCE = 1e-12
-ROOT = Path(__file__).resolve().parents[2]
 SAO_SCRIPT = """
 import json, numpy as np, engine
 rng = np.random.default_rng(5)
@@ -180,14 +175,7 @@ def test_peel_gives_qhulls_layers(seed, shape):
 
 
 def run_sao(no_jit: bool) -> list:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("NUMBA_DISABLE_JIT", None)
-    if no_jit:
-        env["NUMBA_DISABLE_JIT"] = "1"
-    done = subprocess.run([sys.executable, "-c", SAO_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_script(SAO_SCRIPT, no_jit=no_jit)
 
 
 def test_sao_runs_the_kernels_as_plain_python_with_the_same_layers():

@@ -4,7 +4,6 @@ every slide, with queries added and removed mid-stream; snapshots; the run-many 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 import engine
 from engine.jsondata import StateError
 from engine.multi import SharedTopK
+from tests.nojit import run_script
 from tests.streams import COLUMNS, SHAPES, TIMES_ALL, adversarial_scores, random_column, random_times, time_stamps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -225,13 +225,7 @@ def small_case():
 
 
 def run_small_case(no_jit: bool) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    if no_jit:
-        env["NUMBA_DISABLE_JIT"] = "1"
-    done = subprocess.run([sys.executable, "-c", NO_JIT_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_script(NO_JIT_SCRIPT, no_jit=no_jit)
 
 
 def test_plain_python_kernels_equal_the_compiled_ones_and_brute_force():

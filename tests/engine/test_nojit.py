@@ -8,17 +8,12 @@ algorithms: equal at every slide; approximate ones: an answer of the right lengt
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import engine
+from tests.nojit import run_script
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import json
 import numba
@@ -53,11 +48,7 @@ print(json.dumps(found))
 @pytest.fixture(scope="module")
 def without_jit() -> dict[str, str]:
     """Each algorithm's outcome in a process with the JIT disabled."""
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_script(SCRIPT, no_jit=True)
 
 
 @pytest.mark.parametrize("name", [info.name for info in engine.available()])
