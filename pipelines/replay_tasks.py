@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 import engine
 from engine import Batch, Query
+from engine.cli import column_values
 from engine.stream import as_attribute_stream, as_object_stream
 
 CHUNK_ROWS = 1 << 16
@@ -149,22 +150,6 @@ def dataset_files(source: str | Path) -> list[Path]:
     if not files:
         raise FileNotFoundError(f"{source}: no Parquet files")
     return files
-
-
-def column_values(column: pa.ChunkedArray) -> np.ndarray:
-    """A Parquet column as one numpy array; numbers without nulls straight from the Arrow buffers.
-
-    Arrow's own ``to_numpy`` imports pandas (about 0.3 s of CPU in every Python worker and in
-    the driver, which need nothing else of it); other columns still go through it.
-
-    >>> column_values(pa.chunked_array([[1, 2], [3]], pa.int64())).tolist()
-    [1, 2, 3]
-    """
-    if column.null_count or not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
-        return column.to_numpy()
-    dtype = np.dtype(column.type.to_pandas_dtype())
-    parts = [np.frombuffer(chunk.buffers()[1], dtype, len(chunk) + chunk.offset)[chunk.offset:] for chunk in column.chunks]
-    return np.concatenate(parts) if parts else np.empty(0, dtype)
 
 
 def arrow_numbers(values: np.ndarray) -> pa.Array:
