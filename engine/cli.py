@@ -37,6 +37,7 @@ from .attributes import check_weights
 from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
+from .ranking import score
 from .stream import slides
 
 EXIT_ERROR = 2
@@ -301,6 +302,17 @@ def object_stream(table: Table, weights: tuple[float, ...] | None, kind: str):
     return (ids, t, x), weights or (1.0,) * len(features)
 
 
+def check_score_overflow(table: Table, x: np.ndarray, weights: Sequence[float], query: str = "") -> None:
+    """Refuse the first row whose score ``x · w`` overflows to infinity, naming its line."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = score(x, weights)
+    overflowing = np.flatnonzero(~np.isfinite(values))
+    if len(overflowing):
+        row = int(overflowing[0])
+        raise CommandError(f"{table.where(row)}: {query}the score x · w overflows ({values[row]}) with weights "
+                           f"{list(weights)}; scale the features or the weights down")
+
+
 def attribute_stream(table: Table, weights: tuple[float, ...] | None, kind: str):
     """``(ids, stream, value, t)`` and the weights of an ``id,stream,value,t`` table.
 
@@ -427,6 +439,8 @@ def run(args: argparse.Namespace) -> None:
     table = read_table(args.input)
     read_stream = attribute_stream if info.stream == "incomplete" else object_stream
     data, weights = read_stream(table, args.weights, query.kind)
+    if info.stream == "single":
+        check_score_overflow(table, data[2], weights)
     try:
         algorithm = create(info.name, query.with_weights(weights), **params)
     except ValueError as exc:
@@ -600,6 +614,7 @@ def run_many(args: argparse.Namespace) -> None:
         if query.dimensions != len(ones):
             raise CommandError(f"{args.queries}: query {position}: {query.dimensions} weight(s), but {table.path} "
                                f"has {len(ones)} feature column(s)")
+        check_score_overflow(table, data[2], query.weights, f"query {position}: ")
     if info is None:
         lines = shared_lines(queries, data)
     else:

@@ -24,7 +24,7 @@ from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, C
 from .memory import OBJECT_FIELDS, WORD, array_bytes
 from .query import Query
 from .ranking import Answer, score
-from .stream import as_object_stream
+from .stream import as_object_stream, check_scores
 
 NAME = "multi"
 """The ``algorithm`` of a shared executor's state document."""
@@ -394,8 +394,11 @@ class SharedTopK:
         columns: list[tuple[np.ndarray, ...]] = []
         records: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         stored = 0
-        for weights, group in self._groups.items():
-            values = score(x, weights)
+        with np.errstate(over="ignore", invalid="ignore"):
+            group_values = [score(x, weights) for weights in self._groups]
+        for values in group_values:
+            check_scores(values)
+        for group, values in zip(self._groups.values(), group_values):
             emits, best_ids, best_scores, best_seq = group.process(
                 values, seq, ids, t, stream_end, kernel.UNSET if time_now is None else int(time_now))
             records.append((best_ids, best_scores, best_seq))

@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from .query import Query
+from .ranking import score
 
 _BOUNDARY_CHUNK = 1 << 16
 
@@ -50,8 +51,12 @@ class Batch:
         return getattr(self, query.expiry_key)
 
 
-def as_object_stream(ids, t, x, dimensions: int | None = None):
-    """Validate and convert ``(ids, t, x)`` to int64, int64 and an ``(m, d)`` float64 matrix."""
+def as_object_stream(ids, t, x, dimensions: int | None = None, weights=None):
+    """Validate and convert ``(ids, t, x)`` to int64, int64 and an ``(m, d)`` float64 matrix.
+
+    Given the query's ``weights``, also refuses a row whose score overflows (see
+    :func:`check_scores`).
+    """
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     t = np.ascontiguousarray(t, dtype=np.int64)
     x = np.asarray(x, dtype=np.float64)
@@ -67,7 +72,24 @@ def as_object_stream(ids, t, x, dimensions: int | None = None):
     if not np.isfinite(x).all():
         bad = ~np.isfinite(x).all(axis=1)
         raise ValueError(f"row {int(np.argmax(bad))}: feature values must be finite numbers")
+    if weights is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            check_scores(score(x, weights))
     return ids, t, x
+
+
+def check_scores(values: np.ndarray) -> None:
+    """Refuse scores that overflowed: finite features times the weights can exceed ``1.8e308``.
+
+    >>> as_object_stream([7], [0], [[1e308, 1e308]], weights=[1.0, 1.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: row 0: the score x · w overflows (inf); scale the features or the weights down
+    """
+    if not np.isfinite(values).all():
+        row = int(np.argmax(~np.isfinite(values)))
+        raise ValueError(f"row {row}: the score x · w overflows ({values[row]}); "
+                         "scale the features or the weights down")
 
 
 def as_attribute_stream(ids, stream, value, t, dimensions: int):
@@ -129,7 +151,7 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
     [([1, 0], [0.5, 1.0])]
     """
     if len(data) == 3:
-        ids, t, x = as_object_stream(*data, dimensions=query.dimensions)
+        ids, t, x = as_object_stream(*data, dimensions=query.dimensions, weights=query.weights)
         stream = value = None
     elif len(data) == 4:
         ids, stream, value, t = as_attribute_stream(*data, dimensions=query.dimensions)

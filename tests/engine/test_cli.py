@@ -198,6 +198,8 @@ BAD_FILES = {
     "short row": ("data.csv", "id,t,x_0\n1,1,0.5\n2,2\n", [], ["line 3", "2 field(s)", "header has 3"]),
     "decreasing t in a time window": ("data.csv", "id,t,x_0\n1,1,0.5\n2,5,0.5\n3,4,0.5\n", ["--kind", "time"],
                                       ["line 4", "column t", "4 comes after 5", "non-decreasing"]),
+    "score overflows": ("data.csv", "id,t,x_0,x_1\n1,1,0.5,0.5\n2,2,1e308,1e308\n", [],
+                        ["line 3", "the score x · w overflows (inf)", "scale the features or the weights down"]),
     "too many weights": ("data.csv", GOOD_CSV, ["--weights=1,2"], ["line 1", "2 weight(s)", "1 feature column"]),
     "empty file": ("data.csv", "", [], ["line 1", "empty", "header"]),
     "unsupported format": ("data.txt", GOOD_CSV, [], ["unsupported input format", ".txt"]),

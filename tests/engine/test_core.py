@@ -67,6 +67,8 @@ def test_slides_reject_non_finite_features_and_wrong_width():
     q = engine.Query(weights=[1.0, 1.0], k=1, window=2, slide=1)
     with pytest.raises(ValueError, match="row 1: feature values must be finite"):
         list(engine.slides((np.arange(2), np.arange(2), [[1.0, 2.0], [np.inf, 0.0]]), q))
+    with pytest.raises(ValueError, match="row 1: the score x · w overflows"):
+        list(engine.slides((np.arange(2), np.arange(2), [[1.0, 2.0], [1e308, -1e308]]), q.with_weights([1.0, -1.0])))
     with pytest.raises(ValueError, match="2 weight\\(s\\) but the stream has 1 feature"):
         list(engine.slides((np.arange(2), np.arange(2), [1.0, 2.0]), q))
 

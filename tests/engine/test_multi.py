@@ -321,6 +321,13 @@ def test_run_many_refuses_bad_files_and_arguments(tmp_path):
     broken = tmp_path / "broken.csv"
     broken.write_text("id,t,a,b\n1,0,0.5,x\n")
     cases.append((["--input", str(broken)], "broken.csv line 2: column b: 'x' is not a number"))
+    huge = tmp_path / "huge.csv"
+    huge.write_text("id,t,a,b\n1,0,0.5,0.5\n2,1,1e308,1e308\n")
+    huge_spec = tmp_path / "huge.json"
+    huge_spec.write_text(json.dumps([{"weights": [1, 0], "k": 1, "window": 2, "slide": 1},
+                                     {"weights": [1, 1], "k": 1, "window": 2, "slide": 1}]))
+    cases.append((["--input", str(huge), "--queries", str(huge_spec)],
+                  "huge.csv line 3: query 1: the score x · w overflows (inf)"))
     for extra, message in cases:
         args = {"--queries": str(spec), "--input": str(source), "--output": str(output)}
         rest = []
@@ -469,3 +476,14 @@ def test_seeded_stress_random_workloads_against_brute_force():
     for seed in range(40):
         queries, (ids, t, x), cuts, events, snapshot_at = stress_workload(seed)
         run_and_compare(SharedTopK(queries), ids, t, x, cuts, events, snapshot_at)
+
+
+def test_an_overflowing_score_is_refused_before_any_group_changes():
+    workload = SharedTopK([engine.Query([1.0, 0.0], k=1, window=2, slide=1),
+                           engine.Query([1.0, 1.0], k=1, window=2, slide=1)])
+    workload.process([1, 2], [0, 1], [[0.5, 0.5], [0.25, 0.75]])
+    before = workload.dump_state()
+    with pytest.raises(ValueError, match="row 1: the score x · w overflows"):
+        workload.process([3, 4], [2, 3], [[0.5, 0.5], [1e308, 1e308]])
+    assert workload.dump_state() == before
+    workload.check()
