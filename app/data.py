@@ -148,6 +148,24 @@ def dataset_choices(db: Path) -> tuple[list[str], str | None]:
         return list(BUILT_IN), f"{missing} Meanwhile the built-in synthetic stream is available."
 
 
+def open_session(names: Sequence[str], *, started: str, url: str, playing: str, dataset: str) -> dict[str, str]:
+    """A page's session keys: on the session's first run the URL decides the view (its
+    parameters are kept under ``url`` until the page applies them, playback starts paused);
+    the dataset the URL names is chosen, and a chosen dataset that is gone is dropped.
+    Returns the URL parameters still pending."""
+    ss = st.session_state
+    if started not in ss:
+        ss[started] = True
+        ss[url] = {key: st.query_params[key] for key in st.query_params}
+        ss[playing] = False
+    pending: dict[str, str] = ss.get(url) or {}
+    if pending.get("ds") in names:
+        ss[dataset] = pending["ds"]
+    if dataset in ss and ss[dataset] not in names:
+        del ss[dataset]
+    return pending
+
+
 def synthetic_uniform(rows: int = 20_000, dimensions: int = 3, seed: int = 7) -> Trace:
     """The built-in stream: features uniform in ``[0, 1)``, times with gaps and bursts.
 

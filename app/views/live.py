@@ -435,15 +435,7 @@ names, missing = data.dataset_choices(db)
 if missing:
     st.info(missing)
 
-if "live_started" not in ss:  # a new session: the URL decides the view
-    ss.live_started = True
-    ss.url_pending = {key: st.query_params[key] for key in st.query_params}
-    ss.playing = False
-pending: dict[str, str] = ss.get("url_pending") or {}
-if pending.get("ds") in names:
-    ss.dataset = pending["ds"]
-if "dataset" in ss and ss.dataset not in names:
-    del ss.dataset
+pending = data.open_session(names, started="live_started", url="url_pending", playing="playing", dataset="dataset")
 if "dataset" not in ss and presets.demo().get("dataset") in names:  # open on what `make run` replays
     ss.dataset = presets.demo()["dataset"]
 

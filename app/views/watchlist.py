@@ -166,15 +166,7 @@ names, missing = data.dataset_choices(db)
 if missing:
     st.info(missing)
 
-if "wl_started" not in ss:  # a new session: the URL decides the view
-    ss.wl_started = True
-    ss.wl_url = {key: st.query_params[key] for key in st.query_params}
-    ss.wl_playing = False
-pending: dict[str, str] = ss.get("wl_url") or {}
-if pending.get("ds") in names:
-    ss.wl_dataset = pending["ds"]
-if "wl_dataset" in ss and ss.wl_dataset not in names:
-    del ss.wl_dataset
+pending = data.open_session(names, started="wl_started", url="wl_url", playing="wl_playing", dataset="wl_dataset")
 
 watch: Watch | None = ss.get("wl_watch")
 if "wl_dataset" not in ss and watch is not None:  # back from another page: widget values were dropped
