@@ -26,6 +26,11 @@ EXPIRY_ENTRY_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + PY_INT
 """An expiry entry ``(key, seq, place)``: the tuple and its key (``seq`` and ``place`` are the
 same int objects as the held record's and the place number's)."""
 
+FRAME_LIMIT = 1e6
+"""The index coordinates are recomputed when a point held or arriving lies farther than this from
+the origin in them (a later window far wider than the creation window, or far away from it), or
+when a feature that varies spans less than its inverse (a later window far narrower)."""
+
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
 COUNTERS = ("arrivals_examined", "filtered", "tied", "insertions", "expiries", "evictions", "expelled")
@@ -341,9 +346,7 @@ class SAO(Algorithm):
             self._where[points[place].tobytes()] = int(number[place])
         self._next_place = len(points)
         self._held = len(points)
-        self._shift = points.min(axis=0)
-        spread = points.max(axis=0) - self._shift
-        self._spread = np.where(spread > 0, spread, 1.0)
+        self._shift, self._spread = _frame(points)
         self._peel(_Places(np.arange(len(points), dtype=np.int64), self._scaled(points[order]), points[order]))
 
     def _scaled(self, raw: np.ndarray) -> np.ndarray:
@@ -407,6 +410,10 @@ class SAO(Algorithm):
         rows = rows.take(self._keys(rows) >= bound)
         keys = [point.tobytes() for point in rows.x]
         places = [self._where.get(key) for key in keys]
+        unheld = rows.x[[place is None for place in places]]
+        if not self._framed(unheld):
+            self._reframe(unheld)
+            places = [self._where.get(key) for key in keys]  # a static re-peel may drop places
         deepest = max(self.params["layers"], self.q.k)
         gate = None if len(self._layers) < self.params["layers"] else \
             self._layers[deepest - 1 if len(self._layers) >= deepest else self.params["layers"] - 1].hull
@@ -448,6 +455,32 @@ class SAO(Algorithm):
             reached = next((j for j in range(reached) if not self._layers[j].hull.contains(incoming.x).all()), reached)
         self._repeel(reached, incoming)
         self._enforce_budget()
+
+    def _framed(self, unheld: np.ndarray) -> bool:
+        """Whether the index coordinates still suit the held places and ``unheld``: every
+        coordinate finite and within ``FRAME_LIMIT``, and every feature that varies spanning at
+        least ``1 / FRAME_LIMIT`` (else the hulls' tolerances would merge its distinct values).
+        The outer layer bounds every held place, so ``O((|l_1| + m) d)``."""
+        raw = np.concatenate([self._layers[0].places.raw, unheld]) if self._layers else unheld
+        if not len(raw):
+            return True
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = self._scaled(raw)
+            low, high = x.min(axis=0), x.max(axis=0)
+            varies = raw.max(axis=0) > raw.min(axis=0)
+            return bool(np.all(np.abs(low) <= FRAME_LIMIT) and np.all(np.abs(high) <= FRAME_LIMIT)
+                        and np.all(~varies | (high - low >= 1 / FRAME_LIMIT)))
+
+    def _reframe(self, unheld: np.ndarray) -> None:
+        """New index coordinates from the held places and ``unheld`` (points whose coordinates
+        in the old ones are not finite or beyond ``FRAME_LIMIT``), and every layer peeled
+        again in them (convex layers are affine invariant; only the conditioning changes, and
+        the tolerances then see the new points' scale).  ``O(M d)`` plus one peel."""
+        held = [layer.places.raw for layer in self._layers]
+        self._shift, self._spread = _frame(np.concatenate(held + [unheld]))
+        for layer in self._layers:
+            layer.places.x, layer.hull = self._scaled(layer.places.raw), None
+        self._repeel(0, _Places.empty(self._d))
 
     def _expire(self, bound: int, keep: set[int]) -> list[int]:
         """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
@@ -739,9 +772,7 @@ class SAO(Algorithm):
         every = [_Rows.from_records(saved["objects"], self._d).x for saved in layers]
         every = np.concatenate(every) if every else np.empty((0, self._d))
         if len(every):
-            self._shift = every.min(axis=0)
-            spread = every.max(axis=0) - self._shift
-            self._spread = np.where(spread > 0, spread, 1.0)
+            self._shift, self._spread = _frame(every)
         held, owners = [], []
         for saved in layers:
             layer_rows = _Rows.from_records(saved["objects"], self._d)
@@ -827,6 +858,17 @@ class SAO(Algorithm):
     def _check_window(self, seq: np.ndarray, keys: np.ndarray) -> None:
         if self._end is not None and len(seq):
             assert keys.min() >= self._end - self.q.window and keys.max() < self._end, "object outside the window"
+
+
+def _frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Shift and positive spread of the affine map into index coordinates: each feature's
+    minimum and range over ``points`` (half the range where the range overflows; ``1`` for a
+    constant feature), so the points map into ``[0, 1]`` (``[0, 2]``)."""
+    low, high = points.min(axis=0), points.max(axis=0)
+    with np.errstate(over="ignore"):
+        spread = high - low
+    spread = np.where(np.isfinite(spread), spread, 0.5 * high - 0.5 * low)
+    return low, np.where(spread > 0, spread, 1.0)
 
 
 def _hull_out(hull: Hull) -> dict[str, Any]:

@@ -449,3 +449,77 @@ def test_layers_stay_nested_over_features_fifteen_orders_apart():
                   [1e-15, 0.5627414901214465]])
     q = engine.Query(weights=[2.0, -2.0], k=47, window=60, slide=1)
     run_checked(engine.create("sao", q, memory=9, layers=1), list(engine.slides((np.arange(10), np.arange(10), x), q)))
+
+
+def test_a_later_window_fifteen_hundred_orders_wider_than_the_first_is_answered():
+    """Found by fuzzing: the creation window spans 1e-300, so 1e15 mapped to index coordinates
+    overflowed and the hull's SVD raised at slide 6.  Answers are the oracle's at every slide."""
+    x = np.array([[0, 0], [1e-300, 0], [0, 1e-300], [5, 2], [2, 5], [1e15, 1], [3, 3]], float)
+    q = engine.Query(weights=[1.0, 1.0], k=2, window=4, slide=1)
+    alg, oracle = engine.create("sao", q, memory=3, layers=1), engine.create("oracle", q)
+    got, expected = [], []
+    for batch in engine.slides((np.arange(7), np.arange(7), x), q):
+        alg.process(batch)
+        oracle.process(batch)
+        alg.check()
+        got.append(alg.topk().ids.tolist())
+        expected.append(oracle.topk().ids.tolist())
+    assert got == expected
+    assert got[6] == [5, 4]
+
+
+def adversarial_magnitudes(m: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """Finite points whose features jump between ranges from 1e-300 to 1e300 from one stretch of
+    the stream to the next, with duplicates, collinear runs and signed zeros."""
+    x = np.empty((m, d))
+    start = 0
+    while start < m:
+        stop = min(m, start + int(rng.integers(1, 12)))
+        size = stop - start
+        magnitude = 10.0 ** float(rng.choice([-300, -150, -20, 0, 15, 150, 300]))
+        shape = rng.choice(["noise", "duplicates", "collinear", "constant-feature", "zeros"])
+        if shape == "noise":
+            block = rng.standard_normal((size, d))
+        elif shape == "duplicates":
+            block = rng.standard_normal((2, d))[rng.integers(0, 2, size)]
+        elif shape == "collinear":
+            block = np.outer(rng.integers(-3, 4, size), rng.standard_normal(d))
+        elif shape == "constant-feature":
+            block = rng.standard_normal((size, d))
+            block[:, rng.integers(d)] = 1.0
+        else:
+            block = rng.choice([0.0, -0.0, 1e-300], (size, d))
+        x[start:stop] = block * magnitude
+        start = stop
+    return x
+
+
+def test_seeded_stress_on_adversarial_magnitudes():
+    """Fixed seeds, features from 1e-300 to 1e300 in stretches (so later windows are far wider or
+    narrower than the creation window), with duplicates and collinear points: SAO never raises,
+    ``check()`` holds after every slide, the budget holds, and answers are window objects with
+    their true scores, ``min(K, window)`` of them with a dynamic allocation (a static one keeps
+    the paper's fixed ``L`` layers and discards every arrival inside ``l_L``: on a collinear
+    window ``l_1`` is a segment, and once an end expires it holds one place)."""
+    for seed in range(60):
+        rng = np.random.default_rng(1000 + seed)
+        d = int(rng.integers(1, 4))
+        s = int(rng.choice([1, 2, 5]))
+        q = engine.Query(weights=[float(w) for w in rng.choice([-1.0, 0.5, 1.0], d)], k=int(rng.integers(1, 6)),
+                         window=s * int(rng.choice([1, 2, 4, 8])), slide=s)
+        params = {"memory": int(rng.choice([q.k, q.k + 2, 3 * q.k + 1, 40])), "layers": int(rng.integers(1, 5)),
+                  "allocation": str(rng.choice(ALLOCATIONS))}
+        m = int(rng.choice([30, 120]))
+        x = adversarial_magnitudes(m, d, rng)
+        alg, oracle = engine.create("sao", q, **params), engine.create("oracle", q)
+        for index, batch in enumerate(engine.slides((np.arange(m), np.arange(m), x), q)):
+            context = f"seed {1000 + seed} {q} {params} slide {index}"
+            alg.process(batch)
+            oracle.process(batch)
+            alg.check()
+            assert alg.stats()["places"] <= params["memory"], context
+            answer, window = alg.topk(), oracle.candidates()
+            if not params["allocation"].startswith("static"):
+                assert len(answer) >= min(q.k, len(window)), context
+            assert set(answer.seq.tolist()) <= set(window.tolist()), context
+            np.testing.assert_allclose(answer.scores, engine.score(x[answer.seq], q.weights), rtol=1e-12, atol=0)
