@@ -405,49 +405,47 @@ class SAO(Algorithm):
         places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one hull per layer
         re-peeled.
         """
-        counters = self._counters
+        counters, objects, where = self._counters, self._objects, self._where
         rows = rows.take(slice(start, None))
         rows = rows.take(self._keys(rows) >= bound)
-        keys = [point.tobytes() for point in rows.x]
-        places = [self._where.get(key) for key in keys]
-        unheld = rows.x[[place is None for place in places]]
+        first, inverse = _distinct(rows.x)
+        keys = [point.tobytes() for point in rows.x[first]]
+        places = [where.get(key) for key in keys]
+        unheld = rows.x[first[[place is None for place in places]]]
         if not self._framed(unheld):
             self._reframe(unheld)
-            places = [self._where.get(key) for key in keys]  # a static re-peel may drop places
+            places = [where.get(key) for key in keys]  # a static re-peel may drop places
         deepest = max(self.params["layers"], self.q.k)
         gate = None if len(self._layers) < self.params["layers"] else \
             self._layers[deepest - 1 if len(self._layers) >= deepest else self.params["layers"] - 1].hull
         changed = self._taken_out(self._expire(bound, keep={place for place in places if place is not None}), False)
-        fresh: dict[bytes, int] = {}
-        for r, (key, place) in enumerate(zip(keys, places)):
-            if place is None and key not in fresh:
-                fresh[key] = r
-        first = np.fromiter(fresh.values(), np.int64, len(fresh))
-        points = self._scaled(rows.x[first])
-        outside = np.ones(len(first), dtype=bool)
-        if gate is not None and len(first) and (self._static or self._held + len(first) > self._memory):
+        fresh = np.array([i for i, place in enumerate(places) if place is None], np.int64)
+        points = self._scaled(rows.x[first[fresh]])
+        outside = np.ones(len(fresh), dtype=bool)
+        if gate is not None and len(fresh) and (self._static or self._held + len(fresh) > self._memory):
             inside = np.flatnonzero(gate.contains(points))
             room = 0 if self._static else max(self._memory - self._held, 0)
             outside[inside[room:]] = False
         numbers = np.arange(self._next_place, self._next_place + int(outside.sum()), dtype=np.int64)
         self._next_place += len(numbers)
-        for key, number in zip(np.array(list(fresh), dtype=object)[outside].tolist(), numbers.tolist()):
-            self._where[key] = number
-        objects, expiry, where = self._objects, self._expiry, self._where
-        added = 0
-        for r, (key, place, seq, oid, t, expires) in enumerate(zip(keys, places, rows.seq.tolist(), rows.ids.tolist(),
-                                                                   rows.t.tolist(), self._keys(rows).tolist())):
-            place = where.get(key) if place is None else place
-            if place is None:
-                counters["filtered"] += 1
-            else:
-                counters["tied"] += fresh.get(key) != r
-                objects.setdefault(place, deque()).append((seq, oid, t))
-                expiry.append((expires, seq, place))
-                added += 1
-        self._count += added
+        for i, number in zip(fresh[outside].tolist(), numbers.tolist()):
+            places[i] = number
+            where[keys[i]] = number
+        place_of = np.array([-1 if place is None else place for place in places], np.int64)[inverse]
+        kept = np.flatnonzero(place_of >= 0)
+        seq, ids, t = rows.seq[kept].tolist(), rows.ids[kept].tolist(), rows.t[kept].tolist()
+        self._expiry.extend(zip(self._keys(rows)[kept].tolist(), seq, place_of[kept].tolist()))
+        grouped = np.argsort(place_of[kept], kind="stable")
+        starts = np.flatnonzero(np.diff(place_of[kept][grouped], prepend=-1))
+        for begin, end in zip(starts.tolist(), np.append(starts[1:], len(kept)).tolist()):
+            members = grouped[begin:end].tolist()
+            objects.setdefault(int(place_of[kept[members[0]]]), deque()).extend(
+                (seq[m], ids[m], t[m]) for m in members)
+        self._count += len(kept)
+        counters["filtered"] += len(rows) - len(kept)
+        counters["tied"] += len(kept) - len(numbers)
         counters["arrivals_examined"] += len(rows)
-        incoming = _Places(numbers, points[outside], rows.x[first[outside]].copy())
+        incoming = _Places(numbers, points[outside], rows.x[first[fresh[outside]]])
         self._held += len(numbers)
         counters["insertions"] += len(numbers)
         reached = len(self._layers) if changed is None else changed
@@ -484,18 +482,30 @@ class SAO(Algorithm):
 
     def _expire(self, bound: int, keep: set[int]) -> list[int]:
         """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
-        returns the places emptied, but those in ``keep`` (joined by an arrival)."""
+        returns the places emptied, but those in ``keep`` (joined by an arrival).
+
+        The expired entries are grouped by place first: a place's objects expire in arrival
+        order, so each place drops the front of its list up to its newest expired object
+        (``O(expired)``, one dictionary write per entry and one pop per object)."""
+        expiry = self._expiry
+        newest: dict[int, int] = {}
+        while expiry and expiry[0][0] < bound:
+            _, seq, place = expiry.popleft()
+            newest[place] = seq
         emptied = []
-        while self._expiry and self._expiry[0][0] < bound:
-            _, seq, place = self._expiry.popleft()
+        left = 0
+        for place, seq in newest.items():
             objects = self._objects.get(place)
-            if not objects or objects[0][0] != seq:
+            if not objects:
                 continue  # its place left the index
-            self._counters["expiries"] += 1
-            self._count -= 1
-            objects.popleft()
+            before = len(objects)
+            while objects and objects[0][0] <= seq:
+                objects.popleft()
+            left += before - len(objects)
             if not objects and place not in keep:
                 emptied.append(place)
+        self._counters["expiries"] += left
+        self._count -= left
         return emptied
 
     def _enforce_budget(self) -> None:
@@ -858,6 +868,19 @@ class SAO(Algorithm):
     def _check_window(self, seq: np.ndarray, keys: np.ndarray) -> None:
         if self._end is not None and len(seq):
             assert keys.min() >= self._end - self.q.window and keys.max() < self._end, "object outside the window"
+
+
+def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``x``: the first row of each, in order of appearance, and for every
+    row the position of its point in that list (``O(m log m)``, one sort of the rows' bytes)."""
+    if not len(x):
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    rows = np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inverse.ravel()]
 
 
 def _frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
