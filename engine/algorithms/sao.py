@@ -163,19 +163,24 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     return pool.take(hull.vertices), hull.reindexed(hull.vertices, len(pool)), pool.take(outside)
 
 
-def _peeled(pool: _Places):
+def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer]):
     """The layers of ``pool``, outermost first, computed on demand: ``(layer, its hull, the
     positions in pool of the places below it)`` each, the layer split off as :func:`_settled`
-    splits it.
+    splits it.  ``pool`` holds the places of the layers ``earlier`` (``origin[i]``: the
+    earlier layer of place ``i``, ``-1`` for a new place); an earlier layer whose hull is unset
+    lost places.
 
-    In 3-D the compiled peel settles every layer it can in one call; the layers it leaves
-    (flat or numerically hard remainders), and every layer in other dimensions, take one
-    :func:`convex_hull` each.  ``O(Σ n_j f_j)`` over the layers yielded.
+    In 3-D the compiled peel settles every layer it can in one call, each from the places
+    left down to the first intact earlier layer, and stops where the earlier layers follow
+    unchanged (they are yielded as they are); the layers it leaves (flat or numerically hard
+    remainders), and every layer in other dimensions, take one :func:`convex_hull` each.
+    ``O(Σ n_j f_j)`` over the layers yielded.
     """
     left = np.arange(len(pool))
-    if pool.x.shape[1] == 3 and len(pool) >= 4:
-        members, member_starts, facets, facet_starts, normals, offsets, scales = \
-            kernel.peel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE)
+    if pool.x.shape[1] == 3 and len(pool):
+        damaged = np.array([layer.hull is None for layer in earlier], dtype=bool)
+        members, member_starts, facets, facet_starts, normals, offsets, scales, kept_from = \
+            kernel.repeel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE, origin, damaged)
         below = np.ones(len(pool), dtype=bool)
         for j in range(len(scales)):
             chosen = members[member_starts[j]:member_starts[j + 1]]
@@ -186,6 +191,11 @@ def _peeled(pool: _Places):
                         True, float(scales[j]), kept.x.mean(axis=0))
             left = np.flatnonzero(below)
             yield kept, hull, left
+        if kept_from >= 0:
+            for j in range(kept_from, len(earlier)):
+                below[origin == j] = False
+                yield earlier[j].places, earlier[j].hull, np.flatnonzero(below)
+            return
     while len(left):
         part = pool.take(left)
         hull = convex_hull(part.x)
@@ -360,16 +370,18 @@ class SAO(Algorithm):
         self._expiry.append((key, seq, place))
         self._count += 1
 
-    def _peel(self, pool: _Places) -> None:
+    def _peel(self, pool: _Places, origin: np.ndarray | None = None, earlier: list[_Layer] | None = None) -> None:
         """Append layers peeled off ``pool`` below the innermost one while the budget has room
         (static strategies: up to ``L`` layers).  Beyond ``L`` layers, the first layer that
         would exceed the budget keeps the places the budget has room for, the others leaving
         by the eviction rule (smallest ``R_t`` first; a subset of a layer's vertices is in
         convex position, so it is a layer), and every place still in ``pool`` leaves the
-        index.  ``O(n log n)`` per layer peeled."""
+        index.  ``pool`` may hold the places of the ``earlier`` layers (see :func:`_peeled`).
+        ``O(n log n)`` per layer peeled."""
         above = self._held - len(pool)
         before = np.arange(len(pool))
-        for kept, hull, left in _peeled(pool):
+        origin = np.full(len(pool), -1, np.int64) if origin is None else origin
+        for kept, hull, left in _peeled(pool, origin, earlier or []):
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 room = 0 if self._static else self._memory - above
                 gone = pool.take(before)
@@ -587,9 +599,14 @@ class SAO(Algorithm):
         deletion cascades of 3.6 for a whole slide at once); one hull per layer peeled."""
         if j >= len(self._layers) and not len(incoming):
             return
-        pool = _Places.join([layer.places for layer in self._layers[j:]] + [incoming])
+        earlier = self._layers[j:]
+        parts = [layer.places for layer in earlier] + [incoming]
+        origin = np.concatenate([np.full(len(part), r, np.int64) for r, part in enumerate(parts)])
+        origin[len(origin) - len(incoming):] = -1
+        joined = _Places(*(np.concatenate([getattr(part, f) for part in parts]) for f in ("ids", "x", "raw")))
+        order = np.argsort(joined.ids, kind="stable")
         del self._layers[j:]
-        self._peel(pool)
+        self._peel(joined.take(order), origin[order], earlier)
 
     # ------------------------------------------------------------------ queries
 
