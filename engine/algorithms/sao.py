@@ -165,46 +165,47 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
 
 def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer]):
     """The layers of ``pool``, outermost first, computed on demand: ``(layer, its hull, the
-    positions in pool of the places below it)`` each, the layer split off as :func:`_settled`
-    splits it.  ``pool`` holds the places of the layers ``earlier`` (``origin[i]``: the
-    earlier layer of place ``i``, ``-1`` for a new place); an earlier layer whose hull is unset
-    lost places.
+    positions in pool of its places)`` each, the layer split off as :func:`_settled` splits
+    it.  ``pool`` holds the places of the layers ``earlier`` (``origin[i]``: the earlier layer
+    of place ``i``, ``-1`` for a new place); an earlier layer whose hull is unset lost places.
 
     In 3-D the compiled peel settles every layer it can in one call, each from the places
     left down to the first intact earlier layer, and stops where the earlier layers follow
-    unchanged (they are yielded as they are); the layers it leaves (flat or numerically hard
-    remainders), and every layer in other dimensions, take one :func:`convex_hull` each.
-    ``O(Σ n_j f_j)`` over the layers yielded.
+    unchanged (they are yielded as they are); its layers are views of one reordered copy of
+    the pool.  The layers it leaves (flat or numerically hard remainders), and every layer in
+    other dimensions, take one :func:`convex_hull` each.  ``O(Σ n_j f_j)`` over the layers
+    yielded.
     """
     left = np.arange(len(pool))
     if pool.x.shape[1] == 3 and len(pool):
         damaged = np.array([layer.hull is None for layer in earlier], dtype=bool)
         members, member_starts, facets, facet_starts, normals, offsets, scales, kept_from = \
             kernel.repeel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE, origin, damaged)
-        below = np.ones(len(pool), dtype=bool)
-        for j in range(len(scales)):
-            chosen = members[member_starts[j]:member_starts[j + 1]]
-            below[chosen] = False
-            kept = pool.take(chosen)
-            faces = slice(facet_starts[j], facet_starts[j + 1])
-            hull = Hull(np.arange(len(chosen), dtype=np.int64), normals[faces], offsets[faces], facets[faces],
-                        True, float(scales[j]), kept.x.mean(axis=0))
-            left = np.flatnonzero(below)
-            yield kept, hull, left
+        if len(scales):
+            settled = pool.take(members)
+            centers = np.add.reduceat(settled.x, member_starts[:-1], axis=0) / np.diff(member_starts)[:, None]
+            for j, (a, b) in enumerate(zip(member_starts[:-1].tolist(), member_starts[1:].tolist())):
+                faces = slice(facet_starts[j], facet_starts[j + 1])
+                hull = Hull(np.arange(b - a, dtype=np.int64), normals[faces], offsets[faces], facets[faces],
+                            True, float(scales[j]), centers[j])
+                yield _Places(settled.ids[a:b], settled.x[a:b], settled.raw[a:b]), hull, members[a:b]
         if kept_from >= 0:
             for j in range(kept_from, len(earlier)):
-                below[origin == j] = False
-                yield earlier[j].places, earlier[j].hull, np.flatnonzero(below)
+                yield earlier[j].places, earlier[j].hull, np.flatnonzero(origin == j)
             return
+        below = np.ones(len(pool), dtype=bool)
+        below[members] = False
+        left = np.flatnonzero(below)
     while len(left):
         part = pool.take(left)
         hull = convex_hull(part.x)
+        vertices = hull.vertices
         below = np.ones(len(left), dtype=bool)
-        below[hull.vertices] = False
+        below[vertices] = False
         if below.any():
-            part, hull = part.take(hull.vertices), hull.reindexed(hull.vertices, len(left))
+            part, hull = part.take(vertices), hull.reindexed(vertices, len(left))
+        yield part, hull, left[vertices]
         left = left[below]
-        yield part, hull, left
 
 
 @register
@@ -379,25 +380,30 @@ class SAO(Algorithm):
         index.  ``pool`` may hold the places of the ``earlier`` layers (see :func:`_peeled`).
         ``O(n log n)`` per layer peeled."""
         above = self._held - len(pool)
-        before = np.arange(len(pool))
         origin = np.full(len(pool), -1, np.int64) if origin is None else origin
-        for kept, hull, left in _peeled(pool, origin, earlier or []):
+        peeled = np.zeros(len(pool), dtype=bool)
+        for kept, hull, taken in _peeled(pool, origin, earlier or []):
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 room = 0 if self._static else self._memory - above
+                before = np.flatnonzero(~peeled)
                 gone = pool.take(before)
                 if room > 0:
+                    peeled[taken] = True
+                    left = np.flatnonzero(~peeled)
                     order = self._eviction_order(kept, hull)
                     part, part_hull, rejected = _settled(kept.take(np.sort(order[len(kept) - room:])))
                     self._layers.append(_Layer(part, part_hull))
                     evicted = _Places.join([kept.take(np.sort(order[:len(kept) - room])), rejected])
                     self._counters["evictions"] += len(evicted)
                     gone = _Places.join([evicted, pool.take(left)])
-                self._counters["expelled"] += len(left) if room > 0 else len(before)
+                    self._counters["expelled"] += len(left)
+                else:
+                    self._counters["expelled"] += len(before)
                 self._drop(gone)
                 return
             self._layers.append(_Layer(kept, hull))
             above += len(kept)
-            before = left
+            peeled[taken] = True
 
     def _eviction_order(self, places: _Places, hull: Hull) -> np.ndarray:
         """Positions in ``places`` (a layer) in the order step 3 evicts them: smallest ``R_t``
