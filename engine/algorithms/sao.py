@@ -416,12 +416,14 @@ class SAO(Algorithm):
         """Arrivals ``start..`` of a slide, in one batch per step (the window at the slide's end
         starts at ``bound``; arrivals already outside it are skipped).
 
-        Step 0: arrivals at the point of a held place join it (one hash each).  Step 2: expired
-        objects leave; places left empty (and joined by no arrival) are taken out.  Step 1: the
-        remaining distinct points are tested against ``l_max(L, K)`` (``l_L`` if fewer layers
-        exist) as it was at the slide's start, at once (``O(f d)`` vectorised work each); the layers from the outermost one changed are peeled again with the new
-        places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one hull per layer
-        re-peeled.
+        Step 0: arrivals at the point of a held place join it (one sort groups the rows by
+        point, one hash per distinct point; a point that does not fit the index coordinates
+        recomputes them first).  Step 2: expired objects leave; places left empty (and joined
+        by no arrival) are taken out.  Step 1: the remaining distinct points are tested
+        against ``l_max(L, K)`` (``l_L`` if fewer layers exist) as it was at the slide's start,
+        at once (``O(f d)`` vectorised work each); the layers from the outermost one changed
+        are peeled again with the new places.  Step 3: evictions.  ``O(m log m + m f d)``
+        numpy work plus one hull per layer re-peeled.
         """
         counters, objects, where = self._counters, self._objects, self._where
         rows = rows.take(slice(start, None))
