@@ -349,22 +349,12 @@ def hull_3d(points: np.ndarray, tolerance: float):
 
 
 @njit(cache=True)
-def peel_3d(points: np.ndarray, tolerance: float):
-    """Convex layers of ``points`` (``n x 3``), outermost first, peeled while :func:`hull_3d`
-    settles them (a flat or failed remainder is left to the caller): :func:`repeel_3d` with no
-    earlier layers.  Returns its first seven arrays."""
-    members, member_starts, facets, facet_starts, normals, offsets, scales, _ = \
-        repeel_3d(points, tolerance, np.full(points.shape[0], -1, np.int64), np.zeros(0, np.bool_))
-    return members, member_starts, facets, facet_starts, normals, offsets, scales
-
-
-@njit(cache=True)
 def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged: np.ndarray):
     """Convex layers of ``points`` (``n x 3``) that were layers before a change (the insertion
     and deletion cascades of SAO, section 3.6, for a whole slide): ``origin[i]`` is the earlier
     layer of point ``i`` (``-1``: an inserted point), ``damaged[l]`` whether earlier layer ``l``
-    lost points.  Peeled outermost first while :func:`hull_3d` settles them (a flat or failed
-    remainder is left to the caller).
+    lost points (no earlier layers: a peel from scratch).  Peeled outermost first while
+    :func:`hull_3d` settles them (a flat or failed remainder is left to the caller).
 
     An earlier layer that is *intact* (it lost no point and none of its points is peeled yet)
     contains every point of the deeper earlier layers, so each layer is the hull of the points

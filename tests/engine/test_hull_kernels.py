@@ -164,7 +164,9 @@ def test_peel_gives_qhulls_layers(seed, shape):
         points = (points - points.min(axis=0)) / np.ptp(points, axis=0)
     else:
         points = grid(3, 4)[rng.permutation(64)]
-    members, member_starts, facets, facet_starts, normals, offsets, scales = kernel.peel_3d(points, TOLERANCE)
+    members, member_starts, facets, facet_starts, normals, offsets, _, kept_from = kernel.repeel_3d(
+        points, TOLERANCE, np.full(len(points), -1, np.int64), np.zeros(0, dtype=bool))
+    assert kept_from == -1
     peeled = [vertex_points(points, members[a:b]) for a, b in zip(member_starts[:-1], member_starts[1:])]
     expected = qhull_layers(points)
     assert peeled == expected
