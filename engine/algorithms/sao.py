@@ -191,7 +191,8 @@ def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer]):
                 yield _Places(settled.ids[a:b], settled.x[a:b], settled.raw[a:b]), hull, members[a:b]
         if kept_from >= 0:
             for j in range(kept_from, len(earlier)):
-                yield earlier[j].places, earlier[j].hull, np.flatnonzero(origin == j)
+                if len(earlier[j].places):  # a layer whose places all left is dropped
+                    yield earlier[j].places, earlier[j].hull, np.flatnonzero(origin == j)
             return
         below = np.ones(len(pool), dtype=bool)
         below[members] = False
