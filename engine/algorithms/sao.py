@@ -26,6 +26,11 @@ EXPIRY_ENTRY_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + PY_INT
 """An expiry entry ``(key, seq, place)``: the tuple and its key (``seq`` and ``place`` are the
 same int objects as the held record's and the place number's)."""
 
+FRAME_LIMIT = 1e6
+"""The index coordinates are recomputed when a point held or arriving lies farther than this from
+the origin in them (a later window far wider than the creation window, or far away from it), or
+when a feature that varies spans less than its inverse (a later window far narrower)."""
+
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
 COUNTERS = ("arrivals_examined", "filtered", "tied", "insertions", "expiries", "evictions", "expelled")
@@ -158,38 +163,50 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     return pool.take(hull.vertices), hull.reindexed(hull.vertices, len(pool)), pool.take(outside)
 
 
-def _peeled(pool: _Places):
+def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer]):
     """The layers of ``pool``, outermost first, computed on demand: ``(layer, its hull, the
-    positions in pool of the places below it)`` each, the layer split off as :func:`_settled`
-    splits it.
+    positions in pool of its places)`` each, the layer split off as :func:`_settled` splits
+    it.  ``pool`` holds the places of the layers ``earlier`` (``origin[i]``: the earlier layer
+    of place ``i``, ``-1`` for a new place); an earlier layer whose hull is unset lost places.
 
-    In 3-D the compiled peel settles every layer it can in one call; the layers it leaves
-    (flat or numerically hard remainders), and every layer in other dimensions, take one
-    :func:`convex_hull` each.  ``O(Σ n_j f_j)`` over the layers yielded.
+    In 3-D the compiled peel settles every layer it can in one call, each from the places
+    left down to the first intact earlier layer, and stops where the earlier layers follow
+    unchanged (they are yielded as they are); its layers are views of one reordered copy of
+    the pool.  The layers it leaves (flat or numerically hard remainders), and every layer in
+    other dimensions, take one :func:`convex_hull` each.  ``O(Σ n_j f_j)`` over the layers
+    yielded.
     """
     left = np.arange(len(pool))
-    if pool.x.shape[1] == 3 and len(pool) >= 4:
-        members, member_starts, facets, facet_starts, normals, offsets, scales = \
-            kernel.peel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE)
+    if pool.x.shape[1] == 3 and len(pool):
+        damaged = np.array([layer.hull is None for layer in earlier], dtype=bool)
+        members, member_starts, facets, facet_starts, normals, offsets, scales, kept_from = \
+            kernel.repeel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE, origin, damaged)
+        if len(scales):
+            settled = pool.take(members)
+            centers = np.add.reduceat(settled.x, member_starts[:-1], axis=0) / np.diff(member_starts)[:, None]
+            for j, (a, b) in enumerate(zip(member_starts[:-1].tolist(), member_starts[1:].tolist())):
+                faces = slice(facet_starts[j], facet_starts[j + 1])
+                hull = Hull(np.arange(b - a, dtype=np.int64), normals[faces], offsets[faces], facets[faces],
+                            True, float(scales[j]), centers[j])
+                yield _Places(settled.ids[a:b], settled.x[a:b], settled.raw[a:b]), hull, members[a:b]
+        if kept_from >= 0:
+            for j in range(kept_from, len(earlier)):
+                if len(earlier[j].places):  # a layer whose places all left is dropped
+                    yield earlier[j].places, earlier[j].hull, np.flatnonzero(origin == j)
+            return
         below = np.ones(len(pool), dtype=bool)
-        for j in range(len(scales)):
-            chosen = members[member_starts[j]:member_starts[j + 1]]
-            below[chosen] = False
-            kept = pool.take(chosen)
-            faces = slice(facet_starts[j], facet_starts[j + 1])
-            hull = Hull(np.arange(len(chosen), dtype=np.int64), normals[faces], offsets[faces], facets[faces],
-                        True, float(scales[j]), kept.x.mean(axis=0))
-            left = np.flatnonzero(below)
-            yield kept, hull, left
+        below[members] = False
+        left = np.flatnonzero(below)
     while len(left):
         part = pool.take(left)
         hull = convex_hull(part.x)
+        vertices = hull.vertices
         below = np.ones(len(left), dtype=bool)
-        below[hull.vertices] = False
+        below[vertices] = False
         if below.any():
-            part, hull = part.take(hull.vertices), hull.reindexed(hull.vertices, len(left))
+            part, hull = part.take(vertices), hull.reindexed(vertices, len(left))
+        yield part, hull, left[vertices]
         left = left[below]
-        yield part, hull, left
 
 
 @register
@@ -341,9 +358,7 @@ class SAO(Algorithm):
             self._where[points[place].tobytes()] = int(number[place])
         self._next_place = len(points)
         self._held = len(points)
-        self._shift = points.min(axis=0)
-        spread = points.max(axis=0) - self._shift
-        self._spread = np.where(spread > 0, spread, 1.0)
+        self._shift, self._spread = _frame(points)
         self._peel(_Places(np.arange(len(points), dtype=np.int64), self._scaled(points[order]), points[order]))
 
     def _scaled(self, raw: np.ndarray) -> np.ndarray:
@@ -357,32 +372,39 @@ class SAO(Algorithm):
         self._expiry.append((key, seq, place))
         self._count += 1
 
-    def _peel(self, pool: _Places) -> None:
+    def _peel(self, pool: _Places, origin: np.ndarray | None = None, earlier: list[_Layer] | None = None) -> None:
         """Append layers peeled off ``pool`` below the innermost one while the budget has room
         (static strategies: up to ``L`` layers).  Beyond ``L`` layers, the first layer that
         would exceed the budget keeps the places the budget has room for, the others leaving
         by the eviction rule (smallest ``R_t`` first; a subset of a layer's vertices is in
         convex position, so it is a layer), and every place still in ``pool`` leaves the
-        index.  ``O(n log n)`` per layer peeled."""
+        index.  ``pool`` may hold the places of the ``earlier`` layers (see :func:`_peeled`).
+        ``O(n log n)`` per layer peeled."""
         above = self._held - len(pool)
-        before = np.arange(len(pool))
-        for kept, hull, left in _peeled(pool):
+        origin = np.full(len(pool), -1, np.int64) if origin is None else origin
+        peeled = np.zeros(len(pool), dtype=bool)
+        for kept, hull, taken in _peeled(pool, origin, earlier or []):
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 room = 0 if self._static else self._memory - above
+                before = np.flatnonzero(~peeled)
                 gone = pool.take(before)
                 if room > 0:
+                    peeled[taken] = True
+                    left = np.flatnonzero(~peeled)
                     order = self._eviction_order(kept, hull)
                     part, part_hull, rejected = _settled(kept.take(np.sort(order[len(kept) - room:])))
                     self._layers.append(_Layer(part, part_hull))
                     evicted = _Places.join([kept.take(np.sort(order[:len(kept) - room])), rejected])
                     self._counters["evictions"] += len(evicted)
                     gone = _Places.join([evicted, pool.take(left)])
-                self._counters["expelled"] += len(left) if room > 0 else len(before)
+                    self._counters["expelled"] += len(left)
+                else:
+                    self._counters["expelled"] += len(before)
                 self._drop(gone)
                 return
             self._layers.append(_Layer(kept, hull))
             above += len(kept)
-            before = left
+            peeled[taken] = True
 
     def _eviction_order(self, places: _Places, hull: Hull) -> np.ndarray:
         """Positions in ``places`` (a layer) in the order step 3 evicts them: smallest ``R_t``
@@ -395,52 +417,56 @@ class SAO(Algorithm):
         """Arrivals ``start..`` of a slide, in one batch per step (the window at the slide's end
         starts at ``bound``; arrivals already outside it are skipped).
 
-        Step 0: arrivals at the point of a held place join it (one hash each).  Step 2: expired
-        objects leave; places left empty (and joined by no arrival) are taken out.  Step 1: the
-        remaining distinct points are tested against ``l_max(L, K)`` (``l_L`` if fewer layers
-        exist) as it was at the slide's start, at once (``O(f d)`` vectorised work each); the layers from the outermost one changed are peeled again with the new
-        places.  Step 3: evictions.  ``O(m d + m f d)`` numpy work plus one hull per layer
-        re-peeled.
+        Step 0: arrivals at the point of a held place join it (one sort groups the rows by
+        point, one hash per distinct point; a point that does not fit the index coordinates
+        recomputes them first).  Step 2: expired objects leave; places left empty (and joined
+        by no arrival) are taken out.  Step 1: the remaining distinct points are tested
+        against ``l_max(L, K)`` (``l_L`` if fewer layers exist) as it was at the slide's start,
+        at once (``O(f d)`` vectorised work each); the layers from the outermost one changed
+        are peeled again with the new places.  Step 3: evictions.  ``O(m log m + m f d)``
+        numpy work plus one hull per layer re-peeled.
         """
-        counters = self._counters
+        counters, objects, where = self._counters, self._objects, self._where
         rows = rows.take(slice(start, None))
         rows = rows.take(self._keys(rows) >= bound)
-        keys = [point.tobytes() for point in rows.x]
-        places = [self._where.get(key) for key in keys]
+        first, inverse = _distinct(rows.x)
+        keys = [point.tobytes() for point in rows.x[first]]
+        places = [where.get(key) for key in keys]
+        unheld = rows.x[first[[place is None for place in places]]]
+        if not self._framed(unheld):
+            self._reframe(unheld)
+            places = [where.get(key) for key in keys]  # a static re-peel may drop places
         deepest = max(self.params["layers"], self.q.k)
         gate = None if len(self._layers) < self.params["layers"] else \
             self._layers[deepest - 1 if len(self._layers) >= deepest else self.params["layers"] - 1].hull
         changed = self._taken_out(self._expire(bound, keep={place for place in places if place is not None}), False)
-        fresh: dict[bytes, int] = {}
-        for r, (key, place) in enumerate(zip(keys, places)):
-            if place is None and key not in fresh:
-                fresh[key] = r
-        first = np.fromiter(fresh.values(), np.int64, len(fresh))
-        points = self._scaled(rows.x[first])
-        outside = np.ones(len(first), dtype=bool)
-        if gate is not None and len(first) and (self._static or self._held + len(first) > self._memory):
+        fresh = np.array([i for i, place in enumerate(places) if place is None], np.int64)
+        points = self._scaled(rows.x[first[fresh]])
+        outside = np.ones(len(fresh), dtype=bool)
+        if gate is not None and len(fresh) and (self._static or self._held + len(fresh) > self._memory):
             inside = np.flatnonzero(gate.contains(points))
             room = 0 if self._static else max(self._memory - self._held, 0)
             outside[inside[room:]] = False
         numbers = np.arange(self._next_place, self._next_place + int(outside.sum()), dtype=np.int64)
         self._next_place += len(numbers)
-        for key, number in zip(np.array(list(fresh), dtype=object)[outside].tolist(), numbers.tolist()):
-            self._where[key] = number
-        objects, expiry, where = self._objects, self._expiry, self._where
-        added = 0
-        for r, (key, place, seq, oid, t, expires) in enumerate(zip(keys, places, rows.seq.tolist(), rows.ids.tolist(),
-                                                                   rows.t.tolist(), self._keys(rows).tolist())):
-            place = where.get(key) if place is None else place
-            if place is None:
-                counters["filtered"] += 1
-            else:
-                counters["tied"] += fresh.get(key) != r
-                objects.setdefault(place, deque()).append((seq, oid, t))
-                expiry.append((expires, seq, place))
-                added += 1
-        self._count += added
+        for i, number in zip(fresh[outside].tolist(), numbers.tolist()):
+            places[i] = number
+            where[keys[i]] = number
+        place_of = np.array([-1 if place is None else place for place in places], np.int64)[inverse]
+        kept = np.flatnonzero(place_of >= 0)
+        seq, ids, t = rows.seq[kept].tolist(), rows.ids[kept].tolist(), rows.t[kept].tolist()
+        self._expiry.extend(zip(self._keys(rows)[kept].tolist(), seq, place_of[kept].tolist()))
+        grouped = np.argsort(place_of[kept], kind="stable")
+        starts = np.flatnonzero(np.diff(place_of[kept][grouped], prepend=-1))
+        for begin, end in zip(starts.tolist(), np.append(starts[1:], len(kept)).tolist()):
+            members = grouped[begin:end].tolist()
+            objects.setdefault(int(place_of[kept[members[0]]]), deque()).extend(
+                (seq[m], ids[m], t[m]) for m in members)
+        self._count += len(kept)
+        counters["filtered"] += len(rows) - len(kept)
+        counters["tied"] += len(kept) - len(numbers)
         counters["arrivals_examined"] += len(rows)
-        incoming = _Places(numbers, points[outside], rows.x[first[outside]].copy())
+        incoming = _Places(numbers, points[outside], rows.x[first[fresh[outside]]])
         self._held += len(numbers)
         counters["insertions"] += len(numbers)
         reached = len(self._layers) if changed is None else changed
@@ -449,20 +475,58 @@ class SAO(Algorithm):
         self._repeel(reached, incoming)
         self._enforce_budget()
 
+    def _framed(self, unheld: np.ndarray) -> bool:
+        """Whether the index coordinates still suit the held places and ``unheld``: every
+        coordinate finite and within ``FRAME_LIMIT``, and every feature that varies spanning at
+        least ``1 / FRAME_LIMIT`` (else the hulls' tolerances would merge its distinct values).
+        The outer layer bounds every held place, so ``O((|l_1| + m) d)``."""
+        raw = np.concatenate([self._layers[0].places.raw, unheld]) if self._layers else unheld
+        if not len(raw):
+            return True
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = self._scaled(raw)
+            low, high = x.min(axis=0), x.max(axis=0)
+            varies = raw.max(axis=0) > raw.min(axis=0)
+            return bool(np.all(np.abs(low) <= FRAME_LIMIT) and np.all(np.abs(high) <= FRAME_LIMIT)
+                        and np.all(~varies | (high - low >= 1 / FRAME_LIMIT)))
+
+    def _reframe(self, unheld: np.ndarray) -> None:
+        """New index coordinates from the held places and ``unheld`` (points whose coordinates
+        in the old ones are not finite or beyond ``FRAME_LIMIT``), and every layer peeled
+        again in them (convex layers are affine invariant; only the conditioning changes, and
+        the tolerances then see the new points' scale).  ``O(M d)`` plus one peel."""
+        held = [layer.places.raw for layer in self._layers]
+        self._shift, self._spread = _frame(np.concatenate(held + [unheld]))
+        for layer in self._layers:
+            layer.places.x, layer.hull = self._scaled(layer.places.raw), None
+        self._repeel(0, _Places.empty(self._d))
+
     def _expire(self, bound: int, keep: set[int]) -> list[int]:
         """Step 2: every object whose key is below ``bound`` leaves its place (oldest first);
-        returns the places emptied, but those in ``keep`` (joined by an arrival)."""
+        returns the places emptied, but those in ``keep`` (joined by an arrival).
+
+        The expired entries are grouped by place first: a place's objects expire in arrival
+        order, so each place drops the front of its list up to its newest expired object
+        (``O(expired)``, one dictionary write per entry and one pop per object)."""
+        expiry = self._expiry
+        newest: dict[int, int] = {}
+        while expiry and expiry[0][0] < bound:
+            _, seq, place = expiry.popleft()
+            newest[place] = seq
         emptied = []
-        while self._expiry and self._expiry[0][0] < bound:
-            _, seq, place = self._expiry.popleft()
+        left = 0
+        for place, seq in newest.items():
             objects = self._objects.get(place)
-            if not objects or objects[0][0] != seq:
+            if not objects:
                 continue  # its place left the index
-            self._counters["expiries"] += 1
-            self._count -= 1
-            objects.popleft()
+            before = len(objects)
+            while objects and objects[0][0] <= seq:
+                objects.popleft()
+            left += before - len(objects)
             if not objects and place not in keep:
                 emptied.append(place)
+        self._counters["expiries"] += left
+        self._count -= left
         return emptied
 
     def _enforce_budget(self) -> None:
@@ -544,9 +608,14 @@ class SAO(Algorithm):
         deletion cascades of 3.6 for a whole slide at once); one hull per layer peeled."""
         if j >= len(self._layers) and not len(incoming):
             return
-        pool = _Places.join([layer.places for layer in self._layers[j:]] + [incoming])
+        earlier = self._layers[j:]
+        parts = [layer.places for layer in earlier] + [incoming]
+        origin = np.concatenate([np.full(len(part), r, np.int64) for r, part in enumerate(parts)])
+        origin[len(origin) - len(incoming):] = -1
+        joined = _Places(*(np.concatenate([getattr(part, f) for part in parts]) for f in ("ids", "x", "raw")))
+        order = np.argsort(joined.ids, kind="stable")
         del self._layers[j:]
-        self._peel(pool)
+        self._peel(joined.take(order), origin[order], earlier)
 
     # ------------------------------------------------------------------ queries
 
@@ -739,9 +808,7 @@ class SAO(Algorithm):
         every = [_Rows.from_records(saved["objects"], self._d).x for saved in layers]
         every = np.concatenate(every) if every else np.empty((0, self._d))
         if len(every):
-            self._shift = every.min(axis=0)
-            spread = every.max(axis=0) - self._shift
-            self._spread = np.where(spread > 0, spread, 1.0)
+            self._shift, self._spread = _frame(every)
         held, owners = [], []
         for saved in layers:
             layer_rows = _Rows.from_records(saved["objects"], self._d)
@@ -827,6 +894,30 @@ class SAO(Algorithm):
     def _check_window(self, seq: np.ndarray, keys: np.ndarray) -> None:
         if self._end is not None and len(seq):
             assert keys.min() >= self._end - self.q.window and keys.max() < self._end, "object outside the window"
+
+
+def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``x``: the first row of each, in order of appearance, and for every
+    row the position of its point in that list (``O(m log m)``, one sort of the rows' bytes)."""
+    if not len(x):
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    rows = np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inverse.ravel()]
+
+
+def _frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Shift and positive spread of the affine map into index coordinates: each feature's
+    minimum and range over ``points`` (half the range where the range overflows; ``1`` for a
+    constant feature), so the points map into ``[0, 1]`` (``[0, 2]``)."""
+    low, high = points.min(axis=0), points.max(axis=0)
+    with np.errstate(over="ignore"):
+        spread = high - low
+    spread = np.where(np.isfinite(spread), spread, 0.5 * high - 0.5 * low)
+    return low, np.where(spread > 0, spread, 1.0)
 
 
 def _hull_out(hull: Hull) -> dict[str, Any]:

@@ -16,8 +16,8 @@ Cases (``n`` points in ``d`` dimensions):
   points inside their affine span, computed in the span's coordinates, plus two half-spaces per
   direction orthogonal to the span.  A single distinct point is its own hull (the newest copy).
 - Qhull still failing (precision on a nearly flat set): retried with ``qhull_options="QJ"``;
-  if that fails too, every point is a vertex and the containment test says "outside" for every
-  point (``exact = False``).
+  if that fails too (or the SVD does not converge, or a coordinate is not finite), every point
+  is a vertex and the containment test says "outside" for every point (``exact = False``).
 
 Points are expected in a canonical order (the SAO index sorts by ``seq``) so that the same set
 always gives the same hull.
@@ -32,7 +32,8 @@ import numpy as np
 from ..kernels import hull as kernel
 
 RANK_TOLERANCE = 1e-12
-"""Singular values below this fraction of the largest one count as zero (a flat set)."""
+"""Singular values below this fraction of the largest one count as zero (a flat set), as do those
+below the kernels' tolerance (a spread the kernels call flat is flat here too)."""
 
 KERNEL_TOLERANCE = 1e-12
 """The compiled kernels count a point within this distance (times the coordinates' scale) of a
@@ -117,6 +118,8 @@ def convex_hull(points: np.ndarray) -> Hull:
     scale = float(np.abs(points).max(initial=1.0))
     if n == 0:
         return Hull(np.empty(0, np.int64), np.empty((0, d)), np.empty(0), np.empty((0, 2), np.int64), True, scale)
+    if not np.isfinite(scale):
+        return _every_vertex(n, d, 1.0)
     if d == 1:
         hull = _interval(points[:, 0], scale)
     else:
@@ -134,15 +137,21 @@ def _degenerate(points: np.ndarray, scale: float) -> Hull:
     """Flat sets in their affine span; else Qhull with joggling; else every point a vertex."""
     n, d = points.shape
     center = points.mean(axis=0)
-    _, singular, basis = np.linalg.svd(points - center, full_matrices=True)
+    try:
+        _, singular, basis = np.linalg.svd(points - center, full_matrices=True)
+    except np.linalg.LinAlgError:
+        return _every_vertex(n, d, scale)
     largest = singular[0] if len(singular) else 0.0
-    rank = int(np.count_nonzero(singular > RANK_TOLERANCE * largest)) if largest > 0 else 0
+    rank = int(np.count_nonzero(singular > max(RANK_TOLERANCE * largest, KERNEL_TOLERANCE * scale)))
     if rank < d:
         return _flat(points, center, basis, rank, scale)
     hull = _qhull(points, "QJ", scale)
-    if hull is None:
-        return Hull(np.arange(n, dtype=np.int64), np.empty((0, d)), np.empty(0), None, False, scale)
-    return hull
+    return _every_vertex(n, d, scale) if hull is None else hull
+
+
+def _every_vertex(n: int, d: int, scale: float) -> Hull:
+    """The fallback: every point a vertex, no point inside (``exact = False``)."""
+    return Hull(np.arange(n, dtype=np.int64), np.empty((0, d)), np.empty(0), None, False, scale)
 
 
 def _interval(values: np.ndarray, scale: float) -> Hull:
@@ -201,7 +210,7 @@ def _flat(points: np.ndarray, center: np.ndarray, basis: np.ndarray, rank: int, 
     along = basis[:rank]
     inner = convex_hull((points - center) @ along.T)
     if not inner.exact:
-        return Hull(np.arange(n, dtype=np.int64), np.empty((0, d)), np.empty(0), None, False, scale)
+        return _every_vertex(n, d, scale)
     normals = inner.normals @ along
     offsets = inner.offsets - normals @ center
     return Hull(inner.vertices, np.concatenate([normals, normals_across]),

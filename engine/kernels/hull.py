@@ -349,18 +349,28 @@ def hull_3d(points: np.ndarray, tolerance: float):
 
 
 @njit(cache=True)
-def peel_3d(points: np.ndarray, tolerance: float):
-    """Convex layers of ``points`` (``n x 3``), outermost first, peeled while :func:`hull_3d`
-    settles them (a flat or failed remainder is left to the caller).
+def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged: np.ndarray):
+    """Convex layers of ``points`` (``n x 3``) that were layers before a change (the insertion
+    and deletion cascades of SAO, section 3.6, for a whole slide): ``origin[i]`` is the earlier
+    layer of point ``i`` (``-1``: an inserted point), ``damaged[l]`` whether earlier layer ``l``
+    lost points (no earlier layers: a peel from scratch).  Peeled outermost first while
+    :func:`hull_3d` settles them (a flat or failed remainder is left to the caller).
 
-    Returns ``(members, member_starts, facets, facet_starts, normals, offsets, scales)``: layer
-    ``j`` is ``members[member_starts[j]:member_starts[j + 1]]`` (ascending indices into
-    ``points``), its facets ``facets[facet_starts[j]:facet_starts[j + 1]]`` numbered by
-    position within the layer, with their planes; ``scales[j]`` is the largest absolute
-    coordinate (at least 1) of the points left when it was peeled, which scales
-    ``tolerance`` as for one hull.  ``O(Σ n_j f_j)`` over the layers.
+    An earlier layer that is *intact* (it lost no point and none of its points is peeled yet)
+    contains every point of the deeper earlier layers, so each layer is the hull of the points
+    left that are inserted or come from earlier layers down to the first intact one, not of
+    all the points left; and once every point left forms intact earlier layers, those are the
+    layers that follow, and peeling stops.  Returns ``(members, member_starts, facets,
+    facet_starts, normals, offsets, scales, kept_from)``: layer ``j`` is
+    ``members[member_starts[j]:member_starts[j + 1]]`` (ascending indices into ``points``),
+    its facets ``facets[facet_starts[j]:facet_starts[j + 1]]`` numbered by position within the
+    layer, with their planes; ``scales[j]`` is the largest absolute coordinate (at least 1) of
+    all the points left when it was peeled, which scales ``tolerance`` as for one hull;
+    ``kept_from`` the first earlier layer that follows unchanged (``-1``: none).
+    ``O(Σ c_j f_j + n)`` per layer for ``c_j`` candidates of layer ``j``.
     """
     n = points.shape[0]
+    earlier = damaged.shape[0]
     members = np.empty(n, np.int64)
     member_starts = np.zeros(n + 1, np.int64)
     facets = np.empty((2 * n + 8, 3), np.int64)
@@ -368,21 +378,61 @@ def peel_3d(points: np.ndarray, tolerance: float):
     offsets = np.empty(2 * n + 8)
     facet_starts = np.zeros(n + 1, np.int64)
     scales = np.empty(n)
-    remaining = np.arange(n)
+    peeled = np.zeros(n, np.bool_)
+    left_in = np.zeros(earlier, np.int64)
+    for i in range(n):
+        if origin[i] >= 0:
+            left_in[origin[i]] += 1
+    intact = ~damaged
+    candidates = np.empty(n, np.int64)
+    position = np.full(n, -1, np.int64)
+    left = n
     layers = 0
-    while len(remaining) >= 4:
+    kept_from = -1
+    while left > 0:
+        first_intact = -1
+        for layer in range(earlier):
+            if intact[layer] and left_in[layer] > 0:
+                first_intact = layer
+                break
+        chosen = 0
         scale = 1.0
-        for p in remaining:
-            for c in range(3):
-                scale = max(scale, abs(points[p, c]))
-        status, found, planes, shifts = hull_3d(points[remaining], tolerance * scale)
+        for i in range(n):
+            if not peeled[i]:
+                for c in range(3):
+                    scale = max(scale, abs(points[i, c]))
+                if first_intact < 0 or origin[i] <= first_intact:
+                    candidates[chosen] = i
+                    chosen += 1
+        if first_intact >= 0:
+            settled = True
+            for i in range(chosen):
+                if origin[candidates[i]] < first_intact:
+                    settled = False
+                    break
+            for layer in range(first_intact, earlier):
+                if left_in[layer] > 0 and not intact[layer]:
+                    settled = False
+            if settled:
+                kept_from = first_intact
+                break
+        if chosen < 4:
+            break
+        pool = candidates[:chosen]
+        status, found, planes, shifts = hull_3d(points[pool], tolerance * scale)
         if status != DONE:
             break
         vertices = np.unique(found)
-        position = np.full(len(remaining), -1, np.int64)
-        position[vertices] = np.arange(len(vertices))
+        for v in range(len(vertices)):
+            position[vertices[v]] = v
         first, last = member_starts[layers], member_starts[layers] + len(vertices)
-        members[first:last] = remaining[vertices]
+        for v in range(len(vertices)):
+            i = pool[vertices[v]]
+            members[first + v] = i
+            peeled[i] = True
+            if origin[i] >= 0:
+                left_in[origin[i]] -= 1
+                intact[origin[i]] = False
         start, stop = facet_starts[layers], facet_starts[layers] + len(found)
         for f in range(len(found)):
             for e in range(3):
@@ -391,7 +441,7 @@ def peel_3d(points: np.ndarray, tolerance: float):
         scales[layers] = scale
         layers += 1
         member_starts[layers], facet_starts[layers] = last, stop
-        remaining = remaining[position[np.arange(len(remaining))] < 0]
+        left -= len(vertices)
     stop = facet_starts[layers]
     return (members[:member_starts[layers]], member_starts[:layers + 1], facets[:stop], facet_starts[:layers + 1],
-            normals[:stop], offsets[:stop], scales[:layers])
+            normals[:stop], offsets[:stop], scales[:layers], kept_from)

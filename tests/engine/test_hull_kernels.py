@@ -164,7 +164,9 @@ def test_peel_gives_qhulls_layers(seed, shape):
         points = (points - points.min(axis=0)) / np.ptp(points, axis=0)
     else:
         points = grid(3, 4)[rng.permutation(64)]
-    members, member_starts, facets, facet_starts, normals, offsets, scales = kernel.peel_3d(points, TOLERANCE)
+    members, member_starts, facets, facet_starts, normals, offsets, _, kept_from = kernel.repeel_3d(
+        points, TOLERANCE, np.full(len(points), -1, np.int64), np.zeros(0, dtype=bool))
+    assert kept_from == -1
     peeled = [vertex_points(points, members[a:b]) for a, b in zip(member_starts[:-1], member_starts[1:])]
     expected = qhull_layers(points)
     assert peeled == expected
@@ -207,3 +209,34 @@ def test_points_in_line_out_of_sort_order_are_not_dropped():
     hull = convex_hull(points)
     assert hull.vertices.tolist() == [1, 2, 3]
     assert hull.contains(points).all()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_repeel_after_insertions_and_deletions_gives_qhulls_layers(seed):
+    """Layers peeled (by Qhull), then some points deleted and some inserted: the re-peel that
+    starts from those layers (each layer from the points down to the first intact one, stopping
+    where intact layers follow) gives Qhull's layers of the changed set, and names the first
+    earlier layer it keeps exactly when the layers from there on are unchanged."""
+    rng = np.random.default_rng([seed, 11])
+    points = rng.random((160, 3))
+    before = qhull_layers(points)
+    layer_of = {point: j for j, layer in enumerate(before) for point in layer}
+    deleted = rng.random(len(points)) < [0.0, 0.02, 0.1][seed % 3]
+    deleted |= np.array([layer_of.get(tuple(p), -1) < 0 for p in points])  # leave out an unpeeled rest
+    kept = points[~deleted]
+    inserted = rng.random((int(rng.integers(0, 6)), 3)) * [1.0, 1.0, 0.2 + 0.8 * (seed % 2)]
+    pool = np.concatenate([kept, inserted])
+    origin = np.array([layer_of[tuple(p)] for p in kept] + [-1] * len(inserted), np.int64)
+    damaged = np.zeros(len(before), dtype=bool)
+    for p in points[deleted]:
+        if tuple(p) in layer_of:
+            damaged[layer_of[tuple(p)]] = True
+    members, member_starts, _, _, _, _, _, kept_from = kernel.repeel_3d(pool, TOLERANCE, origin, damaged)
+    peeled = [vertex_points(pool, members[a:b]) for a, b in zip(member_starts[:-1], member_starts[1:])]
+    expected = qhull_layers(pool)
+    if kept_from >= 0:
+        assert not damaged[kept_from:].any()
+        rest = [{p for p, o in zip(map(tuple, pool), origin) if o == j} for j in range(kept_from, len(before))]
+        assert rest == before[kept_from:]
+        peeled += rest
+    assert peeled == expected

@@ -449,3 +449,102 @@ def test_layers_stay_nested_over_features_fifteen_orders_apart():
                   [1e-15, 0.5627414901214465]])
     q = engine.Query(weights=[2.0, -2.0], k=47, window=60, slide=1)
     run_checked(engine.create("sao", q, memory=9, layers=1), list(engine.slides((np.arange(10), np.arange(10), x), q)))
+
+
+def test_a_later_window_fifteen_hundred_orders_wider_than_the_first_is_answered():
+    """Found by fuzzing: the creation window spans 1e-300, so 1e15 mapped to index coordinates
+    overflowed and the hull's SVD raised at slide 6.  Answers are the oracle's at every slide."""
+    x = np.array([[0, 0], [1e-300, 0], [0, 1e-300], [5, 2], [2, 5], [1e15, 1], [3, 3]], float)
+    q = engine.Query(weights=[1.0, 1.0], k=2, window=4, slide=1)
+    alg, oracle = engine.create("sao", q, memory=3, layers=1), engine.create("oracle", q)
+    got, expected = [], []
+    for batch in engine.slides((np.arange(7), np.arange(7), x), q):
+        alg.process(batch)
+        oracle.process(batch)
+        alg.check()
+        got.append(alg.topk().ids.tolist())
+        expected.append(oracle.topk().ids.tolist())
+    assert got == expected
+    assert got[6] == [5, 4]
+
+
+def adversarial_magnitudes(m: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """Finite points whose features jump between ranges from 1e-300 to 1e300 from one stretch of
+    the stream to the next, with duplicates, collinear runs and signed zeros."""
+    x = np.empty((m, d))
+    start = 0
+    while start < m:
+        stop = min(m, start + int(rng.integers(1, 12)))
+        size = stop - start
+        magnitude = 10.0 ** float(rng.choice([-300, -150, -20, 0, 15, 150, 300]))
+        shape = rng.choice(["noise", "duplicates", "collinear", "constant-feature", "zeros"])
+        if shape == "noise":
+            block = rng.standard_normal((size, d))
+        elif shape == "duplicates":
+            block = rng.standard_normal((2, d))[rng.integers(0, 2, size)]
+        elif shape == "collinear":
+            block = np.outer(rng.integers(-3, 4, size), rng.standard_normal(d))
+        elif shape == "constant-feature":
+            block = rng.standard_normal((size, d))
+            block[:, rng.integers(d)] = 1.0
+        else:
+            block = rng.choice([0.0, -0.0, 1e-300], (size, d))
+        x[start:stop] = block * magnitude
+        start = stop
+    return x
+
+
+def test_seeded_stress_on_adversarial_magnitudes():
+    """Fixed seeds, features from 1e-300 to 1e300 in stretches (so later windows are far wider or
+    narrower than the creation window), with duplicates and collinear points, d = 1 to 4, count
+    and time windows: SAO never raises, ``check()`` and the budget hold after every slide, and
+    answers are window objects with their true scores.  With a count window and a dynamic
+    allocation an answer holds ``min(K, window)`` objects (``M >= K``: a slide expires at most
+    as many objects as arrive, and arrivals are only discarded while ``M`` places are held).
+    Not with a time window (a slide can expire more objects than arrive, and the arrivals
+    discarded inside ``l_L`` do not come back), nor with a static allocation (it keeps the
+    paper's fixed ``L`` layers and discards every arrival inside ``l_L``: on a collinear window
+    ``l_1`` is a segment, and once one end expires it holds one place)."""
+    for seed in range(80):
+        rng = np.random.default_rng(1000 + seed)
+        d, s, kind = int(rng.integers(1, 5)), int(rng.choice([1, 2, 5])), str(rng.choice(["count", "time"]))
+        q = engine.Query(weights=[float(w) for w in rng.choice([-1.0, 0.5, 1.0], d)], k=int(rng.integers(1, 6)),
+                         window=s * int(rng.choice([1, 2, 4, 8])), slide=s, kind=kind)
+        params = {"memory": int(rng.choice([q.k, q.k + 2, 3 * q.k + 1, 40])), "layers": int(rng.integers(1, 5)),
+                  "allocation": str(rng.choice(ALLOCATIONS))}
+        m = int(rng.choice([30, 120]))
+        x = adversarial_magnitudes(m, d, rng)
+        t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+        alg, oracle = engine.create("sao", q, **params), engine.create("oracle", q)
+        for index, batch in enumerate(engine.slides((np.arange(m), t, x), q)):
+            context = f"seed {1000 + seed} {q} {params} slide {index}"
+            alg.process(batch)
+            oracle.process(batch)
+            alg.check()
+            assert alg.stats()["places"] <= params["memory"], context
+            answer, window = alg.topk(), oracle.candidates()
+            if kind == "count" and not params["allocation"].startswith("static"):
+                assert len(answer) >= min(q.k, len(window)), context
+            assert set(answer.seq.tolist()) <= set(window.tolist()), context
+            np.testing.assert_allclose(answer.scores, engine.score(x[answer.seq], q.weights), rtol=1e-12, atol=0)
+
+
+def test_a_layer_whose_places_all_expire_is_not_kept_by_the_re_peel():
+    """Found by the stress above with time windows: a slide expired every place of an inner
+    layer while the layers below it stayed intact, and the re-peel from the earlier layers kept
+    the emptied layer among those that follow unchanged."""
+    x = np.array([[-0.9551793695327526, -2.572190451627919, 5.476512465226023],
+                  [-0.6367862463551685, -1.7147936344186128, 3.651008310150682],
+                  [-0.3183931231775842, -0.8573968172093064, 1.825504155075341],
+                  [0.3183931231775842, 0.8573968172093064, -1.825504155075341],
+                  [1e-300, 1e-300, 0.0], [1e-300, 1e-300, -0.0], [1e-300, 0.0, -0.0], [-0.0, -0.0, 1e-300],
+                  [-0.0, 0.0, -0.0], [-0.0, -0.0, -0.0], [-0.0, 0.0, 1e-300], [1e-300, 0.0, 1e-300],
+                  [0.0, -0.0, 1e-300], [1e-300, -0.0, -0.0], [0.0, 0.0, 0.0],
+                  [-1.209664963772399e-20, -5.3936572687563196e-21, 8.785486476928594e-21],
+                  [-3.8979615907477506e-21, -8.06558776168288e-21, -3.47223384314548e-21],
+                  [1.6342723948685135e-20, 3.0651886378290447e-21, -2.2158791337992394e-20],
+                  [1.0281113588071546e-20, 7.396961853522392e-21, -1.379303400978708e-21], [0.0, 0.0, -0.0]])
+    t = np.array([1, 3, 4, 5, 7, 8, 10, 10, 11, 11, 11, 11, 12, 14, 16, 17, 18, 19, 19, 21])
+    q = engine.Query(weights=[-1.0, 0.5, 1.0], k=5, window=5, slide=5, kind="time")
+    alg = engine.create("sao", q, memory=5, layers=2, allocation="dynamic-uniform")
+    run_checked(alg, list(engine.slides((np.arange(len(x)), t, x), q)))
