@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import math
 import sys
+from sys import getsizeof
 from typing import Any
 
 import numpy as np
@@ -62,11 +63,11 @@ NO_TOP = empty_top()
 
 COUNTERS = ("arrivals", "prefiltered", "refines", "refine_drops", "promotions", "savl_builds", "savl_builds_avoided",
             "savl_dropped", "scanned", "units_skipped", "tests", "splits")
-"""The event counters ``stats`` reports, kept in one int64 array in this order
-(:func:`engine.kernels.sap.take_slide` updates ``arrivals`` and ``prefiltered``)."""
+"""The event counters ``stats`` reports.  ``arrivals`` and ``prefiltered`` are kept in an int64
+array that :func:`engine.kernels.sap.take_slide` updates; the others in the dict ``stats`` copies."""
 
-(ARRIVALS, PREFILTERED, REFINES, REFINE_DROPS, PROMOTIONS, SAVL_BUILDS, SAVL_BUILDS_AVOIDED, SAVL_DROPPED, SCANNED,
- UNITS_SKIPPED, TESTS, SPLITS) = range(len(COUNTERS))
+STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "meaningful", *COUNTERS)
+"""The keys of ``stats``, in order."""
 
 SMALL_INT = 256
 """Python caches the ints up to 256: a dict key above it is an object of its own."""
@@ -267,8 +268,11 @@ FIXED_RAW_SLIDE, FIXED_UNIT, FIXED_PARTITION, FIXED_BUILDER, FIXED_ANSWER = (
     FIXED[name] for name in ("raw slide", "unit", "partition", "builder", "answer"))
 FIXED_CANDIDATES = FIXED["candidate set"] + 6 * FIXED["array"]
 FIXED_MEANINGFUL = FIXED["meaningful set"]
-FIXED_HELD = FIXED_CANDIDATES + FIXED_ANSWER + FIXED_MEANINGFUL
-"""The fixed bytes of ``C``, the answer and ``M_0`` together."""
+LISTS = 2 * sys.getsizeof([])
+"""The lists of the partitions and of the open partition's units, their slots priced with each
+partition and unit (:data:`FIXED`) and their spare capacity left out."""
+FIXED_HELD = FIXED_CANDIDATES + FIXED_ANSWER + FIXED_MEANINGFUL + LISTS
+"""The fixed bytes of ``C``, the answer, ``M_0`` and the two lists together."""
 ANSWER_ARRAYS = 3 * FIXED["array"]
 PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
 TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
@@ -338,10 +342,12 @@ class SAPBase(Algorithm):
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
-        self._fixed_bytes: int | None = None
+        self._fixed_bytes = 0
         self._variant_bytes = 0  # the variant's attributes whose size changes, kept as they change
-        self._counters = np.zeros(len(COUNTERS), np.int64)  # COUNTERS, in that order
+        self._arrivals = np.zeros(2, np.int64)  # arrivals, prefiltered (updated by the kernels)
+        self._events = dict.fromkeys(STATS, 0)  # the other counters, kept as they change; stats() copies it
         self._reset_variant()
+        self._measure_fixed()
 
     def _reset_variant(self) -> None:
         """Variant state (TBUI)."""
@@ -427,13 +433,13 @@ class SAPBase(Algorithm):
         if dead < len(counts):
             promoted, counts = tuple(column[:dead] for column in promoted), counts[:dead]
             self._M.clear()
-            self._counters[SAVL_DROPPED] += 1
+            self._events["savl_dropped"] += 1
         if dead:
             self._C.insert(promoted, counts, front.serial)
             front.in_c += dead
             if front.raw:
                 self._raw_in_c += dead
-            self._counters[PROMOTIONS] += dead
+            self._events["promotions"] += dead
 
     def _arrive(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         k = self._k
@@ -463,7 +469,7 @@ class SAPBase(Algorithm):
     def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
         """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
         :meth:`_observe`; a variant may do both in one kernel call."""
-        kernels.take_slide(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._counters)
+        kernels.take_slide(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._arrivals)
         self._observe(values)
 
     def _observe(self, values: np.ndarray) -> None:
@@ -480,8 +486,8 @@ class SAPBase(Algorithm):
         part = Partition(self._serial, units, top, k)
         self._serial += 1
         dropped = self._C.refine(top, part.serial)
-        self._counters[REFINES] += 1
-        self._counters[REFINE_DROPS] += len(dropped)
+        self._events["refines"] += 1
+        self._events["refine_drops"] += len(dropped)
         by_serial = {p.serial: p for p in self._parts}
         for serial in dropped:
             by_serial[serial].in_c -= 1
@@ -507,7 +513,7 @@ class SAPBase(Algorithm):
             if p.rho >= k and p.state in ("pending", "forming", "ready", "active"):
                 if p.state == "pending":
                     p.state = "avoided"
-                    self._counters[SAVL_BUILDS_AVOIDED] += 1
+                    self._events["savl_builds_avoided"] += 1
                 else:
                     self._drop_meaningful(p)
                 self._release(p)
@@ -523,7 +529,7 @@ class SAPBase(Algorithm):
         part.state = "dropped"
         for unit in part.units:
             unit.pending = False
-        self._counters[SAVL_DROPPED] += 1
+        self._events["savl_dropped"] += 1
         self._release(part)
 
     def _release(self, part: Partition) -> None:
@@ -652,7 +658,7 @@ class SAPBase(Algorithm):
         for unit in part.units:
             unit.frozen = True
         self._tally_formation(part, 1)
-        self._counters[SAVL_BUILDS] += 1
+        self._events["savl_builds"] += 1
 
     def _raw_objects(self, part: Partition) -> int:
         """Objects in the raw slides of ``part``: the stacks of an S-AVL without local pruning
@@ -702,7 +708,7 @@ class SAPBase(Algorithm):
             records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
             builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
             NO_SEQS if only is None else only, only is not None, NO_SEQS if exclude is None else exclude)
-        self._counters[SCANNED] += scanned
+        self._events["scanned"] += scanned
         if len(chosen):
             builder.scan_rows(*_columns(records), chosen)
 
@@ -751,23 +757,59 @@ class SAPBase(Algorithm):
     def _open_size(self) -> int:
         return len(self._open_top[0]) + (len(self._filling.top[0]) if self._filling is not None else 0)
 
-    def _stats(self) -> dict[str, Any]:
-        """Counters kept as the structures change (``O(1)``)."""
-        (arrivals, prefiltered, refines, refine_drops, promotions, savl_builds, savl_builds_avoided, savl_dropped,
-         scanned, units_skipped, tests, splits) = self._counters.tolist()
-        meaningful = self._M.sizes()[1]
+    def stats(self) -> dict[str, Any]:
+        """``candidates``, ``retained``, ``bytes``, ``measured_bytes``, ``partitions``,
+        ``meaningful`` and the event counters (:data:`COUNTERS`), all kept as the structures
+        change: ``O(1)``, one pass that reads each figure once.
+
+        ``bytes`` is the sum of :meth:`footprints`' modelled costs: the raw slides', partitions',
+        units' and S-AVLs' under construction share kept in ``_held_words``, the rest from the
+        sizes of ``C``, the open tops and ``M_0``.  ``measured_bytes``: likewise from
+        ``_held_bytes``, the arrays' sizes, the containers' ``getsizeof`` and the algorithm's
+        other attributes (settings, counters: measured once by a walk, ``O(attributes)``, then
+        the variant's variable-sized ones added, ``_variant_bytes``, kept as they change).
+        """
+        out = self._events.copy()
+        out["arrivals"], out["prefiltered"] = self._arrivals.tolist()
+        M = self._M
+        stacks, meaningful = M.sizes()
         candidates = len(self._C.score)
-        parts, filling = self._parts, self._filling
+        parts, filling, open_top, cache = self._parts, self._filling, self._open_top, self._open_cache
+        open_size, tops = len(open_top[0]), TOP_ARRAYS + self._answer_bytes
+        if filling is not None:
+            open_size += len(filling.top[0])
+            tops += FIXED_UNIT + TOP_ARRAYS
+        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
+            tops += _top_bytes(cache)
         retained = self._raw_size + candidates - self._raw_in_c
         if parts and not parts[0].raw:
             retained += meaningful
-        open_size = len(self._open_top[0]) + (0 if filling is None else len(filling.top[0]))
-        return {"candidates": candidates + open_size + meaningful, "retained": retained,
-                "partitions": len(parts) + (1 if self._open or filling is not None else 0), "meaningful": meaningful,
-                "arrivals": arrivals, "prefiltered": prefiltered, "refines": refines, "refine_drops": refine_drops,
-                "promotions": promotions, "savl_builds": savl_builds, "savl_builds_avoided": savl_builds_avoided,
-                "savl_dropped": savl_dropped, "scanned": scanned, "units_skipped": units_skipped, "tests": tests,
-                "splits": splits}
+        out["candidates"] = candidates + open_size + meaningful
+        out["retained"] = retained
+        out["bytes"] = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * open_size
+                               + ENTRY_WORDS * meaningful + STACK_WORDS * stacks)
+        out["measured_bytes"] = (self._held_bytes + getsizeof(self._raw) + FIXED_HELD + candidates * CandidateSet.ROW_BYTES
+                                 + tops + open_size * RAW_ROW + M.nbytes() + self._fixed_bytes + self._variant_bytes)
+        out["partitions"] = len(parts) + (1 if self._open or filling is not None else 0)
+        out["meaningful"] = meaningful
+        return out
+
+    def _stats(self) -> dict[str, Any]:
+        """:meth:`stats` without the memory figures (``O(1)``)."""
+        out = self.stats()
+        del out["bytes"], out["measured_bytes"]
+        return out
+
+    def memory(self) -> tuple[int, int]:
+        """``(bytes, measured_bytes)`` of :meth:`stats` (``O(1)``)."""
+        out = self.stats()
+        return out["bytes"], out["measured_bytes"]
+
+    def _measure_fixed(self) -> None:
+        """The attributes outside the structures, walked once (``O(attributes)``)."""
+        owners = tuple(owner for part in self._structures() for owner in part[3])
+        self._fixed_bytes = 0
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *owners)) - self._variant_bytes
 
     def _structures(self) -> list[tuple]:
         """``(layout, counts, measured bytes, owners)`` of every structure: raw slides, ``C``,
@@ -800,7 +842,7 @@ class SAPBase(Algorithm):
                    + (0 if answer is None else 3 * FIXED["array"] + len(answer) * 3 * WORD)),
                   (self._open_top, self._open_cache, self._filling, answer))
         parts = self._parts
-        measured = (sys.getsizeof(parts) + sys.getsizeof(self._open) + len(parts) * FIXED["partition"]
+        measured = (LISTS + len(parts) * FIXED["partition"]
                     + self._units * FIXED["unit"] + self._part_tops * (FIXED["top"] + 5 * FIXED["array"])
                     + self._part_top_size * (RAW.itemsize + WORD)
                     + self._unit_tops * (FIXED["top"] + 4 * FIXED["array"]) + self._unit_top_size * RAW.itemsize
@@ -817,32 +859,6 @@ class SAPBase(Algorithm):
         return [Footprint(layout, counts, measured, owners=owners)
                 for layout, counts, measured, owners in self._structures()]
 
-    def memory(self) -> tuple[int, int]:
-        """``(bytes, measured_bytes)`` in ``O(1)``: the sums of :meth:`footprints` (the raw slides',
-        partitions', units' and S-AVLs' under construction share kept as they change in
-        ``_held_words`` and ``_held_bytes``), plus the algorithm's other attributes (settings,
-        counters: measured once by a walk, ``O(attributes)``, then the variant's variable-sized
-        ones added, ``_variant_bytes``, kept as they change)."""
-        open_top, filling, cache = self._open_top, self._filling, self._open_cache
-        candidates, open_size, tops = len(self._C.score), len(open_top[0]), TOP_ARRAYS + self._answer_bytes
-        if filling is not None:
-            open_size += len(filling.top[0])
-            tops += FIXED_UNIT + TOP_ARRAYS
-        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
-            tops += _top_bytes(cache)
-        m_stacks, meaningful = self._M.sizes()
-        modelled = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * open_size
-                           + ENTRY_WORDS * meaningful + STACK_WORDS * m_stacks)
-        measured = (self._held_bytes + sys.getsizeof(self._raw) + sys.getsizeof(self._parts) + sys.getsizeof(self._open)
-                    + FIXED_HELD + candidates * CandidateSet.ROW_BYTES + tops + open_size * RAW_ROW
-                    + self._M.nbytes())
-        if self._fixed_bytes is None:
-            owners = tuple(owner for part in self._structures() for owner in part[3])
-            self._fixed_bytes = 0
-            self._fixed_bytes = (deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
-                                 - self._variant_bytes)
-        return modelled, measured + self._fixed_bytes + self._variant_bytes
-
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
         return {"candidates": self._C.rows(), "slide": self._slide, "serial": self._serial,
@@ -851,7 +867,11 @@ class SAPBase(Algorithm):
                 "open": [u.to_json() for u in self._open], "open_top": _top_out(self._open_top),
                 "filling": None if self._filling is None else self._filling.to_json(),
                 "meaningful": [[_entry_out(e) for e in stack] for stack in self._M.live_stacks()],
-                "variant": self._dump_variant(), "counters": dict(zip(COUNTERS, self._counters.tolist()))}
+                "variant": self._dump_variant(), "counters": self._counter_values()}
+
+    def _counter_values(self) -> dict[str, int]:
+        stats = self.stats()
+        return {name: stats[name] for name in COUNTERS}
 
     def _dump_variant(self) -> dict:
         return {}
@@ -872,7 +892,9 @@ class SAPBase(Algorithm):
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
         self.__dict__.update(self._aggregates())
         self._load_variant(data["variant"])
-        self._counters[:] = [int(data["counters"][name]) for name in COUNTERS]
+        counters = data["counters"]
+        self._arrivals[:] = [int(counters["arrivals"]), int(counters["prefiltered"])]
+        self._events.update((name, int(counters[name])) for name in COUNTERS[2:])
         self._answer = None if self._slide is not None else Answer.empty()
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
 
