@@ -322,6 +322,7 @@ class SAPBase(Algorithm):
         self._unit_slides = self._choose_unit_slides()
         self._slide: int | None = None
         self._raw: dict[int, np.ndarray] = {}
+        self._raw_bytes = getsizeof(self._raw)  # the dict's own size: it changes only when a slide is put
         self._raw_size = 0
         self._raw_int_keys = 0  # slide numbers above the interpreter's cached small ints
         self._raw_in_c = 0  # members of C of partitions whose raw slides are kept
@@ -338,15 +339,18 @@ class SAPBase(Algorithm):
         self._open_top: Top = empty_top()
         self._filling: Unit | None = None
         self._open_cache: Top | None = None
+        self._cache_bytes = 0  # the cache's arrays when it is a top of its own
+        self._open_size = self._open_bytes = 0  # P_m^k and the filling unit's top: kept by _tally_open
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
-        self._fixed_bytes = 0
-        self._variant_bytes = 0  # the variant's attributes whose size changes, kept as they change
+        self._other_bytes = 0  # everything outside the structures: measured once, then kept
+        self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
         self._arrivals = np.zeros(2, np.int64)  # arrivals, prefiltered (updated by the kernels)
         self._events = dict.fromkeys(STATS, 0)  # the other counters, kept as they change; stats() copies it
         self._reset_variant()
+        self._tally_open()
         self._measure_fixed()
 
     def _reset_variant(self) -> None:
@@ -379,9 +383,11 @@ class SAPBase(Algorithm):
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
         self._open_cache = None
+        self._cache_bytes = 0
         self._expire(e)
         self._arrive(e, values, arrivals)
         self._open_cache = None
+        self._cache_bytes = 0
         self._advance_formation(e)
         self._activate_front()
         self._after_step(e)
@@ -465,6 +471,17 @@ class SAPBase(Algorithm):
             self._held_bytes += FIXED_UNIT
             self._count_unit_top(unit, 1)
             self._unit_done(unit)
+        self._tally_open()
+
+    def _tally_open(self) -> None:
+        """The sizes of ``P_m^k`` and the filling unit's top, kept for ``stats``: they change
+        only in :meth:`_arrive` (``O(1)``)."""
+        size, fixed, filling = len(self._open_top[0]), TOP_ARRAYS, self._filling
+        if filling is not None:
+            size += len(filling.top[0])
+            fixed += FIXED_UNIT + TOP_ARRAYS
+        self._open_size = size
+        self._open_bytes = fixed + size * RAW_ROW
 
     def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
         """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
@@ -553,6 +570,7 @@ class SAPBase(Algorithm):
 
     def _raw_put(self, slide: int, rows: np.ndarray) -> None:
         self._raw[slide] = rows
+        self._raw_bytes = getsizeof(self._raw)
         self._raw_size += len(rows)
         self._raw_int_keys += slide > SMALL_INT
         self._held_words += RAW_OBJECT_WORDS * len(rows)
@@ -605,6 +623,8 @@ class SAPBase(Algorithm):
             top = self._open_top
             if self._filling is not None:
                 top = merge_tops(top, self._filling.top, self._k)
+                if top is not self._open_top and top is not self._filling.top:
+                    self._cache_bytes = _top_bytes(top)
             self._open_cache = top
         return self._open_cache
 
@@ -754,9 +774,6 @@ class SAPBase(Algorithm):
         parts.append(self._M.seqs())
         return np.concatenate(parts).astype(np.int64)
 
-    def _open_size(self) -> int:
-        return len(self._open_top[0]) + (len(self._filling.top[0]) if self._filling is not None else 0)
-
     def stats(self) -> dict[str, Any]:
         """``candidates``, ``retained``, ``bytes``, ``measured_bytes``, ``partitions``,
         ``meaningful`` and the event counters (:data:`COUNTERS`), all kept as the structures
@@ -765,22 +782,16 @@ class SAPBase(Algorithm):
         ``bytes`` is the sum of :meth:`footprints`' modelled costs: the raw slides', partitions',
         units' and S-AVLs' under construction share kept in ``_held_words``, the rest from the
         sizes of ``C``, the open tops and ``M_0``.  ``measured_bytes``: likewise from
-        ``_held_bytes``, the arrays' sizes, the containers' ``getsizeof`` and the algorithm's
-        other attributes (settings, counters: measured once by a walk, ``O(attributes)``, then
-        the variant's variable-sized ones added, ``_variant_bytes``, kept as they change).
+        ``_held_bytes``, the raw slides' dict (its size kept as slides are put), the open tops'
+        and the answer's bytes (kept as they change), the arrays of ``C`` and ``M_0`` at their
+        capacity, and ``_other_bytes`` (every other attribute: walked once, ``O(attributes)``,
+        in ``_reset``, then kept as the variant's arrays are reallocated).
         """
         out = self._events.copy()
         out["arrivals"], out["prefiltered"] = self._arrivals.tolist()
         M = self._M
-        stacks, meaningful = M.sizes()
-        candidates = len(self._C.score)
-        parts, filling, open_top, cache = self._parts, self._filling, self._open_top, self._open_cache
-        open_size, tops = len(open_top[0]), TOP_ARRAYS + self._answer_bytes
-        if filling is not None:
-            open_size += len(filling.top[0])
-            tops += FIXED_UNIT + TOP_ARRAYS
-        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
-            tops += _top_bytes(cache)
+        stacks, meaningful = M.meta.tolist()
+        candidates, open_size, parts = len(self._C.score), self._open_size, self._parts
         retained = self._raw_size + candidates - self._raw_in_c
         if parts and not parts[0].raw:
             retained += meaningful
@@ -788,9 +799,10 @@ class SAPBase(Algorithm):
         out["retained"] = retained
         out["bytes"] = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * open_size
                                + ENTRY_WORDS * meaningful + STACK_WORDS * stacks)
-        out["measured_bytes"] = (self._held_bytes + getsizeof(self._raw) + FIXED_HELD + candidates * CandidateSet.ROW_BYTES
-                                 + tops + open_size * RAW_ROW + M.nbytes() + self._fixed_bytes + self._variant_bytes)
-        out["partitions"] = len(parts) + (1 if self._open or filling is not None else 0)
+        out["measured_bytes"] = (self._held_bytes + self._raw_bytes + candidates * CandidateSet.ROW_BYTES
+                                 + self._open_bytes + self._cache_bytes + self._answer_bytes + M.nbytes()
+                                 + self._other_bytes)
+        out["partitions"] = len(parts) + (1 if self._open or self._filling is not None else 0)
         out["meaningful"] = meaningful
         return out
 
@@ -806,10 +818,16 @@ class SAPBase(Algorithm):
         return out["bytes"], out["measured_bytes"]
 
     def _measure_fixed(self) -> None:
-        """The attributes outside the structures, walked once (``O(attributes)``)."""
+        """The attributes outside the structures (settings, counters, the variant's), walked
+        once (``O(attributes)``), and the fixed parts of ``C``, the answer and ``M_0``."""
         owners = tuple(owner for part in self._structures() for owner in part[3])
-        self._fixed_bytes = 0
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *owners)) - self._variant_bytes
+        self._other_bytes = 0
+        self._other_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *owners)) + FIXED_HELD
+
+    def _variant_resized(self, nbytes: int) -> None:
+        """A variant's attribute of ``nbytes`` replaces the one counted in ``_variant_bytes``."""
+        self._other_bytes += nbytes - self._variant_bytes
+        self._variant_bytes = nbytes
 
     def _structures(self) -> list[tuple]:
         """``(layout, counts, measured bytes, owners)`` of every structure: raw slides, ``C``,
@@ -837,7 +855,7 @@ class SAPBase(Algorithm):
             tops_bytes += FIXED["unit"] + _top_bytes(filling.top)
         if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
             tops_bytes += _top_bytes(cache)
-        opened = (OPEN_TOPS, {"object": self._open_size()},
+        opened = (OPEN_TOPS, {"object": self._open_size},
                   (tops_bytes + FIXED["answer"]
                    + (0 if answer is None else 3 * FIXED["array"] + len(answer) * 3 * WORD)),
                   (self._open_top, self._open_cache, self._filling, answer))
@@ -891,6 +909,7 @@ class SAPBase(Algorithm):
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
         self.__dict__.update(self._aggregates())
+        self._tally_open()
         self._load_variant(data["variant"])
         counters = data["counters"]
         self._arrivals[:] = [int(counters["arrivals"]), int(counters["prefiltered"])]

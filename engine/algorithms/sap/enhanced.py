@@ -118,7 +118,7 @@ class SAP(SAPDynamic):
             grown = np.empty(max(needed, 2 * len(self._above), 64), np.float64)
             grown[:self._above_n] = self._above[:self._above_n]
             self._above = grown
-            self._variant_bytes = sys.getsizeof(grown)
+            self._variant_resized(sys.getsizeof(grown))
 
     def _classify(self, unit: Unit) -> None:
         """Algorithm 2 lines 10-16 at the end of a unit."""
@@ -216,7 +216,7 @@ class SAP(SAPDynamic):
         self._tau = float(floats_in([data["tau"]])[0])
         self._initialising = bool(data["initialising"])
         self._above = floats_in(data["above"])
-        self._variant_bytes = sys.getsizeof(self._above)
+        self._variant_resized(sys.getsizeof(self._above))
         self._above_n = len(self._above)
         units = [u for p in self._parts for u in p.units] + self._open
         self._previous = units[-1] if units else None
