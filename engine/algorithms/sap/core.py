@@ -63,8 +63,7 @@ NO_TOP = empty_top()
 
 COUNTERS = ("arrivals", "prefiltered", "refines", "refine_drops", "promotions", "savl_builds", "savl_builds_avoided",
             "savl_dropped", "scanned", "units_skipped", "tests", "splits")
-"""The event counters ``stats`` reports.  ``arrivals`` and ``prefiltered`` are kept in an int64
-array that :func:`engine.kernels.sap.take_slide` updates; the others in the dict ``stats`` copies."""
+"""The event counters ``stats`` reports, kept as they happen in the dict ``stats`` copies."""
 
 STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "meaningful", *COUNTERS)
 """The keys of ``stats``, in order."""
@@ -347,8 +346,7 @@ class SAPBase(Algorithm):
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
         self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
-        self._arrivals = np.zeros(2, np.int64)  # arrivals, prefiltered (updated by the kernels)
-        self._events = dict.fromkeys(STATS, 0)  # the other counters, kept as they change; stats() copies it
+        self._events = dict.fromkeys(STATS, 0)  # the counters, kept as they change; stats() copies it
         self._reset_variant()
         self._tally_open()
         self._measure_fixed()
@@ -460,6 +458,9 @@ class SAPBase(Algorithm):
             rows = np.empty(chosen, RAW)
             top = empty_top(min(k, chosen + len(unit.top[0])))
             self._take_slide(values, arrivals, rows, unit.top, top)
+            events = self._events
+            events["arrivals"] += m
+            events["prefiltered"] += m - chosen
             unit.top = top
             self._raw_put(e, rows)
         else:
@@ -486,7 +487,7 @@ class SAPBase(Algorithm):
     def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
         """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
         :meth:`_observe`; a variant may do both in one kernel call."""
-        kernels.take_slide(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._arrivals)
+        kernels.take_slide(values, *arrivals[1:], self._k, rows, *unit_top, *top)
         self._observe(values)
 
     def _observe(self, values: np.ndarray) -> None:
@@ -788,7 +789,6 @@ class SAPBase(Algorithm):
         in ``_reset``, then kept as the variant's arrays are reallocated).
         """
         out = self._events.copy()
-        out["arrivals"], out["prefiltered"] = self._arrivals.tolist()
         M = self._M
         stacks, meaningful = M.meta.tolist()
         candidates, open_size, parts = len(self._C.score), self._open_size, self._parts
@@ -911,9 +911,7 @@ class SAPBase(Algorithm):
         self.__dict__.update(self._aggregates())
         self._tally_open()
         self._load_variant(data["variant"])
-        counters = data["counters"]
-        self._arrivals[:] = [int(counters["arrivals"]), int(counters["prefiltered"])]
-        self._events.update((name, int(counters[name])) for name in COUNTERS[2:])
+        self._events.update((name, int(data["counters"][name])) for name in COUNTERS)
         self._answer = None if self._slide is not None else Answer.empty()
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
 

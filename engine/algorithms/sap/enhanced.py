@@ -106,7 +106,7 @@ class SAP(SAPDynamic):
         """Lines 7-11 and Algorithm 2 lines 3-9 for a slide of objects, in one kernel call
         (:func:`engine.kernels.sap.take_slide_observed`)."""
         self._reserve_above(len(values))
-        n, tau = kernels.take_slide_observed(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._arrivals,
+        n, tau = kernels.take_slide_observed(values, *arrivals[1:], self._k, rows, *unit_top, *top,
                                              self._above, self._above_n, self._tau, self._zeta, self._limit,
                                              self._initialising)
         self._above_n, self._tau = int(n), float(tau)
