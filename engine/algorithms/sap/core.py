@@ -276,6 +276,7 @@ ANSWER_ARRAYS = 3 * FIXED["array"]
 PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
 TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
 RAW_ROW = RAW.itemsize
+CANDIDATE_ROW = CandidateSet.ROW_BYTES
 PART_TOP_ROW = RAW.itemsize + WORD  # a member of P_i^k and its seq in top_seqs
 
 
@@ -339,7 +340,8 @@ class SAPBase(Algorithm):
         self._filling: Unit | None = None
         self._open_cache: Top | None = None
         self._cache_bytes = 0  # the cache's arrays when it is a top of its own
-        self._open_size = self._open_bytes = 0  # P_m^k and the filling unit's top: kept by _tally_open
+        # P_m^k and the filling unit's top, and whether the open partition has a slide: kept by _tally_open
+        self._open_size = self._open_words = self._open_bytes = self._open_partition = 0
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
@@ -482,7 +484,9 @@ class SAPBase(Algorithm):
             size += len(filling.top[0])
             fixed += FIXED_UNIT + TOP_ARRAYS
         self._open_size = size
+        self._open_words = OPEN_OBJECT_WORDS * size
         self._open_bytes = fixed + size * RAW_ROW
+        self._open_partition = 1 if self._open or filling is not None else 0
 
     def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
         """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
@@ -797,12 +801,11 @@ class SAPBase(Algorithm):
             retained += meaningful
         out["candidates"] = candidates + open_size + meaningful
         out["retained"] = retained
-        out["bytes"] = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * open_size
+        out["bytes"] = WORD * (self._held_words + CANDIDATE_WORDS * candidates + self._open_words
                                + ENTRY_WORDS * meaningful + STACK_WORDS * stacks)
-        out["measured_bytes"] = (self._held_bytes + self._raw_bytes + candidates * CandidateSet.ROW_BYTES
-                                 + self._open_bytes + self._cache_bytes + self._answer_bytes + M.nbytes()
-                                 + self._other_bytes)
-        out["partitions"] = len(parts) + (1 if self._open or self._filling is not None else 0)
+        out["measured_bytes"] = (self._held_bytes + self._raw_bytes + CANDIDATE_ROW * candidates + self._open_bytes
+                                 + self._cache_bytes + self._answer_bytes + M.nbytes() + self._other_bytes)
+        out["partitions"] = len(parts) + self._open_partition
         out["meaningful"] = meaningful
         return out
 
