@@ -793,8 +793,7 @@ class SAPBase(Algorithm):
         in ``_reset``, then kept as the variant's arrays are reallocated).
         """
         out = self._events.copy()
-        M = self._M
-        stacks, meaningful = M.meta.tolist()
+        stacks, meaningful, m_bytes = self._M.meta.tolist()
         candidates, open_size, parts = len(self._C.score), self._open_size, self._parts
         retained = self._raw_size + candidates - self._raw_in_c
         if parts and not parts[0].raw:
@@ -804,7 +803,7 @@ class SAPBase(Algorithm):
         out["bytes"] = WORD * (self._held_words + CANDIDATE_WORDS * candidates + self._open_words
                                + ENTRY_WORDS * meaningful + STACK_WORDS * stacks)
         out["measured_bytes"] = (self._held_bytes + self._raw_bytes + CANDIDATE_ROW * candidates + self._open_bytes
-                                 + self._cache_bytes + self._answer_bytes + M.nbytes() + self._other_bytes)
+                                 + self._cache_bytes + self._answer_bytes + m_bytes + self._other_bytes)
         out["partitions"] = len(parts) + self._open_partition
         out["meaningful"] = meaningful
         return out

@@ -195,7 +195,8 @@ class MeaningfulSet:
         self._head = 0
         self._entries = 0
         self._stacks = 0
-        self.meta = np.zeros(2, np.int64)  # heap size (live stacks), live entries: kept by the kernels
+        # heap size (live stacks) and live entries, kept by the kernels; the columns' bytes, by _measure
+        self.meta = np.zeros(3, np.int64)
         self._measure()
 
     def __len__(self) -> int:
@@ -298,11 +299,11 @@ class MeaningfulSet:
 
     def nbytes(self) -> int:
         """Bytes of every column at its capacity (``O(1)``: measured when they are reallocated)."""
-        return self._bytes
+        return int(self.meta[2])
 
     def _measure(self) -> None:
         arrays = (self._alive, self._stack_of, self._top, self._heap, self._pos, self._queue, self.meta)
-        self._bytes = self._pool.nbytes() + len(arrays) * ARRAY_HEADER + sum(array.nbytes for array in arrays)
+        self.meta[2] = self._pool.nbytes() + len(arrays) * ARRAY_HEADER + sum(array.nbytes for array in arrays)
 
     def check(self) -> None:
         stacks = self.live_stacks()
