@@ -340,15 +340,14 @@ class SAPBase(Algorithm):
         self._filling: Unit | None = None
         self._open_cache: Top | None = None
         self._cache_bytes = 0  # the cache's arrays when it is a top of its own
-        # P_m^k and the filling unit's top, and whether the open partition has a slide: kept by _tally_open
-        self._open_size = self._open_words = self._open_bytes = self._open_partition = 0
+        self._open_size = self._open_words = self._open_bytes = 0  # P_m^k and the filling unit's top: _tally_open
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
         self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
-        self._events = dict.fromkeys(STATS, 0)  # the counters, kept as they change; stats() copies it
+        self._events = dict.fromkeys(STATS, 0)  # counters and partition count, kept as they change; stats() copies it
         self._reset_variant()
         self._tally_open()
         self._measure_fixed()
@@ -477,8 +476,9 @@ class SAPBase(Algorithm):
         self._tally_open()
 
     def _tally_open(self) -> None:
-        """The sizes of ``P_m^k`` and the filling unit's top, kept for ``stats``: they change
-        only in :meth:`_arrive` (``O(1)``)."""
+        """The sizes of ``P_m^k`` and the filling unit's top, and the number of partitions, kept
+        for ``stats``: within a slide they change only in :meth:`_expire` and :meth:`_arrive`,
+        which runs after it (``O(1)``)."""
         size, fixed, filling = len(self._open_top[0]), TOP_ARRAYS, self._filling
         if filling is not None:
             size += len(filling.top[0])
@@ -486,7 +486,7 @@ class SAPBase(Algorithm):
         self._open_size = size
         self._open_words = OPEN_OBJECT_WORDS * size
         self._open_bytes = fixed + size * RAW_ROW
-        self._open_partition = 1 if self._open or filling is not None else 0
+        self._events["partitions"] = len(self._parts) + (1 if self._open or filling is not None else 0)
 
     def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
         """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
@@ -804,7 +804,6 @@ class SAPBase(Algorithm):
                                + ENTRY_WORDS * meaningful + STACK_WORDS * stacks)
         out["measured_bytes"] = (self._held_bytes + self._raw_bytes + CANDIDATE_ROW * candidates + self._open_bytes
                                  + self._cache_bytes + self._answer_bytes + m_bytes + self._other_bytes)
-        out["partitions"] = len(parts) + self._open_partition
         out["meaningful"] = meaningful
         return out
 
