@@ -415,6 +415,7 @@ class SAPBase(Algorithm):
             self._held_bytes -= FIXED_PARTITION + FIXED_UNIT * len(front.units)
             self._tally_formation(front, -1)
             del parts[0]
+            self._tally_open()
         else:
             self._refill(front)
 
@@ -450,18 +451,20 @@ class SAPBase(Algorithm):
         k = self._k
         m = len(values)
         unit = self._filling
-        if unit is None:
+        changed = unit is None  # the open tops' figures (_tally_open)
+        if changed:
             unit = self._filling = Unit(e)
         unit.slides += 1
         unit.objects += m
         if m:
-            chosen = min(k, m)
+            chosen, held = min(k, m), len(unit.top[0])
             rows = np.empty(chosen, RAW)
-            top = empty_top(min(k, chosen + len(unit.top[0])))
+            top = empty_top(min(k, chosen + held))
             self._take_slide(values, arrivals, rows, unit.top, top)
             events = self._events
             events["arrivals"] += m
             events["prefiltered"] += m - chosen
+            changed = changed or len(top[0]) != held
             unit.top = top
             self._raw_put(e, rows)
         else:
@@ -473,12 +476,14 @@ class SAPBase(Algorithm):
             self._held_bytes += FIXED_UNIT
             self._count_unit_top(unit, 1)
             self._unit_done(unit)
-        self._tally_open()
+            changed = True
+        if changed:
+            self._tally_open()
 
     def _tally_open(self) -> None:
         """The sizes of ``P_m^k`` and the filling unit's top, and the number of partitions, kept
-        for ``stats``: within a slide they change only in :meth:`_expire` and :meth:`_arrive`,
-        which runs after it (``O(1)``)."""
+        for ``stats``: called where they change (a partition leaves in :meth:`_expire`; the
+        filling unit is opened, grows or is finished in :meth:`_arrive`), ``O(1)``."""
         size, fixed, filling = len(self._open_top[0]), TOP_ARRAYS, self._filling
         if filling is not None:
             size += len(filling.top[0])
@@ -832,11 +837,12 @@ class SAPBase(Algorithm):
 
     def _structures(self) -> list[tuple]:
         """``(layout, counts, measured bytes, owners)`` of every structure: raw slides, ``C``,
-        the open tops, the partitions and units, the S-AVLs.  ``O(1)``: the counts are kept as
-        the structures change; the measured bytes come from array sizes and the per-record
-        sizes of the Python records (:data:`FIXED`)."""
+        the open tops, the partitions and units, the S-AVLs.  ``O(partitions)`` (the S-AVLs
+        under construction: those of ``P_0`` and ``P_1``, of every partition without the delay
+        policy); the other counts are kept as the structures change; the measured bytes come
+        from array sizes and the per-record sizes of the Python records (:data:`FIXED`)."""
         entries = stacks = savl_bytes = running_bytes = 0
-        for part in self._parts[:2]:
+        for part in self._parts:  # non-delay (delay=False) builds for every partition
             if part.builder is not None:
                 entries += len(part.builder)
                 stacks += part.builder.stack_count
@@ -874,7 +880,7 @@ class SAPBase(Algorithm):
         return [raw, candidates, opened, partitions, savl]
 
     def footprints(self) -> list[Footprint]:
-        """The footprint of every structure (``O(1)``, see :meth:`_structures`)."""
+        """The footprint of every structure (``O(partitions)``, see :meth:`_structures`)."""
         return [Footprint(layout, counts, measured, owners=owners)
                 for layout, counts, measured, owners in self._structures()]
 
@@ -972,6 +978,12 @@ class SAPBase(Algorithm):
         assert set(self._raw) <= raw_slides, "a raw slide outside the retained partitions"
         assert self._raw_size == sum(len(rows) for rows in self._raw.values())
         assert all(getattr(self, name) == value for name, value in self._aggregates().items()), "stats counters"
+        filling = self._filling
+        open_size = len(self._open_top[0]) + (0 if filling is None else len(filling.top[0]))
+        stats = self.stats()
+        assert self._open_size == open_size, "the open tops' kept size"
+        assert stats["partitions"] == len(parts) + (1 if self._open or filling is not None else 0), "partitions"
+        assert stats["bytes"] == sum(part.modelled for part in self.footprints()), "kept bytes against footprints"
         for slide, rows in self._raw.items():
             top = _columns(rows)
             keys = top[1] if self._expiry == 1 else top[3]
