@@ -341,6 +341,7 @@ class SAPBase(Algorithm):
         self._open_cache: Top | None = None
         self._cache_bytes = 0  # the cache's arrays when it is a top of its own
         self._open_size = self._open_words = self._open_bytes = 0  # P_m^k and the filling unit's top: _tally_open
+        self._meaningful_retained = 0  # see _front_changed
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
@@ -416,6 +417,7 @@ class SAPBase(Algorithm):
             self._tally_formation(front, -1)
             del parts[0]
             self._tally_open()
+            self._front_changed()
         else:
             self._refill(front)
 
@@ -531,6 +533,7 @@ class SAPBase(Algorithm):
             if p.kth is not None and p.rho < k:
                 p.rho += int(np.searchsorted(negated, -p.kth[0], side="right"))
         self._parts.append(part)
+        self._front_changed()
         if part.state == "none":
             self._release(part)
         front = self._parts[0]
@@ -577,6 +580,14 @@ class SAPBase(Algorithm):
         part.raw = False
         part.top = None
         part.top_seqs = NO_SEQS
+        self._front_changed()
+
+    def _front_changed(self) -> None:
+        """``M_0``'s entries count in ``retained`` once the front partition's raw slides are
+        released (before, they are among them): kept for ``stats`` where the front partition
+        or its ``raw`` changes (``O(1)``)."""
+        parts = self._parts
+        self._meaningful_retained = 1 if parts and not parts[0].raw else 0
 
     def _raw_put(self, slide: int, rows: np.ndarray) -> None:
         self._raw[slide] = rows
@@ -799,12 +810,9 @@ class SAPBase(Algorithm):
         """
         out = self._events.copy()
         stacks, meaningful, m_bytes = self._M.meta.tolist()
-        candidates, open_size, parts = len(self._C.score), self._open_size, self._parts
-        retained = self._raw_size + candidates - self._raw_in_c
-        if parts and not parts[0].raw:
-            retained += meaningful
+        candidates, open_size = len(self._C.score), self._open_size
         out["candidates"] = candidates + open_size + meaningful
-        out["retained"] = retained
+        out["retained"] = self._raw_size + candidates - self._raw_in_c + meaningful * self._meaningful_retained
         out["bytes"] = WORD * (self._held_words + CANDIDATE_WORDS * candidates + self._open_words
                                + ENTRY_WORDS * meaningful + STACK_WORDS * stacks)
         out["measured_bytes"] = (self._held_bytes + self._raw_bytes + CANDIDATE_ROW * candidates + self._open_bytes
@@ -917,6 +925,7 @@ class SAPBase(Algorithm):
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
         self.__dict__.update(self._aggregates())
         self._tally_open()
+        self._front_changed()
         self._load_variant(data["variant"])
         self._events.update((name, int(data["counters"][name])) for name in COUNTERS)
         self._answer = None if self._slide is not None else Answer.empty()
@@ -982,6 +991,7 @@ class SAPBase(Algorithm):
         open_size = len(self._open_top[0]) + (0 if filling is None else len(filling.top[0]))
         stats = self.stats()
         assert self._open_size == open_size, "the open tops' kept size"
+        assert self._meaningful_retained == (1 if parts and not parts[0].raw else 0), "M_0 in retained"
         assert stats["partitions"] == len(parts) + (1 if self._open or filling is not None else 0), "partitions"
         assert stats["bytes"] == sum(part.modelled for part in self.footprints()), "kept bytes against footprints"
         for slide, rows in self._raw.items():
