@@ -348,7 +348,9 @@ class SAPBase(Algorithm):
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
         self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
-        self._events = dict.fromkeys(STATS, 0)  # counters and partition count, kept as they change; stats() copies it
+        # stats()' dict, which it copies: the counters and the partition count kept as they change, the
+        # five size figures filled in on the copy
+        self._events = dict.fromkeys(STATS, 0)
         self._reset_variant()
         self._tally_open()
         self._measure_fixed()
