@@ -46,15 +46,12 @@ def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, se
 
 
 @njit(cache=True)
-def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, counters):
+def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t):
     """Algorithm 1 lines 7-11 for one slide, with Appendix C: the slide's best ``len(rows)``
     objects (only they can ever be meaningful: they expire together) go to the raw record
     array ``rows``, best first, and are merged with the filling unit's top ``u_*`` into
-    ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``counters[0]`` (arrivals) grows
-    by the slide's objects, ``counters[1]`` (prefiltered) by those left out.  ``O(m log k + k)``."""
+    ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``O(m log k + k)``."""
     chosen = best_first(values, seq, k)
-    counters[0] += len(values)
-    counters[1] += len(values) - len(chosen)
     for i in range(len(chosen)):
         r = chosen[i]
         rows[i]["score"], rows[i]["seq"], rows[i]["id"], rows[i]["t"] = values[r], seq[r], ids[r], t[r]
@@ -476,10 +473,10 @@ def tbui_observe(values, above, n, tau, zeta, limit, initialising):
 
 @njit(cache=True)
 def take_slide_observed(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
-                        counters, above, n, tau, zeta, limit, initialising):
+                        above, n, tau, zeta, limit, initialising):
     """The enhanced variant's arrival in one call: :func:`take_slide`, then
     :func:`tbui_observe` on the same scores.  Returns ``(n, tau)``."""
-    take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, counters)
+    take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
     return tbui_observe(values, above, n, tau, zeta, limit, initialising)
 
 

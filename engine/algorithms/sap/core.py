@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import math
 import sys
+from sys import getsizeof
 from typing import Any
 
 import numpy as np
@@ -62,11 +63,10 @@ NO_TOP = empty_top()
 
 COUNTERS = ("arrivals", "prefiltered", "refines", "refine_drops", "promotions", "savl_builds", "savl_builds_avoided",
             "savl_dropped", "scanned", "units_skipped", "tests", "splits")
-"""The event counters ``stats`` reports, kept in one int64 array in this order
-(:func:`engine.kernels.sap.take_slide` updates ``arrivals`` and ``prefiltered``)."""
+"""The event counters ``stats`` reports, kept as they happen in the dict ``stats`` copies."""
 
-(ARRIVALS, PREFILTERED, REFINES, REFINE_DROPS, PROMOTIONS, SAVL_BUILDS, SAVL_BUILDS_AVOIDED, SAVL_DROPPED, SCANNED,
- UNITS_SKIPPED, TESTS, SPLITS) = range(len(COUNTERS))
+STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "meaningful", *COUNTERS)
+"""The keys of ``stats``, in order."""
 
 SMALL_INT = 256
 """Python caches the ints up to 256: a dict key above it is an object of its own."""
@@ -267,12 +267,16 @@ FIXED_RAW_SLIDE, FIXED_UNIT, FIXED_PARTITION, FIXED_BUILDER, FIXED_ANSWER = (
     FIXED[name] for name in ("raw slide", "unit", "partition", "builder", "answer"))
 FIXED_CANDIDATES = FIXED["candidate set"] + 6 * FIXED["array"]
 FIXED_MEANINGFUL = FIXED["meaningful set"]
-FIXED_HELD = FIXED_CANDIDATES + FIXED_ANSWER + FIXED_MEANINGFUL
-"""The fixed bytes of ``C``, the answer and ``M_0`` together."""
+LISTS = 2 * sys.getsizeof([])
+"""The lists of the partitions and of the open partition's units, their slots priced with each
+partition and unit (:data:`FIXED`) and their spare capacity left out."""
+FIXED_HELD = FIXED_CANDIDATES + FIXED_ANSWER + FIXED_MEANINGFUL + LISTS
+"""The fixed bytes of ``C``, the answer, ``M_0`` and the two lists together."""
 ANSWER_ARRAYS = 3 * FIXED["array"]
 PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
 TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
 RAW_ROW = RAW.itemsize
+CANDIDATE_ROW = CandidateSet.ROW_BYTES
 PART_TOP_ROW = RAW.itemsize + WORD  # a member of P_i^k and its seq in top_seqs
 
 
@@ -318,6 +322,7 @@ class SAPBase(Algorithm):
         self._unit_slides = self._choose_unit_slides()
         self._slide: int | None = None
         self._raw: dict[int, np.ndarray] = {}
+        self._raw_bytes = getsizeof(self._raw)  # the dict's own size: it changes only when a slide is put
         self._raw_size = 0
         self._raw_int_keys = 0  # slide numbers above the interpreter's cached small ints
         self._raw_in_c = 0  # members of C of partitions whose raw slides are kept
@@ -334,14 +339,21 @@ class SAPBase(Algorithm):
         self._open_top: Top = empty_top()
         self._filling: Unit | None = None
         self._open_cache: Top | None = None
+        self._cache_bytes = 0  # the cache's arrays when it is a top of its own
+        self._open_size = self._open_words = self._open_bytes = 0  # P_m^k and the filling unit's top: _tally_open
+        self._meaningful_retained = 0  # see _front_changed
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
-        self._fixed_bytes: int | None = None
-        self._variant_bytes = 0  # the variant's attributes whose size changes, kept as they change
-        self._counters = np.zeros(len(COUNTERS), np.int64)  # COUNTERS, in that order
+        self._other_bytes = 0  # everything outside the structures: measured once, then kept
+        self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
+        # stats()' dict, which it copies: the counters and the partition count kept as they change, the
+        # five size figures filled in on the copy
+        self._events = dict.fromkeys(STATS, 0)
         self._reset_variant()
+        self._tally_open()
+        self._measure_fixed()
 
     def _reset_variant(self) -> None:
         """Variant state (TBUI)."""
@@ -373,9 +385,11 @@ class SAPBase(Algorithm):
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
         self._open_cache = None
+        self._cache_bytes = 0
         self._expire(e)
         self._arrive(e, values, arrivals)
         self._open_cache = None
+        self._cache_bytes = 0
         self._advance_formation(e)
         self._activate_front()
         self._after_step(e)
@@ -404,6 +418,8 @@ class SAPBase(Algorithm):
             self._held_bytes -= FIXED_PARTITION + FIXED_UNIT * len(front.units)
             self._tally_formation(front, -1)
             del parts[0]
+            self._tally_open()
+            self._front_changed()
         else:
             self._refill(front)
 
@@ -427,27 +443,32 @@ class SAPBase(Algorithm):
         if dead < len(counts):
             promoted, counts = tuple(column[:dead] for column in promoted), counts[:dead]
             self._M.clear()
-            self._counters[SAVL_DROPPED] += 1
+            self._events["savl_dropped"] += 1
         if dead:
             self._C.insert(promoted, counts, front.serial)
             front.in_c += dead
             if front.raw:
                 self._raw_in_c += dead
-            self._counters[PROMOTIONS] += dead
+            self._events["promotions"] += dead
 
     def _arrive(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         k = self._k
         m = len(values)
         unit = self._filling
-        if unit is None:
+        changed = unit is None  # the open tops' figures (_tally_open)
+        if changed:
             unit = self._filling = Unit(e)
         unit.slides += 1
         unit.objects += m
         if m:
-            chosen = min(k, m)
+            chosen, held = min(k, m), len(unit.top[0])
             rows = np.empty(chosen, RAW)
-            top = empty_top(min(k, chosen + len(unit.top[0])))
+            top = empty_top(min(k, chosen + held))
             self._take_slide(values, arrivals, rows, unit.top, top)
+            events = self._events
+            events["arrivals"] += m
+            events["prefiltered"] += m - chosen
+            changed = changed or len(top[0]) != held
             unit.top = top
             self._raw_put(e, rows)
         else:
@@ -459,11 +480,27 @@ class SAPBase(Algorithm):
             self._held_bytes += FIXED_UNIT
             self._count_unit_top(unit, 1)
             self._unit_done(unit)
+            changed = True
+        if changed:
+            self._tally_open()
+
+    def _tally_open(self) -> None:
+        """The sizes of ``P_m^k`` and the filling unit's top, and the number of partitions, kept
+        for ``stats``: called where they change (a partition leaves in :meth:`_expire`; the
+        filling unit is opened, grows or is finished in :meth:`_arrive`), ``O(1)``."""
+        size, fixed, filling = len(self._open_top[0]), TOP_ARRAYS, self._filling
+        if filling is not None:
+            size += len(filling.top[0])
+            fixed += FIXED_UNIT + TOP_ARRAYS
+        self._open_size = size
+        self._open_words = OPEN_OBJECT_WORDS * size
+        self._open_bytes = fixed + size * RAW_ROW
+        self._events["partitions"] = len(self._parts) + (1 if self._open or filling is not None else 0)
 
     def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
         """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
         :meth:`_observe`; a variant may do both in one kernel call."""
-        kernels.take_slide(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._counters)
+        kernels.take_slide(values, *arrivals[1:], self._k, rows, *unit_top, *top)
         self._observe(values)
 
     def _observe(self, values: np.ndarray) -> None:
@@ -480,8 +517,8 @@ class SAPBase(Algorithm):
         part = Partition(self._serial, units, top, k)
         self._serial += 1
         dropped = self._C.refine(top, part.serial)
-        self._counters[REFINES] += 1
-        self._counters[REFINE_DROPS] += len(dropped)
+        self._events["refines"] += 1
+        self._events["refine_drops"] += len(dropped)
         by_serial = {p.serial: p for p in self._parts}
         for serial in dropped:
             by_serial[serial].in_c -= 1
@@ -498,6 +535,7 @@ class SAPBase(Algorithm):
             if p.kth is not None and p.rho < k:
                 p.rho += int(np.searchsorted(negated, -p.kth[0], side="right"))
         self._parts.append(part)
+        self._front_changed()
         if part.state == "none":
             self._release(part)
         front = self._parts[0]
@@ -507,7 +545,7 @@ class SAPBase(Algorithm):
             if p.rho >= k and p.state in ("pending", "forming", "ready", "active"):
                 if p.state == "pending":
                     p.state = "avoided"
-                    self._counters[SAVL_BUILDS_AVOIDED] += 1
+                    self._events["savl_builds_avoided"] += 1
                 else:
                     self._drop_meaningful(p)
                 self._release(p)
@@ -523,7 +561,7 @@ class SAPBase(Algorithm):
         part.state = "dropped"
         for unit in part.units:
             unit.pending = False
-        self._counters[SAVL_DROPPED] += 1
+        self._events["savl_dropped"] += 1
         self._release(part)
 
     def _release(self, part: Partition) -> None:
@@ -544,9 +582,18 @@ class SAPBase(Algorithm):
         part.raw = False
         part.top = None
         part.top_seqs = NO_SEQS
+        self._front_changed()
+
+    def _front_changed(self) -> None:
+        """``M_0``'s entries count in ``retained`` once the front partition's raw slides are
+        released (before, they are among them): kept for ``stats`` where the front partition
+        or its ``raw`` changes (``O(1)``)."""
+        parts = self._parts
+        self._meaningful_retained = 1 if parts and not parts[0].raw else 0
 
     def _raw_put(self, slide: int, rows: np.ndarray) -> None:
         self._raw[slide] = rows
+        self._raw_bytes = getsizeof(self._raw)
         self._raw_size += len(rows)
         self._raw_int_keys += slide > SMALL_INT
         self._held_words += RAW_OBJECT_WORDS * len(rows)
@@ -599,6 +646,8 @@ class SAPBase(Algorithm):
             top = self._open_top
             if self._filling is not None:
                 top = merge_tops(top, self._filling.top, self._k)
+                if top is not self._open_top and top is not self._filling.top:
+                    self._cache_bytes = _top_bytes(top)
             self._open_cache = top
         return self._open_cache
 
@@ -652,7 +701,7 @@ class SAPBase(Algorithm):
         for unit in part.units:
             unit.frozen = True
         self._tally_formation(part, 1)
-        self._counters[SAVL_BUILDS] += 1
+        self._events["savl_builds"] += 1
 
     def _raw_objects(self, part: Partition) -> int:
         """Objects in the raw slides of ``part``: the stacks of an S-AVL without local pruning
@@ -702,7 +751,7 @@ class SAPBase(Algorithm):
             records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
             builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
             NO_SEQS if only is None else only, only is not None, NO_SEQS if exclude is None else exclude)
-        self._counters[SCANNED] += scanned
+        self._events["scanned"] += scanned
         if len(chosen):
             builder.scan_rows(*_columns(records), chosen)
 
@@ -748,34 +797,62 @@ class SAPBase(Algorithm):
         parts.append(self._M.seqs())
         return np.concatenate(parts).astype(np.int64)
 
-    def _open_size(self) -> int:
-        return len(self._open_top[0]) + (len(self._filling.top[0]) if self._filling is not None else 0)
+    def stats(self) -> dict[str, Any]:
+        """``candidates``, ``retained``, ``bytes``, ``measured_bytes``, ``partitions``,
+        ``meaningful`` and the event counters (:data:`COUNTERS`), all kept as the structures
+        change: ``O(1)``, one pass that reads each figure once.
+
+        ``bytes`` is the sum of :meth:`footprints`' modelled costs: the raw slides', partitions',
+        units' and S-AVLs' under construction share kept in ``_held_words``, the rest from the
+        sizes of ``C``, the open tops and ``M_0``.  ``measured_bytes``: likewise from
+        ``_held_bytes``, the raw slides' dict (its size kept as slides are put), the open tops'
+        and the answer's bytes (kept as they change), the arrays of ``C`` and ``M_0`` at their
+        capacity, and ``_other_bytes`` (every other attribute: walked once, ``O(attributes)``,
+        in ``_reset``, then kept as the variant's arrays are reallocated).
+        """
+        out = self._events.copy()
+        stacks, meaningful, m_bytes = self._M.meta.tolist()
+        candidates, open_size = len(self._C.score), self._open_size
+        out["candidates"] = candidates + open_size + meaningful
+        out["retained"] = self._raw_size + candidates - self._raw_in_c + meaningful * self._meaningful_retained
+        out["bytes"] = WORD * (self._held_words + CANDIDATE_WORDS * candidates + self._open_words
+                               + ENTRY_WORDS * meaningful + STACK_WORDS * stacks)
+        out["measured_bytes"] = (self._held_bytes + self._raw_bytes + CANDIDATE_ROW * candidates + self._open_bytes
+                                 + self._cache_bytes + self._answer_bytes + m_bytes + self._other_bytes)
+        out["meaningful"] = meaningful
+        return out
 
     def _stats(self) -> dict[str, Any]:
-        """Counters kept as the structures change (``O(1)``)."""
-        (arrivals, prefiltered, refines, refine_drops, promotions, savl_builds, savl_builds_avoided, savl_dropped,
-         scanned, units_skipped, tests, splits) = self._counters.tolist()
-        meaningful = self._M.sizes()[1]
-        candidates = len(self._C.score)
-        parts, filling = self._parts, self._filling
-        retained = self._raw_size + candidates - self._raw_in_c
-        if parts and not parts[0].raw:
-            retained += meaningful
-        open_size = len(self._open_top[0]) + (0 if filling is None else len(filling.top[0]))
-        return {"candidates": candidates + open_size + meaningful, "retained": retained,
-                "partitions": len(parts) + (1 if self._open or filling is not None else 0), "meaningful": meaningful,
-                "arrivals": arrivals, "prefiltered": prefiltered, "refines": refines, "refine_drops": refine_drops,
-                "promotions": promotions, "savl_builds": savl_builds, "savl_builds_avoided": savl_builds_avoided,
-                "savl_dropped": savl_dropped, "scanned": scanned, "units_skipped": units_skipped, "tests": tests,
-                "splits": splits}
+        """:meth:`stats` without the memory figures (``O(1)``)."""
+        out = self.stats()
+        del out["bytes"], out["measured_bytes"]
+        return out
+
+    def memory(self) -> tuple[int, int]:
+        """``(bytes, measured_bytes)`` of :meth:`stats` (``O(1)``)."""
+        out = self.stats()
+        return out["bytes"], out["measured_bytes"]
+
+    def _measure_fixed(self) -> None:
+        """The attributes outside the structures (settings, counters, the variant's), walked
+        once (``O(attributes)``), and the fixed parts of ``C``, the answer and ``M_0``."""
+        owners = tuple(owner for part in self._structures() for owner in part[3])
+        self._other_bytes = 0
+        self._other_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *owners)) + FIXED_HELD
+
+    def _variant_resized(self, nbytes: int) -> None:
+        """A variant's attribute of ``nbytes`` replaces the one counted in ``_variant_bytes``."""
+        self._other_bytes += nbytes - self._variant_bytes
+        self._variant_bytes = nbytes
 
     def _structures(self) -> list[tuple]:
         """``(layout, counts, measured bytes, owners)`` of every structure: raw slides, ``C``,
-        the open tops, the partitions and units, the S-AVLs.  ``O(1)``: the counts are kept as
-        the structures change; the measured bytes come from array sizes and the per-record
-        sizes of the Python records (:data:`FIXED`)."""
+        the open tops, the partitions and units, the S-AVLs.  ``O(partitions)`` (the S-AVLs
+        under construction: those of ``P_0`` and ``P_1``, of every partition without the delay
+        policy); the other counts are kept as the structures change; the measured bytes come
+        from array sizes and the per-record sizes of the Python records (:data:`FIXED`)."""
         entries = stacks = savl_bytes = running_bytes = 0
-        for part in self._parts[:2]:
+        for part in self._parts:  # non-delay (delay=False) builds for every partition
             if part.builder is not None:
                 entries += len(part.builder)
                 stacks += part.builder.stack_count
@@ -795,12 +872,12 @@ class SAPBase(Algorithm):
             tops_bytes += FIXED["unit"] + _top_bytes(filling.top)
         if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
             tops_bytes += _top_bytes(cache)
-        opened = (OPEN_TOPS, {"object": self._open_size()},
+        opened = (OPEN_TOPS, {"object": self._open_size},
                   (tops_bytes + FIXED["answer"]
                    + (0 if answer is None else 3 * FIXED["array"] + len(answer) * 3 * WORD)),
                   (self._open_top, self._open_cache, self._filling, answer))
         parts = self._parts
-        measured = (sys.getsizeof(parts) + sys.getsizeof(self._open) + len(parts) * FIXED["partition"]
+        measured = (LISTS + len(parts) * FIXED["partition"]
                     + self._units * FIXED["unit"] + self._part_tops * (FIXED["top"] + 5 * FIXED["array"])
                     + self._part_top_size * (RAW.itemsize + WORD)
                     + self._unit_tops * (FIXED["top"] + 4 * FIXED["array"]) + self._unit_top_size * RAW.itemsize
@@ -813,35 +890,9 @@ class SAPBase(Algorithm):
         return [raw, candidates, opened, partitions, savl]
 
     def footprints(self) -> list[Footprint]:
-        """The footprint of every structure (``O(1)``, see :meth:`_structures`)."""
+        """The footprint of every structure (``O(partitions)``, see :meth:`_structures`)."""
         return [Footprint(layout, counts, measured, owners=owners)
                 for layout, counts, measured, owners in self._structures()]
-
-    def memory(self) -> tuple[int, int]:
-        """``(bytes, measured_bytes)`` in ``O(1)``: the sums of :meth:`footprints` (the raw slides',
-        partitions', units' and S-AVLs' under construction share kept as they change in
-        ``_held_words`` and ``_held_bytes``), plus the algorithm's other attributes (settings,
-        counters: measured once by a walk, ``O(attributes)``, then the variant's variable-sized
-        ones added, ``_variant_bytes``, kept as they change)."""
-        open_top, filling, cache = self._open_top, self._filling, self._open_cache
-        candidates, open_size, tops = len(self._C.score), len(open_top[0]), TOP_ARRAYS + self._answer_bytes
-        if filling is not None:
-            open_size += len(filling.top[0])
-            tops += FIXED_UNIT + TOP_ARRAYS
-        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
-            tops += _top_bytes(cache)
-        m_stacks, meaningful = self._M.sizes()
-        modelled = WORD * (self._held_words + CANDIDATE_WORDS * candidates + OPEN_OBJECT_WORDS * open_size
-                           + ENTRY_WORDS * meaningful + STACK_WORDS * m_stacks)
-        measured = (self._held_bytes + sys.getsizeof(self._raw) + sys.getsizeof(self._parts) + sys.getsizeof(self._open)
-                    + FIXED_HELD + candidates * CandidateSet.ROW_BYTES + tops + open_size * RAW_ROW
-                    + self._M.nbytes())
-        if self._fixed_bytes is None:
-            owners = tuple(owner for part in self._structures() for owner in part[3])
-            self._fixed_bytes = 0
-            self._fixed_bytes = (deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
-                                 - self._variant_bytes)
-        return modelled, measured + self._fixed_bytes + self._variant_bytes
 
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
@@ -851,7 +902,11 @@ class SAPBase(Algorithm):
                 "open": [u.to_json() for u in self._open], "open_top": _top_out(self._open_top),
                 "filling": None if self._filling is None else self._filling.to_json(),
                 "meaningful": [[_entry_out(e) for e in stack] for stack in self._M.live_stacks()],
-                "variant": self._dump_variant(), "counters": dict(zip(COUNTERS, self._counters.tolist()))}
+                "variant": self._dump_variant(), "counters": self._counter_values()}
+
+    def _counter_values(self) -> dict[str, int]:
+        stats = self.stats()
+        return {name: stats[name] for name in COUNTERS}
 
     def _dump_variant(self) -> dict:
         return {}
@@ -871,8 +926,10 @@ class SAPBase(Algorithm):
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
         self.__dict__.update(self._aggregates())
+        self._tally_open()
+        self._front_changed()
         self._load_variant(data["variant"])
-        self._counters[:] = [int(data["counters"][name]) for name in COUNTERS]
+        self._events.update((name, int(data["counters"][name])) for name in COUNTERS)
         self._answer = None if self._slide is not None else Answer.empty()
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
 
@@ -932,6 +989,13 @@ class SAPBase(Algorithm):
         assert set(self._raw) <= raw_slides, "a raw slide outside the retained partitions"
         assert self._raw_size == sum(len(rows) for rows in self._raw.values())
         assert all(getattr(self, name) == value for name, value in self._aggregates().items()), "stats counters"
+        filling = self._filling
+        open_size = len(self._open_top[0]) + (0 if filling is None else len(filling.top[0]))
+        stats = self.stats()
+        assert self._open_size == open_size, "the open tops' kept size"
+        assert self._meaningful_retained == (1 if parts and not parts[0].raw else 0), "M_0 in retained"
+        assert stats["partitions"] == len(parts) + (1 if self._open or filling is not None else 0), "partitions"
+        assert stats["bytes"] == sum(part.modelled for part in self.footprints()), "kept bytes against footprints"
         for slide, rows in self._raw.items():
             top = _columns(rows)
             keys = top[1] if self._expiry == 1 else top[3]

@@ -9,7 +9,7 @@ import numpy as np
 from ...kernels import sap as kernels
 from ...registry import register
 from .candidates import Top, empty_top, merge_tops
-from .core import ABLATION, SPLITS, TESTS, SAPBase, Unit
+from .core import ABLATION, SAPBase, Unit
 
 ALPHA = 0.05
 """Probability of a type I error; the paper compares against ``u_{1 - alpha / 2} = 1.96``."""
@@ -139,7 +139,7 @@ class SAPDynamic(SAPBase):
         history = self._C.score[:self._history]
         if not len(history) or not len(top[0]):
             return False
-        self._counters[TESTS] += 1
+        self._events["tests"] += 1
         improper = split_test(top[0], history, self._k)[0]
-        self._counters[SPLITS] += improper
+        self._events["splits"] += int(improper)
         return improper

@@ -10,7 +10,7 @@ import numpy as np
 from ...jsondata import floats_in, floats_out
 from ...registry import register
 from .candidates import Top, merge_tops
-from .core import UNITS_SKIPPED, Partition, SAPBase, Unit, _f, _key_in, _key_out
+from .core import Partition, SAPBase, Unit, _f, _key_in, _key_out
 from .dynamic import SAPDynamic
 from .savl import StackBuilder
 from ...kernels import sap as kernels
@@ -106,7 +106,7 @@ class SAP(SAPDynamic):
         """Lines 7-11 and Algorithm 2 lines 3-9 for a slide of objects, in one kernel call
         (:func:`engine.kernels.sap.take_slide_observed`)."""
         self._reserve_above(len(values))
-        n, tau = kernels.take_slide_observed(values, *arrivals[1:], self._k, rows, *unit_top, *top, self._counters,
+        n, tau = kernels.take_slide_observed(values, *arrivals[1:], self._k, rows, *unit_top, *top,
                                              self._above, self._above_n, self._tau, self._zeta, self._limit,
                                              self._initialising)
         self._above_n, self._tau = int(n), float(tau)
@@ -118,7 +118,7 @@ class SAP(SAPDynamic):
             grown = np.empty(max(needed, 2 * len(self._above), 64), np.float64)
             grown[:self._above_n] = self._above[:self._above_n]
             self._above = grown
-            self._variant_bytes = sys.getsizeof(grown)
+            self._variant_resized(sys.getsizeof(grown))
 
     def _classify(self, unit: Unit) -> None:
         """Algorithm 2 lines 10-16 at the end of a unit."""
@@ -160,7 +160,7 @@ class SAP(SAPDynamic):
             if unit.kind == "non":
                 best = (float(unit.top[0][0]), int(unit.top[1][0])) if len(unit.top[0]) else None
                 if best is None or (theta is not None and best < theta):
-                    self._counters[UNITS_SKIPPED] += 1
+                    self._events["units_skipped"] += 1
                 else:
                     self._scan_slides(part, slides, theta, part.builder)
             else:
@@ -197,7 +197,7 @@ class SAP(SAPDynamic):
         floor = None
         if theta is not None and unit.tau_min < theta[0]:
             floor = unit.tau_min
-            self._counters[UNITS_SKIPPED] += 1
+            self._events["units_skipped"] += 1
         self._scan_slides(front, range(unit.last, unit.first - 1, -1), theta, builder,
                           exclude=np.sort(unit.top[1]), floor=floor)
         if not len(builder):
@@ -216,7 +216,7 @@ class SAP(SAPDynamic):
         self._tau = float(floats_in([data["tau"]])[0])
         self._initialising = bool(data["initialising"])
         self._above = floats_in(data["above"])
-        self._variant_bytes = sys.getsizeof(self._above)
+        self._variant_resized(sys.getsizeof(self._above))
         self._above_n = len(self._above)
         units = [u for p in self._parts for u in p.units] + self._open
         self._previous = units[-1] if units else None

@@ -195,23 +195,20 @@ class MeaningfulSet:
         self._head = 0
         self._entries = 0
         self._stacks = 0
-        self._meta = np.zeros(2, np.int64)  # heap size (live stacks), live entries
+        # heap size (live stacks) and live entries, kept by the kernels; the columns' bytes, by _measure
+        self.meta = np.zeros(3, np.int64)
         self._measure()
 
     def __len__(self) -> int:
-        return int(self._meta[1])
+        return int(self.meta[1])
 
     def __bool__(self) -> bool:
-        return bool(self._meta[1])
+        return bool(self.meta[1])
 
     @property
     def stack_count(self) -> int:
         """Stacks with at least one entry (``O(1)``)."""
-        return int(self._meta[0])
-
-    def sizes(self) -> list[int]:
-        """``[stacks, entries]``, both live (``O(1)``)."""
-        return self._meta.tolist()
+        return int(self.meta[0])
 
     def absorb_builder(self, builder: StackBuilder) -> None:
         """Add the finished stacks of ``builder`` (``O(E log E)`` for ``E`` entries in ``M_0``)."""
@@ -244,8 +241,8 @@ class MeaningfulSet:
         self._top, self._pos, self._heap = _grow([self._top, self._pos, self._heap], stacks, stacks + len(tops))
         self._top[stacks:stacks + len(tops)] = tops + base
         for number in range(len(tops)):
-            kernels.m_push(self._heap, self._pos, self._meta, pool.score, pool.seq, self._top, stacks + number)
-        self._meta[1] += n
+            kernels.m_push(self._heap, self._pos, self.meta, pool.score, pool.seq, self._top, stacks + number)
+        self.meta[1] += n
         self._entries, self._stacks = base + n, stacks + len(tops)
         waiting = self._queue[self._head:]
         waiting = np.concatenate((waiting[self._alive[waiting]], np.arange(base, base + n)))
@@ -267,7 +264,7 @@ class MeaningfulSet:
         given); their columns ``(score, seq, id, t)``, best first (``O(log k)`` each)."""
         pool = self._pool
         key = above if above is not None else (0.0, 0)
-        rows = kernels.m_pop_best(self._heap, self._pos, self._meta, pool.score, pool.seq, pool.below,
+        rows = kernels.m_pop_best(self._heap, self._pos, self.meta, pool.score, pool.seq, pool.below,
                                   self._alive, self._top, count, float(key[0]), int(key[1]), above is not None)
         return pool.score[rows], pool.seq[rows], pool.ids[rows], pool.t[rows]
 
@@ -281,7 +278,7 @@ class MeaningfulSet:
         if not self:
             return 0
         pool = self._pool
-        head, gone = kernels.m_expire(self._heap, self._pos, self._meta, pool.score, pool.seq, pool.below,
+        head, gone = kernels.m_expire(self._heap, self._pos, self.meta, pool.score, pool.seq, pool.below,
                                       self._alive, self._top, self._stack_of, self._queue, self._head,
                                       self._keys(), bound)
         self._head = int(head)
@@ -302,11 +299,11 @@ class MeaningfulSet:
 
     def nbytes(self) -> int:
         """Bytes of every column at its capacity (``O(1)``: measured when they are reallocated)."""
-        return self._bytes
+        return int(self.meta[2])
 
     def _measure(self) -> None:
-        arrays = (self._alive, self._stack_of, self._top, self._heap, self._pos, self._queue, self._meta)
-        self._bytes = self._pool.nbytes() + len(arrays) * ARRAY_HEADER + sum(array.nbytes for array in arrays)
+        arrays = (self._alive, self._stack_of, self._top, self._heap, self._pos, self._queue, self.meta)
+        self.meta[2] = self._pool.nbytes() + len(arrays) * ARRAY_HEADER + sum(array.nbytes for array in arrays)
 
     def check(self) -> None:
         stacks = self.live_stacks()
