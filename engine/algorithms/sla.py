@@ -80,11 +80,12 @@ class SLA(AttributeAlgorithm):
         if self._k_max < self.q.k:
             raise ValueError(f"k_max must be 0 (meaning 2k) or >= k ({self.q.k}), got {self._k_max}")
         self._weights = np.asarray(self.q.weights, np.float64)
+        self._prices = tuple(layout.bytes(d, **{kind: 1}) for layout, kind in STRUCTURES)
         self._tuples_, self._values = kernel.empty_fifo(FIRST_CAPACITY)
         self._object_arrays = kernel.empty_objects(FIRST_CAPACITY, d)
         self._keys, self._slots = table.empty_table(table.table_capacity(FIRST_CAPACITY))
-        self._list_values, self._list_rows = kernel.grown_lists(np.zeros((d, 0)), np.zeros((d, 0), np.int64),
-                                                                 FIRST_CAPACITY)
+        self._links = kernel.grown_links(np.zeros((d, 0, 3), np.int64), FIRST_CAPACITY)
+        self._roots = np.full(d, -1, np.int64)
         self._sizes_ = np.zeros(d, np.int64)
         self._view = (np.zeros(self._k_max + 1), np.zeros(self._k_max + 1, np.int64),
                       np.zeros(self._k_max + 1, np.int64))
@@ -100,11 +101,12 @@ class SLA(AttributeAlgorithm):
         """The arrays of the FIFO, the object table (with its id table), the lists and the view
         (the view's array also holds ``meta`` and ``counters``)."""
         return ((self._tuples_, self._values), (*self._object_arrays, self._keys, self._slots),
-                (self._list_values, self._list_rows, self._sizes_), (*self._view, self._meta, self._counters))
+                (self._links, self._roots, self._sizes_), (*self._view, self._meta, self._counters))
 
     def _measure(self) -> None:
         """Each structure's measured bytes, redone when an array grows (``O(1)``)."""
         self._measured = tuple(owned_bytes(*arrays) for arrays in self._structures())
+        self._measured_total = sum(self._measured)
 
     def _reserve(self, arrivals: int) -> None:
         """Room for ``arrivals`` more tuples and objects (capacities doubled: ``O(1)`` amortised)."""
@@ -119,7 +121,7 @@ class SLA(AttributeAlgorithm):
         if objects > len(self._object_arrays[0]):
             capacity = max(2 * len(self._object_arrays[0]), objects)
             self._object_arrays = kernel.grown_objects(self._object_arrays, meta, capacity)
-            self._list_values, self._list_rows = kernel.grown_lists(self._list_values, self._list_rows, capacity)
+            self._links = kernel.grown_links(self._links, capacity)
             grown = True
         if 2 * objects > len(self._keys):
             self._keys, self._slots = table.rehashed(self._keys, self._slots, table.table_capacity(objects))
@@ -128,7 +130,7 @@ class SLA(AttributeAlgorithm):
             self._measure()
 
     def _arguments(self) -> tuple:
-        return (self._tuples_, self._values, *self._object_arrays, self._list_values, self._list_rows,
+        return (self._tuples_, self._values, *self._object_arrays, self._links, self._roots,
                 self._sizes_, *self._view, self._keys, self._slots, self._meta, self._counters, self._weights)
 
     # ------------------------------------------------------------------ maintenance
@@ -157,20 +159,20 @@ class SLA(AttributeAlgorithm):
         return objects[objects[:, OBJECT_SEQ] != -1, OBJECT_SEQ]
 
     def _stats(self) -> dict[str, Any]:
-        meta = self._meta
-        return {"candidates": meta.item(OBJECTS), "retained": meta.item(TAIL) - meta.item(HEAD),
-                "view": meta.item(VIEW), **dict(zip(COUNTERS, self._counters.tolist()))}
+        meta = self._meta.tolist()
+        return {"candidates": meta[OBJECTS], "retained": meta[TAIL] - meta[HEAD], "view": meta[VIEW],
+                **dict(zip(COUNTERS, self._counters.tolist()))}
 
     def _records(self) -> tuple[int, int, int, int]:
-        meta = self._meta
-        return (meta.item(TAIL) - meta.item(HEAD), meta.item(OBJECTS), int(self._sizes_.sum()), meta.item(VIEW))
+        """Tuples, objects, list entries and view entries (``O(d)``)."""
+        meta = self._meta.tolist()
+        return meta[TAIL] - meta[HEAD], meta[OBJECTS], sum(self._sizes_.tolist()), meta[VIEW]
 
     def memory(self) -> tuple[int, int]:
-        """Both figures from the record counts and the arrays' kept sizes: ``O(d)``."""
-        d = self.q.dimensions
-        modelled = sum(layout.bytes(d, **{kind: records}) for (layout, kind), records in
-                       zip(STRUCTURES, self._records()))
-        return modelled, sum(self._measured) + self._fixed_bytes
+        """Both figures from the record counts, the per-record prices and the arrays' kept
+        sizes: ``O(d)``."""
+        modelled = sum(price * records for price, records in zip(self._prices, self._records()))
+        return modelled, self._measured_total + self._fixed_bytes
 
     def footprints(self) -> list[Footprint]:
         return [Footprint(layout, {kind: records}, measured, self.q.dimensions, arrays)
@@ -225,6 +227,17 @@ class SLA(AttributeAlgorithm):
         self._counters[:] = [int(data["counters"][name]) for name in COUNTERS]
         self._end = data["end"]
 
+    def _listed(self, stream: int) -> list[tuple[float, int]]:
+        """The sorted list of ``stream`` in order, walked from its lowest node (``O(n)``)."""
+        sums = self._object_arrays[3][:, stream]
+        node = table.tree_first_from(self._links[stream], self._roots, stream, sums, -np.inf)
+        entries = []
+        while node != -1:
+            entries.append((float(sums[node]), int(node)))
+            node = table.tree_next(self._links[stream], node)
+        assert len(entries) == self._sizes_[stream], f"list of stream {stream}: entry count"
+        return entries
+
     def check(self) -> None:
         """Everything rebuilt from the FIFO: objects, sums (arrival order), lists, the id table
         and the view as the exact top ``k'`` (``O(n log n)``)."""
@@ -263,9 +276,7 @@ class SLA(AttributeAlgorithm):
             every.append((scores[row], newest, row))
         assert (objects[:, OBJECT_SEQ] != -1).sum() == len(rebuilt), "a free row holds an object"
         for i in range(d):
-            size = self._sizes_[i]
-            listed = list(zip(self._list_values[i, :size].tolist(), self._list_rows[i, :size].tolist()))
-            assert listed == sorted(expected_lists[i]), f"sorted list of stream {i} is stale"
+            assert self._listed(i) == sorted(expected_lists[i]), f"sorted list of stream {i} is stale"
         view_scores, view_seqs, view_rows = (array[:meta[VIEW]].tolist() for array in self._view)
         view = list(zip(view_scores, view_seqs, view_rows))
         every.sort(reverse=True)

@@ -8,9 +8,12 @@ table, EAA's validity table) and keep entries sorted by score (SLA's per-stream 
   ``slots`` (``slots[i] == NONE``: position ``i`` is free), capacity a power of two kept at
   most half full; deletion shifts the following run back, so no tombstones accumulate
   (``O(1)`` expected per operation);
-* a **sorted array** holds ``(score, tie)`` pairs in ascending order in a float64 and an int64
-  array with its length kept by the caller; insertion and removal find the place by binary
-  search (``O(log n)``) and shift the tail (``O(n)`` moves of 16 bytes, a ``memmove``).
+* a **sorted list** is a treap over rows of a pool: node ``x`` sorts by ``(values[x], x)``,
+  ``links[x]`` holds its ``LEFT``, ``RIGHT`` and ``PARENT`` nodes and ``roots[tree]`` the root;
+  the heap priority is a hash of the row.  Insertion, removal (by node, whatever its key has
+  become) and the search for a value are ``O(log n)`` expected, a walk to the next node
+  ``O(1)`` amortised.  Several treaps over the same rows share one ``links`` block
+  (``links[tree]``), as an object sits in one list per stream.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 from numba import njit
 
 NONE = -1
-_PRIME = 2147483647
+LEFT, RIGHT, PARENT = range(3)
 
 
 def empty_table(capacity: int) -> tuple[np.ndarray, np.ndarray]:
@@ -36,12 +39,20 @@ def table_capacity(entries: int) -> int:
 
 
 @njit(cache=True)
+def _mix(x):
+    """A 31-bit integer hash of ``x``'s low 31 bits (multiply-xorshift; every product fits in
+    63 bits, so plain Python computes the same as the compiled code)."""
+    x &= 0x7FFFFFFF
+    x = (x * 0x5BD1E995) & 0x7FFFFFFF
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & 0x7FFFFFFF
+    return x ^ (x >> 12)
+
+
+@njit(cache=True)
 def _home(key, mask):
-    """The first position probed for ``key`` (a multiplicative hash of its low 31 bits)."""
-    x = (key ^ (key >> 31)) & 0x7FFFFFFF
-    x = (x * 48271) % _PRIME
-    x ^= x >> 13
-    return (x * 69621) % _PRIME & mask
+    """The first position probed for ``key``."""
+    return _mix(key ^ (key >> 31)) & mask
 
 
 @njit(cache=True)
@@ -101,39 +112,138 @@ def rehashed(keys, slots, capacity):
 
 
 @njit(cache=True)
-def sorted_position(scores, ties, size, score, tie):
-    """How many of the first ``size`` pairs are below ``(score, tie)`` (``O(log size)``)."""
-    low, high = 0, size
-    while low < high:
-        mid = (low + high) // 2
-        if scores[mid] < score or (scores[mid] == score and ties[mid] < tie):
-            low = mid + 1
+def _priority(row):
+    """A node's heap priority: a hash of its row, fixed for the row (``O(1)``)."""
+    return _mix(row + 1)
+
+
+@njit(cache=True)
+def _below(values, a, b):
+    """Node ``a`` sorts below node ``b``: ``(values[a], a) < (values[b], b)``."""
+    return values[a] < values[b] or (values[a] == values[b] and a < b)
+
+
+@njit(cache=True)
+def _rotate_up(links, roots, tree, x):
+    """Rotate node ``x`` above its parent, keeping the search order (``O(1)``)."""
+    p = links[x, PARENT]
+    g = links[p, PARENT]
+    if links[p, LEFT] == x:
+        b = links[x, RIGHT]
+        links[p, LEFT] = b
+        links[x, RIGHT] = p
+    else:
+        b = links[x, LEFT]
+        links[p, RIGHT] = b
+        links[x, LEFT] = p
+    if b != NONE:
+        links[b, PARENT] = p
+    links[p, PARENT] = x
+    links[x, PARENT] = g
+    if g == NONE:
+        roots[tree] = x
+    elif links[g, LEFT] == p:
+        links[g, LEFT] = x
+    else:
+        links[g, RIGHT] = x
+
+
+@njit(cache=True)
+def tree_insert(links, roots, tree, values, x):
+    """Insert node ``x`` (key ``(values[x], x)``) into treap ``tree`` (``O(log n)`` expected)."""
+    links[x, LEFT] = NONE
+    links[x, RIGHT] = NONE
+    links[x, PARENT] = NONE
+    node = roots[tree]
+    if node == NONE:
+        roots[tree] = x
+        return
+    while True:
+        side = LEFT if _below(values, x, node) else RIGHT
+        child = links[node, side]
+        if child == NONE:
+            links[node, side] = x
+            links[x, PARENT] = node
+            break
+        node = child
+    while links[x, PARENT] != NONE and _priority(x) > _priority(links[x, PARENT]):
+        _rotate_up(links, roots, tree, x)
+
+
+@njit(cache=True)
+def tree_remove(links, roots, tree, x):
+    """Remove node ``x`` from treap ``tree``: rotated down to a leaf, then cut (``O(log n)``
+    expected; its key is not read, so it may have changed since the insertion)."""
+    while True:
+        left, right = links[x, LEFT], links[x, RIGHT]
+        if left == NONE and right == NONE:
+            break
+        if right == NONE or (left != NONE and _priority(left) > _priority(right)):
+            _rotate_up(links, roots, tree, left)
         else:
-            high = mid
-    return low
+            _rotate_up(links, roots, tree, right)
+    parent = links[x, PARENT]
+    if parent == NONE:
+        roots[tree] = NONE
+    elif links[parent, LEFT] == x:
+        links[parent, LEFT] = NONE
+    else:
+        links[parent, RIGHT] = NONE
+    links[x, PARENT] = NONE
 
 
 @njit(cache=True)
-def sorted_insert(scores, ties, size, score, tie):
-    """Insert ``(score, tie)`` among the first ``size`` pairs (room for one more); returns its
-    position (``O(log size)`` search, ``O(size)`` shift)."""
-    at = sorted_position(scores, ties, size, score, tie)
-    for i in range(size, at, -1):
-        scores[i] = scores[i - 1]
-        ties[i] = ties[i - 1]
-    scores[at] = score
-    ties[at] = tie
-    return at
+def tree_last(links, roots, tree):
+    """The treap's highest node, or ``NONE`` (``O(log n)`` expected)."""
+    node = roots[tree]
+    if node != NONE:
+        while links[node, RIGHT] != NONE:
+            node = links[node, RIGHT]
+    return node
 
 
 @njit(cache=True)
-def sorted_remove(scores, ties, size, score, tie):
-    """Remove the pair ``(score, tie)``, which is among the first ``size`` (``O(log size)``
-    search, ``O(size)`` shift)."""
-    at = sorted_position(scores, ties, size, score, tie)
-    for i in range(at, size - 1):
-        scores[i] = scores[i + 1]
-        ties[i] = ties[i + 1]
+def tree_previous(links, x):
+    """The node just below ``x``, or ``NONE`` (``O(log n)`` worst, ``O(1)`` amortised in a walk)."""
+    if links[x, LEFT] != NONE:
+        x = links[x, LEFT]
+        while links[x, RIGHT] != NONE:
+            x = links[x, RIGHT]
+        return x
+    parent = links[x, PARENT]
+    while parent != NONE and links[parent, LEFT] == x:
+        x = parent
+        parent = links[x, PARENT]
+    return parent
+
+
+@njit(cache=True)
+def tree_next(links, x):
+    """The node just above ``x``, or ``NONE`` (``O(log n)`` worst, ``O(1)`` amortised in a walk)."""
+    if links[x, RIGHT] != NONE:
+        x = links[x, RIGHT]
+        while links[x, LEFT] != NONE:
+            x = links[x, LEFT]
+        return x
+    parent = links[x, PARENT]
+    while parent != NONE and links[parent, RIGHT] == x:
+        x = parent
+        parent = links[x, PARENT]
+    return parent
+
+
+@njit(cache=True)
+def tree_first_from(links, roots, tree, values, score):
+    """The lowest node whose value is at least ``score``, or ``NONE`` (``O(log n)`` expected)."""
+    node = roots[tree]
+    found = NONE
+    while node != NONE:
+        if values[node] >= score:
+            found = node
+            node = links[node, LEFT]
+        else:
+            node = links[node, RIGHT]
+    return found
 
 
 @njit(cache=True)

@@ -15,8 +15,9 @@ Arrays:
   (int64: ``ID, SEQ, TUPLES, IN_VIEW, MARK, LINK``), ``first``, ``last`` (int64, ``rows x d``),
   ``sums`` (float64, ``rows x d``), ``scores`` (float64); the id table of
   :mod:`engine.kernels.incomplete` maps an id to its row;
-* the **sorted lists**, ``list_values`` (float64, ``d x rows``) and ``list_rows`` (int64), the
-  first ``sizes[i]`` entries of row ``i`` ascending by ``(attribute, object row)``;
+* the **sorted lists**, one treap per stream over the object rows (:mod:`engine.kernels.incomplete`),
+  ordered by ``(attribute, object row)``: ``links`` (int64, ``d x rows x 3``), ``roots`` and
+  ``sizes`` (entries) per stream;
 * the **view**, ``view_scores``, ``view_seqs``, ``view_rows`` (``k_max + 1``), ascending by
   ``(score, seq)``: entry 0 is the view's last (lowest) object;
 * ``meta`` (int64): ``HEAD``, ``TAIL`` (positions of the oldest and the next tuple),
@@ -29,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .incomplete import NONE, combine, erase, find, insert, sorted_insert, sorted_remove
+from .incomplete import NONE, combine, erase, find, insert, tree_insert, tree_last, tree_previous, tree_remove
 
 KEY, SEQ, SLOT, STREAM, NEXT = range(5)
 TUPLE_FIELDS = 5
@@ -78,13 +79,11 @@ def grown_objects(arrays: tuple, meta: np.ndarray, capacity: int):
     return wider
 
 
-def grown_lists(list_values: np.ndarray, list_rows: np.ndarray, capacity: int):
-    """The sorted lists copied into ``capacity`` columns."""
-    values = np.zeros((len(list_values), capacity))
-    rows = np.full((len(list_rows), capacity), NONE, np.int64)
-    values[:, :list_values.shape[1]] = list_values
-    rows[:, :list_rows.shape[1]] = list_rows
-    return values, rows
+def grown_links(links: np.ndarray, capacity: int) -> np.ndarray:
+    """The sorted lists' links copied into ``capacity`` rows."""
+    wider = np.full((len(links), capacity, 3), NONE, np.int64)
+    wider[:, :links.shape[1]] = links
+    return wider
 
 
 # ---------------------------------------------------------------------------- the view
@@ -153,14 +152,14 @@ def offer(view_scores, view_seqs, view_rows, objects, scores, meta, row, k_max):
 
 
 @njit(cache=True)
-def set_attribute(tuples, values, first, sums, scores, list_values, list_rows, sizes, row, stream, weights,
+def set_attribute(tuples, values, first, sums, scores, links, roots, sizes, row, stream, weights,
                   listed, resum, value):
     """One attribute changed: its list entry (if ``listed``) leaves, the sum is redone (an
     arrival adds ``value`` to it, the same operations as a re-sum in arrival order; an expiry
     re-sums the chain from 0), the entry returns if the object still has values in the stream,
-    and the score is recombined (``O(log n + n + chain)``, ``n`` the list's length)."""
+    and the score is recombined (``O(d + log n + chain)`` expected)."""
     if listed:
-        sorted_remove(list_values[stream], list_rows[stream], sizes[stream], sums[row, stream], row)
+        tree_remove(links[stream], roots, stream, row)
         sizes[stream] -= 1
     if resum:
         total = 0.0
@@ -173,17 +172,17 @@ def set_attribute(tuples, values, first, sums, scores, list_values, list_rows, s
     else:
         sums[row, stream] += value
     if first[row, stream] != NONE:
-        sorted_insert(list_values[stream], list_rows[stream], sizes[stream], sums[row, stream], row)
+        tree_insert(links[stream], roots, stream, sums[:, stream], row)
         sizes[stream] += 1
     scores[row] = combine(sums[row], weights)
 
 
 @njit(cache=True)
-def arrive(tuples, values, objects, first, last, sums, scores, list_values, list_rows, sizes, view_scores,
+def arrive(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
            view_seqs, view_rows, keys, slots, meta, counters, weights, k_max, oid, stream, value, key, seq):
     """One tuple enters the FIFO: its object (found by id, or made) gets the value in the
     stream, its list entry and score follow, and the view re-offers it (``O(d + log n + k_max)``
-    plus the list shift)."""
+    expected)."""
     counters[ARRIVALS] += 1
     row = find(keys, slots, oid)
     if row == NONE:
@@ -218,13 +217,13 @@ def arrive(tuples, values, objects, first, last, sums, scores, list_values, list
     last[row, stream] = p
     objects[row, TUPLES] += 1
     objects[row, OBJECT_SEQ] = seq
-    set_attribute(tuples, values, first, sums, scores, list_values, list_rows, sizes, row, stream, weights,
+    set_attribute(tuples, values, first, sums, scores, links, roots, sizes, row, stream, weights,
                   listed, False, value)
     offer(view_scores, view_seqs, view_rows, objects, scores, meta, row, k_max)
 
 
 @njit(cache=True)
-def expire(tuples, values, objects, first, last, sums, scores, list_values, list_rows, sizes, view_scores,
+def expire(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
            view_seqs, view_rows, keys, slots, meta, counters, weights, k_max):
     """The oldest tuple leaves: its object's attribute is re-summed without it, or the object
     goes with its last tuple; a view member re-enters only if it still beats the rest."""
@@ -238,7 +237,7 @@ def expire(tuples, values, objects, first, last, sums, scores, list_values, list
     if first[row, stream] == NONE:
         last[row, stream] = NONE
     objects[row, TUPLES] -= 1
-    set_attribute(tuples, values, first, sums, scores, list_values, list_rows, sizes, row, stream, weights,
+    set_attribute(tuples, values, first, sums, scores, links, roots, sizes, row, stream, weights,
                   True, True, 0.0)
     if not objects[row, TUPLES]:
         erase(keys, slots, objects[row, ID])
@@ -263,7 +262,7 @@ def _keep(view_scores, view_seqs, view_rows, objects, scores, meta, row, need):
 
 
 @njit(cache=True)
-def recompute(tuples, objects, scores, list_values, list_rows, sizes, view_scores, view_seqs, view_rows, meta,
+def recompute(tuples, objects, sums, scores, links, roots, sizes, view_scores, view_seqs, view_rows, meta,
               counters, weights, k_max):
     """The Threshold Algorithm: the exact top ``k_max`` into the view.
 
@@ -281,25 +280,27 @@ def recompute(tuples, objects, scores, list_values, list_rows, sizes, view_score
     epoch = meta[EPOCH]
     d = len(weights)
     cursors = np.full(d, NONE, np.int64)
+    live = np.zeros(d, np.bool_)
     depth = np.zeros(d)
     active = 0
     for i in range(d):
         if weights[i] > 0:
-            cursors[i] = sizes[i] - 1
+            cursors[i] = tree_last(links[i], roots, i)
+            live[i] = True
             active += 1
     while active:
         for i in range(d):
-            if weights[i] <= 0 or cursors[i] == NONE - 1:
+            if not live[i]:
                 continue
-            if cursors[i] == NONE:
-                cursors[i] = NONE - 1
+            row = cursors[i]
+            if row == NONE:
+                live[i] = False
                 active -= 1
                 depth[i] = 0.0
                 continue
             counters[SORTED_ACCESSES] += 1
-            depth[i] = list_values[i, cursors[i]]
-            row = list_rows[i, cursors[i]]
-            cursors[i] -= 1
+            depth[i] = sums[row, i]
+            cursors[i] = tree_previous(links[i], row)
             if objects[row, MARK] != epoch:
                 objects[row, MARK] = epoch
                 _keep(view_scores, view_seqs, view_rows, objects, scores, meta, row, need)
@@ -318,17 +319,17 @@ def recompute(tuples, objects, scores, list_values, list_rows, sizes, view_score
 
 
 @njit(cache=True)
-def arrivals(tuples, values, objects, first, last, sums, scores, list_values, list_rows, sizes, view_scores,
+def arrivals(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
              view_seqs, view_rows, keys, slots, meta, counters, weights, k_max, ids, stream, value, tkeys, seq):
     """Tuples enter in arrival order (:func:`arrive` each); the caller has made room."""
     for j in range(len(ids)):
-        arrive(tuples, values, objects, first, last, sums, scores, list_values, list_rows, sizes, view_scores,
+        arrive(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
                view_seqs, view_rows, keys, slots, meta, counters, weights, k_max, ids[j], stream[j], value[j],
                tkeys[j], seq[j])
 
 
 @njit(cache=True)
-def slide(tuples, values, objects, first, last, sums, scores, list_values, list_rows, sizes, view_scores,
+def slide(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
           view_seqs, view_rows, keys, slots, meta, counters, weights, k, k_max, start, ids, stream, value, tkeys,
           seq):
     """One slide: expiries (tuples with a key below ``start``), the slide's tuples in arrival
@@ -336,10 +337,10 @@ def slide(tuples, values, objects, first, last, sums, scores, list_values, list_
     room for the slide's tuples and objects."""
     mask = len(tuples) - 1
     while meta[HEAD] < meta[TAIL] and tuples[meta[HEAD] & mask, KEY] < start:
-        expire(tuples, values, objects, first, last, sums, scores, list_values, list_rows, sizes, view_scores,
+        expire(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
                view_seqs, view_rows, keys, slots, meta, counters, weights, k_max)
-    arrivals(tuples, values, objects, first, last, sums, scores, list_values, list_rows, sizes, view_scores,
+    arrivals(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
              view_seqs, view_rows, keys, slots, meta, counters, weights, k_max, ids, stream, value, tkeys, seq)
     if meta[VIEW] < min(k, meta[OBJECTS]):
-        recompute(tuples, objects, scores, list_values, list_rows, sizes, view_scores, view_seqs, view_rows, meta,
+        recompute(tuples, objects, sums, scores, links, roots, sizes, view_scores, view_seqs, view_rows, meta,
                   counters, weights, k_max)
