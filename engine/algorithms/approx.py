@@ -8,14 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from ..attributes import attribute_sum, combine
+from ..attributes import attribute_sum
 from ..base import WORD
 from ..memory import PY_FLOAT, PY_INT, python_bytes
 from ..fmsketch import SlidingSketches
 from ..jsondata import floats_in, floats_out, ints_in
 from ..registry import register
 from ..stream import Batch
-from .eaa import EAA, Instance, Record
+from ..kernels.eaa import ESTIMATED
+from .eaa import EAA
 
 CACHE_ENTRY_BYTES = python_bytes((0, 0), 0.5, 2 ** 40)
 """Measured bytes of an entry of the per-slide caches: a key (a pair, or an int mask) and a float."""
@@ -93,6 +94,8 @@ class Approx(EAA):
         self._repeats = [self.params["repeats"] or 1] * d
         self._values = [1.0] * d
         self._slide_bytes = slide_bytes(d)
+        self._occurrences = 1
+        self._mode = ESTIMATED
 
     def _begin(self, batch: Batch) -> None:
         ids, stream, value, keys, _ = self._tuples(batch)
@@ -121,6 +124,20 @@ class Approx(EAA):
                 continue
             distinct = self._sketches.union([y], self._start)
             self._repeats[y] = max(1, int(round(tuples[y] / distinct)))
+        self._tables = self._bound_tables()
+
+    def _bound_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The kernel's tables of the slide's estimates: ``m̂_y``, ``v̂_y`` and
+        ``Pr(X_y = 1 | X_I = 1)`` for every set ``I`` of seen streams (a bit mask) and every
+        stream ``y`` outside it (``O(2^d d)`` probabilities, their join sizes cached)."""
+        d = self.q.dimensions
+        probabilities = np.zeros((1 << d, d))
+        for mask in range(1, 1 << d):
+            seen = [y for y in range(d) if mask >> y & 1]
+            for y in range(d):
+                if not mask >> y & 1:
+                    probabilities[mask, y] = self._probability(seen, y)
+        return np.asarray(self._repeats, np.int64), np.asarray(self._values, np.float64), probabilities
 
     def _value_estimates(self) -> list[float]:
         """``v̂_y`` per stream: 1 (``"max"``), or the window's mean value (1 with no tuple)."""
@@ -141,20 +158,7 @@ class Approx(EAA):
             self._probabilities[key] = 1.0 if given <= 0 else min(1.0, max(0.0, both / given))
         return self._probabilities[key]
 
-    def _bound(self, instance: Instance, record: Record) -> float:
-        seen = [y for y, n in enumerate(record.counts) if n]
-        values = []
-        for y, (total, n) in enumerate(zip(instance.sums, record.counts)):
-            if n:
-                values.append(total + max(0, self._repeats[y] - n) * self._values[y])
-            else:
-                values.append(self._repeats[y] * self._probability(seen, y) * self._values[y])
-        return combine(values, self.q.weights)
-
-    def _count_occurrence(self, oid: int, stream: int, record: Record) -> None:
-        record.counts[stream] += 1
-
-    def _check_bound(self, instance: Instance, record: Record) -> None:
+    def _check_bound(self, row: int, record: int) -> None:
         """Estimated bounds carry no invariant beyond ``current <= best``."""
 
     def check(self) -> None:
