@@ -10,6 +10,7 @@ import pytest
 
 import engine
 from engine.kernels import incomplete as kernel
+from engine.kernels import eaa as eaa_kernel
 from engine.kernels import sla as sla_kernel
 from engine.kernels.incomplete import LEFT, NONE, PARENT, RIGHT
 
@@ -134,3 +135,68 @@ def test_sla_fifo_grows_across_the_ring_boundary():
     query = engine.Query(weights=[1.0, 1.0], k=3, window=30, slide=10, kind="time")
     alg = sla_after((ids, np.arange(n) % 2, np.linspace(0, 1, n), t), query)
     assert alg.stats()["retained"] == 300
+
+
+def python_bound(sums, counts, occurrences, weights, m, mode, repeats, estimates, probabilities):
+    """The bound as the paper states it, one instance in plain Python."""
+    d = len(weights)
+    mask = sum(1 << i for i in range(d) if occurrences[i])
+    attributes = []
+    for i in range(d):
+        if mode == eaa_kernel.PER_VALIDITY:
+            attributes.append(sums[i] + (m - occurrences[i]))
+        elif mode == eaa_kernel.PER_WINDOW:
+            attributes.append(sums[i] + (m - counts[i]))
+        elif occurrences[i]:
+            attributes.append(sums[i] + max(0, repeats[i] - occurrences[i]) * estimates[i])
+        else:
+            attributes.append(repeats[i] * probabilities[mask][i] * estimates[i])
+    return engine.attributes.combine(attributes, weights)
+
+
+@pytest.mark.parametrize("mode", [eaa_kernel.PER_VALIDITY, eaa_kernel.PER_WINDOW, eaa_kernel.ESTIMATED])
+def test_eaa_bound_agrees_with_the_python_formula(mode):
+    rng = np.random.default_rng(mode)
+    d = 3
+    for _ in range(100):
+        occurrences = rng.integers(0, 3, (1, d))
+        counts = np.minimum(rng.integers(0, 3, (1, d)), occurrences)
+        sums = rng.random((1, d)) * counts
+        weights, repeats, estimates = rng.random(d), rng.integers(1, 4, d), rng.random(d)
+        probabilities = rng.random((1 << d, d))
+        m = int(rng.integers(1, 4))
+        found = eaa_kernel.bound(sums, counts, occurrences, 0, 0, weights, m, mode, repeats, estimates, probabilities)
+        expected = python_bound(sums[0].tolist(), counts[0].tolist(), occurrences[0].tolist(), weights.tolist(), m,
+                                mode, repeats.tolist(), estimates.tolist(), probabilities.tolist())
+        assert found == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_eaa_answer_scan_agrees_with_a_sorted_scan(seed):
+    """``answer`` against the paper's scan written over a plain sorted list of the live
+    instances' ``(currentscore, object)``: ``k`` distinct objects and every tie of the last."""
+    rng = np.random.default_rng(seed)
+    n = 500
+    ids = rng.permutation(n * 3)[:n] % 150  # an object at most once per stream while valid, mostly
+    stream = rng.integers(0, 2, n)
+    value = np.round(rng.random(n), 1)
+    query = engine.Query(weights=[1.0, 1.0], k=5, window=100, slide=20)
+    alg = engine.create("eaa", query, occurrences=20)
+    for batch in engine.slides((ids, stream, value, np.arange(n)), query):
+        alg.process(batch)
+        alg.check()
+        instances, _, _, current, _, _, _ = alg._instance_arrays
+        live = np.flatnonzero(instances[:, eaa_kernel.RECORD] != NONE)
+        entries = sorted(((current[row], int(instances[row, eaa_kernel.OID])) for row in live), reverse=True)
+        expected: dict[int, float] = {}
+        kth = None
+        for score, oid in entries:
+            if kth is not None and score < kth:
+                break
+            if oid not in expected:
+                expected[oid] = score
+                if len(expected) == query.k:
+                    kth = score
+        found, scores, _ = eaa_kernel.answer(instances, current, alg._instance_arrays[6], alg._roots,
+                                             alg._record_arrays[0], alg._meta, query.k)
+        assert dict(zip(found.tolist(), scores.tolist())) == expected
