@@ -111,13 +111,13 @@ class SLA(AttributeAlgorithm):
     def _reserve(self, arrivals: int) -> None:
         """Room for ``arrivals`` more tuples and objects (capacities doubled: ``O(1)`` amortised)."""
         meta = self._meta
+        head, tail, objects, _, _, _ = meta.tolist()
+        tuples, objects = tail - head + arrivals, objects + arrivals
         grown = False
-        tuples = int(meta[TAIL] - meta[HEAD]) + arrivals
         if tuples > len(self._values):
             capacity = table.table_capacity(tuples)
             self._tuples_, self._values = kernel.grown_fifo(self._tuples_, self._values, meta, capacity)
             grown = True
-        objects = int(meta[OBJECTS]) + arrivals
         if objects > len(self._object_arrays[0]):
             capacity = max(2 * len(self._object_arrays[0]), objects)
             self._object_arrays = kernel.grown_objects(self._object_arrays, meta, capacity)
@@ -159,14 +159,15 @@ class SLA(AttributeAlgorithm):
         return objects[objects[:, OBJECT_SEQ] != -1, OBJECT_SEQ]
 
     def _stats(self) -> dict[str, Any]:
-        meta = self._meta.tolist()
-        return {"candidates": meta[OBJECTS], "retained": meta[TAIL] - meta[HEAD], "view": meta[VIEW],
-                **dict(zip(COUNTERS, self._counters.tolist()))}
+        head, tail, objects, _, view, _ = self._meta.tolist()
+        out = dict(zip(COUNTERS, self._counters.tolist()))
+        out["candidates"], out["retained"], out["view"] = objects, tail - head, view
+        return out
 
     def _records(self) -> tuple[int, int, int, int]:
         """Tuples, objects, list entries and view entries (``O(d)``)."""
-        meta = self._meta.tolist()
-        return meta[TAIL] - meta[HEAD], meta[OBJECTS], sum(self._sizes_.tolist()), meta[VIEW]
+        head, tail, objects, _, view, _ = self._meta.tolist()
+        return tail - head, objects, sum(self._sizes_.tolist()), view
 
     def memory(self) -> tuple[int, int]:
         """Both figures from the record counts, the per-record prices and the arrays' kept
