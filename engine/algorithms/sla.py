@@ -160,9 +160,9 @@ class SLA(AttributeAlgorithm):
 
     def _stats(self) -> dict[str, Any]:
         head, tail, objects, _, view, _ = self._meta.tolist()
-        out = dict(zip(COUNTERS, self._counters.tolist()))
-        out["candidates"], out["retained"], out["view"] = objects, tail - head, view
-        return out
+        arrivals, expirations, recomputations, sorted_accesses = self._counters.tolist()
+        return {"candidates": objects, "retained": tail - head, "view": view, "arrivals": arrivals,
+                "expirations": expirations, "recomputations": recomputations, "sorted_accesses": sorted_accesses}
 
     def _records(self) -> tuple[int, int, int, int]:
         """Tuples, objects, list entries and view entries (``O(d)``)."""
@@ -172,8 +172,10 @@ class SLA(AttributeAlgorithm):
     def memory(self) -> tuple[int, int]:
         """Both figures from the record counts, the per-record prices and the arrays' kept
         sizes: ``O(d)``."""
-        modelled = sum(price * records for price, records in zip(self._prices, self._records()))
-        return modelled, self._measured_total + self._fixed_bytes
+        tuples, objects, entries, view = self._records()
+        per_tuple, per_object, per_entry, per_view_entry = self._prices
+        return (per_tuple * tuples + per_object * objects + per_entry * entries + per_view_entry * view,
+                self._measured_total + self._fixed_bytes)
 
     def footprints(self) -> list[Footprint]:
         return [Footprint(layout, {kind: records}, measured, self.q.dimensions, arrays)
