@@ -209,6 +209,7 @@ class EAA(AttributeAlgorithm):
         return np.flatnonzero(records[:, OLDEST] != -1)
 
     def candidates(self) -> np.ndarray:
+        """The newest seq of every object with a live instance (``O(rows)``)."""
         return self._record_arrays[0][self._live_records(), NEWEST_SEQ]
 
     def _stats(self) -> dict[str, Any]:
@@ -236,6 +237,7 @@ class EAA(AttributeAlgorithm):
         return rows
 
     def dump_state(self) -> dict[str, Any]:
+        """Per object its entry and its instances, oldest first (``O(N (d + k))``)."""
         instances, sums, counts, _, best, dominators, _ = self._instance_arrays
         records, occurrences = self._record_arrays
         out = []
@@ -298,6 +300,8 @@ class EAA(AttributeAlgorithm):
         self._answer_bytes = 0
 
     def check(self) -> None:
+        """The time list, both score treaps walked in order, every object's chain of instances,
+        their scores, bounds and dominators, and the kept counts (``O(N (d + k) + N log N)``)."""
         k, meta = self.q.k, self._meta
         instances, sums, counts, current, best, dominators, links = self._instance_arrays
         records, occurrences = self._record_arrays

@@ -40,8 +40,8 @@ class SLA(AttributeAlgorithm):
     """Sorted lists plus the Threshold Algorithm over a materialised top-``k_max`` view.
 
     Structures: a FIFO of the valid tuples (expiry from the front); per valid object its
-    attribute sums (repeats add up); one list per stream of ``(attribute, id)`` sorted by
-    value; and the view, the exact top ``k'`` objects by ``(score, seq)`` with
+    attribute sums (repeats add up); one list per stream of ``(attribute, object)`` sorted
+    by value; and the view, the exact top ``k'`` objects by ``(score, seq)`` with
     ``k <= k' <= k_max`` (``k_max = 0`` means ``2k``).  An arrival raises one object's score
     (random access, ``O(d + log)``), an expiry lowers it; the view follows (Yi et al.: a
     rising outsider enters when it beats the view's last entry, evicting beyond ``k_max``; a
@@ -56,7 +56,7 @@ class SLA(AttributeAlgorithm):
     (``OBJECTS_LAYOUT``), 2 per list entry (``LISTS``) and per view entry (``VIEW_LAYOUT``).
     The structures are numpy arrays and the paper's steps compiled kernels
     (:mod:`engine.kernels.sla`): a slide is one kernel call.  ``measured_bytes`` is the arrays'
-    sizes (kept as they grow) plus the other attributes measured once; ``stats`` is ``O(1)``.
+    sizes (kept as they grow) plus the other attributes measured once; ``stats`` is ``O(d)``.
 
     Examples
     --------
@@ -155,6 +155,7 @@ class SLA(AttributeAlgorithm):
         return Answer(self._object_arrays[0][rows[top][::-1], ID], scores[top][::-1].copy(), seqs[top][::-1].copy())
 
     def candidates(self) -> np.ndarray:
+        """The newest seq of every valid object (``O(rows)``)."""
         objects = self._object_arrays[0]
         return objects[objects[:, OBJECT_SEQ] != -1, OBJECT_SEQ]
 
@@ -190,6 +191,7 @@ class SLA(AttributeAlgorithm):
                 self._values[positions])
 
     def dump_state(self) -> dict[str, Any]:
+        """The FIFO's tuples, the view's ids and the counters (``O(n)``)."""
         key, seq, ids, stream, value = self._fifo_columns()
         rows = self._view[2][:int(self._meta[VIEW])]
         return {"end": self._end, "key": key.tolist(), "seq": seq.tolist(), "ids": ids.tolist(),
