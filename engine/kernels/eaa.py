@@ -90,7 +90,7 @@ def grown(arrays: tuple, wider: tuple, meta: np.ndarray, link: int, free: int) -
 # ---------------------------------------------------------------------------- bounds
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def bound(sums, counts, occurrences, row, record, weights, m, mode, repeats, estimates, probabilities):
     """The highest score instance ``row`` may reach while it lives (``O(d)``)."""
     d = len(weights)
@@ -119,7 +119,7 @@ def bound(sums, counts, occurrences, row, record, weights, m, mode, repeats, est
 # ---------------------------------------------------------------------------- dominance
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dominated_by(instances, dominators, row, oid):
     """Whether object ``oid`` is among the instance's dominators (``O(k)``)."""
     for j in range(instances[row, DC]):
@@ -128,7 +128,7 @@ def _dominated_by(instances, dominators, row, oid):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def drop(instances, links, roots, records, keys, slots, meta, row):
     """Remove an expired or dominated instance from the time list, the score lists and its
     object's instances; the object's entry goes with its last instance (``O(log N)``)."""
@@ -162,7 +162,7 @@ def drop(instances, links, roots, records, keys, slots, meta, row):
         _forget(records, keys, slots, meta, record)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _forget(records, keys, slots, meta, record):
     """The object's entry leaves the validity table."""
     erase(keys, slots, records[record, ID])
@@ -172,7 +172,7 @@ def _forget(records, keys, slots, meta, record):
     meta[RECORDS] -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_dominator(instances, dominators, links, roots, records, keys, slots, meta, counters, k, row, oid):
     """One more object dominates the instance; at ``k`` it is pruned.  Returns whether it was."""
     counters[DOMINATIONS] += 1
@@ -186,7 +186,7 @@ def _add_dominator(instances, dominators, links, roots, records, keys, slots, me
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dominate_range(instances, current, best, dominators, links, roots, records, keys, slots, meta, counters, k,
                    row, low, high):
     """Instance ``row`` now beats the ``bestscore`` of the ``bsorted`` entries in
@@ -203,7 +203,7 @@ def dominate_range(instances, current, best, dominators, links, roots, records, 
         node = following
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dominated_by_range(instances, current, best, dominators, links, roots, records, keys, slots, meta, counters,
                        k, row, low, high):
     """The ``currentscore`` of the ``csorted`` entries in ``(low, high]`` now beats instance
@@ -227,7 +227,7 @@ def dominated_by_range(instances, current, best, dominators, links, roots, recor
 # ---------------------------------------------------------------------------- Algorithms 1 and 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def update(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
            meta, counters, weights, k, m, mode, repeats, estimates, probabilities, row, stream, value):
     """Algorithm 2: one more attribute for instance ``row``; its scores and list entries follow,
@@ -257,7 +257,7 @@ def update(instances, sums, counts, current, best, dominators, links, roots, rec
                            counters, k, row, best[row], old_best)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def arrive(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
            meta, counters, weights, k, m, mode, repeats, estimates, probabilities, oid, stream, value, key, seq):
     """Algorithm 1: find or make the object's entry, update its live instances (Algorithm 2),
@@ -322,7 +322,7 @@ def arrive(instances, sums, counts, current, best, dominators, links, roots, rec
                    row, -np.inf, current[row])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def link(instances, records, current, best, links, roots, meta, row):
     """A new instance joins the end of the time list and of its object's instances, and the
     two score lists (``O(log N)``)."""

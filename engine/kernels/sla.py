@@ -89,7 +89,7 @@ def grown_links(links: np.ndarray, capacity: int) -> np.ndarray:
 # ---------------------------------------------------------------------------- the view
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _view_position(view_scores, view_seqs, size, score, seq):
     low, high = 0, size
     while low < high:
@@ -101,7 +101,7 @@ def _view_position(view_scores, view_seqs, size, score, seq):
     return low
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _view_add(view_scores, view_seqs, view_rows, objects, meta, score, seq, row):
     """Insert an object into the view in ``(score, seq)`` order (``O(k_max)``)."""
     size = meta[VIEW]
@@ -115,7 +115,7 @@ def _view_add(view_scores, view_seqs, view_rows, objects, meta, score, seq, row)
     meta[VIEW] = size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _view_remove_at(view_scores, view_seqs, view_rows, objects, meta, at):
     size = meta[VIEW]
     objects[view_rows[at], IN_VIEW] = 0
@@ -126,7 +126,7 @@ def _view_remove_at(view_scores, view_seqs, view_rows, objects, meta, at):
     meta[VIEW] = size - 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def leave_view(view_scores, view_seqs, view_rows, objects, scores, meta, row):
     """Take an object out of the view if it is there, before its score changes (``O(k_max)``)."""
     if not objects[row, IN_VIEW]:
@@ -136,7 +136,7 @@ def leave_view(view_scores, view_seqs, view_rows, objects, scores, meta, row):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def offer(view_scores, view_seqs, view_rows, objects, scores, meta, row, k_max):
     """An object outside the view enters if it beats the view's last entry or no other object
     is outside; beyond ``k_max`` entries the last leaves (Yi et al.; ``O(k_max)``)."""
@@ -151,7 +151,7 @@ def offer(view_scores, view_seqs, view_rows, objects, scores, meta, row, k_max):
 # ---------------------------------------------------------------------------- maintenance
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def set_attribute(tuples, values, first, sums, scores, links, roots, sizes, row, stream, weights,
                   listed, resum, value):
     """One attribute changed: its list entry (if ``listed``) leaves, the sum is redone (an
@@ -177,7 +177,7 @@ def set_attribute(tuples, values, first, sums, scores, links, roots, sizes, row,
     scores[row] = combine(sums[row], weights)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def arrive(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
            view_seqs, view_rows, keys, slots, meta, counters, weights, k_max, oid, stream, value, key, seq):
     """One tuple enters the FIFO: its object (found by id, or made) gets the value in the
@@ -222,7 +222,7 @@ def arrive(tuples, values, objects, first, last, sums, scores, links, roots, siz
     offer(view_scores, view_seqs, view_rows, objects, scores, meta, row, k_max)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def expire(tuples, values, objects, first, last, sums, scores, links, roots, sizes, view_scores,
            view_seqs, view_rows, keys, slots, meta, counters, weights, k_max):
     """The oldest tuple leaves: its object's attribute is re-summed without it, or the object
