@@ -15,6 +15,7 @@ from ..fmsketch import SlidingSketches
 from ..jsondata import floats_in, floats_out, ints_in
 from ..registry import register
 from ..stream import Batch
+from ..kernels import incomplete as table
 from ..kernels.eaa import ESTIMATED
 from .eaa import EAA
 
@@ -124,20 +125,34 @@ class Approx(EAA):
                 continue
             distinct = self._sketches.union([y], self._start)
             self._repeats[y] = max(1, int(round(tuples[y] / distinct)))
-        self._tables = self._bound_tables()
+        repeats, values, _, slots, _ = self._tables
+        repeats[:] = self._repeats
+        values[:] = self._values
+        slots.fill(-1)
 
-    def _bound_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The kernel's tables of the slide's estimates: ``m̂_y``, ``v̂_y`` and
-        ``Pr(X_y = 1 | X_I = 1)`` for every set ``I`` of seen streams (a bit mask) and every
-        stream ``y`` outside it (``O(2^d d)`` probabilities, their join sizes cached)."""
+    def _bound_tables(self) -> tuple[np.ndarray, ...]:
+        """The kernel's tables of the slide's estimates: ``m̂_y``, ``v̂_y``, and rows of
+        ``Pr(X_y = 1 | X_I = 1)`` per set ``I`` of seen streams, found by ``I``'s bit mask (the
+        rows are added as the kernel asks for them, :meth:`_add_estimates`)."""
+        keys, slots = table.empty_table(16)
+        return (np.asarray(self._repeats, np.int64), np.asarray(self._values, np.float64), keys, slots,
+                np.zeros((8, self.q.dimensions)))
+
+    def _add_estimates(self, mask: int) -> None:
+        """The row of ``Pr(X_y = 1 | X_I = 1)`` for the streams ``I`` of ``mask`` and every ``y``
+        outside it, as the original lazy cache computed them (``O(d)`` estimates)."""
+        repeats, values, keys, slots, probabilities = self._tables
+        row = int(np.count_nonzero(slots != -1))
+        if row == len(probabilities) or 2 * (row + 1) > len(keys):
+            keys, slots = table.rehashed(keys, slots, table.table_capacity(2 * (row + 1)))
+            probabilities = np.vstack([probabilities, np.zeros_like(probabilities)])
         d = self.q.dimensions
-        probabilities = np.zeros((1 << d, d))
-        for mask in range(1, 1 << d):
-            seen = [y for y in range(d) if mask >> y & 1]
-            for y in range(d):
-                if not mask >> y & 1:
-                    probabilities[mask, y] = self._probability(seen, y)
-        return np.asarray(self._repeats, np.int64), np.asarray(self._values, np.float64), probabilities
+        seen = [y for y in range(d) if mask >> y & 1]
+        for y in range(d):
+            probabilities[row, y] = 0.0 if mask >> y & 1 else self._probability(seen, y)
+        table.insert(keys, slots, mask, row)
+        self._tables = repeats, values, keys, slots, probabilities
+        self._measure()
 
     def _value_estimates(self) -> list[float]:
         """``v̂_y`` per stream: 1 (``"max"``), or the window's mean value (1 with no tuple)."""

@@ -13,7 +13,7 @@ from ..kernels import eaa as kernel
 from ..kernels import incomplete as table
 from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, ERROR, ERROR_COUNT, ERROR_OID, ERROR_STREAM, FIRST,
                            FREE_INSTANCE, FREE_RECORD, ID, INSTANCES, KEY, LATER, LINKS, NEWER, NEWEST, NEWEST_SEQ,
-                           NEXT_UID, OID, OLDEST, PER_VALIDITY, PER_WINDOW, RECORD, RECORDS, SEQ,
+                           NEED_MASK, NEXT_UID, OID, OLDEST, PER_VALIDITY, PER_WINDOW, RECORD, RECORDS, SEQ,
                            TOO_MANY_WHILE_VALID, UID)
 from ..memory import deep_size, owned_bytes
 from ..ranking import Answer
@@ -154,11 +154,16 @@ class EAA(AttributeAlgorithm):
                              f"got {self.params['occurrences_per']!r}")
         self._mode = PER_WINDOW if self.params["occurrences_per"] == "window" else PER_VALIDITY
 
-    def _bound_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``repeats``, ``estimates`` and ``probabilities`` of the estimated bound (unused by
-        the exact bounds: placeholders)."""
+    def _bound_tables(self) -> tuple[np.ndarray, ...]:
+        """``repeats``, ``estimates``, the mask table and ``probabilities`` of the estimated
+        bound (unused by the exact bounds: placeholders)."""
         d = self.q.dimensions
-        return np.ones(d, np.int64), np.ones(d), np.zeros((1, d))
+        return (np.ones(d, np.int64), np.ones(d), *table.empty_table(16), np.zeros((1, d)))
+
+    def _add_estimates(self, mask: int) -> None:
+        """A row of probabilities for the objects seen in the streams of ``mask``: only the
+        estimated bound asks for one."""
+        raise AssertionError(f"{self.name}: an exact bound asked for estimates (mask {mask})")
 
     def _begin(self, batch: Batch) -> None:
         """Hook run once per slide before its tuples (the approximate algorithm's sketches)."""
@@ -183,10 +188,16 @@ class EAA(AttributeAlgorithm):
         ids, stream, value, keys, seq = self._tuples(batch)
         self._begin(batch)
         self._reserve(len(ids))
-        kernel.slide(*self._arguments(), batch.window_start(self.q), ids, np.asarray(stream, np.int64),
-                     np.asarray(value, np.float64), keys, seq)
-        if self._meta[ERROR]:
-            raise self._broken_promise()
+        stream, value, start, done = np.asarray(stream, np.int64), np.asarray(value, np.float64), \
+            batch.window_start(self.q), 0
+        while True:
+            done += kernel.slide(*self._arguments(), start, ids[done:], stream[done:], value[done:], keys[done:],
+                                 seq[done:])
+            if self._meta[ERROR]:
+                raise self._broken_promise()
+            if done == len(ids):
+                break
+            self._add_estimates(int(self._meta[NEED_MASK]))
         self._end = batch.end
         self._answer = None
         self._answer_bytes = 0

@@ -23,7 +23,8 @@ The bound added to an instance's sums (``bestscore``) is chosen by ``mode``: ``P
 (``m - n_i``, the object's occurrences), ``PER_WINDOW`` (``m - c_i``, the instance's own) or
 ``ESTIMATED`` (the approximate algorithm: ``max(0, m̂_i - n_i) · v̂_i`` for a seen stream,
 ``m̂_i · Pr(i | seen) · v̂_i`` for an unseen one, from per-slide tables ``repeats``,
-``estimates`` and ``probabilities[seen mask, i]``).
+``estimates`` and ``probabilities[row, i]``, the row of the seen streams' bit mask found in the
+id table ``mask_keys``, ``mask_slots``; the caller adds rows as the kernel asks for them).
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ INSTANCE_FIELDS = 11
 ID, NEWEST_SEQ, OLDEST, NEWEST, MARK, RECORD_LINK = range(6)
 RECORD_FIELDS = 6
 META = ("first", "last", "instances", "records", "free_instance", "free_record", "next_uid", "links", "pinned",
-        "epoch", "error", "error_oid", "error_stream", "error_count")
+        "epoch", "error", "error_oid", "error_stream", "error_count", "need_mask")
 (FIRST, LAST, INSTANCES, RECORDS, FREE_INSTANCE, FREE_RECORD, NEXT_UID, LINKS, PINNED, EPOCH, ERROR, ERROR_OID,
- ERROR_STREAM, ERROR_COUNT) = range(len(META))
+ ERROR_STREAM, ERROR_COUNT, NEED_MASK) = range(len(META))
 COUNTERS = ("arrivals", "instances_created", "pruned", "expired", "dominations", "entries_scanned")
 ARRIVALS, INSTANCES_CREATED, PRUNED, EXPIRED, DOMINATIONS, ENTRIES_SCANNED = range(len(COUNTERS))
 CSORTED, BSORTED = range(2)
@@ -90,15 +91,24 @@ def grown(arrays: tuple, wider: tuple, meta: np.ndarray, link: int, free: int) -
 # ---------------------------------------------------------------------------- bounds
 
 
+@njit(cache=True)
+def seen_mask(occurrences, record, d):
+    """The streams where the object has been seen, as a bit mask (``O(d)``)."""
+    mask = 0
+    for i in range(d):
+        if occurrences[record, i]:
+            mask |= 1 << i
+    return mask
+
+
 @njit(cache=True, inline="always")
-def bound(sums, counts, occurrences, row, record, weights, m, mode, repeats, estimates, probabilities):
+def bound(sums, counts, occurrences, row, record, weights, m, mode, repeats, estimates, mask_keys, mask_slots,
+          probabilities):
     """The highest score instance ``row`` may reach while it lives (``O(d)``)."""
     d = len(weights)
-    mask = 0
+    estimated = NONE
     if mode == ESTIMATED:
-        for i in range(d):
-            if occurrences[record, i]:
-                mask |= 1 << i
+        estimated = find(mask_keys, mask_slots, seen_mask(occurrences, record, d))
     total = 0.0
     for i in range(d):
         if mode == PER_VALIDITY:
@@ -108,7 +118,7 @@ def bound(sums, counts, occurrences, row, record, weights, m, mode, repeats, est
         elif occurrences[record, i]:
             attribute = sums[row, i] + max(0, repeats[i] - occurrences[record, i]) * estimates[i]
         else:
-            attribute = repeats[i] * probabilities[mask, i] * estimates[i]
+            attribute = repeats[i] * probabilities[estimated, i] * estimates[i]
         if i == 0:
             total = attribute * weights[0]
         else:
@@ -229,7 +239,8 @@ def dominated_by_range(instances, current, best, dominators, links, roots, recor
 
 @njit(cache=True, inline="always")
 def update(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
-           meta, counters, weights, k, m, mode, repeats, estimates, probabilities, row, stream, value):
+           meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, row, stream,
+           value):
     """Algorithm 2: one more attribute for instance ``row``; its scores and list entries follow,
     and the new dominations both ways are counted (``O(d + log N)`` plus the ranges)."""
     old_current, old_best = current[row], best[row]
@@ -246,7 +257,8 @@ def update(instances, sums, counts, current, best, dominators, links, roots, rec
     tree_remove(links[BSORTED], roots, BSORTED, row)
     current[row] = combine(sums[row], weights)
     best[row] = max(current[row], min(old_best, bound(sums, counts, occurrences, row, record, weights, m, mode,
-                                                      repeats, estimates, probabilities)))
+                                                      repeats, estimates, mask_keys, mask_slots,
+                                                      probabilities)))
     tree_insert(links[CSORTED], roots, CSORTED, current, row)
     tree_insert(links[BSORTED], roots, BSORTED, best, row)
     if current[row] > old_current:
@@ -259,7 +271,8 @@ def update(instances, sums, counts, current, best, dominators, links, roots, rec
 
 @njit(cache=True, inline="always")
 def arrive(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
-           meta, counters, weights, k, m, mode, repeats, estimates, probabilities, oid, stream, value, key, seq):
+           meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, oid, stream,
+           value, key, seq):
     """Algorithm 1: find or make the object's entry, update its live instances (Algorithm 2),
     then create ``p^{r+1}`` (none in a time window when the newest has the same time) and
     count the older instances it dominates (``O(r (d + log N))`` plus the ranges)."""
@@ -290,7 +303,8 @@ def arrive(instances, sums, counts, current, best, dominators, links, roots, rec
     while row != NONE:
         following = instances[row, NEWER]
         update(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
-               meta, counters, weights, k, m, mode, repeats, estimates, probabilities, row, stream, value)
+               meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, row,
+               stream, value)
         if meta[ERROR]:
             return
         row = following
@@ -316,7 +330,7 @@ def arrive(instances, sums, counts, current, best, dominators, links, roots, rec
     counts[row, stream] += 1
     current[row] = combine(sums[row], weights)
     best[row] = max(current[row], bound(sums, counts, occurrences, row, record, weights, m, mode, repeats,
-                                        estimates, probabilities))
+                                        estimates, mask_keys, mask_slots, probabilities))
     link(instances, records, current, best, links, roots, meta, row)
     dominate_range(instances, current, best, dominators, links, roots, records, keys, slots, meta, counters, k,
                    row, -np.inf, current[row])
@@ -348,20 +362,29 @@ def link(instances, records, current, best, links, roots, meta, row):
 
 @njit(cache=True)
 def slide(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
-          meta, counters, weights, k, m, mode, repeats, estimates, probabilities, start, ids, stream, value, tkeys,
-          seq):
+          meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, start, ids,
+          stream, value, tkeys, seq):
     """One slide: instances with a key below ``start`` expire from the front of the time
-    list, then the slide's tuples arrive in order (Algorithm 1 each).  Stops at a broken
-    occurrence promise (``meta[ERROR]``).  The caller has made room for the slide."""
+    list, then the slide's tuples arrive in order (Algorithm 1 each).  Returns how many tuples
+    it processed: it stops at a broken occurrence promise (``meta[ERROR]``) and, with estimated
+    bounds, before a tuple whose object's seen streams (``meta[NEED_MASK]``) have no row of
+    probabilities yet.  The caller has made room for the slide."""
     while meta[FIRST] != NONE and instances[meta[FIRST], KEY] < start:
         counters[EXPIRED] += 1
         drop(instances, links, roots, records, keys, slots, meta, meta[FIRST])
     for j in range(len(ids)):
+        if mode == ESTIMATED:
+            record = find(keys, slots, ids[j])
+            mask = (seen_mask(occurrences, record, len(weights)) if record != NONE else 0) | 1 << stream[j]
+            if find(mask_keys, mask_slots, mask) == NONE:
+                meta[NEED_MASK] = mask
+                return j
         arrive(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
-               meta, counters, weights, k, m, mode, repeats, estimates, probabilities, ids[j], stream[j], value[j],
-               tkeys[j], seq[j])
+               meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, ids[j],
+               stream[j], value[j], tkeys[j], seq[j])
         if meta[ERROR]:
-            return
+            return j
+    return len(ids)
 
 
 @njit(cache=True)

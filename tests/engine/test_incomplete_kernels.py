@@ -165,7 +165,11 @@ def test_eaa_bound_agrees_with_the_python_formula(mode):
         weights, repeats, estimates = rng.random(d), rng.integers(1, 4, d), rng.random(d)
         probabilities = rng.random((1 << d, d))
         m = int(rng.integers(1, 4))
-        found = eaa_kernel.bound(sums, counts, occurrences, 0, 0, weights, m, mode, repeats, estimates, probabilities)
+        mask_keys, mask_slots = kernel.empty_table(kernel.table_capacity(1 << d))
+        for mask in range(1 << d):
+            kernel.insert(mask_keys, mask_slots, mask, mask)  # row = mask
+        found = eaa_kernel.bound(sums, counts, occurrences, 0, 0, weights, m, mode, repeats, estimates, mask_keys,
+                                 mask_slots, probabilities)
         expected = python_bound(sums[0].tolist(), counts[0].tolist(), occurrences[0].tolist(), weights.tolist(), m,
                                 mode, repeats.tolist(), estimates.tolist(), probabilities.tolist())
         assert found == expected
