@@ -12,7 +12,7 @@ from ..jsondata import floats_in, ints_in
 from ..kernels import eaa as kernel
 from ..kernels import incomplete as table
 from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, ERROR, ERROR_COUNT, ERROR_OID, ERROR_STREAM, FIRST,
-                           FREE_INSTANCE, FREE_RECORD, ID, INSTANCES, KEY, LATER, LINKS, NEWER, NEWEST, NEWEST_SEQ,
+                           FREE_INSTANCE, FREE_RECORD, ID, INSTANCES, KEY, LATER, LINKS, NEWER, NEWEST_SEQ,
                            NEED_MASK, NEXT_UID, OID, OLDEST, PER_VALIDITY, PER_WINDOW, RECORD, RECORDS, SEQ,
                            TOO_MANY_WHILE_VALID, UID)
 from ..memory import deep_size, owned_bytes
