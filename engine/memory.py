@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 import numpy as np
-from sortedcontainers import SortedList
 
 WORD = 8
 """Bytes per feature value, id, seq, t, score, pointer, counter or window mark."""
@@ -163,41 +162,6 @@ PY_INT = python_bytes(10 ** 6)
 
 PY_FLOAT = python_bytes(0.5)
 """A Python float (a score)."""
-
-SUBLIST_BYTES = python_bytes([])
-"""A ``sortedcontainers.SortedList`` sublist without its slots; also any list's header."""
-
-SORTED_LIST_BYTES = python_bytes(SortedList(), vars(SortedList()))
-"""A ``sortedcontainers.SortedList`` object and its attribute dict (their sizes never change)."""
-
-
-def sorted_list_bytes(entries: SortedList) -> int:
-    """A ``sortedcontainers.SortedList`` without its entries (``O(1)``, no ``getsizeof``): the
-    object and its attributes, its three index lists at one word per slot (the sublists, their
-    maxima and the lazily built positional index) and its sublists without their slots.
-
-    >>> entries = SortedList(range(10 ** 6, 10 ** 6 + 5000))
-    >>> structure = deep_size(entries) - sum(map(sys.getsizeof, entries)) - 8 * len(entries)
-    >>> abs(sorted_list_bytes(entries) - structure) < 200
-    True
-    """
-    sublists = len(entries._lists)
-    return SORTED_LIST_BYTES + 3 * SUBLIST_BYTES + WORD * (2 * sublists + len(entries._index)) \
-        + SUBLIST_BYTES * sublists
-
-
-def grown_set_bytes(most: int) -> list[int]:
-    """``sys.getsizeof`` of a set grown by adds from empty to ``n`` members, for ``n = 0..most``
-    (``O(most)``): a set that only grows has the size its member count gives.
-
-    >>> grown_set_bytes(5)[0] == sys.getsizeof(set())
-    True
-    """
-    members, sizes = set(), [sys.getsizeof(set())]
-    for n in range(most):
-        members.add(2 ** 40 + n)
-        sizes.append(sys.getsizeof(members))
-    return sizes
 
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None))
 _PLAIN_ATOMS = frozenset({int, float, str, bytes, complex})

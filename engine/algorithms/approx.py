@@ -8,14 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from ..attributes import attribute_sum, combine
+from ..attributes import attribute_sum
 from ..base import WORD
 from ..memory import PY_FLOAT, PY_INT, python_bytes
 from ..fmsketch import SlidingSketches
 from ..jsondata import floats_in, floats_out, ints_in
 from ..registry import register
 from ..stream import Batch
-from .eaa import EAA, Instance, Record
+from ..kernels import incomplete as table
+from ..kernels.eaa import ESTIMATED
+from .eaa import EAA
 
 CACHE_ENTRY_BYTES = python_bytes((0, 0), 0.5, 2 ** 40)
 """Measured bytes of an entry of the per-slide caches: a key (a pair, or an int mask) and a float."""
@@ -93,6 +95,8 @@ class Approx(EAA):
         self._repeats = [self.params["repeats"] or 1] * d
         self._values = [1.0] * d
         self._slide_bytes = slide_bytes(d)
+        self._occurrences = 1
+        self._mode = ESTIMATED
 
     def _begin(self, batch: Batch) -> None:
         ids, stream, value, keys, _ = self._tuples(batch)
@@ -121,6 +125,34 @@ class Approx(EAA):
                 continue
             distinct = self._sketches.union([y], self._start)
             self._repeats[y] = max(1, int(round(tuples[y] / distinct)))
+        repeats, values, _, slots, _ = self._tables
+        repeats[:] = self._repeats
+        values[:] = self._values
+        slots.fill(-1)
+
+    def _bound_tables(self) -> tuple[np.ndarray, ...]:
+        """The kernel's tables of the slide's estimates: ``m̂_y``, ``v̂_y``, and rows of
+        ``Pr(X_y = 1 | X_I = 1)`` per set ``I`` of seen streams, found by ``I``'s bit mask (the
+        rows are added as the kernel asks for them, :meth:`_add_estimates`)."""
+        keys, slots = table.empty_table(16)
+        return (np.asarray(self._repeats, np.int64), np.asarray(self._values, np.float64), keys, slots,
+                np.zeros((8, self.q.dimensions)))
+
+    def _add_estimates(self, mask: int) -> None:
+        """The row of ``Pr(X_y = 1 | X_I = 1)`` for the streams ``I`` of ``mask`` and every ``y``
+        outside it, as the original lazy cache computed them (``O(d)`` estimates)."""
+        repeats, values, keys, slots, probabilities = self._tables
+        row = int(np.count_nonzero(slots != -1))
+        if row == len(probabilities) or 2 * (row + 1) > len(keys):
+            keys, slots = table.rehashed(keys, slots, table.table_capacity(2 * (row + 1)))
+            probabilities = np.vstack([probabilities, np.zeros_like(probabilities)])
+        d = self.q.dimensions
+        seen = [y for y in range(d) if mask >> y & 1]
+        for y in range(d):
+            probabilities[row, y] = 0.0 if mask >> y & 1 else self._probability(seen, y)
+        table.insert(keys, slots, mask, row)
+        self._tables = repeats, values, keys, slots, probabilities
+        self._measure()
 
     def _value_estimates(self) -> list[float]:
         """``v̂_y`` per stream: 1 (``"max"``), or the window's mean value (1 with no tuple)."""
@@ -141,20 +173,7 @@ class Approx(EAA):
             self._probabilities[key] = 1.0 if given <= 0 else min(1.0, max(0.0, both / given))
         return self._probabilities[key]
 
-    def _bound(self, instance: Instance, record: Record) -> float:
-        seen = [y for y, n in enumerate(record.counts) if n]
-        values = []
-        for y, (total, n) in enumerate(zip(instance.sums, record.counts)):
-            if n:
-                values.append(total + max(0, self._repeats[y] - n) * self._values[y])
-            else:
-                values.append(self._repeats[y] * self._probability(seen, y) * self._values[y])
-        return combine(values, self.q.weights)
-
-    def _count_occurrence(self, oid: int, stream: int, record: Record) -> None:
-        record.counts[stream] += 1
-
-    def _check_bound(self, instance: Instance, record: Record) -> None:
+    def _check_bound(self, row: int, record: int) -> None:
         """Estimated bounds carry no invariant beyond ``current <= best``."""
 
     def check(self) -> None:

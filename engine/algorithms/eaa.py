@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import sys
-from collections import OrderedDict
-from itertools import islice
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedList
 
-from ..attributes import AttributeAlgorithm, combine
+from ..attributes import AttributeAlgorithm
 from ..base import WORD
 from ..jsondata import floats_in, ints_in
-from ..memory import PY_FLOAT, PY_INT, deep_size, grown_set_bytes, python_bytes, sorted_list_bytes
+from ..kernels import eaa as kernel
+from ..kernels import incomplete as table
+from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, ERROR, ERROR_COUNT, ERROR_OID, ERROR_STREAM, FIRST,
+                           FREE_INSTANCE, FREE_RECORD, ID, INSTANCES, KEY, LATER, LINKS, NEWER, NEWEST_SEQ,
+                           NEED_MASK, NEXT_UID, OID, OLDEST, PER_VALIDITY, PER_WINDOW, RECORD, RECORDS, SEQ,
+                           TOO_MANY_WHILE_VALID, UID)
+from ..memory import deep_size, owned_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -28,71 +30,14 @@ RECORD_WORDS = 2
 ENTRY_WORDS = 2
 """Words per entry of ``csorted`` / ``bsorted``: a score and a pointer."""
 
-INFINITY = float("inf")
-
-ENTRY_BYTES = python_bytes((0.5, 0)) + 8
-"""Measured bytes of a ``csorted`` / ``bsorted`` entry: the pair and its slot in a sublist (the
-score and the id are the instance's)."""
-
 ANSWER_ROW_BYTES = 3 * WORD
-
-SET_TABLE = 64
-"""Dominator-set sizes tabled at first (``min(k, SET_TABLE)``); the table doubles when a set
-outgrows it, so a large ``k`` costs nothing until sets grow that large."""
 """The data of one row of the cached answer: id, score and seq."""
 
 SCOPES = ("validity", "window")
 """What the ``occurrences`` bound ``m`` counts: an object's tuples in one stream while it stays
 valid (the paper's "at most once" for ``m = 1``), or within any one window."""
 
-
-class Instance:
-    """One aggregated instance ``p^j`` of an object (Section 3.2.1).
-
-    ``key`` is its time ``p^j.t`` (the expiry key of the tuple that created it: ``seq`` for
-    count windows, ``t`` for time windows); ``sums[i]`` and ``counts[i]`` cover the object's
-    tuples in stream ``i`` with key ``>= p^j.t``.  ``dc`` counts the distinct objects in
-    ``dominators`` that dominate it.
-    """
-
-    __slots__ = ("uid", "oid", "key", "seq", "sums", "counts", "current", "best", "dc", "dominators")
-
-    def __init__(self, uid: int, oid: int, key: int, seq: int, d: int) -> None:
-        self.uid, self.oid, self.key, self.seq = uid, oid, key, seq
-        self.sums = [0.0] * d
-        self.counts = [0] * d
-        self.current = 0.0
-        self.best = 0.0
-        self.dc = 0
-        self.dominators: set[int] = set()
-
-
-class Record:
-    """An object's entry in the validity table: occurrences per stream since the entry was
-    made, the ``seq`` of its newest tuple and its live instances, oldest first."""
-
-    __slots__ = ("counts", "seq", "instances")
-
-    def __init__(self, d: int) -> None:
-        self.counts = [0] * d
-        self.seq = -1
-        self.instances: list[Instance] = []
-
-
-def instance_bytes(d: int) -> int:
-    """Measured bytes of an instance with ``d`` streams, its dominator set aside: the object,
-    its two lists, ``d`` sums, two scores and four non-cached ints (uid, oid, key, seq; the
-    counts are cached small ints)."""
-    sample = Instance(0, 0, 0, 0, d)
-    return python_bytes(sample, sample.sums, sample.counts) + (d + 2) * PY_FLOAT + 4 * PY_INT
-
-
-def record_bytes(d: int) -> int:
-    """Measured bytes of a validity-table entry with ``d`` streams: the object, its counts, its
-    instance list after a first append, its seq and its key in the table."""
-    sample = Record(d)
-    sample.instances.append(None)
-    return python_bytes(sample, sample.counts, sample.instances) + 2 * PY_INT
+FIRST_CAPACITY = 16
 
 
 @register
@@ -124,11 +69,10 @@ class EAA(AttributeAlgorithm):
 
     ``retained`` counts instances, ``candidates`` objects with a live instance.  ``bytes``:
     ``INSTANCE_WORDS + 2d`` per instance, one word per dominating id, ``2 ENTRY_WORDS`` per
-    instance for the score lists and ``RECORD_WORDS + d`` per object.  ``measured_bytes``: the
-    containers' sizes, per-record sizes measured once (``instance_bytes``, ``record_bytes``,
-    ``ENTRY_BYTES``) and the dominator sets' sizes, kept as ids are added and sets dropped
-    (a set that only grows has the size its member count gives, ``grown_set_bytes``).
-    ``stats`` is ``O(1)``: every figure is a count kept as the structures change.
+    instance for the score lists and ``RECORD_WORDS + d`` per object.  The structures are
+    numpy arrays and Algorithms 1 and 2 compiled kernels (:mod:`engine.kernels.eaa`): a slide
+    is one kernel call.  ``measured_bytes`` is the arrays' sizes (kept as they grow) plus the
+    other attributes measured once; ``stats`` is ``O(1)``.
 
     Examples
     --------
@@ -148,27 +92,56 @@ class EAA(AttributeAlgorithm):
     _per_window = False
 
     def _reset(self) -> None:
+        d, k = self.q.dimensions, self.q.k
         self._reset_bounds()
-        self._records: dict[int, Record] = {}
-        self._timeline: OrderedDict[int, Instance] = OrderedDict()
-        self._csorted = SortedList()
-        self._bsorted = SortedList()
-        self._next_uid = 0
+        self._weights = np.asarray(self.q.weights, np.float64)
+        self._instance_arrays = kernel.empty_instances(FIRST_CAPACITY, d, k)
+        self._record_arrays = kernel.empty_records(FIRST_CAPACITY, d)
+        self._keys, self._slots = table.empty_table(table.table_capacity(FIRST_CAPACITY))
+        self._roots = np.full(2, -1, np.int64)
+        self._meta = kernel.empty_meta()
+        self._counters = np.zeros(len(COUNTERS), np.int64)
+        self._tables = self._bound_tables()
         self._end: int | None = None
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = 0
-        self._counters = {"arrivals": 0, "instances_created": 0, "pruned": 0, "expired": 0,
-                          "dominations": 0, "entries_scanned": 0}
-        self._links = 0
-        self._set_bytes = grown_set_bytes(min(self.q.k, SET_TABLE))
-        self._dominator_bytes = 0
-        self._instance_bytes = instance_bytes(self.q.dimensions)
-        self._record_bytes = record_bytes(self.q.dimensions)
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *self._tallied()))
+        self._measure()
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *self._arrays(), *self._tallied()))
 
     def _tallied(self) -> tuple:
-        """The structures ``memory`` sizes from kept counts, not from the walk made at reset."""
-        return self._records, self._timeline, self._csorted, self._bsorted
+        """Other structures ``memory`` sizes from kept counts, not from the walk made at reset."""
+        return ()
+
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        return (*self._instance_arrays, *self._record_arrays, self._keys, self._slots, self._roots, self._meta,
+                self._counters, self._weights, *self._tables)
+
+    def _measure(self) -> None:
+        """The arrays' bytes, redone when one is replaced (``O(1)``)."""
+        self._array_bytes = owned_bytes(*self._arrays())
+
+    def _reserve(self, arrivals: int) -> None:
+        """Room for ``arrivals`` more instances and objects (capacities doubled: ``O(1)``
+        amortised)."""
+        d, k, meta = self.q.dimensions, self.q.k, self._meta
+        grown = False
+        needed = int(meta[INSTANCES]) + arrivals
+        if needed > len(self._instance_arrays[0]):
+            capacity = max(2 * len(self._instance_arrays[0]), needed)
+            self._instance_arrays = kernel.grown(self._instance_arrays, kernel.empty_instances(capacity, d, k),
+                                                 meta, kernel.LINK, FREE_INSTANCE)
+            grown = True
+        needed = int(meta[RECORDS]) + arrivals
+        if needed > len(self._record_arrays[0]):
+            capacity = max(2 * len(self._record_arrays[0]), needed)
+            self._record_arrays = kernel.grown(self._record_arrays, kernel.empty_records(capacity, d), meta,
+                                               kernel.RECORD_LINK, FREE_RECORD)
+            grown = True
+        if 2 * needed > len(self._keys):
+            self._keys, self._slots = table.rehashed(self._keys, self._slots, table.table_capacity(needed))
+            grown = True
+        if grown:
+            self._measure()
 
     # ------------------------------------------------------------------ bounds
 
@@ -179,264 +152,216 @@ class EAA(AttributeAlgorithm):
         if self.params["occurrences_per"] not in SCOPES:
             raise ValueError(f"occurrences_per must be one of {', '.join(SCOPES)}, "
                              f"got {self.params['occurrences_per']!r}")
-        self._per_window = self.params["occurrences_per"] == "window"
+        self._mode = PER_WINDOW if self.params["occurrences_per"] == "window" else PER_VALIDITY
 
-    def _bound(self, instance: Instance, record: Record) -> float:
-        """The highest score ``instance`` can reach while it lives (``O(d)``).
+    def _bound_tables(self) -> tuple[np.ndarray, ...]:
+        """``repeats``, ``estimates``, the mask table and ``probabilities`` of the estimated
+        bound (unused by the exact bounds: placeholders)."""
+        d = self.q.dimensions
+        return (np.ones(d, np.int64), np.ones(d), *table.empty_table(16), np.zeros((1, d)))
 
-        Per validity period, the object's occurrences ``n_i`` since its entry was made count;
-        per window, the instance's own: every tuple it will ever cover lies in the one window
-        that starts at its time, so at most ``m`` per stream.
-        """
-        m = self._occurrences
-        counts = instance.counts if self._per_window else record.counts
-        return combine([s + (m - n) for s, n in zip(instance.sums, counts)], self.q.weights)
-
-    def _count_occurrence(self, oid: int, stream: int, record: Record) -> None:
-        record.counts[stream] += 1
-        if not self._per_window and record.counts[stream] > self._occurrences:
-            raise ValueError(f"{self.name}: object {oid} occurred {record.counts[stream]} times in stream {stream} "
-                             f"while valid, more than occurrences={self._occurrences}; raise the parameter")
-
-    def _check_window_occurrences(self, instance: Instance, stream: int) -> None:
-        """Per window: an instance covers one window, so more than ``m`` tuples break the promise."""
-        if self._per_window and instance.counts[stream] > self._occurrences:
-            raise ValueError(f"{self.name}: object {instance.oid} occurred {instance.counts[stream]} times in "
-                             f"stream {stream} within one window, more than occurrences={self._occurrences}; "
-                             "raise the parameter")
+    def _add_estimates(self, mask: int) -> None:
+        """A row of probabilities for the objects seen in the streams of ``mask``: only the
+        estimated bound asks for one."""
+        raise AssertionError(f"{self.name}: an exact bound asked for estimates (mask {mask})")
 
     def _begin(self, batch: Batch) -> None:
         """Hook run once per slide before its tuples (the approximate algorithm's sketches)."""
 
+    def _arguments(self) -> tuple:
+        return (*self._instance_arrays, self._roots, *self._record_arrays,
+                self._keys, self._slots, self._meta, self._counters, self._weights, self.q.k, self._occurrences,
+                self._mode, *self._tables)
+
+    def _broken_promise(self) -> ValueError:
+        """The occurrence promise a tuple broke, as the caller should read it."""
+        oid, stream, count = (int(self._meta[field]) for field in (ERROR_OID, ERROR_STREAM, ERROR_COUNT))
+        where = "while valid" if self._meta[ERROR] == TOO_MANY_WHILE_VALID else "within one window"
+        return ValueError(f"{self.name}: object {oid} occurred {count} times in stream {stream} {where}, "
+                          f"more than occurrences={self._occurrences}; raise the parameter")
+
     # ------------------------------------------------------------------ maintenance
 
     def process(self, batch: Batch) -> None:
+        """Expiries from the front of the time list, then Algorithm 1 per tuple: one kernel
+        call, ``O(r (d + log N))`` per tuple plus one step per scanned entry."""
         ids, stream, value, keys, seq = self._tuples(batch)
-        start = batch.window_start(self.q)
-        timeline = self._timeline
-        while timeline:
-            oldest = next(iter(timeline.values()))
-            if oldest.key >= start:
-                break
-            self._counters["expired"] += 1
-            self._drop(oldest)
         self._begin(batch)
-        for row in zip(ids.tolist(), stream.tolist(), value.tolist(), keys.tolist(), seq.tolist()):
-            self._arrive(*row)
+        self._reserve(len(ids))
+        stream, value, start, done = np.asarray(stream, np.int64), np.asarray(value, np.float64), \
+            batch.window_start(self.q), 0
+        while True:
+            done += kernel.slide(*self._arguments(), start, ids[done:], stream[done:], value[done:], keys[done:],
+                                 seq[done:])
+            if self._meta[ERROR]:
+                raise self._broken_promise()
+            if done == len(ids):
+                break
+            self._add_estimates(int(self._meta[NEED_MASK]))
         self._end = batch.end
         self._answer = None
         self._answer_bytes = 0
 
-    def _arrive(self, oid: int, stream: int, value: float, key: int, seq: int) -> None:
-        """Algorithm 1: update ``oid``'s instances with the new attribute, add ``p^{r+1}``."""
-        self._counters["arrivals"] += 1
-        record = self._records.get(oid)
-        if record is None:
-            record = self._records[oid] = Record(self.q.dimensions)
-        self._count_occurrence(oid, stream, record)
-        record.seq = seq
-        newest_key = record.instances[-1].key if record.instances else None
-        for instance in list(record.instances):
-            if instance.uid in self._timeline:
-                self._update(instance, record, stream, value)
-        if newest_key == key:
-            return
-        instance = Instance(self._next_uid, oid, key, seq, self.q.dimensions)
-        self._next_uid += 1
-        self._counters["instances_created"] += 1
-        instance.sums[stream] += value
-        instance.counts[stream] += 1
-        instance.current = combine(instance.sums, self.q.weights)
-        instance.best = max(instance.current, self._bound(instance, record))
-        record.instances.append(instance)
-        self._records[oid] = record
-        self._timeline[instance.uid] = instance
-        self._dominator_bytes += self._set_bytes[0]
-        self._csorted.add((instance.current, instance.uid))
-        self._bsorted.add((instance.best, instance.uid))
-        below = self._bsorted.bisect_left((instance.current, -1))
-        self._dominate_range(instance, list(islice(self._bsorted, 0, below)))
-
-    def _update(self, instance: Instance, record: Record, stream: int, value: float) -> None:
-        """Algorithm 2: one more attribute for ``instance``; new dominations both ways."""
-        old_current, old_best = instance.current, instance.best
-        instance.sums[stream] += value
-        instance.counts[stream] += 1
-        self._check_window_occurrences(instance, stream)
-        instance.current = combine(instance.sums, self.q.weights)
-        instance.best = max(instance.current, min(old_best, self._bound(instance, record)))
-        self._csorted.remove((old_current, instance.uid))
-        self._csorted.add((instance.current, instance.uid))
-        self._bsorted.remove((old_best, instance.uid))
-        self._bsorted.add((instance.best, instance.uid))
-        if instance.current > old_current:
-            self._dominate_range(instance, list(self._bsorted.irange(
-                (old_current, -1), (instance.current, -1), inclusive=(True, False))))
-        if instance.best < old_best:
-            self._dominated_by_range(instance, list(self._csorted.irange(
-                (instance.best, INFINITY), (old_best, INFINITY))))
-
-    def _dominate_range(self, dominant: Instance, entries: list) -> None:
-        """``dominant`` now beats the ``bestscore`` of ``entries``: count it where older."""
-        self._counters["entries_scanned"] += len(entries)
-        for _, uid in entries:
-            other = self._timeline.get(uid)
-            if (other is not None and other.key < dominant.key and other.oid != dominant.oid
-                    and dominant.oid not in other.dominators):
-                self._add_dominator(other, dominant.oid)
-
-    def _dominated_by_range(self, instance: Instance, entries: list) -> None:
-        """The ``currentscore`` of ``entries`` now beats ``instance``'s ``bestscore``."""
-        self._counters["entries_scanned"] += len(entries)
-        for _, uid in entries:
-            other = self._timeline.get(uid)
-            if (other is not None and other.key > instance.key and other.oid != instance.oid
-                    and other.oid not in instance.dominators):
-                self._add_dominator(instance, other.oid)
-                if instance.uid not in self._timeline:
-                    return
-
-    def _add_dominator(self, instance: Instance, oid: int) -> None:
-        self._counters["dominations"] += 1
-        instance.dc += 1
-        instance.dominators.add(oid)
-        self._links += 1
-        if instance.dc >= len(self._set_bytes):
-            self._set_bytes = grown_set_bytes(2 * instance.dc)
-        self._dominator_bytes += self._set_bytes[instance.dc] - self._set_bytes[instance.dc - 1]
-        if instance.dc >= self.q.k:
-            self._counters["pruned"] += 1
-            self._drop(instance)
-
-    def _drop(self, instance: Instance) -> None:
-        """Remove an expired or dominated instance, and its object's entry with the last one."""
-        del self._timeline[instance.uid]
-        self._links -= instance.dc
-        self._dominator_bytes -= self._set_bytes[instance.dc]
-        self._csorted.remove((instance.current, instance.uid))
-        self._bsorted.remove((instance.best, instance.uid))
-        record = self._records[instance.oid]
-        record.instances.remove(instance)
-        if not record.instances:
-            del self._records[instance.oid]
-
     # ------------------------------------------------------------------ answers and state
 
     def topk(self) -> Answer:
-        """Scan ``csorted`` downwards to ``k`` distinct objects and every tie of the last."""
+        """Scan ``csorted`` downwards to ``k`` distinct objects and every tie of the last
+        (``O(entries scanned)``), ranked; cached per slide."""
         if self._answer is None:
-            k = self.q.k
-            found: dict[int, float] = {}
-            kth = None
-            for current, uid in reversed(self._csorted):
-                if kth is not None and current < kth:
-                    break
-                oid = self._timeline[uid].oid
-                if oid not in found:
-                    found[oid] = current
-                    if len(found) == k:
-                        kth = current
-            ids = list(found)
-            self._answer = Answer.ranked(ids, [found[oid] for oid in ids],
-                                         [self._records[oid].seq for oid in ids], k)
+            instances, _, _, current, _, _, links = self._instance_arrays
+            ids, scores, seqs = kernel.answer(instances, current, links, self._roots, self._record_arrays[0],
+                                              self._meta, self.q.k)
+            self._answer = Answer.ranked(ids, scores, seqs, self.q.k)
             self._answer_bytes = ANSWER_ROW_BYTES * len(self._answer)
         return self._answer
 
+    def _live_records(self) -> np.ndarray:
+        records = self._record_arrays[0]
+        return np.flatnonzero(records[:, OLDEST] != -1)
+
     def candidates(self) -> np.ndarray:
-        return np.fromiter((record.seq for record in self._records.values()), np.int64, len(self._records))
+        """The newest seq of every object with a live instance (``O(rows)``)."""
+        return self._record_arrays[0][self._live_records(), NEWEST_SEQ]
 
     def _stats(self) -> dict[str, Any]:
-        out = self._counters.copy()
-        out["candidates"] = len(self._records)
-        out["retained"] = len(self._timeline)
+        out = dict(zip(COUNTERS, self._counters.tolist()))
+        meta = self._meta.tolist()
+        out["candidates"] = meta[RECORDS]
+        out["retained"] = meta[INSTANCES]
         return out
 
     def memory(self) -> tuple[int, int]:
-        """Both figures from the kept counts and the containers' sizes: ``O(1)``."""
-        d, instances, records = self.q.dimensions, len(self._timeline), len(self._records)
-        modelled = WORD * ((INSTANCE_WORDS + 2 * d + 2 * ENTRY_WORDS) * instances + self._links
-                           + (RECORD_WORDS + d) * records)
-        measured = (self._fixed_bytes + self._answer_bytes + self._dominator_bytes
-                    + (self._instance_bytes + 2 * ENTRY_BYTES) * instances + self._record_bytes * records
-                    + sys.getsizeof(self._records) + sys.getsizeof(self._timeline)
-                    + sorted_list_bytes(self._csorted) + sorted_list_bytes(self._bsorted))
-        return modelled, measured
+        """Both figures from the kept counts and the arrays' kept sizes: ``O(1)``."""
+        d = self.q.dimensions
+        meta = self._meta.tolist()
+        modelled = WORD * ((INSTANCE_WORDS + 2 * d + 2 * ENTRY_WORDS) * meta[INSTANCES] + meta[LINKS]
+                           + (RECORD_WORDS + d) * meta[RECORDS])
+        return modelled, self._fixed_bytes + self._answer_bytes + self._array_bytes
+
+    def _chain(self, record: int) -> list[int]:
+        """The object's instance rows, oldest first (``O(r)``)."""
+        instances = self._instance_arrays[0]
+        rows, row = [], self._record_arrays[0][record, OLDEST]
+        while row != -1:
+            rows.append(int(row))
+            row = instances[row, NEWER]
+        return rows
 
     def dump_state(self) -> dict[str, Any]:
-        records = []
-        for oid, record in self._records.items():
-            instances = [[i.uid, i.key, i.seq, i.sums, i.counts, i.best, sorted(i.dominators)]
-                         for i in record.instances]
-            records.append([oid, record.seq, record.counts, instances])
-        return {"end": self._end, "next_uid": self._next_uid, "records": records,
-                "instances": len(self._timeline), "counters": dict(self._counters)}
+        """Per object its entry and its instances, oldest first (``O(N (d + k))``)."""
+        instances, sums, counts, _, best, dominators, _ = self._instance_arrays
+        records, occurrences = self._record_arrays
+        out = []
+        for record in self._live_records().tolist():
+            stored = [[int(instances[row, UID]), int(instances[row, KEY]), int(instances[row, SEQ]),
+                       sums[row].tolist(), counts[row].tolist(), float(best[row]),
+                       sorted(dominators[row, :instances[row, DC]].tolist())] for row in self._chain(record)]
+            out.append([int(records[record, ID]), int(records[record, NEWEST_SEQ]), occurrences[record].tolist(),
+                        stored])
+        return {"end": self._end, "next_uid": int(self._meta[NEXT_UID]), "records": out,
+                "instances": int(self._meta[INSTANCES]), "counters": dict(zip(COUNTERS, self._counters.tolist()))}
 
     def load_state(self, data: dict[str, Any]) -> None:
-        d = self.q.dimensions
-        instances = []
-        for oid, seq, counts, stored in data["records"]:
-            record = self._records[int(oid)] = Record(d)
-            record.seq = int(seq)
-            record.counts = ints_in(counts, "counts").tolist()
-            for uid, key, created, sums, instance_counts, best, dominators in stored:
-                instance = Instance(int(uid), int(oid), int(key), int(created), d)
-                instance.sums = floats_in(sums).tolist()
-                instance.counts = ints_in(instance_counts, "counts").tolist()
-                instance.current = combine(instance.sums, self.q.weights)
-                instance.best = float(floats_in([best])[0])
-                instance.dominators = set(ints_in(dominators, "dominators").tolist())
-                instance.dc = len(instance.dominators)
-                if instance.dc >= len(self._set_bytes):
-                    self._set_bytes = grown_set_bytes(2 * instance.dc)
-                self._links += instance.dc
-                self._dominator_bytes += self._set_bytes[instance.dc]
-                record.instances.append(instance)
-                instances.append(instance)
-        if len(instances) != data["instances"]:
-            raise ValueError(f"state lists {len(instances)} instances, expected {data['instances']}")
-        for instance in sorted(instances, key=lambda i: i.uid):
-            self._timeline[instance.uid] = instance
-        self._csorted.update((i.current, i.uid) for i in instances)
-        self._bsorted.update((i.best, i.uid) for i in instances)
-        self._next_uid = int(data["next_uid"])
-        self._counters = {key: int(data["counters"][key]) for key in self._counters}
+        """Read :meth:`dump_state` data (the layout is unchanged since format 1): every
+        instance is rebuilt and linked in ``uid`` (creation) order."""
+        k = self.q.k
+        stored_records = data["records"]
+        stored = sum(len(instances) for *_, instances in stored_records)
+        if stored != data["instances"]:
+            raise ValueError(f"state lists {stored} instances, expected {data['instances']}")
+        self._reserve(max(stored, len(stored_records)))
+        instances, sums, counts, current, best, dominators, links = self._instance_arrays
+        records, occurrences = self._record_arrays
+        meta = self._meta
+        made = []
+        for oid, seq, record_counts, instance_rows in stored_records:
+            oid = int(oid)
+            if table.find(self._keys, self._slots, oid) != -1:
+                raise ValueError(f"state lists object {oid} twice")
+            record = int(meta[FREE_RECORD])
+            meta[FREE_RECORD] = records[record, kernel.RECORD_LINK]
+            records[record, [ID, NEWEST_SEQ]] = oid, int(seq)
+            records[record, kernel.RECORD_LINK] = -1
+            occurrences[record] = ints_in(record_counts, "counts")
+            table.insert(self._keys, self._slots, oid, record)
+            meta[RECORDS] += 1
+            for uid, key, created, instance_sums, instance_counts, instance_best, ids in instance_rows:
+                row = int(meta[FREE_INSTANCE])
+                meta[FREE_INSTANCE] = instances[row, kernel.LINK]
+                ids = sorted(set(ints_in(ids, "dominators").tolist()))
+                if len(ids) >= k:
+                    raise ValueError(f"an instance of object {oid} has {len(ids)} dominators, k is {k}")
+                instances[row, [OID, RECORD, KEY, SEQ, UID, DC]] = oid, record, int(key), int(created), int(uid), len(ids)
+                instances[row, kernel.LINK] = -1
+                sums[row] = floats_in(instance_sums)
+                counts[row] = ints_in(instance_counts, "counts")
+                current[row] = table.combine(sums[row], self._weights)
+                best[row] = float(floats_in([instance_best])[0])
+                dominators[row, :len(ids)] = ids
+                meta[LINKS] += len(ids)
+                made.append((int(uid), row))
+            if not instance_rows:
+                raise ValueError(f"object {oid} has no instance")
+        for _, row in sorted(made):
+            kernel.link(instances, records, current, best, links, self._roots, meta, row)
+        meta[NEXT_UID] = int(data["next_uid"])
+        self._counters[:] = [int(data["counters"][name]) for name in COUNTERS]
         self._end = data["end"]
         self._answer = None
         self._answer_bytes = 0
 
     def check(self) -> None:
-        d = self.q.dimensions
-        keys = [instance.key for instance in self._timeline.values()]
+        """The time list, both score treaps walked in order, every object's chain of instances,
+        their scores, bounds and dominators, and the kept counts (``O(N (d + k) + N log N)``)."""
+        k, meta = self.q.k, self._meta
+        instances, sums, counts, current, best, dominators, links = self._instance_arrays
+        records, occurrences = self._record_arrays
+        timeline, row, previous = [], meta[FIRST], -1
+        while row != -1:
+            assert instances[row, EARLIER] == previous, "time list links"
+            timeline.append(int(row))
+            previous, row = row, instances[row, LATER]
+        assert meta[kernel.LAST] == previous, "time list end"
+        keys = instances[timeline, KEY].tolist()
         assert all(a <= b for a, b in zip(keys, keys[1:])), "time list out of order"
         if self._end is not None and keys:
             assert keys[0] >= self._end - self.q.window and keys[-1] < self._end, "instance outside the window"
-        assert len(self._csorted) == len(self._bsorted) == len(self._timeline), "score lists and time list differ"
-        assert all(uid < self._next_uid for uid in self._timeline), "instance id from the future"
+        assert len(timeline) == meta[INSTANCES] == (instances[:, RECORD] != -1).sum(), "instance count"
+        for tree, values in ((CSORTED, current), (BSORTED, best)):
+            walked, node = [], table.tree_first_from(links[tree], self._roots, tree, values, -np.inf)
+            while node != -1:
+                walked.append((float(values[node]), int(node)))
+                node = table.tree_next(links[tree], node)
+            assert walked == sorted((float(values[row]), row) for row in timeline), f"score list {tree} is stale"
+        uids = instances[timeline, UID].tolist()
+        assert all(uid < meta[NEXT_UID] for uid in uids) and uids == sorted(uids), "instance ids"
         listed = 0
-        for oid, record in self._records.items():
-            assert record.instances, f"object {oid} has no instance"
-            assert len(record.counts) == d and all(n >= 0 for n in record.counts)
+        live = self._live_records().tolist()
+        assert len(live) == meta[RECORDS], "object count"
+        for record in live:
+            oid = int(records[record, ID])
+            assert table.find(self._keys, self._slots, oid) == record, f"object {oid} not in the id table"
+            assert occurrences[record].min() >= 0
             previous = None
-            for instance in record.instances:
+            for row in self._chain(record):
                 listed += 1
-                assert self._timeline.get(instance.uid) is instance, f"instance {instance.uid} not in the time list"
-                assert instance.oid == oid and (previous is None or instance.key > previous), "instances out of order"
-                previous = instance.key
-                assert instance.seq <= record.seq, "instance newer than its object"
-                assert all(0 <= c <= n for c, n in zip(instance.counts, record.counts)), "instance counts"
-                assert all(s >= 0.0 for s in instance.sums) and all(
-                    (s > 0.0) <= (c > 0) for s, c in zip(instance.sums, instance.counts)), "instance sums"
-                assert instance.current == combine(instance.sums, self.q.weights), "stale currentscore"
-                assert instance.current <= instance.best, "bestscore below currentscore"
-                self._check_bound(instance, record)
-                assert instance.dc == len(instance.dominators) < self.q.k, "dominance counter"
-                assert oid not in instance.dominators, "an object dominates itself"
-                assert (instance.current, instance.uid) in self._csorted, "csorted entry missing"
-                assert (instance.best, instance.uid) in self._bsorted, "bsorted entry missing"
-        assert listed == len(self._timeline), "time list holds instances of no object"
-        sets = [instance.dominators for instance in self._timeline.values()]
-        assert self._links == sum(map(len, sets)), "kept dominator count"
-        assert self._dominator_bytes == sum(self._set_bytes[len(ids)] for ids in sets), "kept dominator set sizes"
+                assert instances[row, RECORD] == record and instances[row, OID] == oid, "instance of another object"
+                assert previous is None or instances[row, KEY] > previous, "instances out of order"
+                previous = instances[row, KEY]
+                assert instances[row, SEQ] <= records[record, NEWEST_SEQ], "instance newer than its object"
+                assert np.all((0 <= counts[row]) & (counts[row] <= occurrences[record])), "instance counts"
+                assert np.all(sums[row] >= 0.0) and np.all((sums[row] > 0.0) <= (counts[row] > 0)), "instance sums"
+                assert current[row] == table.combine(sums[row], self._weights), "stale currentscore"
+                assert current[row] <= best[row], "bestscore below currentscore"
+                self._check_bound(row, record)
+                ids = dominators[row, :instances[row, DC]].tolist()
+                assert len(ids) == len(set(ids)) and instances[row, DC] < k, "dominance counter"
+                assert oid not in ids, "an object dominates itself"
+        assert listed == len(timeline), "time list holds instances of no object"
+        assert meta[LINKS] == instances[timeline, DC].sum(), "kept dominator count"
 
-    def _check_bound(self, instance: Instance, record: Record) -> None:
-        assert instance.best <= max(instance.current, self._bound(instance, record)), "bestscore above the bound"
+    def _check_bound(self, row: int, record: int) -> None:
+        _, sums, counts, current, best, _, _ = self._instance_arrays
+        highest = kernel.bound(sums, counts, self._record_arrays[1], row, record, self._weights, self._occurrences,
+                               self._mode, *self._tables)
+        assert best[row] <= max(current[row], highest), "bestscore above the bound"

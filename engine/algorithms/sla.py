@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedList
-
-import sys
 
 from ..attributes import AttributeAlgorithm, attribute_sum, combine
 from ..jsondata import ints_in
-from ..memory import PY_FLOAT, PY_INT, Footprint, Layout, deep_size, python_bytes, sorted_list_bytes
+from ..kernels import incomplete as table
+from ..kernels import sla as kernel
+from ..kernels.sla import (COUNTERS, FREE, HEAD, ID, IN_VIEW, KEY, NEXT, OBJECT_SEQ, OBJECTS, SEQ, SLOT, STREAM,
+                           TAIL, TUPLES, VIEW)
+from ..memory import Footprint, Layout, deep_size, owned_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -21,47 +20,19 @@ from ..stream import Batch
 FIFO = Layout("sla tuples", {"tuple": {"id": 1, "stream": 1, "value": 1, "t": 1, "seq": 1}})
 """A valid tuple in the FIFO (``TUPLE_WORDS``)."""
 
-OBJECTS = Layout("sla objects", {"object": {"id": 1, "score": 1, "seq": 1, "attributes": "d"}})
+OBJECTS_LAYOUT = Layout("sla objects", {"object": {"id": 1, "score": 1, "seq": 1, "attributes": "d"}})
 """A valid object: id, score, the seq of its newest tuple and its ``d`` attribute sums."""
 
 LISTS = Layout("sla sorted lists", {"entry": {"value": 1, "pointer": 1}})
 """An entry of a per-stream sorted list: the attribute and a pointer to its object."""
 
-VIEW = Layout("sla view", {"entry": {"score": 1, "pointer": 1}})
+VIEW_LAYOUT = Layout("sla view", {"entry": {"score": 1, "pointer": 1}})
 """An entry of the top-``k_max`` view: the score and a pointer to its object."""
 
-STRUCTURES = ((FIFO, "tuple"), (OBJECTS, "object"), (LISTS, "entry"), (VIEW, "entry"))
+STRUCTURES = ((FIFO, "tuple"), (OBJECTS_LAYOUT, "object"), (LISTS, "entry"), (VIEW_LAYOUT, "entry"))
 """Each structure's layout and record kind, in the order of ``SLA._sizes``."""
 
-TUPLE_BYTES = python_bytes((0, 0, 0, 0, 0)) + 3 * PY_INT + PY_FLOAT
-"""Measured bytes of a FIFO row: the 5-tuple, its key, seq and id and its value (shared with
-its object's deque); the stream number is a cached small int."""
-
-LIST_ENTRY_BYTES = python_bytes((0.5, 0)) + PY_FLOAT + 8
-"""A sorted-list entry: the pair, the attribute sum it holds and its slot in a sublist."""
-
-VIEW_ENTRY_BYTES = python_bytes((0.5, 0, 0)) + 8
-"""A view entry: the triple (score, seq and id are the object's and a row's) and its slot."""
-
-
-class _Object:
-    """A valid object: its valid tuples' values per stream (arrival order) and their sums."""
-
-    __slots__ = ("values", "sums", "score", "seq", "tuples")
-
-    def __init__(self, d: int) -> None:
-        self.values = [deque() for _ in range(d)]
-        self.sums = [0.0] * d
-        self.score = 0.0
-        self.seq = -1
-        self.tuples = 0
-
-
-def _object_bytes(d: int) -> int:
-    """Measured bytes of a valid object with ``d`` streams: the instance, its lists, its ``d``
-    deques (one block each) and its score."""
-    sample = _Object(d)
-    return python_bytes(sample, sample.values, sample.sums, *sample.values) + PY_FLOAT
+FIRST_CAPACITY = 16
 
 
 @register
@@ -69,8 +40,8 @@ class SLA(AttributeAlgorithm):
     """Sorted lists plus the Threshold Algorithm over a materialised top-``k_max`` view.
 
     Structures: a FIFO of the valid tuples (expiry from the front); per valid object its
-    attribute sums (repeats add up); one list per stream of ``(attribute, id)`` sorted by
-    value; and the view, the exact top ``k'`` objects by ``(score, seq)`` with
+    attribute sums (repeats add up); one list per stream of ``(attribute, object)`` sorted
+    by value; and the view, the exact top ``k'`` objects by ``(score, seq)`` with
     ``k <= k' <= k_max`` (``k_max = 0`` means ``2k``).  An arrival raises one object's score
     (random access, ``O(d + log)``), an expiry lowers it; the view follows (Yi et al.: a
     rising outsider enters when it beats the view's last entry, evicting beyond ``k_max``; a
@@ -82,10 +53,10 @@ class SLA(AttributeAlgorithm):
 
     ``retained`` counts tuples (the paper's measure), ``candidates`` valid objects.
     ``bytes``: ``TUPLE_WORDS`` per tuple (layout ``FIFO``), ``3 + d`` per object
-    (``OBJECTS``), 2 per list entry (``LISTS``) and per view entry (``VIEW``).
-    ``measured_bytes``: the containers' sizes plus per-record sizes measured once at import
-    (``TUPLE_BYTES``, ``_object_bytes``, ``LIST_ENTRY_BYTES``, ``VIEW_ENTRY_BYTES``);
-    ``stats`` is ``O(d)``.
+    (``OBJECTS_LAYOUT``), 2 per list entry (``LISTS``) and per view entry (``VIEW_LAYOUT``).
+    The structures are numpy arrays and the paper's steps compiled kernels
+    (:mod:`engine.kernels.sla`): a slide is one kernel call.  ``measured_bytes`` is the arrays'
+    sizes (kept as they grow) plus the other attributes measured once; ``stats`` is ``O(d)``.
 
     Examples
     --------
@@ -108,210 +79,213 @@ class SLA(AttributeAlgorithm):
         self._k_max = self.params["k_max"] or 2 * self.q.k
         if self._k_max < self.q.k:
             raise ValueError(f"k_max must be 0 (meaning 2k) or >= k ({self.q.k}), got {self._k_max}")
-        self._object_bytes = _object_bytes(d)
+        self._weights = np.asarray(self.q.weights, np.float64)
         self._prices = tuple(layout.bytes(d, **{kind: 1}) for layout, kind in STRUCTURES)
-        self._fifo: deque = deque()
-        self._objects: dict[int, _Object] = {}
-        self._lists = [SortedList() for _ in range(d)]
-        self._view = SortedList()
+        self._tuples_, self._values = kernel.empty_fifo(FIRST_CAPACITY)
+        self._object_arrays = kernel.empty_objects(FIRST_CAPACITY, d)
+        self._keys, self._slots = table.empty_table(table.table_capacity(FIRST_CAPACITY))
+        self._links = kernel.grown_links(np.zeros((d, 0, 3), np.int64), FIRST_CAPACITY)
+        self._roots = np.full(d, -1, np.int64)
+        self._sizes_ = np.zeros(d, np.int64)
+        self._view = (np.zeros(self._k_max + 1), np.zeros(self._k_max + 1, np.int64),
+                      np.zeros(self._k_max + 1, np.int64))
+        self._meta = np.zeros(6, np.int64)
+        self._meta[FREE] = 0
+        self._counters = np.zeros(len(COUNTERS), np.int64)
         self._end: int | None = None
-        self._counters = {"arrivals": 0, "expirations": 0, "recomputations": 0, "sorted_accesses": 0}
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, self._fifo, self._objects,
-                                                              self._lists, self._view))
+        self._measure()
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params,
+                                                              *(a for arrays in self._structures() for a in arrays)))
+
+    def _structures(self) -> tuple[tuple, ...]:
+        """The arrays of the FIFO, the object table (with its id table), the lists and the view
+        (the view's array also holds ``meta`` and ``counters``)."""
+        return ((self._tuples_, self._values), (*self._object_arrays, self._keys, self._slots),
+                (self._links, self._roots, self._sizes_), (*self._view, self._meta, self._counters))
+
+    def _measure(self) -> None:
+        """Each structure's measured bytes, redone when an array grows (``O(1)``)."""
+        self._measured = tuple(owned_bytes(*arrays) for arrays in self._structures())
+        self._measured_total = sum(self._measured)
+
+    def _reserve(self, arrivals: int) -> None:
+        """Room for ``arrivals`` more tuples and objects (capacities doubled: ``O(1)`` amortised)."""
+        meta = self._meta
+        head, tail, objects, _, _, _ = meta.tolist()
+        tuples, objects = tail - head + arrivals, objects + arrivals
+        grown = False
+        if tuples > len(self._values):
+            capacity = table.table_capacity(tuples)
+            self._tuples_, self._values = kernel.grown_fifo(self._tuples_, self._values, meta, capacity)
+            grown = True
+        if objects > len(self._object_arrays[0]):
+            capacity = max(2 * len(self._object_arrays[0]), objects)
+            self._object_arrays = kernel.grown_objects(self._object_arrays, meta, capacity)
+            self._links = kernel.grown_links(self._links, capacity)
+            grown = True
+        if 2 * objects > len(self._keys):
+            self._keys, self._slots = table.rehashed(self._keys, self._slots, table.table_capacity(objects))
+            grown = True
+        if grown:
+            self._measure()
+
+    def _arguments(self) -> tuple:
+        return (self._tuples_, self._values, *self._object_arrays, self._links, self._roots,
+                self._sizes_, *self._view, self._keys, self._slots, self._meta, self._counters, self._weights)
 
     # ------------------------------------------------------------------ maintenance
 
     def process(self, batch: Batch) -> None:
+        """Expiries, then the slide's tuples (arrival: the object's attribute rises, its list
+        entry and the view follow; expiry: re-summed or gone), then TA if the view is short:
+        one kernel call, ``O(s (d + log n + k_max))`` plus list shifts and TA's accesses."""
         ids, stream, value, keys, seq = self._tuples(batch)
-        start = batch.window_start(self.q)
-        fifo = self._fifo
-        while fifo and fifo[0][0] < start:
-            self._expire(fifo.popleft())
-        for row in zip(keys.tolist(), seq.tolist(), ids.tolist(), stream.tolist(), value.tolist()):
-            fifo.append(row)
-            self._arrive(row)
+        self._reserve(len(ids))
+        kernel.slide(*self._arguments(), self.q.k, self._k_max, batch.window_start(self.q), ids,
+                     np.asarray(stream, np.int64), np.asarray(value, np.float64), keys, seq)
         self._end = batch.end
-        if len(self._view) < min(self.q.k, len(self._objects)):
-            self._recompute()
-
-    def _arrive(self, row: tuple) -> None:
-        """One tuple: its object's attribute rises (``O(d + log n)``)."""
-        _, seq, oid, stream, value = row
-        self._counters["arrivals"] += 1
-        obj = self._objects.get(oid)
-        if obj is None:
-            obj = self._objects[oid] = _Object(self.q.dimensions)
-        else:
-            self._leave_view(oid, obj)
-        obj.values[stream].append(value)
-        obj.tuples += 1
-        obj.seq = seq
-        self._set_attribute(oid, obj, stream)
-        self._offer(oid, obj)
-
-    def _expire(self, row: tuple) -> None:
-        """One tuple leaves the window: its object's attribute falls, or the object goes."""
-        _, _, oid, stream, _ = row
-        self._counters["expirations"] += 1
-        obj = self._objects[oid]
-        in_view = self._leave_view(oid, obj)
-        obj.values[stream].popleft()
-        obj.tuples -= 1
-        self._set_attribute(oid, obj, stream)
-        if not obj.tuples:
-            del self._objects[oid]
-        elif in_view:
-            self._offer(oid, obj)
-
-    def _set_attribute(self, oid: int, obj: _Object, stream: int) -> None:
-        """Recompute one attribute (arrival order), its list entry and the object's score."""
-        entries = self._lists[stream]
-        entries.discard((obj.sums[stream], oid))
-        obj.sums[stream] = attribute_sum(obj.values[stream])
-        if obj.values[stream]:
-            entries.add((obj.sums[stream], oid))
-        obj.score = combine(obj.sums, self.q.weights)
-
-    def _leave_view(self, oid: int, obj: _Object) -> bool:
-        """Take ``oid`` out of the view if it is there (before its score changes)."""
-        key = (obj.score, obj.seq, oid)
-        if key in self._view:
-            self._view.remove(key)
-            return True
-        return False
-
-    def _offer(self, oid: int, obj: _Object) -> None:
-        """``oid`` is outside the view: let it in if it beats the view's last entry or if no
-        other object is outside; keep at most ``k_max`` entries."""
-        view = self._view
-        key = (obj.score, obj.seq, oid)
-        if len(self._objects) - len(view) == 1 or (view and key > view[0]):
-            view.add(key)
-            if len(view) > self._k_max:
-                del view[0]
-
-    def _recompute(self) -> None:
-        """The Threshold Algorithm: the exact top ``k_max`` into the view."""
-        self._counters["recomputations"] += 1
-        need = min(self._k_max, len(self._objects))
-        weights = self.q.weights
-        best: list = []
-        seen: set = set()
-        active = [i for i, w in enumerate(weights) if w > 0]
-        cursors = {i: reversed(self._lists[i]) for i in active}
-        depth = [0.0] * len(weights)
-        while cursors:
-            for i in list(cursors):
-                entry = next(cursors[i], None)
-                if entry is None:
-                    del cursors[i]
-                    depth[i] = 0.0
-                    continue
-                self._counters["sorted_accesses"] += 1
-                depth[i], oid = entry
-                if oid not in seen:
-                    seen.add(oid)
-                    obj = self._objects[oid]
-                    self._keep(best, (obj.score, obj.seq, oid), need)
-            if len(best) == need and best[0][0] > combine(depth, weights):
-                break
-        if len(best) < need or best[0][0] <= 0.0:
-            # the lists are exhausted: every object not seen scores 0, newest tuple first
-            for _, seq, oid, _, _ in reversed(self._fifo):
-                if oid not in seen and self._objects[oid].seq == seq:
-                    seen.add(oid)
-                    if len(best) == need and (0.0, seq, oid) < best[0]:
-                        break
-                    self._keep(best, (self._objects[oid].score, seq, oid), need)
-        self._view = SortedList(best)
-
-    @staticmethod
-    def _keep(best: list, key: tuple, need: int) -> None:
-        if len(best) < need:
-            heapq.heappush(best, key)
-        elif key > best[0]:
-            heapq.heapreplace(best, key)
 
     # ------------------------------------------------------------------ answers and state
 
     def topk(self) -> Answer:
-        top = list(reversed(self._view[-self.q.k:])) if self._view else []
-        return Answer(np.asarray([key[2] for key in top], np.int64), np.asarray([key[0] for key in top], np.float64),
-                      np.asarray([key[1] for key in top], np.int64))
+        """The view's best ``k``: ``O(k)``."""
+        scores, seqs, rows = self._view
+        size = int(self._meta[VIEW])
+        top = slice(max(size - self.q.k, 0), size)
+        return Answer(self._object_arrays[0][rows[top][::-1], ID], scores[top][::-1].copy(), seqs[top][::-1].copy())
 
     def candidates(self) -> np.ndarray:
-        return np.fromiter((obj.seq for obj in self._objects.values()), np.int64, len(self._objects))
+        """The newest seq of every valid object (``O(rows)``)."""
+        objects = self._object_arrays[0]
+        return objects[objects[:, OBJECT_SEQ] != -1, OBJECT_SEQ]
 
     def _stats(self) -> dict[str, Any]:
-        return {"candidates": len(self._objects), "retained": len(self._fifo), "view": len(self._view),
-                **self._counters}
+        head, tail, objects, _, view, _ = self._meta.tolist()
+        arrivals, expirations, recomputations, sorted_accesses = self._counters.tolist()
+        return {"candidates": objects, "retained": tail - head, "view": view, "arrivals": arrivals,
+                "expirations": expirations, "recomputations": recomputations, "sorted_accesses": sorted_accesses}
 
-    def _sizes(self) -> tuple[tuple[int, int], ...]:
-        """Records and measured bytes of the FIFO, the objects, the sorted lists and the view
-        (``O(d)``): the containers' sizes plus the per-record sizes measured once."""
-        fifo, objects, lists, view = self._fifo, self._objects, self._lists, self._view
-        entries = sum(map(len, lists))
-        return ((len(fifo), sys.getsizeof(fifo) + TUPLE_BYTES * len(fifo)),
-                (len(objects), sys.getsizeof(objects) + self._object_bytes * len(objects)),
-                (entries, sys.getsizeof(lists) + LIST_ENTRY_BYTES * entries + sum(map(sorted_list_bytes, lists))),
-                (len(view), sorted_list_bytes(view) + VIEW_ENTRY_BYTES * len(view)))
+    def _records(self) -> tuple[int, int, int, int]:
+        """Tuples, objects, list entries and view entries (``O(d)``)."""
+        head, tail, objects, _, view, _ = self._meta.tolist()
+        return tail - head, objects, sum(self._sizes_.tolist()), view
 
     def memory(self) -> tuple[int, int]:
-        """Both figures from the structures' sizes and the per-record prices: ``O(d)``, no
-        footprint built."""
-        sizes = self._sizes()
-        return (sum(price * records for price, (records, _) in zip(self._prices, sizes)),
-                sum(measured for _, measured in sizes) + self._fixed_bytes)
+        """Both figures from the record counts, the per-record prices and the arrays' kept
+        sizes: ``O(d)``."""
+        tuples, objects, entries, view = self._records()
+        per_tuple, per_object, per_entry, per_view_entry = self._prices
+        return (per_tuple * tuples + per_object * objects + per_entry * entries + per_view_entry * view,
+                self._measured_total + self._fixed_bytes)
 
     def footprints(self) -> list[Footprint]:
-        owners = (self._fifo, self._objects, self._lists, self._view)
-        return [Footprint(layout, {kind: records}, measured, self.q.dimensions, (owner,))
-                for (layout, kind), (records, measured), owner in zip(STRUCTURES, self._sizes(), owners)]
+        return [Footprint(layout, {kind: records}, measured, self.q.dimensions, arrays)
+                for (layout, kind), records, measured, arrays in
+                zip(STRUCTURES, self._records(), self._measured, self._structures())]
+
+    def _fifo_columns(self) -> tuple[np.ndarray, ...]:
+        """The FIFO's rows oldest first: key, seq, id, stream, value (``O(n)``)."""
+        positions = np.arange(self._meta[HEAD], self._meta[TAIL]) & (len(self._values) - 1)
+        rows = self._tuples_[positions]
+        return (rows[:, KEY], rows[:, SEQ], self._object_arrays[0][rows[:, SLOT], ID], rows[:, STREAM],
+                self._values[positions])
 
     def dump_state(self) -> dict[str, Any]:
-        columns = list(zip(*self._fifo)) if self._fifo else [[]] * 5
-        return {"end": self._end, "key": list(columns[0]), "seq": list(columns[1]), "ids": list(columns[2]),
-                "stream": list(columns[3]), "value": list(columns[4]),
-                "view": [key[2] for key in self._view], "counters": dict(self._counters)}
+        """The FIFO's tuples, the view's ids and the counters (``O(n)``)."""
+        key, seq, ids, stream, value = self._fifo_columns()
+        rows = self._view[2][:int(self._meta[VIEW])]
+        return {"end": self._end, "key": key.tolist(), "seq": seq.tolist(), "ids": ids.tolist(),
+                "stream": stream.tolist(), "value": value.tolist(),
+                "view": self._object_arrays[0][rows, ID].tolist(), "counters": dict(zip(COUNTERS, self._counters.tolist()))}
 
     def load_state(self, data: dict[str, Any]) -> None:
-        columns = [ints_in(data[name], name).tolist() for name in ("key", "seq", "ids", "stream")]
-        values = [float(v) for v in data["value"]]
-        if len({len(c) for c in columns} | {len(values)}) > 1:
+        """Read :meth:`dump_state` data (the layout is unchanged since format 1): the FIFO's
+        tuples arrive again, then the view is set to the stored objects."""
+        key, seq, ids, stream = (ints_in(data[name], name) for name in ("key", "seq", "ids", "stream"))
+        value = np.asarray([float(v) for v in data["value"]], np.float64)
+        if len({len(key), len(seq), len(ids), len(stream), len(value)}) > 1:
             raise ValueError("state columns have different lengths")
-        for row in zip(*columns, values):
-            if not 0 <= row[3] < self.q.dimensions or not 0.0 <= row[4] <= 1.0:
-                raise ValueError(f"invalid tuple {row}")
-            self._fifo.append(row)
-            self._arrive(row)
+        bad = (stream < 0) | (stream >= self.q.dimensions) | ~((value >= 0.0) & (value <= 1.0))
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise ValueError(f"invalid tuple {(int(key[row]), int(seq[row]), int(ids[row]), int(stream[row]), float(value[row]))}")
+        self._reserve(len(key))
+        kernel.arrivals(*self._arguments(), self._k_max, ids, stream, value, key, seq)
         view_ids = ints_in(data["view"], "view").tolist()
-        self._view = SortedList((self._objects[oid].score, self._objects[oid].seq, oid) for oid in view_ids)
-        if len(self._view) != len(view_ids):
+        if len(set(view_ids)) != len(view_ids):
             raise ValueError("view lists an object twice")
-        self._counters = {key: int(data["counters"][key]) for key in self._counters}
+        if len(view_ids) > self._k_max:
+            raise ValueError(f"view holds {len(view_ids)} objects, more than k_max = {self._k_max}")
+        scores, seqs, rows = self._view
+        objects = self._object_arrays[0]
+        objects[:, IN_VIEW] = 0
+        entries = []
+        for oid in view_ids:
+            row = table.find(self._keys, self._slots, oid)
+            if row == -1:
+                raise ValueError(f"view lists object {oid}, which is not valid")
+            entries.append((self._object_arrays[4][row], objects[row, OBJECT_SEQ], row))
+        for at, (score, newest, row) in enumerate(sorted(entries)):
+            scores[at], seqs[at], rows[at] = score, newest, row
+            objects[row, IN_VIEW] = 1
+        self._meta[VIEW] = len(entries)
+        self._counters[:] = [int(data["counters"][name]) for name in COUNTERS]
         self._end = data["end"]
 
+    def _listed(self, stream: int) -> list[tuple[float, int]]:
+        """The sorted list of ``stream`` in order, walked from its lowest node (``O(n)``)."""
+        sums = self._object_arrays[3][:, stream]
+        node = table.tree_first_from(self._links[stream], self._roots, stream, sums, -np.inf)
+        entries = []
+        while node != -1:
+            entries.append((float(sums[node]), int(node)))
+            node = table.tree_next(self._links[stream], node)
+        assert len(entries) == self._sizes_[stream], f"list of stream {stream}: entry count"
+        return entries
+
     def check(self) -> None:
+        """Everything rebuilt from the FIFO: objects, sums (arrival order), lists, the id table
+        and the view as the exact top ``k'`` (``O(n log n)``)."""
         d, weights = self.q.dimensions, self.q.weights
-        keys = [row[0] for row in self._fifo]
-        assert all(a <= b for a, b in zip(keys, keys[1:])), "FIFO out of order"
-        if self._end is not None and keys:
-            assert keys[0] >= self._end - self.q.window and keys[-1] < self._end, "tuple outside the window"
-        rebuilt: dict[int, list] = {}
-        for _, seq, oid, stream, value in self._fifo:
-            per_stream, _ = rebuilt.setdefault(oid, ([[] for _ in range(d)], None))
-            per_stream[stream].append(value)
-            rebuilt[oid] = (per_stream, seq)
-        assert rebuilt.keys() == self._objects.keys(), "objects differ from the FIFO's"
-        for oid, (per_stream, seq) in rebuilt.items():
-            obj = self._objects[oid]
-            assert [list(v) for v in obj.values] == per_stream and obj.seq == seq, f"object {oid} is stale"
-            assert obj.sums == [attribute_sum(v) for v in per_stream], f"object {oid}: attribute sums"
-            assert obj.score == combine(obj.sums, weights) and obj.tuples == sum(map(len, per_stream))
-        for stream, entries in enumerate(self._lists):
-            expected = sorted((obj.sums[stream], oid) for oid, obj in self._objects.items() if obj.values[stream])
-            assert list(entries) == expected, f"sorted list of stream {stream} is stale"
-        every = sorted(((obj.score, obj.seq, oid) for oid, obj in self._objects.items()), reverse=True)
-        assert len(self._view) <= self._k_max, "view above k_max"
-        assert list(reversed(self._view)) == every[:len(self._view)], "view is not the exact top"
-        assert len(self._view) >= min(self.q.k, len(self._objects)), "view below k"
+        meta = self._meta
+        objects, first, last, sums, scores = self._object_arrays
+        key, seq, ids, stream, value = (column.tolist() for column in self._fifo_columns())
+        assert all(a <= b for a, b in zip(key, key[1:])), "FIFO out of order"
+        if self._end is not None and key:
+            assert key[0] >= self._end - self.q.window and key[-1] < self._end, "tuple outside the window"
+        rebuilt: dict[int, tuple] = {}
+        for oid, newest, i, v in zip(ids, seq, stream, value):
+            per_stream = rebuilt.get(oid, ([[] for _ in range(d)], None))[0]
+            per_stream[i].append(v)
+            rebuilt[oid] = (per_stream, newest)
+        assert meta[OBJECTS] == len(rebuilt), "object count"
+        mask = len(self._values) - 1
+        expected_lists = [[] for _ in range(d)]
+        every = []
+        for oid, (per_stream, newest) in rebuilt.items():
+            row = table.find(self._keys, self._slots, oid)
+            assert row != -1 and objects[row, ID] == oid, f"object {oid} not in the id table"
+            assert objects[row, OBJECT_SEQ] == newest and objects[row, TUPLES] == sum(map(len, per_stream))
+            for i in range(d):
+                chain, p = [], first[row, i]
+                while p != -1:
+                    chain.append(float(self._values[p & mask]))
+                    end = p
+                    p = self._tuples_[p & mask, NEXT]
+                assert chain == per_stream[i], f"object {oid}: chain of stream {i}"
+                assert last[row, i] == (end if chain else -1), f"object {oid}: chain end of stream {i}"
+                assert sums[row, i] == attribute_sum(per_stream[i]), f"object {oid}: attribute sums"
+                if chain:
+                    expected_lists[i].append((sums[row, i], row))
+            assert scores[row] == combine(sums[row].tolist(), weights), f"object {oid}: score"
+            every.append((scores[row], newest, row))
+        assert (objects[:, OBJECT_SEQ] != -1).sum() == len(rebuilt), "a free row holds an object"
+        for i in range(d):
+            assert self._listed(i) == sorted(expected_lists[i]), f"sorted list of stream {i} is stale"
+        view_scores, view_seqs, view_rows = (array[:meta[VIEW]].tolist() for array in self._view)
+        view = list(zip(view_scores, view_seqs, view_rows))
+        every.sort(reverse=True)
+        assert meta[VIEW] <= self._k_max, "view above k_max"
+        assert view[::-1] == every[:len(view)], "view is not the exact top"
+        assert meta[VIEW] >= min(self.q.k, len(rebuilt)), "view below k"
+        assert objects[:, IN_VIEW].sum() == meta[VIEW] and all(objects[row, IN_VIEW] for row in view_rows)
