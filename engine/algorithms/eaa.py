@@ -11,9 +11,10 @@ from ..base import WORD
 from ..jsondata import floats_in, ints_in
 from ..kernels import eaa as kernel
 from ..kernels import incomplete as table
-from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, ERROR, ERROR_COUNT, ERROR_OID, ERROR_STREAM, FIRST,
-                           FREE_INSTANCE, FREE_RECORD, ID, INSTANCES, KEY, LATER, LINKS, NEWER, NEWEST_SEQ,
-                           NEED_MASK, NEXT_UID, OID, OLDEST, PER_VALIDITY, PER_WINDOW, RECORD, RECORDS, SEQ,
+from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, EARLIER_RECORD, ERROR, ERROR_COUNT, ERROR_OID,
+                           ERROR_STREAM, FIRST, FIRST_RECORD, FREE_INSTANCE, FREE_RECORD, HELD, ID, INSTANCES, KEY,
+                           LAST_RECORD, LATER, LATER_RECORD, LINKS, NEWER, NEWEST_KEY, NEWEST_SEQ, NEED_MASK,
+                           NEXT_UID, OID, OLDEST, PER_VALIDITY, PER_WINDOW, RECORD, RECORDS, SEQ,
                            TOO_MANY_WHILE_VALID, UID)
 from ..memory import deep_size, owned_bytes
 from ..ranking import Answer
@@ -24,8 +25,9 @@ INSTANCE_WORDS = 7
 """Words per instance besides its ``2d`` per-stream sums and counts: id, t (expiry key), seq,
 currentscore, bestscore, dc and the time-list pointer."""
 
-RECORD_WORDS = 2
-"""Words per object in the validity table besides its ``d`` occurrence counts: id, newest seq."""
+RECORD_WORDS = 5
+"""Words per valid object in the validity table besides its ``d`` occurrence counts: id, newest
+seq, newest key and its two links in the list of valid objects (which expire first)."""
 
 ENTRY_WORDS = 2
 """Words per entry of ``csorted`` / ``bsorted``: a score and a pointer."""
@@ -215,18 +217,21 @@ class EAA(AttributeAlgorithm):
             self._answer_bytes = ANSWER_ROW_BYTES * len(self._answer)
         return self._answer
 
-    def _live_records(self) -> np.ndarray:
+    def _valid_records(self) -> np.ndarray:
+        """Rows of the validity table's entries, by newest tuple (``O(rows)``)."""
         records = self._record_arrays[0]
-        return np.flatnonzero(records[:, OLDEST] != -1)
+        rows = np.flatnonzero(records[:, ID] != -1)
+        return rows[np.argsort(records[rows, NEWEST_SEQ], kind="stable")]
 
     def candidates(self) -> np.ndarray:
         """The newest seq of every object with a live instance (``O(rows)``)."""
-        return self._record_arrays[0][self._live_records(), NEWEST_SEQ]
+        records = self._record_arrays[0]
+        return records[records[:, OLDEST] != -1, NEWEST_SEQ]
 
     def _stats(self) -> dict[str, Any]:
         out = dict(zip(COUNTERS, self._counters.tolist()))
         meta = self._meta.tolist()
-        out["candidates"] = meta[RECORDS]
+        out["candidates"] = meta[HELD]
         out["retained"] = meta[INSTANCES]
         return out
 
@@ -248,40 +253,48 @@ class EAA(AttributeAlgorithm):
         return rows
 
     def dump_state(self) -> dict[str, Any]:
-        """Per object its entry and its instances, oldest first (``O(N (d + k))``)."""
+        """Per valid object its entry (id, newest seq, occurrences, instances oldest first,
+        newest key) by newest tuple (``O(N (d + k) + V log V)`` for ``V`` valid objects)."""
         instances, sums, counts, _, best, dominators, _ = self._instance_arrays
         records, occurrences = self._record_arrays
         out = []
-        for record in self._live_records().tolist():
+        for record in self._valid_records().tolist():
             stored = [[int(instances[row, UID]), int(instances[row, KEY]), int(instances[row, SEQ]),
                        sums[row].tolist(), counts[row].tolist(), float(best[row]),
                        sorted(dominators[row, :instances[row, DC]].tolist())] for row in self._chain(record)]
             out.append([int(records[record, ID]), int(records[record, NEWEST_SEQ]), occurrences[record].tolist(),
-                        stored])
+                        stored, int(records[record, NEWEST_KEY])])
         return {"end": self._end, "next_uid": int(self._meta[NEXT_UID]), "records": out,
                 "instances": int(self._meta[INSTANCES]), "counters": dict(zip(COUNTERS, self._counters.tolist()))}
 
     def load_state(self, data: dict[str, Any]) -> None:
-        """Read :meth:`dump_state` data (the layout is unchanged since format 1): every
-        instance is rebuilt and linked in ``uid`` (creation) order."""
+        """Read :meth:`dump_state` data: every instance is rebuilt and linked in ``uid``
+        (creation) order, every entry in the validity list by newest seq.  An entry of the
+        format-1 layout has no newest key: it is the newest seq in a count window and the
+        newest instance's key in a time window (format 1 kept entries with instances only)."""
         k = self.q.k
-        stored_records = data["records"]
-        stored = sum(len(instances) for *_, instances in stored_records)
+        stored_records = [entry if len(entry) == 5 else [*entry, None] for entry in data["records"]]
+        stored = sum(len(entry[3]) for entry in stored_records)
         if stored != data["instances"]:
             raise ValueError(f"state lists {stored} instances, expected {data['instances']}")
         self._reserve(max(stored, len(stored_records)))
         instances, sums, counts, current, best, dominators, links = self._instance_arrays
         records, occurrences = self._record_arrays
         meta = self._meta
-        made = []
-        for oid, seq, record_counts, instance_rows in stored_records:
+        made, valid = [], []
+        for oid, seq, record_counts, instance_rows, newest_key in stored_records:
             oid = int(oid)
             if table.find(self._keys, self._slots, oid) != -1:
                 raise ValueError(f"state lists object {oid} twice")
             record = int(meta[FREE_RECORD])
             meta[FREE_RECORD] = records[record, kernel.RECORD_LINK]
-            records[record, [ID, NEWEST_SEQ]] = oid, int(seq)
+            if newest_key is None:
+                if not instance_rows:
+                    raise ValueError(f"object {oid} has no instance")
+                newest_key = seq if self.q.kind == "count" else instance_rows[-1][1]
+            records[record, [ID, NEWEST_SEQ, NEWEST_KEY]] = oid, int(seq), int(newest_key)
             records[record, kernel.RECORD_LINK] = -1
+            valid.append((int(seq), record))
             occurrences[record] = ints_in(record_counts, "counts")
             table.insert(self._keys, self._slots, oid, record)
             meta[RECORDS] += 1
@@ -300,8 +313,8 @@ class EAA(AttributeAlgorithm):
                 dominators[row, :len(ids)] = ids
                 meta[LINKS] += len(ids)
                 made.append((int(uid), row))
-            if not instance_rows:
-                raise ValueError(f"object {oid} has no instance")
+        for _, record in sorted(valid):
+            kernel.list_record(records, meta, record)
         for _, row in sorted(made):
             kernel.link(instances, records, current, best, links, self._roots, meta, row)
         meta[NEXT_UID] = int(data["next_uid"])
@@ -336,9 +349,19 @@ class EAA(AttributeAlgorithm):
         uids = instances[timeline, UID].tolist()
         assert all(uid < meta[NEXT_UID] for uid in uids) and uids == sorted(uids), "instance ids"
         listed = 0
-        live = self._live_records().tolist()
-        assert len(live) == meta[RECORDS], "object count"
-        for record in live:
+        valid, record, previous = [], meta[FIRST_RECORD], -1
+        while record != -1:
+            assert records[record, EARLIER_RECORD] == previous, "validity list links"
+            valid.append(int(record))
+            previous, record = record, records[record, LATER_RECORD]
+        assert meta[LAST_RECORD] == previous, "validity list end"
+        assert sorted(valid) == sorted(self._valid_records().tolist()) and len(valid) == meta[RECORDS], "object count"
+        newest = records[valid, NEWEST_SEQ].tolist()
+        assert all(a < b for a, b in zip(newest, newest[1:])), "validity list out of order"
+        if self._end is not None and valid:
+            assert records[valid[0], NEWEST_KEY] >= self._end - self.q.window, "an expired object is listed"
+        assert meta[HELD] == sum(records[record, OLDEST] != -1 for record in valid), "objects with instances"
+        for record in valid:
             oid = int(records[record, ID])
             assert table.find(self._keys, self._slots, oid) == record, f"object {oid} not in the id table"
             assert occurrences[record].min() >= 0
@@ -349,6 +372,7 @@ class EAA(AttributeAlgorithm):
                 assert previous is None or instances[row, KEY] > previous, "instances out of order"
                 previous = instances[row, KEY]
                 assert instances[row, SEQ] <= records[record, NEWEST_SEQ], "instance newer than its object"
+                assert instances[row, KEY] <= records[record, NEWEST_KEY], "instance newer than its object"
                 assert np.all((0 <= counts[row]) & (counts[row] <= occurrences[record])), "instance counts"
                 assert np.all(sums[row] >= 0.0) and np.all((sums[row] > 0.0) <= (counts[row] > 0)), "instance sums"
                 assert current[row] == table.combine(sums[row], self._weights), "stale currentscore"

@@ -15,8 +15,12 @@ Arrays:
 * **csorted** and **bsorted**, treaps over the instance rows (:mod:`engine.kernels.incomplete`)
   by ``(current, row)`` and ``(best, row)``: ``links`` (``2 x rows x 3``), ``roots`` (2);
 * the **validity table**, rows of a pool: ``records`` (int64: ``ID, NEWEST_SEQ, OLDEST, NEWEST``
-  (instance rows), ``MARK``, ``RECORD_LINK``), ``occurrences`` (``rows x d``: ``n_i``), and the
-  id table ``keys``, ``slots``;
+  (instance rows), ``MARK``, ``RECORD_LINK`` (free chain), ``NEWEST_KEY`` (the expiry key of the
+  object's newest tuple), ``EARLIER_RECORD, LATER_RECORD`` (the valid objects by newest tuple,
+  ``meta[FIRST_RECORD]`` the one that expires first)), ``occurrences`` (``rows x d``: ``n_i``),
+  and the id table ``keys``, ``slots``.  An object keeps its entry while it is valid (it has a
+  tuple in the window), with or without live instances: its occurrences are what the bound and
+  the occurrence promise count;
 * ``meta`` (int64): see the ``META`` names; ``counters`` (int64), in ``COUNTERS`` order.
 
 The bound added to an instance's sums (``bestscore``) is chosen by ``mode``: ``PER_VALIDITY``
@@ -37,12 +41,12 @@ from .incomplete import (NONE, combine, erase, find, insert, tree_first_from, tr
 
 OID, RECORD, KEY, SEQ, UID, DC, OLDER, NEWER, EARLIER, LATER, LINK = range(11)
 INSTANCE_FIELDS = 11
-ID, NEWEST_SEQ, OLDEST, NEWEST, MARK, RECORD_LINK = range(6)
-RECORD_FIELDS = 6
-META = ("first", "last", "instances", "records", "free_instance", "free_record", "next_uid", "links", "pinned",
-        "epoch", "error", "error_oid", "error_stream", "error_count", "need_mask")
-(FIRST, LAST, INSTANCES, RECORDS, FREE_INSTANCE, FREE_RECORD, NEXT_UID, LINKS, PINNED, EPOCH, ERROR, ERROR_OID,
- ERROR_STREAM, ERROR_COUNT, NEED_MASK) = range(len(META))
+ID, NEWEST_SEQ, OLDEST, NEWEST, MARK, RECORD_LINK, NEWEST_KEY, EARLIER_RECORD, LATER_RECORD = range(9)
+RECORD_FIELDS = 9
+META = ("first", "last", "instances", "records", "held", "first_record", "last_record", "free_instance",
+        "free_record", "next_uid", "links", "epoch", "error", "error_oid", "error_stream", "error_count", "need_mask")
+(FIRST, LAST, INSTANCES, RECORDS, HELD, FIRST_RECORD, LAST_RECORD, FREE_INSTANCE, FREE_RECORD, NEXT_UID, LINKS, EPOCH,
+ ERROR, ERROR_OID, ERROR_STREAM, ERROR_COUNT, NEED_MASK) = range(len(META))
 COUNTERS = ("arrivals", "instances_created", "pruned", "expired", "dominations", "entries_scanned")
 ARRIVALS, INSTANCES_CREATED, PRUNED, EXPIRED, DOMINATIONS, ENTRIES_SCANNED = range(len(COUNTERS))
 CSORTED, BSORTED = range(2)
@@ -52,7 +56,7 @@ NO_ERROR, TOO_MANY_WHILE_VALID, TOO_MANY_IN_WINDOW = range(3)
 
 def empty_meta() -> np.ndarray:
     meta = np.zeros(len(META), np.int64)
-    meta[[FIRST, LAST, PINNED]] = NONE
+    meta[[FIRST, LAST, FIRST_RECORD, LAST_RECORD]] = NONE
     return meta
 
 
@@ -141,7 +145,7 @@ def _dominated_by(instances, dominators, row, oid):
 @njit(cache=True, inline="always")
 def drop(instances, links, roots, records, keys, slots, meta, row):
     """Remove an expired or dominated instance from the time list, the score lists and its
-    object's instances; the object's entry goes with its last instance (``O(log N)``)."""
+    object's instances; the object's entry stays while the object is valid (``O(log N)``)."""
     earlier, later = instances[row, EARLIER], instances[row, LATER]
     if earlier == NONE:
         meta[FIRST] = later
@@ -168,13 +172,41 @@ def drop(instances, links, roots, records, keys, slots, meta, row):
     instances[row, RECORD] = NONE
     instances[row, LINK] = meta[FREE_INSTANCE]
     meta[FREE_INSTANCE] = row
-    if records[record, OLDEST] == NONE and record != meta[PINNED]:
-        _forget(records, keys, slots, meta, record)
+    if records[record, OLDEST] == NONE:
+        meta[HELD] -= 1
+
+
+@njit(cache=True, inline="always")
+def _unlist(records, meta, record):
+    """Take the entry out of the list of valid objects (``O(1)``)."""
+    earlier, later = records[record, EARLIER_RECORD], records[record, LATER_RECORD]
+    if earlier == NONE:
+        meta[FIRST_RECORD] = later
+    else:
+        records[earlier, LATER_RECORD] = later
+    if later == NONE:
+        meta[LAST_RECORD] = earlier
+    else:
+        records[later, EARLIER_RECORD] = earlier
+
+
+@njit(cache=True)
+def list_record(records, meta, record):
+    """Put the entry at the end of the list of valid objects, as the one with the newest
+    tuple (``O(1)``)."""
+    records[record, EARLIER_RECORD] = meta[LAST_RECORD]
+    records[record, LATER_RECORD] = NONE
+    if meta[LAST_RECORD] == NONE:
+        meta[FIRST_RECORD] = record
+    else:
+        records[meta[LAST_RECORD], LATER_RECORD] = record
+    meta[LAST_RECORD] = record
 
 
 @njit(cache=True, inline="always")
 def _forget(records, keys, slots, meta, record):
-    """The object's entry leaves the validity table."""
+    """The object's entry leaves the validity table: its newest tuple expired."""
+    _unlist(records, meta, record)
     erase(keys, slots, records[record, ID])
     records[record, ID] = NONE
     records[record, RECORD_LINK] = meta[FREE_RECORD]
@@ -288,6 +320,10 @@ def arrive(instances, sums, counts, current, best, dominators, links, roots, rec
         occurrences[record, :] = 0
         insert(keys, slots, oid, record)
         meta[RECORDS] += 1
+    else:
+        _unlist(records, meta, record)
+    list_record(records, meta, record)
+    records[record, NEWEST_KEY] = key
     occurrences[record, stream] += 1
     if mode == PER_VALIDITY and occurrences[record, stream] > m:
         meta[ERROR] = TOO_MANY_WHILE_VALID
@@ -298,7 +334,6 @@ def arrive(instances, sums, counts, current, best, dominators, links, roots, rec
     records[record, NEWEST_SEQ] = seq
     newest = records[record, NEWEST]
     newest_key = instances[newest, KEY] if newest != NONE else NONE
-    meta[PINNED] = record
     row = records[record, OLDEST]
     while row != NONE:
         following = instances[row, NEWER]
@@ -308,10 +343,7 @@ def arrive(instances, sums, counts, current, best, dominators, links, roots, rec
         if meta[ERROR]:
             return
         row = following
-    meta[PINNED] = NONE
     if newest != NONE and newest_key == key:
-        if records[record, OLDEST] == NONE:
-            _forget(records, keys, slots, meta, record)
         return
     row = meta[FREE_INSTANCE]
     meta[FREE_INSTANCE] = instances[row, LINK]
@@ -352,6 +384,7 @@ def link(instances, records, current, best, links, roots, meta, row):
     instances[row, NEWER] = NONE
     if records[record, NEWEST] == NONE:
         records[record, OLDEST] = row
+        meta[HELD] += 1
     else:
         instances[records[record, NEWEST], NEWER] = row
     records[record, NEWEST] = row
@@ -365,13 +398,16 @@ def slide(instances, sums, counts, current, best, dominators, links, roots, reco
           meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, start, ids,
           stream, value, tkeys, seq):
     """One slide: instances with a key below ``start`` expire from the front of the time
-    list, then the slide's tuples arrive in order (Algorithm 1 each).  Returns how many tuples
+    list and objects whose newest tuple did from the front of the validity list, then the
+    slide's tuples arrive in order (Algorithm 1 each).  Returns how many tuples
     it processed: it stops at a broken occurrence promise (``meta[ERROR]``) and, with estimated
     bounds, before a tuple whose object's seen streams (``meta[NEED_MASK]``) have no row of
     probabilities yet.  The caller has made room for the slide."""
     while meta[FIRST] != NONE and instances[meta[FIRST], KEY] < start:
         counters[EXPIRED] += 1
         drop(instances, links, roots, records, keys, slots, meta, meta[FIRST])
+    while meta[FIRST_RECORD] != NONE and records[meta[FIRST_RECORD], NEWEST_KEY] < start:
+        _forget(records, keys, slots, meta, meta[FIRST_RECORD])
     for j in range(len(ids)):
         if mode == ESTIMATED:
             record = find(keys, slots, ids[j])
@@ -393,9 +429,9 @@ def answer(instances, current, links, roots, records, meta, k):
     their ids, scores (their first entry's ``currentscore``) and newest seqs (``O(entries)``)."""
     meta[EPOCH] += 1
     epoch = meta[EPOCH]
-    ids = np.empty(meta[RECORDS], np.int64)
-    scores = np.empty(meta[RECORDS])
-    seqs = np.empty(meta[RECORDS], np.int64)
+    ids = np.empty(meta[HELD], np.int64)
+    scores = np.empty(meta[HELD])
+    seqs = np.empty(meta[HELD], np.int64)
     found = 0
     kth = np.inf
     node = tree_last(links[CSORTED], roots, CSORTED)

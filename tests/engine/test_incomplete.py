@@ -370,6 +370,64 @@ def test_eaa_rejects_more_occurrences_than_promised():
             eaa.process(batch)
 
 
+def test_eaa_counts_occurrences_while_valid_after_its_instances_are_pruned():
+    """Found by fuzzing: object 7's only instance was dominated by object 8 and pruned, and its
+    validity entry went with it while its tuple was still in the window; its second tuple in
+    stream 0 was then taken as a first (score 0.9 answered where the window sums to 1.0)."""
+    query = engine.Query(weights=[1.0], k=1, window=4, slide=1)
+    eaa = engine.create("eaa", query)
+    with pytest.raises(ValueError, match="object 7 occurred 2 times in stream 0 while valid"):
+        for batch in engine.slides(([7, 8, 7], [0, 0, 0], [0.1, 0.9, 0.9], [0, 1, 2]), query):
+            eaa.process(batch)
+            eaa.check()
+
+
+def promise_broken_at(data, query: engine.Query, m: int) -> int | None:
+    """The first slide where an object has more than ``m`` tuples in one stream while it stays
+    valid (it has a tuple in the window), by the definition: plain dicts, slide by slide."""
+    newest: dict[int, int] = {}
+    seen: dict[tuple[int, int], int] = {}
+    for batch in engine.slides(data, query):
+        start = batch.window_start(query)
+        for oid in [oid for oid, key in newest.items() if key < start]:
+            del newest[oid]
+            seen = {pair: n for pair, n in seen.items() if pair[0] != oid}
+        for oid, stream, key in zip(batch.ids.tolist(), batch.stream.tolist(), batch.keys(query).tolist()):
+            newest[oid] = key
+            seen[oid, stream] = seen.get((oid, stream), 0) + 1
+            if seen[oid, stream] > m:
+                return batch.index
+    return None
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_eaa_equals_the_brute_force_while_the_promise_holds_and_refuses_where_it_breaks(seed):
+    """Objects from a small pool recur in every stream: EAA answers exactly up to the slide
+    where an object first exceeds ``occurrences`` tuples in a stream while valid, and raises
+    there."""
+    rng = np.random.default_rng(seed)
+    d, m, kind = int(rng.integers(1, 4)), int(rng.integers(1, 4)), ("count", "time")[seed % 2]
+    slide = int(rng.choice([1, 2, 5]))
+    query = engine.Query(weights=rng.choice([0.5, 1.0, 2.0], d).tolist(), k=int(rng.choice([1, 3, 8])),
+                         window=slide * int(rng.integers(2, 8)), slide=slide, kind=kind)
+    rows = int(rng.integers(50, 300))
+    ids = rng.integers(0, int(rng.choice([15, 60, 200])), rows)
+    t = np.arange(rows) if kind == "count" else np.cumsum(rng.integers(0, 3, rows))
+    data = (ids, rng.integers(0, d, rows), rng.choice([0.0, 0.25, 0.5, 1.0], rows), t)
+    broken = promise_broken_at(data, query, m)
+    eaa = engine.create("eaa", query, occurrences=m)
+    oracle = engine.create("oracle-incomplete", query)
+    for batch in engine.slides(data, query):
+        if batch.index == broken:
+            with pytest.raises(ValueError, match=f"occurred {m + 1} times in stream .* while valid"):
+                eaa.process(batch)
+            return
+        eaa.process(batch)
+        oracle.process(batch)
+        assert_same_answer(oracle.topk(), eaa.topk(), f"eaa slide {batch.index} {query}")
+        eaa.check()
+
+
 @pytest.mark.parametrize("name,params,message", [
     ("sla", {"k_max": 2}, "k_max must be 0 \\(meaning 2k\\) or >= k \\(3\\), got 2"),
     ("eaa", {"occurrences": 0}, "occurrences must be >= 1, got 0"),
@@ -451,7 +509,8 @@ def test_the_replay_refuses_approx_on_more_than_one_shard():
 
 
 def test_approx_measures_fewer_bytes_than_eaa_sketches_included():
-    """The sketches (d x bitmaps x 32 stamps) cost less than the instances approx prunes."""
+    """The sketches (d x bitmaps x 32 stamps) cost less than the instances approx prunes.  Both
+    keep the same validity table (every valid object), which narrows the ratio."""
     query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=100)
     data = correlated_streams(4000, streams=3, seed=7, reuse=0.5, memory=30)
     approx, eaa = engine.create("approx", query), engine.create("eaa", query)
@@ -462,7 +521,7 @@ def test_approx_measures_fewer_bytes_than_eaa_sketches_included():
         if batch.end >= 2 * query.window:
             ratios.append(approx.stats()["measured_bytes"] / eaa.stats()["measured_bytes"])
     assert approx.stats()["sketch_bytes"] == 8 * 3 * 64 * 32 + 8 * 2 * 3 * 10
-    assert max(ratios) < 0.8, ratios
+    assert max(ratios) < 0.9, ratios
 
 
 def test_approx_with_fixed_repeats_reports_them_before_the_first_slide():
