@@ -382,6 +382,25 @@ def test_eaa_counts_occurrences_while_valid_after_its_instances_are_pruned():
             eaa.check()
 
 
+def test_a_per_window_promise_needs_per_instance_bounds():
+    """At most one tuple per stream in any window of 4, yet object 7 meets stream 0 again while
+    valid.  Bounding a stream seen before the instance by 0 (the paper's rule, sound only for
+    "at most once while valid") would prune 7^2 (bestscore 0.3 < 8^3's 0.5) and answer 0.9; the
+    window sums to 1.2.  The per-validity promise refuses the stream, the per-window scope bounds
+    each instance by its own counts and answers exactly."""
+    query = engine.Query(weights=[1.0, 1.0], k=1, window=4, slide=1)
+    data = ([7, 8, 7, 8, 7], [0, 0, 1, 1, 0], [0.1, 0.5, 0.3, 0.0, 0.9], [0, 1, 2, 3, 4])
+    assert compare("eaa", data, query, {"occurrences": 1, "occurrences_per": "window"}) == 5
+    oracle = engine.create("oracle-incomplete", query)
+    for batch in engine.slides(data, query):
+        oracle.process(batch)
+    assert oracle.topk().ids.tolist() == [7] and oracle.topk().scores.tolist() == [pytest.approx(1.2)]
+    eaa = engine.create("eaa", query)
+    with pytest.raises(ValueError, match="object 7 occurred 2 times in stream 0 while valid"):
+        for batch in engine.slides(data, query):
+            eaa.process(batch)
+
+
 def promise_broken_at(data, query: engine.Query, m: int) -> int | None:
     """The first slide where an object has more than ``m`` tuples in one stream while it stays
     valid (it has a tuple in the window), by the definition: plain dicts, slide by slide."""
