@@ -157,6 +157,16 @@ def test_header_only_file_gives_an_empty_output(tmp_path):
     assert (tmp_path / "out.jsonl").read_text() == ""
 
 
+def test_huge_but_finite_scores_are_answered(tmp_path):
+    """Near the overflow bound the check scores every row instead of refusing on the bound."""
+    source = tmp_path / "data.csv"
+    source.write_text("id,t,x_0,x_1\n1,1,1e307,-1e307\n2,2,9e307,-9e307\n")
+    result = run_cli("run", "--algorithm", "mintopk", "--k", "1", "--window", "2", "--slide", "2",
+                     "--weights=1,1", "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "out.jsonl").read_text())["scores"] == [0.0]
+
+
 def test_list_prints_every_registered_algorithm():
     result = run_cli("list")
     assert result.returncode == 0, result.stderr
