@@ -218,8 +218,9 @@ def test_run_case_measures_every_algorithm_of_its_family_including_a_later_one(m
         name = "later-oracle"
 
     monkeypatch.setitem(engine.registry._REGISTRY, LaterOracle.name, LaterOracle)
+    # limits far above the tiny case's cost: a loaded machine or a cold kernel compile must not skip a row
     monkeypatch.setattr(harness, "settings",
-                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 10.0, "repeat_budget": 5.0})
+                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 600.0, "repeat_budget": 600.0})
     rows = harness.run_case(Case("sap", "default", "time-u", 40, 3, 10), quick=True, log=lambda *args: None)
     expected = {i.name for i in engine.available() if i.stream == "single" and not registry.is_index(i)}
     assert {row["algorithm"] for row in rows} == expected | {"duckdb-sql"}
@@ -309,8 +310,8 @@ def tiny_run(monkeypatch, tmp_path):
     timed run each) and a fake ``bench_fake`` module, into ``tmp_path``."""
     monkeypatch.setattr(run, "FAMILIES", {"sap": lambda quick: [TINY], "sao": lambda quick: [],
                                           "incomplete": lambda quick: []})
-    monkeypatch.setattr(harness, "settings",
-                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 10.0, "repeat_budget": 5.0})
+    monkeypatch.setattr(harness, "settings",  # limits far above the tiny case's cost, as above
+                        lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 600.0, "repeat_budget": 600.0})
     monkeypatch.setattr(harness, "algorithms",
                         lambda stream, family=None, only=(): [i for i in engine.available() if i.name == "mintopk"])
     fake = types.ModuleType("benchmarks.bench_fake")
