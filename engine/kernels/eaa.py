@@ -143,30 +143,41 @@ def _dominated_by(instances, dominators, row, oid):
 
 
 @njit(cache=True, inline="always")
+def _unlink(rows, row, before, after, ends, first, last):
+    """Take ``row`` out of the doubly linked list threaded through columns ``before`` and
+    ``after`` of ``rows``, whose end rows are ``ends[first]`` and ``ends[last]`` (``O(1)``)."""
+    earlier, later = rows[row, before], rows[row, after]
+    if earlier == NONE:
+        ends[first] = later
+    else:
+        rows[earlier, after] = later
+    if later == NONE:
+        ends[last] = earlier
+    else:
+        rows[later, before] = earlier
+
+
+@njit(cache=True, inline="always")
+def _append(rows, row, before, after, ends, first, last):
+    """Put ``row`` at the end of that list (``O(1)``)."""
+    rows[row, before] = ends[last]
+    rows[row, after] = NONE
+    if ends[last] == NONE:
+        ends[first] = row
+    else:
+        rows[ends[last], after] = row
+    ends[last] = row
+
+
+@njit(cache=True, inline="always")
 def drop(instances, links, roots, records, keys, slots, meta, row):
     """Remove an expired or dominated instance from the time list, the score lists and its
     object's instances; the object's entry stays while the object is valid (``O(log N)``)."""
-    earlier, later = instances[row, EARLIER], instances[row, LATER]
-    if earlier == NONE:
-        meta[FIRST] = later
-    else:
-        instances[earlier, LATER] = later
-    if later == NONE:
-        meta[LAST] = earlier
-    else:
-        instances[later, EARLIER] = earlier
+    _unlink(instances, row, EARLIER, LATER, meta, FIRST, LAST)
     tree_remove(links[CSORTED], roots, CSORTED, row)
     tree_remove(links[BSORTED], roots, BSORTED, row)
     record = instances[row, RECORD]
-    older, newer = instances[row, OLDER], instances[row, NEWER]
-    if older == NONE:
-        records[record, OLDEST] = newer
-    else:
-        instances[older, NEWER] = newer
-    if newer == NONE:
-        records[record, NEWEST] = older
-    else:
-        instances[newer, OLDER] = older
+    _unlink(instances, row, OLDER, NEWER, records[record], OLDEST, NEWEST)
     meta[LINKS] -= instances[row, DC]
     meta[INSTANCES] -= 1
     instances[row, RECORD] = NONE
@@ -179,28 +190,14 @@ def drop(instances, links, roots, records, keys, slots, meta, row):
 @njit(cache=True, inline="always")
 def _unlist(records, meta, record):
     """Take the entry out of the list of valid objects (``O(1)``)."""
-    earlier, later = records[record, EARLIER_RECORD], records[record, LATER_RECORD]
-    if earlier == NONE:
-        meta[FIRST_RECORD] = later
-    else:
-        records[earlier, LATER_RECORD] = later
-    if later == NONE:
-        meta[LAST_RECORD] = earlier
-    else:
-        records[later, EARLIER_RECORD] = earlier
+    _unlink(records, record, EARLIER_RECORD, LATER_RECORD, meta, FIRST_RECORD, LAST_RECORD)
 
 
 @njit(cache=True)
 def list_record(records, meta, record):
     """Put the entry at the end of the list of valid objects, as the one with the newest
     tuple (``O(1)``)."""
-    records[record, EARLIER_RECORD] = meta[LAST_RECORD]
-    records[record, LATER_RECORD] = NONE
-    if meta[LAST_RECORD] == NONE:
-        meta[FIRST_RECORD] = record
-    else:
-        records[meta[LAST_RECORD], LATER_RECORD] = record
-    meta[LAST_RECORD] = record
+    _append(records, record, EARLIER_RECORD, LATER_RECORD, meta, FIRST_RECORD, LAST_RECORD)
 
 
 @njit(cache=True, inline="always")
@@ -372,22 +369,11 @@ def arrive(instances, sums, counts, current, best, dominators, links, roots, rec
 def link(instances, records, current, best, links, roots, meta, row):
     """A new instance joins the end of the time list and of its object's instances, and the
     two score lists (``O(log N)``)."""
-    instances[row, EARLIER] = meta[LAST]
-    instances[row, LATER] = NONE
-    if meta[LAST] == NONE:
-        meta[FIRST] = row
-    else:
-        instances[meta[LAST], LATER] = row
-    meta[LAST] = row
+    _append(instances, row, EARLIER, LATER, meta, FIRST, LAST)
     record = instances[row, RECORD]
-    instances[row, OLDER] = records[record, NEWEST]
-    instances[row, NEWER] = NONE
     if records[record, NEWEST] == NONE:
-        records[record, OLDEST] = row
         meta[HELD] += 1
-    else:
-        instances[records[record, NEWEST], NEWER] = row
-    records[record, NEWEST] = row
+    _append(instances, row, OLDER, NEWER, records[record], OLDEST, NEWEST)
     tree_insert(links[CSORTED], roots, CSORTED, current, row)
     tree_insert(links[BSORTED], roots, BSORTED, best, row)
     meta[INSTANCES] += 1
