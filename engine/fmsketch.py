@@ -10,37 +10,29 @@ the exponent.  The sketch of a union of streams is the position-wise maximum of 
 timestamps (OR of bits); an intersection comes from unions by inclusion-exclusion,
 ``|∩_S| = Σ_{∅≠T⊆S} (-1)^{|T|+1} |∪_T|``.
 
-Memory: ``d · B · L`` timestamps (8 bytes each) plus ``B`` hash salts.
+The arrays and the steps over them are compiled kernels (:mod:`engine.kernels.fmsketch`).
+Memory: ``d · B · L`` timestamps (8 bytes each), ``B`` hash salts, ``d · B`` words of the
+current window's bits and ``B L + 1`` estimates (one per total of the ``R_b``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .kernels import fmsketch as kernel
+from .kernels.fmsketch import NEVER
+
 PHI = 0.77351
 """Flajolet and Martin's correction factor."""
 
-NEVER = np.iinfo(np.int64).min
-"""Timestamp of a bit never set."""
-
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-def mix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser: a fast, well-mixed 64-bit hash of ``uint64`` values.
-
-    >>> mix64(np.array([1, 2], np.uint64)).tolist() != [1, 2]
-    True
-    """
-    with np.errstate(over="ignore"):
-        x = (x + np.uint64(0x9E3779B97F4A7C15)) & _MASK
-        x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _MASK
-        x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _MASK
-        return x ^ (x >> np.uint64(31))
+__all__ = ["NEVER", "PHI", "SlidingSketches"]
 
 
 class SlidingSketches:
     """Per-stream sliding-window FM sketches over object ids.
+
+    Estimates are of the window set by :meth:`restrict` (the ids whose key is at least its
+    ``start``).
 
     Parameters
     ----------
@@ -56,9 +48,11 @@ class SlidingSketches:
     >>> sketches = SlidingSketches(2, bitmaps=64)
     >>> sketches.add(np.zeros(2000, np.int64), np.arange(2000), np.arange(2000))
     >>> sketches.add(np.ones(1000, np.int64), np.arange(1000, 2000), np.arange(2000, 3000))
-    >>> 700 < sketches.intersection([0, 1], start=0) < 1400
+    >>> sketches.restrict(0)
+    >>> 700 < sketches.intersection([0, 1]) < 1400
     True
-    >>> sketches.intersection([0, 1], start=2000) < 300
+    >>> sketches.restrict(2000)
+    >>> sketches.intersection([0, 1]) < 300
     True
     """
 
@@ -67,38 +61,39 @@ class SlidingSketches:
             raise ValueError(f"sketches need bitmaps >= 1 and 1 <= bits <= 63, got {bitmaps}, {bits}")
         self.bits = bits
         self.stamps = np.full((streams, bitmaps, bits), NEVER, np.int64)
-        self._salts = mix64(np.arange(1, bitmaps + 1, dtype=np.uint64) * np.uint64(0x632BE59BD9B4E019))
+        self.words = np.zeros((streams, bitmaps), np.int64)
+        self._salts = kernel.salts(bitmaps)
+        # 2 ** mean as numpy's scalar power computes it (libm's pow), once per total
+        self._powers = np.array([float(2.0 ** np.float64(total / bitmaps) / PHI)
+                                 for total in range(bitmaps * bits + 1)])
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """Every array the sketches hold (for the owner's measured bytes)."""
+        return self.stamps, self.words, self._salts, self._powers
+
+    def estimates(self) -> tuple[np.ndarray, int]:
+        """``powers`` and ``L``, what the kernels need besides ``words`` to estimate."""
+        return self._powers, self.bits
 
     def add(self, stream: np.ndarray, ids: np.ndarray, keys: np.ndarray) -> None:
-        """Record that each id occurred in its stream at its key (``O(m B)``)."""
-        if not len(ids):
-            return
-        hashes = mix64(np.asarray(ids).astype(np.uint64)[:, None] ^ self._salts[None, :])
-        lowest = hashes & (~hashes + np.uint64(1))
-        positions = np.frexp(lowest.astype(np.float64))[1] - 1
-        positions = np.where(hashes == 0, self.bits - 1, np.minimum(positions, self.bits - 1))
-        bitmap = np.broadcast_to(np.arange(self.stamps.shape[1]), positions.shape)
-        rows = np.broadcast_to(np.asarray(stream)[:, None], positions.shape)
-        np.maximum.at(self.stamps, (rows, bitmap, positions), np.broadcast_to(np.asarray(keys)[:, None], positions.shape))
+        """Record that each id occurred in its stream at its key (``O(m B)``, one kernel call)."""
+        kernel.add(self.stamps, self._salts, np.asarray(stream, np.int64),
+                   np.ascontiguousarray(ids, np.int64).view(np.uint64), np.asarray(keys, np.int64))
 
-    def union(self, streams, start: int) -> float:
-        """Estimated distinct ids in the union of ``streams`` with a key ``>= start`` (``O(B L)``)."""
-        valid = self.stamps[list(streams)].max(axis=0) >= start
-        lowest_unset = np.where(valid.all(axis=1), self.bits, np.argmin(valid, axis=1))
-        return float(2.0 ** lowest_unset.mean() / PHI)
+    def restrict(self, start: int) -> None:
+        """Estimate from now on the ids with a key ``>= start`` (``O(d B L)``)."""
+        kernel.restrict(self.stamps, start, self.words)
 
-    def intersection(self, streams, start: int, unions: dict | None = None) -> float:
-        """Estimated ids present in every one of ``streams`` (inclusion-exclusion over unions).
+    def union(self, streams) -> float:
+        """Estimated distinct ids in the union of ``streams`` (``O(B |streams|)``)."""
+        return float(kernel.union(self.words, self._powers, self.bits, np.asarray(streams, np.int64)))
 
-        ``unions`` caches union estimates by stream bitmask across calls.
-        """
-        streams = list(streams)
-        unions = {} if unions is None else unions
-        total = 0.0
-        for subset in range(1, 1 << len(streams)):
-            members = [streams[i] for i in range(len(streams)) if subset >> i & 1]
-            mask = sum(1 << s for s in members)
-            if mask not in unions:
-                unions[mask] = self.union(members, start)
-            total += unions[mask] if len(members) % 2 else -unions[mask]
-        return total
+    def intersection(self, streams) -> float:
+        """Estimated ids present in every one of ``streams`` (inclusion-exclusion over unions,
+        ``O(2^n B)`` for ``n`` streams)."""
+        return float(kernel.intersection(self.words, self._powers, self.bits, np.asarray(streams, np.int64)))
+
+    def probability_row(self, mask: int, row: np.ndarray) -> None:
+        """``row[y]``: estimated ``Pr(X_y = 1 | X_I = 1)`` for the streams ``I`` of ``mask``, 0
+        for ``y`` in ``I`` (``O(d 2^{|I|+1} B)``, one kernel call)."""
+        kernel.probability_row(self.words, self._powers, self.bits, mask, row)

@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import sys
-from collections import deque
+import math
 from typing import Any
 
 import numpy as np
 
 from ..attributes import attribute_sum
 from ..base import WORD
-from ..memory import PY_FLOAT, PY_INT, python_bytes
 from ..fmsketch import SlidingSketches
 from ..jsondata import floats_in, floats_out, ints_in
-from ..registry import register
-from ..stream import Batch
+from ..kernels import approx as kernel
 from ..kernels import incomplete as table
 from ..kernels.eaa import ESTIMATED
+from ..registry import register
+from ..stream import Batch
 from .eaa import EAA
-
-CACHE_ENTRY_BYTES = python_bytes((0, 0), 0.5, 2 ** 40)
-"""Measured bytes of an entry of the per-slide caches: a key (a pair, or an int mask) and a float."""
-
-
-def slide_bytes(d: int) -> int:
-    """Measured bytes of one slide's counters with ``d`` streams: the triple, its end, its two
-    lists, ``d`` non-cached tuple counts and ``d`` value sums."""
-    return python_bytes((0, 0, 0), [0] * d, [0.0] * d) + PY_INT + d * (PY_INT + PY_FLOAT)
-
 
 UNSEEN_VALUES = ("mean", "max")
 """What one occurrence not seen yet adds to a best score, times its probability: the window's
@@ -88,138 +77,134 @@ class Approx(EAA):
             raise ValueError(f"unseen_value must be one of {', '.join(UNSEEN_VALUES)}, "
                              f"got {self.params['unseen_value']!r}")
         self._sketches = SlidingSketches(d, bitmaps=self.params["bitmaps"])
-        self._slide_counts: deque = deque()
+        self._counter_arrays = self._empty_counters(math.ceil(self.q.window / self.q.slide) + 1)
+        self._held = 0
+        self._rows = 0
         self._start = 0
-        self._unions: dict[int, float] = {}
-        self._probabilities: dict[tuple[int, int], float] = {}
-        self._repeats = [self.params["repeats"] or 1] * d
-        self._values = [1.0] * d
-        self._slide_bytes = slide_bytes(d)
         self._occurrences = 1
         self._mode = ESTIMATED
 
-    def _begin(self, batch: Batch) -> None:
-        ids, stream, value, keys, _ = self._tuples(batch)
+    def _empty_counters(self, slides: int) -> tuple[np.ndarray, ...]:
+        """Room for ``slides`` slides' counters: ends, tuples and value sums per stream."""
         d = self.q.dimensions
+        return np.zeros(slides, np.int64), np.zeros((slides, d), np.int64), np.zeros((slides, d))
+
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        return (*super()._arrays(), *self._sketches.arrays(), *self._counter_arrays)
+
+    def _begin(self, batch: Batch) -> None:
+        """The slide's ids into the sketches and its counts into the counters, then the
+        window's estimates (three kernel calls, ``O(m B + d B L + d · slides)``)."""
+        ids, stream, value, keys, _ = self._tuples(batch)
         self._start = batch.window_start(self.q)
         self._sketches.add(stream, ids, keys)
-        self._slide_counts.append((batch.end, np.bincount(stream, minlength=d).tolist(),
-                                   np.bincount(stream, weights=value, minlength=d).tolist()))
-        while self._slide_counts[0][0] - self.q.slide < self._start:
-            self._slide_counts.popleft()
+        ends = self._counter_arrays[0]
+        if self._held == len(ends):
+            grown = self._empty_counters(2 * len(ends))
+            for old, new in zip(self._counter_arrays, grown):
+                new[:self._held] = old
+            self._counter_arrays = grown
+            self._measure()
+        self._held = kernel.count_slide(*self._counter_arrays, self._held, batch.end, self.q.slide, self._start,
+                                        np.asarray(stream, np.int64), np.asarray(value, np.float64))
         self._estimate()
 
     def _estimate(self) -> None:
-        """Fresh per-slide estimates: caches cleared, ``m̂_y`` from tuples over distinct ids,
-        ``v̂_y`` (``O(d · (slides + B L))``)."""
-        self._unions.clear()
-        self._probabilities.clear()
-        self._values = self._value_estimates()
-        tuples = np.sum([counts for _, counts, _ in self._slide_counts], axis=0) if self._slide_counts else None
-        for y in range(self.q.dimensions):
-            if self.params["repeats"]:
-                self._repeats[y] = self.params["repeats"]
-                continue
-            if tuples is None or not tuples[y]:
-                self._repeats[y] = 1
-                continue
-            distinct = self._sketches.union([y], self._start)
-            self._repeats[y] = max(1, int(round(tuples[y] / distinct)))
+        """Fresh per-slide estimates: the sketches restricted to the window, ``m̂_y`` from
+        tuples over distinct ids, ``v̂_y``, the rows of probabilities forgotten
+        (``O(d · (slides + B L))``)."""
         repeats, values, _, slots, _ = self._tables
-        repeats[:] = self._repeats
-        values[:] = self._values
+        _, tuples, sums = self._counter_arrays
+        sketches = self._sketches
+        kernel.estimate(sketches.stamps, sketches.words, *sketches.estimates(), self._start, tuples, sums, self._held,
+                        self.params["repeats"], self.params["unseen_value"] == "max", repeats, values)
         slots.fill(-1)
+        self._rows = 0
 
     def _bound_tables(self) -> tuple[np.ndarray, ...]:
         """The kernel's tables of the slide's estimates: ``m̂_y``, ``v̂_y``, and rows of
         ``Pr(X_y = 1 | X_I = 1)`` per set ``I`` of seen streams, found by ``I``'s bit mask (the
         rows are added as the kernel asks for them, :meth:`_add_estimates`)."""
+        d = self.q.dimensions
         keys, slots = table.empty_table(16)
-        return (np.asarray(self._repeats, np.int64), np.asarray(self._values, np.float64), keys, slots,
-                np.zeros((8, self.q.dimensions)))
+        return np.full(d, self.params["repeats"] or 1, np.int64), np.ones(d), keys, slots, np.zeros((8, d))
 
     def _add_estimates(self, mask: int) -> None:
         """The row of ``Pr(X_y = 1 | X_I = 1)`` for the streams ``I`` of ``mask`` and every ``y``
-        outside it, as the original lazy cache computed them (``O(d)`` estimates)."""
+        outside it, one sketch kernel call (``O(d 2^{|I|+1} B)``; the tables doubled when full)."""
         repeats, values, keys, slots, probabilities = self._tables
-        row = int(np.count_nonzero(slots != -1))
+        row = self._rows
         if row == len(probabilities) or 2 * (row + 1) > len(keys):
             keys, slots = table.rehashed(keys, slots, table.table_capacity(2 * (row + 1)))
             probabilities = np.vstack([probabilities, np.zeros_like(probabilities)])
-        d = self.q.dimensions
-        seen = [y for y in range(d) if mask >> y & 1]
-        for y in range(d):
-            probabilities[row, y] = 0.0 if mask >> y & 1 else self._probability(seen, y)
+            self._tables = repeats, values, keys, slots, probabilities
+            self._measure()
+        self._sketches.probability_row(mask, probabilities[row])
         table.insert(keys, slots, mask, row)
-        self._tables = repeats, values, keys, slots, probabilities
-        self._measure()
+        self._rows += 1
+
+    def _slide_counters(self) -> list[tuple[int, list[int], list[float]]]:
+        """The window's slide counters, oldest first: end, tuples and value sums (``O(d · slides)``)."""
+        ends, tuples, sums = (array[:self._held] for array in self._counter_arrays)
+        return list(zip(ends.tolist(), tuples.tolist(), sums.tolist()))
 
     def _value_estimates(self) -> list[float]:
-        """``v̂_y`` per stream: 1 (``"max"``), or the window's mean value (1 with no tuple)."""
+        """``v̂_y`` per stream recomputed in Python: 1 (``"max"``), or the window's mean value
+        (1 with no tuple) (``O(d · slides)``)."""
         d = self.q.dimensions
-        if self.params["unseen_value"] == "max" or not self._slide_counts:
+        if self.params["unseen_value"] == "max" or not self._held:
             return [1.0] * d
-        tuples = [sum(counts[y] for _, counts, _ in self._slide_counts) for y in range(d)]
-        sums = [attribute_sum(sums[y] for _, _, sums in self._slide_counts) for y in range(d)]
+        counters = self._slide_counters()
+        tuples = [sum(counts[y] for _, counts, _ in counters) for y in range(d)]
+        sums = [attribute_sum(sums[y] for _, _, sums in counters) for y in range(d)]
         return [min(1.0, total / n) if n else 1.0 for total, n in zip(sums, tuples)]
-
-    def _probability(self, seen: list[int], y: int) -> float:
-        """Estimated ``Pr(X_y = 1 | X_seen = 1)`` in the current window."""
-        mask = sum(1 << s for s in seen)
-        key = (mask, y)
-        if key not in self._probabilities:
-            both = self._sketches.intersection(seen + [y], self._start, self._unions)
-            given = self._sketches.intersection(seen, self._start, self._unions)
-            self._probabilities[key] = 1.0 if given <= 0 else min(1.0, max(0.0, both / given))
-        return self._probabilities[key]
 
     def _check_bound(self, row: int, record: int) -> None:
         """Estimated bounds carry no invariant beyond ``current <= best``."""
 
     def check(self) -> None:
         super().check()
-        stamps = self._sketches.stamps
+        stamps, words = self._sketches.stamps, self._sketches.words
         assert stamps.shape == (self.q.dimensions, self.params["bitmaps"], self._sketches.bits), "sketch shape"
+        in_window = (stamps >= self._start).astype(np.int64) << np.arange(self._sketches.bits)
+        assert np.array_equal(words, in_window.sum(axis=2)), "sketch words not of the window"
         if self._end is not None:
             assert self._start == self._end - self.q.window, "sketch window start"
             assert stamps.max() < self._end, "a sketch bit set in the future"
-        ends = [end for end, _, _ in self._slide_counts]
+        counters = self._slide_counters()
+        ends = [end for end, _, _ in counters]
         assert all(a < b for a, b in zip(ends, ends[1:])), "slide counters out of order"
         assert all(end - self.q.slide >= self._start for end in ends), "slide counter outside the window"
-        for _, counts, sums in self._slide_counts:
-            assert len(counts) == len(sums) == self.q.dimensions and min(counts) >= 0, "slide counters"
+        for _, counts, sums in counters:
+            assert min(counts) >= 0, "slide counters"
             assert all(0.0 <= total <= n for total, n in zip(sums, counts)), "slide value sums outside [0, tuples]"
-        assert all(r >= 1 for r in self._repeats), "estimated repeats below 1"
-        assert self._values == self._value_estimates(), "stale value estimates"
-        assert all(0.0 <= v <= 1.0 for v in self._values), "value estimate outside [0, 1]"
-
-    def _tallied(self) -> tuple:
-        return (*super()._tallied(), self._slide_counts, self._unions, self._probabilities)
+        repeats, values, _, slots, _ = self._tables
+        assert repeats.min() >= 1, "estimated repeats below 1"
+        assert values.tolist() == self._value_estimates(), "stale value estimates"
+        assert np.count_nonzero(slots != table.NONE) == self._rows, "rows of probabilities"
 
     def _sketch_bytes(self) -> int:
         """Modelled bytes of the sketches and the per-slide counters (``O(1)``)."""
-        return WORD * (self._sketches.stamps.size + 2 * self.q.dimensions * len(self._slide_counts))
+        return WORD * (self._sketches.stamps.size + 2 * self.q.dimensions * self._held)
 
     def _stats(self) -> dict[str, Any]:
         out = super()._stats()
+        repeats, values = self._tables[:2]
         out["sketch_bytes"] = self._sketch_bytes()
-        out["estimated_repeats"] = max(self._repeats)
-        out["estimated_value"] = max(self._values)
+        out["estimated_repeats"] = int(repeats.max())
+        out["estimated_value"] = float(values.max())
         return out
 
     def memory(self) -> tuple[int, int]:
-        """EAA's figures plus the sketches and the per-slide counters, and the caches of the
-        slide's estimates (``O(1)``: their sizes from entry counts)."""
+        """EAA's figures (measured: the sketches', counters' and probability rows' arrays among
+        them) plus the modelled sketches and per-slide counters (``O(1)``)."""
         modelled, measured = super().memory()
-        caches = self._unions, self._probabilities
-        measured += (sys.getsizeof(self._slide_counts) + self._slide_bytes * len(self._slide_counts)
-                     + sum(map(sys.getsizeof, caches)) + CACHE_ENTRY_BYTES * sum(map(len, caches)))
         return modelled + self._sketch_bytes(), measured
 
     def dump_state(self) -> dict[str, Any]:
         data = super().dump_state()
         data["sketches"] = self._sketches.stamps.ravel().tolist()
-        data["slide_counts"] = [[end, counts, floats_out(sums)] for end, counts, sums in self._slide_counts]
+        data["slide_counts"] = [[end, counts, floats_out(sums)] for end, counts, sums in self._slide_counters()]
         data["start"] = self._start
         return data
 
@@ -227,13 +212,18 @@ class Approx(EAA):
         stamps = ints_in(data["sketches"], "sketches")
         if stamps.size != self._sketches.stamps.size:
             raise ValueError(f"sketches hold {stamps.size} timestamps, expected {self._sketches.stamps.size}")
-        self._sketches.stamps = stamps.reshape(self._sketches.stamps.shape)
-        for end, counts, sums in data["slide_counts"]:
-            counts = ints_in(counts, "slide_counts").tolist()
-            sums = floats_in(sums).tolist()
-            if len(counts) != self.q.dimensions or len(sums) != self.q.dimensions:
+        self._sketches.stamps[...] = stamps.reshape(self._sketches.stamps.shape)
+        slides = data["slide_counts"]
+        if len(slides) > len(self._counter_arrays[0]):
+            self._counter_arrays = self._empty_counters(len(slides))
+        ends, tuples, sums = self._counter_arrays
+        for i, (end, counts, values) in enumerate(slides):
+            counts, values = ints_in(counts, "slide_counts"), floats_in(values)
+            if len(counts) != self.q.dimensions or len(values) != self.q.dimensions:
                 raise ValueError("slide counts have the wrong number of streams")
-            self._slide_counts.append((int(end), counts, sums))
+            ends[i], tuples[i], sums[i] = int(end), counts, values
+        self._held = len(slides)
         self._start = int(data["start"])
         self._estimate()
         super().load_state(data)
+        self._measure()

@@ -12,7 +12,6 @@ from hypothesis import given, settings, strategies as st
 
 import engine
 from engine.attributes import aggregate, attribute_sum, combine
-from engine.fmsketch import SlidingSketches
 from engine.generators import correlated_streams
 from tests.streams import assert_same_answer, time_stamps
 
@@ -301,14 +300,6 @@ def test_approx_estimates_repeats_from_the_data():
         approx.process(batch)
         approx.check()
     assert approx.stats()["estimated_repeats"] in (2, 3, 4)
-
-
-def test_sliding_sketches_forget_expired_ids():
-    sketches = SlidingSketches(1, bitmaps=128)
-    sketches.add(np.zeros(3000, np.int64), np.arange(3000), np.arange(3000))
-    assert 2000 < sketches.union([0], start=0) < 4500
-    assert 350 < sketches.union([0], start=2500) < 750
-    assert sketches.union([0], start=3000) < 2
 
 
 # ------------------------------------------------------------------ generator
