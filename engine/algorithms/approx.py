@@ -13,7 +13,7 @@ from ..fmsketch import SlidingSketches
 from ..jsondata import floats_in, floats_out, ints_in
 from ..kernels import approx as kernel
 from ..kernels import incomplete as table
-from ..kernels.eaa import ESTIMATED
+from ..kernels.eaa import ESTIMATED, ROWS
 from ..registry import register
 from ..stream import Batch
 from .eaa import EAA
@@ -79,7 +79,6 @@ class Approx(EAA):
         self._sketches = SlidingSketches(d, bitmaps=self.params["bitmaps"])
         self._counter_arrays = self._empty_counters(math.ceil(self.q.window / self.q.slide) + 1)
         self._held = 0
-        self._rows = 0
         self._start = 0
         self._occurrences = 1
         self._mode = ESTIMATED
@@ -90,7 +89,8 @@ class Approx(EAA):
         return np.zeros(slides, np.int64), np.zeros((slides, d), np.int64), np.zeros((slides, d))
 
     def _arrays(self) -> tuple[np.ndarray, ...]:
-        return (*super()._arrays(), *self._sketches.arrays(), *self._counter_arrays)
+        arrays = (*super()._arrays(), *self._sketches.arrays(), *self._counter_arrays)
+        return tuple({id(array): array for array in arrays}.values())  # the tables hold two sketch arrays
 
     def _begin(self, batch: Batch) -> None:
         """The slide's ids into the sketches and its counts into the counters, then the
@@ -113,35 +113,34 @@ class Approx(EAA):
         """Fresh per-slide estimates: the sketches restricted to the window, ``m̂_y`` from
         tuples over distinct ids, ``v̂_y``, the rows of probabilities forgotten
         (``O(d · (slides + B L))``)."""
-        repeats, values, _, slots, _ = self._tables
+        repeats, values, _, slots = self._tables[:4]
         _, tuples, sums = self._counter_arrays
         sketches = self._sketches
         kernel.estimate(sketches.stamps, sketches.words, *sketches.estimates(), self._start, tuples, sums, self._held,
                         self.params["repeats"], self.params["unseen_value"] == "max", repeats, values)
-        slots.fill(-1)
-        self._rows = 0
+        slots.fill(table.NONE)
+        self._meta[ROWS] = 0
 
     def _bound_tables(self) -> tuple[np.ndarray, ...]:
-        """The kernel's tables of the slide's estimates: ``m̂_y``, ``v̂_y``, and rows of
+        """The kernel's tables of the slide's estimates: ``m̂_y``, ``v̂_y``, rows of
         ``Pr(X_y = 1 | X_I = 1)`` per set ``I`` of seen streams, found by ``I``'s bit mask (the
-        rows are added as the kernel asks for them, :meth:`_add_estimates`)."""
+        kernel makes a row when an object first asks for it), and the sketches' arrays it makes
+        them from."""
         d = self.q.dimensions
         keys, slots = table.empty_table(16)
-        return np.full(d, self.params["repeats"] or 1, np.int64), np.ones(d), keys, slots, np.zeros((8, d))
+        powers, _ = self._sketches.estimates()
+        return (np.full(d, self.params["repeats"] or 1, np.int64), np.ones(d), keys, slots, np.zeros((8, d)),
+                self._sketches.words, powers)
 
     def _add_estimates(self, mask: int) -> None:
-        """The row of ``Pr(X_y = 1 | X_I = 1)`` for the streams ``I`` of ``mask`` and every ``y``
-        outside it, one sketch kernel call (``O(d 2^{|I|+1} B)``; the tables doubled when full)."""
-        repeats, values, keys, slots, probabilities = self._tables
-        row = self._rows
-        if row == len(probabilities) or 2 * (row + 1) > len(keys):
-            keys, slots = table.rehashed(keys, slots, table.table_capacity(2 * (row + 1)))
-            probabilities = np.vstack([probabilities, np.zeros_like(probabilities)])
-            self._tables = repeats, values, keys, slots, probabilities
-            self._measure()
-        self._sketches.probability_row(mask, probabilities[row])
-        table.insert(keys, slots, mask, row)
-        self._rows += 1
+        """Room for another row of probabilities: the rows and the mask table doubled
+        (``O(rows · d)``)."""
+        repeats, values, keys, slots, probabilities, words, powers = self._tables
+        rows = len(probabilities)
+        keys, slots = table.rehashed(keys, slots, table.table_capacity(2 * rows))
+        probabilities = np.vstack([probabilities, np.zeros_like(probabilities)])
+        self._tables = repeats, values, keys, slots, probabilities, words, powers
+        self._measure()
 
     def _slide_counters(self) -> list[tuple[int, list[int], list[float]]]:
         """The window's slide counters, oldest first: end, tuples and value sums (``O(d · slides)``)."""
@@ -178,10 +177,10 @@ class Approx(EAA):
         for _, counts, sums in counters:
             assert min(counts) >= 0, "slide counters"
             assert all(0.0 <= total <= n for total, n in zip(sums, counts)), "slide value sums outside [0, tuples]"
-        repeats, values, _, slots, _ = self._tables
+        repeats, values, _, slots = self._tables[:4]
         assert repeats.min() >= 1, "estimated repeats below 1"
         assert values.tolist() == self._value_estimates(), "stale value estimates"
-        assert np.count_nonzero(slots != table.NONE) == self._rows, "rows of probabilities"
+        assert np.count_nonzero(slots != table.NONE) == self._meta[ROWS], "rows of probabilities"
 
     def _sketch_bytes(self) -> int:
         """Modelled bytes of the sketches and the per-slide counters (``O(1)``)."""

@@ -157,14 +157,15 @@ class EAA(AttributeAlgorithm):
         self._mode = PER_WINDOW if self.params["occurrences_per"] == "window" else PER_VALIDITY
 
     def _bound_tables(self) -> tuple[np.ndarray, ...]:
-        """``repeats``, ``estimates``, the mask table and ``probabilities`` of the estimated
-        bound (unused by the exact bounds: placeholders)."""
+        """``repeats``, ``estimates``, the mask table, ``probabilities`` and the sketches' ``words``
+        and ``powers`` of the estimated bound (unused by the exact bounds: placeholders)."""
         d = self.q.dimensions
-        return (np.ones(d, np.int64), np.ones(d), *table.empty_table(16), np.zeros((1, d)))
+        return (np.ones(d, np.int64), np.ones(d), *table.empty_table(16), np.zeros((1, d)), np.zeros((d, 1), np.int64),
+                np.ones(1))
 
     def _add_estimates(self, mask: int) -> None:
-        """A row of probabilities for the objects seen in the streams of ``mask``: only the
-        estimated bound asks for one."""
+        """Room for a row of probabilities for the objects seen in the streams of ``mask``: only
+        the estimated bound asks for one."""
         raise AssertionError(f"{self.name}: an exact bound asked for estimates (mask {mask})")
 
     def _begin(self, batch: Batch) -> None:
@@ -387,5 +388,5 @@ class EAA(AttributeAlgorithm):
     def _check_bound(self, row: int, record: int) -> None:
         _, sums, counts, current, best, _, _ = self._instance_arrays
         highest = kernel.bound(sums, counts, self._record_arrays[1], row, record, self._weights, self._occurrences,
-                               self._mode, *self._tables)
+                               self._mode, *self._tables[:5])
         assert best[row] <= max(current[row], highest), "bestscore above the bound"

@@ -28,7 +28,9 @@ The bound added to an instance's sums (``bestscore``) is chosen by ``mode``: ``P
 ``ESTIMATED`` (the approximate algorithm: ``max(0, m̂_i - n_i) · v̂_i`` for a seen stream,
 ``m̂_i · Pr(i | seen) · v̂_i`` for an unseen one, from per-slide tables ``repeats``,
 ``estimates`` and ``probabilities[row, i]``, the row of the seen streams' bit mask found in the
-id table ``mask_keys``, ``mask_slots``; the caller adds rows as the kernel asks for them).
+id table ``mask_keys``, ``mask_slots``; the slide kernel makes a missing row from the sketches'
+``words`` and ``powers`` (:func:`engine.kernels.fmsketch.probability_row`, ``meta[ROWS]`` rows
+made this slide) and stops for the caller only when the tables are full).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .fmsketch import probability_row
 from .incomplete import (NONE, combine, erase, find, insert, tree_first_from, tree_insert, tree_last, tree_next,
                          tree_previous, tree_remove)
 
@@ -44,9 +47,10 @@ INSTANCE_FIELDS = 11
 ID, NEWEST_SEQ, OLDEST, NEWEST, MARK, RECORD_LINK, NEWEST_KEY, EARLIER_RECORD, LATER_RECORD = range(9)
 RECORD_FIELDS = 9
 META = ("first", "last", "instances", "records", "held", "first_record", "last_record", "free_instance",
-        "free_record", "next_uid", "links", "epoch", "error", "error_oid", "error_stream", "error_count", "need_mask")
+        "free_record", "next_uid", "links", "epoch", "error", "error_oid", "error_stream", "error_count", "need_mask",
+        "rows")
 (FIRST, LAST, INSTANCES, RECORDS, HELD, FIRST_RECORD, LAST_RECORD, FREE_INSTANCE, FREE_RECORD, NEXT_UID, LINKS, EPOCH,
- ERROR, ERROR_OID, ERROR_STREAM, ERROR_COUNT, NEED_MASK) = range(len(META))
+ ERROR, ERROR_OID, ERROR_STREAM, ERROR_COUNT, NEED_MASK, ROWS) = range(len(META))
 COUNTERS = ("arrivals", "instances_created", "pruned", "expired", "dominations", "entries_scanned")
 ARRIVALS, INSTANCES_CREATED, PRUNED, EXPIRED, DOMINATIONS, ENTRIES_SCANNED = range(len(COUNTERS))
 CSORTED, BSORTED = range(2)
@@ -381,14 +385,15 @@ def link(instances, records, current, best, links, roots, meta, row):
 
 @njit(cache=True)
 def slide(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
-          meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, start, ids,
-          stream, value, tkeys, seq):
+          meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, words, powers,
+          start, ids, stream, value, tkeys, seq):
     """One slide: instances with a key below ``start`` expire from the front of the time
     list and objects whose newest tuple did from the front of the validity list, then the
-    slide's tuples arrive in order (Algorithm 1 each).  Returns how many tuples
-    it processed: it stops at a broken occurrence promise (``meta[ERROR]``) and, with estimated
-    bounds, before a tuple whose object's seen streams (``meta[NEED_MASK]``) have no row of
-    probabilities yet.  The caller has made room for the slide."""
+    slide's tuples arrive in order (Algorithm 1 each; with estimated bounds, after the row of
+    probabilities of the object's seen streams is made if it is missing).  Returns how many
+    tuples it processed: it stops at a broken occurrence promise (``meta[ERROR]``) and, with
+    estimated bounds, before a tuple whose missing row (``meta[NEED_MASK]``) the full tables
+    cannot hold.  The caller has made room for the slide."""
     while meta[FIRST] != NONE and instances[meta[FIRST], KEY] < start:
         counters[EXPIRED] += 1
         drop(instances, links, roots, records, keys, slots, meta, meta[FIRST])
@@ -399,8 +404,13 @@ def slide(instances, sums, counts, current, best, dominators, links, roots, reco
             record = find(keys, slots, ids[j])
             mask = (seen_mask(occurrences, record, len(weights)) if record != NONE else 0) | 1 << stream[j]
             if find(mask_keys, mask_slots, mask) == NONE:
-                meta[NEED_MASK] = mask
-                return j
+                row = meta[ROWS]
+                if row == len(probabilities) or 2 * (row + 1) > len(mask_keys):
+                    meta[NEED_MASK] = mask
+                    return j
+                probability_row(words, powers, (len(powers) - 1) // words.shape[1], mask, probabilities[row])
+                insert(mask_keys, mask_slots, mask, row)
+                meta[ROWS] += 1
         arrive(instances, sums, counts, current, best, dominators, links, roots, records, occurrences, keys, slots,
                meta, counters, weights, k, m, mode, repeats, estimates, mask_keys, mask_slots, probabilities, ids[j],
                stream[j], value[j], tkeys[j], seq[j])
