@@ -73,6 +73,22 @@ def test_rows_of_probabilities_are_the_plain_rows(seed):
             assert row.tolist() == estimates.row(mask), (start, mask)
 
 
+@pytest.mark.parametrize("bitmaps", [12, 33, 64])
+def test_every_total_of_lowest_unset_positions_estimates_as_the_plain_sketch(bitmaps):
+    """Each total ``r = Σ_b R_b`` from 0 to ``B L`` (bitmap ``b`` set below ``R_b``): the looked-up
+    estimate is the plain one bit for bit (a compiled ``2 ** (r / B)`` differs at ``B = 12``, ``r = 11``)."""
+    bits = 32
+    compiled, plain = SlidingSketches(1, bitmaps, bits), PlainSketches(1, bitmaps, bits)
+    for total in range(bitmaps * bits + 1):
+        lowest_unset = np.full(bitmaps, total // bitmaps)
+        lowest_unset[:total % bitmaps] += 1
+        stamps = np.where(np.arange(bits)[None, :] < lowest_unset[:, None], 1, NEVER)[None]
+        compiled.stamps[...] = stamps
+        plain.stamps[...] = stamps
+        compiled.restrict(1)
+        assert compiled.union([0]) == plain.union([0], start=1), total
+
+
 def test_a_window_of_no_ids_estimates_the_fm_floor():
     sketches = SlidingSketches(2, bitmaps=8)
     sketches.restrict(0)
