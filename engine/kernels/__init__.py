@@ -7,6 +7,7 @@ and the order of the steps.  The compiled code is cached on disk beside the sour
 ``NUMBA_DISABLE_JIT=1`` runs the same functions as plain Python (slow, but debuggable).
 
 numba's cache notices a change to a kernel's own module, not to a kernel it calls from another
-module (``select.py`` is called by ``mintopk.py`` and ``pretopk.py``): after editing one, delete
+module (``select.py`` is called by ``mintopk.py`` and ``pretopk.py``, ``fmsketch.py`` by ``eaa.py``
+and ``approx.py``): after editing one, delete
 ``engine/kernels/__pycache__`` (or the ``NUMBA_CACHE_DIR``) to recompile its callers.
 """
