@@ -61,6 +61,11 @@ NO_SEQS = np.empty(0, np.int64)
 
 NO_TOP = empty_top()
 
+NO_ABOVE = np.empty(0, np.float64)
+
+NEVER = 2 ** 62
+"""A slide no stream reaches."""
+
 COUNTERS = ("arrivals", "prefiltered", "refines", "refine_drops", "promotions", "savl_builds", "savl_builds_avoided",
             "savl_dropped", "scanned", "units_skipped", "tests", "splits")
 """The event counters ``stats`` reports, kept as they happen in the dict ``stats`` copies."""
@@ -321,6 +326,7 @@ class SAPBase(Algorithm):
         self._expiry = 1 if q.kind == "count" else 3
         self._unit_slides = self._choose_unit_slides()
         self._slide: int | None = None
+        self._quiet_until = 0  # slides before it are quiet (_next_event); 0: none known yet
         self._raw: dict[int, np.ndarray] = {}
         self._raw_bytes = getsizeof(self._raw)  # the dict's own size: it changes only when a slide is put
         self._raw_size = 0
@@ -364,8 +370,15 @@ class SAPBase(Algorithm):
 
     # ----------------------------------------------------------------- per slide
     def process(self, batch: Batch) -> None:
-        """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation."""
+        """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation.
+
+        A quiet slide (before :attr:`_quiet_until`, with objects, expiring no member of ``C``)
+        is :meth:`_quiet_step`; any other goes through every step of Algorithm 1 (:meth:`_step`).
+        """
         e = batch.end // self._s
+        if e < self._quiet_until and e == self._slide + 1 and len(batch) and (e - self._W) * self._s <= self._C.oldest:
+            self._quiet_step(e, batch)
+            return
         if self._slide is None:
             self._slide = e - 1
         elif e <= self._slide:
@@ -381,6 +394,79 @@ class SAPBase(Algorithm):
             self._step(e, empty[0], empty)
         self._answer = None
         self._answer_bytes = 0
+        self._quiet_until = self._next_event(e)
+
+    def _next_event(self, e: int) -> int:
+        """The first slide after ``e`` at which a step of Algorithm 1 other than an arrival, the
+        expiry of one slide of ``P_0`` (from ``C``, ``M_0`` and the raw slides) and the answer
+        may act (``O(1)``, plus :meth:`_variant_event`): the filling unit's end, ``P_0``'s last
+        slide expiring, the start of ``P_1``'s formation, a step left pending."""
+        nxt = e + 1
+        filling = self._filling
+        if filling is None:
+            return nxt
+        event = filling.first + self._unit_slides - 1
+        parts = self._parts
+        if parts:
+            front = parts[0]
+            if front.state in ("pending",) + FORMING_STATES:
+                return nxt
+            event = min(event, front.last + self._W)
+            if len(parts) > 1 and parts[1].state in ("pending", "forming"):
+                event = min(event, max(nxt, front.first + self._W))
+            event = min(event, self._variant_event(front, nxt))
+        return event
+
+    def _variant_event(self, front: Partition, nxt: int) -> int:
+        """The first slide from ``nxt`` at which :meth:`_after_step` may act (never, here)."""
+        return NEVER
+
+    def _quiet_step(self, e: int, batch: Batch) -> None:
+        """A slide of :meth:`_step` with no event (see :meth:`_next_event`): one slide of ``P_0``
+        expires from ``M_0`` and the raw slides (no member of ``C`` expires), the slide's objects
+        arrive in the filling unit, and the answer is made in the same kernel call
+        (:func:`engine.kernels.sap.quiet_slide`).  ``O(s log k + k)`` plus ``O(log k)`` per
+        expired ``M_0`` entry."""
+        self._slide = e
+        self._open_cache = None
+        self._cache_bytes = 0
+        gone = e - self._W
+        parts = self._parts
+        if parts and parts[0].first <= gone:
+            front, M = parts[0], self._M
+            if M:
+                M.expire(gone * self._s)
+            self._raw_drop(gone)
+            if M and front.in_c < self._k:
+                self._refill(front)
+        values = score(batch.x, self.q.weights)
+        m, k = len(values), self._k
+        unit = self._filling
+        unit.slides += 1
+        unit.objects += m
+        chosen, held = min(k, m), len(unit.top[0])
+        rows = np.empty(chosen, RAW)
+        top = empty_top(min(k, chosen + held))
+        C, opened = self._C, self._open_top
+        n = min(k, len(C.score) + len(opened[0]) + len(top[0]))
+        ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
+        self._quiet_kernel(values, batch, rows, unit.top, top, C, opened, ids, scores, seq)
+        events = self._events
+        events["arrivals"] += m
+        events["prefiltered"] += m - chosen
+        unit.top = top
+        if len(top[0]) != held:
+            self._tally_open()
+        self._raw_put(e, rows)
+        self._answer = Answer(ids, scores, seq)
+        self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
+
+    def _quiet_kernel(self, values: np.ndarray, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top,
+                      C: CandidateSet, opened: Top, ids: np.ndarray, scores: np.ndarray, seq: np.ndarray) -> None:
+        """:func:`engine.kernels.sap.quiet_slide` without TBUI (the variant with TBUI observes too)."""
+        kernels.quiet_slide(values, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top,
+                            NO_ABOVE, 0, 0.0, 0, 0.0, False, False,
+                            C.score, C.seq, C.ids, opened[0], opened[1], opened[2], ids, scores, seq)
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
@@ -932,6 +1018,7 @@ class SAPBase(Algorithm):
         self._events.update((name, int(data["counters"][name])) for name in COUNTERS)
         self._answer = None if self._slide is not None else Answer.empty()
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
+        self._quiet_until = 0
 
     def _load_variant(self, data: dict) -> None:
         """Variant state."""
