@@ -14,6 +14,7 @@ import pytest
 
 from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
 from engine.kernels import sap as kernels
+from engine.ranking import score
 
 SEEDS = range(30)
 
@@ -34,6 +35,17 @@ def ranked(score, seq, ids, t):
 def columns(rows):
     return (np.array([r[0] for r in rows], np.float64), *(np.array([r[i] for r in rows], np.int64)
                                                           for i in (1, 2, 3)))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_scores_of_rounds_as_the_engines_score(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 6))
+    x = rng.normal(0, 10.0 ** rng.integers(-3, 8), (int(rng.integers(0, 40)), d))
+    weights = rng.normal(0, 3, d)
+    expected = [sum((row[j] * weights[j] for j in range(1, d)), start=row[0] * weights[0]) for row in x.tolist()]
+    assert kernels.scores_of(x, weights).tolist() == expected
+    assert kernels.scores_of(x[::2], weights).tolist() == score(x[::2], weights).tolist()
 
 
 @pytest.mark.parametrize("seed", SEEDS)

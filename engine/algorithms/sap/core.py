@@ -324,6 +324,7 @@ class SAPBase(Algorithm):
         self._s = q.slide
         self._W = q.window // q.slide
         self._expiry = 1 if q.kind == "count" else 3
+        self._weights = np.asarray(q.weights, np.float64)
         self._unit_slides = self._choose_unit_slides()
         self._slide: int | None = None
         self._quiet_until = 0  # slides before it are quiet (_next_event); 0: none known yet
@@ -439,8 +440,7 @@ class SAPBase(Algorithm):
             self._raw_drop(gone)
             if M and front.in_c < self._k:
                 self._refill(front)
-        values = score(batch.x, self.q.weights)
-        m, k = len(values), self._k
+        m, k = len(batch), self._k
         unit = self._filling
         unit.slides += 1
         unit.objects += m
@@ -450,7 +450,7 @@ class SAPBase(Algorithm):
         C, opened = self._C, self._open_top
         n = min(k, len(C.score) + len(opened[0]) + len(top[0]))
         ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
-        self._quiet_kernel(values, batch, rows, unit.top, top, C, opened, ids, scores, seq)
+        self._quiet_kernel(batch, rows, unit.top, top, C, opened, ids, scores, seq)
         events = self._events
         events["arrivals"] += m
         events["prefiltered"] += m - chosen
@@ -461,10 +461,10 @@ class SAPBase(Algorithm):
         self._answer = Answer(ids, scores, seq)
         self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
 
-    def _quiet_kernel(self, values: np.ndarray, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top,
+    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top,
                       C: CandidateSet, opened: Top, ids: np.ndarray, scores: np.ndarray, seq: np.ndarray) -> None:
         """:func:`engine.kernels.sap.quiet_slide` without TBUI (the variant with TBUI observes too)."""
-        kernels.quiet_slide(values, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top,
+        kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top,
                             NO_ABOVE, 0, 0.0, 0, 0.0, False, False,
                             C.score, C.seq, C.ids, opened[0], opened[1], opened[2], ids, scores, seq)
 

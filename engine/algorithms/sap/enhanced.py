@@ -120,10 +120,10 @@ class SAP(SAPDynamic):
             self._above = grown
             self._variant_resized(sys.getsizeof(grown))
 
-    def _quiet_kernel(self, values, batch, rows, unit_top, top, C, opened, ids, scores, seq) -> None:
+    def _quiet_kernel(self, batch, rows, unit_top, top, C, opened, ids, scores, seq) -> None:
         """:func:`engine.kernels.sap.quiet_slide` with TBUI's observation (Algorithm 2 lines 3-9)."""
-        self._reserve_above(len(values))
-        n, tau = kernels.quiet_slide(values, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top,
+        self._reserve_above(len(batch))
+        n, tau = kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top,
                                      self._above, self._above_n, self._tau, self._zeta, self._limit,
                                      self._initialising, True,
                                      C.score, C.seq, C.ids, opened[0], opened[1], opened[2], ids, scores, seq)
