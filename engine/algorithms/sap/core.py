@@ -837,7 +837,7 @@ class SAPBase(Algorithm):
             records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
             builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
             NO_SEQS if only is None else only, only is not None, NO_SEQS if exclude is None else exclude)
-        self._events["scanned"] += scanned
+        self._events["scanned"] += int(scanned)
         if len(chosen):
             builder.scan_rows(*_columns(records), chosen)
 
