@@ -401,7 +401,8 @@ class SAPBase(Algorithm):
         """The first slide after ``e`` at which a step of Algorithm 1 other than an arrival, the
         expiry of one slide of ``P_0`` (from ``C``, ``M_0`` and the raw slides) and the answer
         may act (``O(1)``, plus :meth:`_variant_event`): the filling unit's end, ``P_0``'s last
-        slide expiring, the start of ``P_1``'s formation, a step left pending."""
+        slide expiring, the start of ``P_1``'s formation, a step left pending.  A share of
+        ``P_1``'s formation under way is part of a quiet slide."""
         nxt = e + 1
         filling = self._filling
         if filling is None:
@@ -413,7 +414,7 @@ class SAPBase(Algorithm):
             if front.state in ("pending",) + FORMING_STATES:
                 return nxt
             event = min(event, front.last + self._W)
-            if len(parts) > 1 and parts[1].state in ("pending", "forming"):
+            if len(parts) > 1 and parts[1].state == "pending":
                 event = min(event, max(nxt, front.first + self._W))
             event = min(event, self._variant_event(front, nxt))
         return event
@@ -426,8 +427,9 @@ class SAPBase(Algorithm):
         """A slide of :meth:`_step` with no event (see :meth:`_next_event`): one slide of ``P_0``
         expires from ``M_0`` and the raw slides (no member of ``C`` expires), the slide's objects
         arrive in the filling unit, and the answer is made in the same kernel call
-        (:func:`engine.kernels.sap.quiet_slide`).  ``O(s log k + k)`` plus ``O(log k)`` per
-        expired ``M_0`` entry."""
+        (:func:`engine.kernels.sap.quiet_slide`); then the share of ``P_1``'s S-AVL formation,
+        if one is under way (:meth:`_advance_formation`).  ``O(s log k + k)`` plus ``O(log k)``
+        per expired ``M_0`` entry and per object the formation scans."""
         self._slide = e
         self._open_cache = None
         self._cache_bytes = 0
@@ -458,6 +460,8 @@ class SAPBase(Algorithm):
         if len(top[0]) != held:
             self._tally_open()
         self._raw_put(e, rows)
+        if len(parts) > 1 and parts[1].state == "forming":
+            self._advance_formation(e)
         self._answer = Answer(ids, scores, seq)
         self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
 
