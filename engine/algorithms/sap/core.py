@@ -377,7 +377,8 @@ class SAPBase(Algorithm):
         is :meth:`_quiet_step`; any other goes through every step of Algorithm 1 (:meth:`_step`).
         """
         e = batch.end // self._s
-        if e < self._quiet_until and e == self._slide + 1 and len(batch) and (e - self._W) * self._s <= self._C.oldest:
+        if (e < self._quiet_until and e == self._slide + 1 and len(batch.ids)
+                and (e - self._W) * self._s <= self._C.oldest):
             self._quiet_step(e, batch)
             return
         if self._slide is None:
@@ -442,13 +443,14 @@ class SAPBase(Algorithm):
             self._raw_drop(gone)
             if M and front.in_c < self._k:
                 self._refill(front)
-        m, k = len(batch), self._k
+        m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
         unit.objects += m
         chosen, held = min(k, m), len(unit.top[0])
         rows = np.empty(chosen, RAW)
-        top = empty_top(min(k, chosen + held))
+        size = min(k, chosen + held)
+        top = (np.empty(size, np.float64), np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64))
         C, opened = self._C, self._open_top
         n = min(k, len(C.score) + len(opened[0]) + len(top[0]))
         ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)

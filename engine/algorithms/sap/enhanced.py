@@ -122,9 +122,11 @@ class SAP(SAPDynamic):
 
     def _quiet_kernel(self, batch, rows, unit_top, top, C, opened, ids, scores, seq) -> None:
         """:func:`engine.kernels.sap.quiet_slide` with TBUI's observation (Algorithm 2 lines 3-9)."""
-        self._reserve_above(len(batch))
-        n, tau = kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top,
-                                     self._above, self._above_n, self._tau, self._zeta, self._limit,
+        m = len(batch.ids)
+        if self._above_n + m > len(self._above):
+            self._reserve_above(m)
+        n, tau = kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows,
+                                     *unit_top, *top, self._above, self._above_n, self._tau, self._zeta, self._limit,
                                      self._initialising, True,
                                      C.score, C.seq, C.ids, opened[0], opened[1], opened[2], ids, scores, seq)
         self._above_n, self._tau = int(n), float(tau)
