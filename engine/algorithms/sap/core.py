@@ -351,6 +351,8 @@ class SAPBase(Algorithm):
         self._meaningful_retained = 0  # see _front_changed
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
+        # M_0's stacks, entries and bytes for stats(): read again after every slide that may change them
+        self._m_figures = self._M.meta.tolist()
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
@@ -397,6 +399,7 @@ class SAPBase(Algorithm):
         self._answer = None
         self._answer_bytes = 0
         self._quiet_until = self._next_event(e)
+        self._m_figures = self._M.meta.tolist()
 
     def _next_event(self, e: int) -> int:
         """The first slide after ``e`` at which a step of Algorithm 1 other than an arrival, the
@@ -440,9 +443,10 @@ class SAPBase(Algorithm):
             front, M = parts[0], self._M
             if M:
                 M.expire(gone * self._s)
+                if M and front.in_c < self._k:
+                    self._refill(front)
+                self._m_figures = M.meta.tolist()
             self._raw_drop(gone)
-            if M and front.in_c < self._k:
-                self._refill(front)
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
@@ -899,11 +903,12 @@ class SAPBase(Algorithm):
         sizes of ``C``, the open tops and ``M_0``.  ``measured_bytes``: likewise from
         ``_held_bytes``, the raw slides' dict (its size kept as slides are put), the open tops'
         and the answer's bytes (kept as they change), the arrays of ``C`` and ``M_0`` at their
-        capacity, and ``_other_bytes`` (every other attribute: walked once, ``O(attributes)``,
+        capacity (``M_0``'s read from its ``meta`` after every slide that may change it), and
+        ``_other_bytes`` (every other attribute: walked once, ``O(attributes)``,
         in ``_reset``, then kept as the variant's arrays are reallocated).
         """
         out = self._events.copy()
-        stacks, meaningful, m_bytes = self._M.meta.tolist()
+        stacks, meaningful, m_bytes = self._m_figures
         candidates, open_size = len(self._C.score), self._open_size
         out["candidates"] = candidates + open_size + meaningful
         out["retained"] = self._raw_size + candidates - self._raw_in_c + meaningful * self._meaningful_retained
@@ -1025,6 +1030,7 @@ class SAPBase(Algorithm):
         self._answer = None if self._slide is not None else Answer.empty()
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
         self._quiet_until = 0
+        self._m_figures = self._M.meta.tolist()
 
     def _load_variant(self, data: dict) -> None:
         """Variant state."""
