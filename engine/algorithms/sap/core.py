@@ -375,12 +375,11 @@ class SAPBase(Algorithm):
     def process(self, batch: Batch) -> None:
         """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation.
 
-        A quiet slide (before :attr:`_quiet_until`, with objects, expiring no member of ``C``)
-        is :meth:`_quiet_step`; any other goes through every step of Algorithm 1 (:meth:`_step`).
+        A quiet slide (the next slide, before :attr:`_quiet_until`, with objects) is
+        :meth:`_quiet_step`; any other goes through every step of Algorithm 1 (:meth:`_step`).
         """
         e = batch.end // self._s
-        if (e < self._quiet_until and e == self._slide + 1 and len(batch.ids)
-                and (e - self._W) * self._s <= self._C.oldest):
+        if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
             self._quiet_step(e, batch)
             return
         if self._slide is None:
@@ -429,24 +428,22 @@ class SAPBase(Algorithm):
 
     def _quiet_step(self, e: int, batch: Batch) -> None:
         """A slide of :meth:`_step` with no event (see :meth:`_next_event`): one slide of ``P_0``
-        expires from ``M_0`` and the raw slides (no member of ``C`` expires), the slide's objects
+        expires (:meth:`_expire_slide` and :meth:`_refill`), the slide's objects
         arrive in the filling unit, and the answer is made in the same kernel call
         (:func:`engine.kernels.sap.quiet_slide`); then the share of ``P_1``'s S-AVL formation,
-        if one is under way (:meth:`_advance_formation`).  ``O(s log k + k)`` plus ``O(log k)``
-        per expired ``M_0`` entry and per object the formation scans."""
+        if one is under way (:meth:`_advance_formation`).  ``O(s log k + k)``, plus ``O(|C|)``
+        when a member of ``C`` expires and ``O(log k)`` per expired or promoted ``M_0`` entry and
+        per object the formation scans."""
         self._slide = e
         self._open_cache = None
         self._cache_bytes = 0
         gone = e - self._W
         parts = self._parts
-        if parts and parts[0].first <= gone:
-            front, M = parts[0], self._M
-            if M:
-                M.expire(gone * self._s)
-                if M and front.in_c < self._k:
-                    self._refill(front)
-                self._m_figures = M.meta.tolist()
-            self._raw_drop(gone)
+        if parts and parts[0].first <= gone:  # P_0 stays in the window (its last slide is an event)
+            self._expire_slide(parts[0], gone)
+            if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
+                self._refill(parts[0])
+                self._m_figures = self._M.meta.tolist()
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
@@ -499,13 +496,7 @@ class SAPBase(Algorithm):
         if not parts or parts[0].first > gone:
             return
         front = parts[0]
-        bound = gone * self._s
-        expired = self._C.expire(bound)
-        front.in_c -= expired
-        if front.raw:
-            self._raw_in_c -= expired
-        self._M.expire(bound)
-        self._raw_drop(gone)
+        self._expire_slide(front, gone)
         if front.last <= gone:
             self._M.clear()
             self._release(front)
@@ -518,6 +509,20 @@ class SAPBase(Algorithm):
             self._front_changed()
         else:
             self._refill(front)
+
+    def _expire_slide(self, front: Partition, gone: int) -> None:
+        """Algorithm 1 lines 1-5 for slide ``gone`` of ``P_0``: its candidates leave ``C`` (a
+        pass only once the bound reaches ``C``'s oldest member, ``O(|C|)``), its entries leave
+        ``M_0`` (``O(log k)`` each) and its raw objects are dropped."""
+        bound = gone * self._s
+        if bound > self._C.oldest:
+            expired = self._C.expire(bound)
+            front.in_c -= expired
+            if front.raw:
+                self._raw_in_c -= expired
+        if self._M:
+            self._M.expire(bound)
+        self._raw_drop(gone)
 
     def _refill(self, front: Partition) -> None:
         """Algorithm 1 line 6 with Section 5.1: expired members of ``P_0^k`` are replaced by
