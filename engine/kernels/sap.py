@@ -15,6 +15,8 @@ a *top* is such a set of columns ranked best first by the total order ``(score, 
   per object); ``M_0`` is a max-heap of the stack
   tops with a position index (:func:`m_pop_best`, :func:`m_expire`, ``O(log k)`` each), the
   array form of the paper's AVL tree over the tops.
+* The quiet slide (no unit, partition or S-AVL event): :func:`quiet_slide`, the scores, the
+  arrival, TBUI's observation and the answer in one call.
 * The dynamic variants' partition test (Section 4.2): :func:`mann_whitney_greater`, the
   one-sided Mann-Whitney rank-sum test (:func:`rank_sum_u`, and :func:`u_counts` for the exact
   distribution).
@@ -478,6 +480,36 @@ def take_slide_observed(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t,
     :func:`tbui_observe` on the same scores.  Returns ``(n, tau)``."""
     take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
     return tbui_observe(values, above, n, tau, zeta, limit, initialising)
+
+
+@njit(cache=True)
+def scores_of(x, weights):
+    """``F = x · w`` of every row of ``x``, summed column by column in the order of
+    :func:`engine.ranking.score` (the same roundings, so the same floats).  ``O(m d)``."""
+    values = np.empty(x.shape[0], np.float64)
+    for i in range(x.shape[0]):
+        value = x[i, 0] * weights[0]
+        for j in range(1, len(weights)):
+            value += x[i, j] * weights[j]
+        values[i] = value
+    return values
+
+
+@njit(cache=True)
+def quiet_slide(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
+                above, n, tau, zeta, limit, initialising, observe,
+                c_score, c_seq, c_id, o_score, o_seq, o_id, a_ids, a_score, a_seq):
+    """A slide in which no unit, partition or S-AVL event falls (the driver's common case), in
+    one call: the slide's scores (:func:`scores_of`), Algorithm 1 lines 7-11
+    (:func:`take_slide`), TBUI's observation if ``observe`` (:func:`tbui_observe`), then the
+    answer over ``C``, ``P_m^k`` and the filling unit's new top (:func:`answer_of_three`).
+    Returns ``(n, tau)``; ``O(m (d + log k) + |U^tau| + k)``."""
+    values = scores_of(x, weights)
+    take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
+    if observe:
+        n, tau = tbui_observe(values, above, n, tau, zeta, limit, initialising)
+    answer_of_three(c_score, c_seq, c_id, o_score, o_seq, o_id, score, out_seq, out_id, a_ids, a_score, a_seq)
+    return n, tau
 
 
 # ----------------------------------------------------------------- partitioning (Section 4.2)

@@ -330,6 +330,41 @@ def test_seeded_stress_with_check_after_every_slide(name, seed):
     check_against_oracle(name, (np.arange(m), t, scores), q)
 
 
+@pytest.mark.parametrize("name,params", [(name, {}) for name in VARIANTS] + [("sap-equal", {"delay": False}),
+                                                                             ("sap-dynamic", {"savl": False})])
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("seed", range(3))
+def test_quiet_slides_equal_the_full_steps(name, params, kind, seed):
+    """The quiet path (:meth:`SAPBase._quiet_step`) against every step of Algorithm 1: the same
+    stream through an instance whose every slide takes the full steps gives the same answer,
+    ``stats()`` and state at every slide, and both equal the oracle; a quarter of the slides or more are quiet."""
+    rng = np.random.default_rng(300 + seed)
+    s, k = int(rng.integers(1, 6)), int(rng.integers(1, 15))
+    n = s * int(rng.integers(60, 200))
+    m = 5 * n
+    scores = rng.choice([-1.0, 1.0]) * np.arange(m) / m + np.sin(np.arange(m) * np.pi / rng.integers(50, 600)) \
+        + 0.3 * rng.random(m)
+    if seed == 2:
+        scores = np.round(scores * 3)  # ties
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+    q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
+    quiet, full, oracle = engine.create(name, q, **params), engine.create(name, q, **params), engine.create("oracle", q)
+    full._next_event = lambda e: e + 1  # no slide is known to be quiet: every one takes _step
+    taken = []
+    quiet_step = quiet._quiet_step
+    quiet._quiet_step = lambda e, batch: (taken.append(e), quiet_step(e, batch))
+    for batch in engine.slides((np.arange(m), t, scores), q):
+        for alg in (quiet, full, oracle):
+            alg.process(batch)
+        quiet.check()
+        where = f"{name} {params} {kind} slide {batch.index}"
+        assert_same_answer(oracle.topk(), quiet.topk(), where)
+        assert_same_answer(full.topk(), quiet.topk(), where)
+        assert quiet.stats() == full.stats(), where
+    assert quiet.to_state() == full.to_state()
+    assert len(taken) > 0.25 * (m // s), f"only {len(taken)} quiet slides of {m // s}"
+
+
 @pytest.mark.parametrize("name", VARIANTS)
 def test_snapshot_in_the_middle_of_a_partitions_life(name):
     """Cut at every slide of a run where S-AVLs are formed, active and dropped."""

@@ -14,6 +14,7 @@ import pytest
 
 from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
 from engine.kernels import sap as kernels
+from engine.ranking import score
 
 SEEDS = range(30)
 
@@ -34,6 +35,17 @@ def ranked(score, seq, ids, t):
 def columns(rows):
     return (np.array([r[0] for r in rows], np.float64), *(np.array([r[i] for r in rows], np.int64)
                                                           for i in (1, 2, 3)))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_scores_of_rounds_as_the_engines_score(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 6))
+    x = rng.normal(0, 10.0 ** rng.integers(-3, 8), (int(rng.integers(0, 40)), d))
+    weights = rng.normal(0, 3, d)
+    expected = [sum((row[j] * weights[j] for j in range(1, d)), start=row[0] * weights[0]) for row in x.tolist()]
+    assert kernels.scores_of(x, weights).tolist() == expected
+    assert kernels.scores_of(x[::2], weights).tolist() == score(x[::2], weights).tolist()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -283,6 +295,50 @@ def test_tbui_observe_follows_algorithm_2(seed):
         above, tau = reference_observe(above, values.tolist(), tau, zeta, limit, initialising)
         n, got_tau = kernels.tbui_observe(values, buffer, n, got_tau, zeta, limit, initialising)
         assert got_tau == tau and sorted(buffer[:n].tolist()) == sorted(above)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_quiet_slide_takes_the_slide_observes_it_and_answers(seed):
+    """The quiet slide against the references of its steps: the slide's best ``k`` and the
+    unit's new top, TBUI's ``U^tau`` and ``tau`` (``observe`` only), the best ``n`` of ``C``,
+    ``P_m^k`` and the new top."""
+    rng = np.random.default_rng(seed)
+    m, k = int(rng.integers(1, 40)), int(rng.integers(1, 15))
+    weights = rng.choice([-1.0, 0.5, 2.0], int(rng.integers(1, 4)))
+    x = rng.integers(0, 4, (m, len(weights))).astype(np.float64)
+    score = [sum((row[j] * weights[j] for j in range(1, len(weights))), start=row[0] * weights[0])
+             for row in x.tolist()]
+    seq = rng.permutation(m).astype(np.int64) + 500
+    ids, t = seq + 1000, seq // 3
+    unit_rows = ranked(*objects(rng, int(rng.integers(0, k + 1)), start=300))
+    c_rows = ranked(*objects(rng, int(rng.integers(0, 20))))
+    open_rows = ranked(*objects(rng, int(rng.integers(0, k + 1)), start=100))
+    unit, c_top, open_top = (columns(r) if r else (np.empty(0), *(np.empty(0, np.int64) for _ in range(3)))
+                             for r in (unit_rows, c_rows, open_rows))
+    rows = np.empty(min(k, m), [("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
+    size = min(k, len(rows) + len(unit_rows))
+    top = (np.empty(size), np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64))
+    n = min(k, len(c_rows) + len(open_rows) + size)
+    answer = (np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64))
+    observe, initialising, zeta = bool(seed % 2), bool(rng.integers(0, 2)), int(rng.integers(1, 6))
+    limit = max(2 * zeta, zeta + 2)
+    held = rng.integers(1, 6, int(rng.integers(0, 5))).astype(np.float64)  # U^tau: every score >= tau = 1
+    above = np.empty(100)
+    above[:len(held)] = held
+    got_n, got_tau = kernels.quiet_slide(x, weights, seq, ids, t, k, rows, *unit, *top, above, len(held), 1.0, zeta,
+                                         limit, initialising, observe, *c_top[:3], *open_top[:3], *answer)
+    best = ranked(np.array(score), seq, ids, t)[:k]
+    assert rows.tolist() == best
+    new_top = sorted(best + unit_rows, key=lambda r: (r[0], r[1]), reverse=True)[:k]
+    assert list(zip(*(c.tolist() for c in top))) == new_top
+    if observe:
+        expected, tau = reference_observe(held.tolist(), score, 1.0, zeta, limit, initialising)
+        assert got_tau == tau and sorted(above[:got_n].tolist()) == sorted(expected)
+    else:
+        assert (got_n, got_tau) == (len(held), 1.0)
+    everything = sorted(c_rows + open_rows + new_top, key=lambda r: (r[0], r[1]), reverse=True)[:n]
+    assert answer[0].tolist() == [r[2] for r in everything]
+    assert answer[1].tolist() == [r[0] for r in everything] and answer[2].tolist() == [r[1] for r in everything]
 
 
 # ----------------------------------------------------------------- the Mann-Whitney test (Section 4.2)

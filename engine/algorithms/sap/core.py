@@ -61,6 +61,11 @@ NO_SEQS = np.empty(0, np.int64)
 
 NO_TOP = empty_top()
 
+NO_ABOVE = np.empty(0, np.float64)
+
+NEVER = 2 ** 62
+"""A slide no stream reaches."""
+
 COUNTERS = ("arrivals", "prefiltered", "refines", "refine_drops", "promotions", "savl_builds", "savl_builds_avoided",
             "savl_dropped", "scanned", "units_skipped", "tests", "splits")
 """The event counters ``stats`` reports, kept as they happen in the dict ``stats`` copies."""
@@ -319,8 +324,10 @@ class SAPBase(Algorithm):
         self._s = q.slide
         self._W = q.window // q.slide
         self._expiry = 1 if q.kind == "count" else 3
+        self._weights = np.asarray(q.weights, np.float64)
         self._unit_slides = self._choose_unit_slides()
         self._slide: int | None = None
+        self._quiet_until = 0  # slides before it are quiet (_next_event); 0: none known yet
         self._raw: dict[int, np.ndarray] = {}
         self._raw_bytes = getsizeof(self._raw)  # the dict's own size: it changes only when a slide is put
         self._raw_size = 0
@@ -344,6 +351,8 @@ class SAPBase(Algorithm):
         self._meaningful_retained = 0  # see _front_changed
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
+        # M_0's stacks, entries and bytes for stats(): read again after every slide that may change them
+        self._m_figures = self._M.meta.tolist()
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
@@ -364,8 +373,15 @@ class SAPBase(Algorithm):
 
     # ----------------------------------------------------------------- per slide
     def process(self, batch: Batch) -> None:
-        """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation."""
+        """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation.
+
+        A quiet slide (the next slide, before :attr:`_quiet_until`, with objects) is
+        :meth:`_quiet_step`; any other goes through every step of Algorithm 1 (:meth:`_step`).
+        """
         e = batch.end // self._s
+        if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
+            self._quiet_step(e, batch)
+            return
         if self._slide is None:
             self._slide = e - 1
         elif e <= self._slide:
@@ -381,6 +397,83 @@ class SAPBase(Algorithm):
             self._step(e, empty[0], empty)
         self._answer = None
         self._answer_bytes = 0
+        self._quiet_until = self._next_event(e)
+        self._m_figures = self._M.meta.tolist()
+
+    def _next_event(self, e: int) -> int:
+        """The first slide after ``e`` at which a step of Algorithm 1 other than an arrival, the
+        expiry of one slide of ``P_0`` (from ``C``, ``M_0`` and the raw slides) and the answer
+        may act (``O(1)``, plus :meth:`_variant_event`): the filling unit's end, ``P_0``'s last
+        slide expiring, the start of ``P_1``'s formation, a step left pending.  A share of
+        ``P_1``'s formation under way is part of a quiet slide."""
+        nxt = e + 1
+        filling = self._filling
+        if filling is None:
+            return nxt
+        event = filling.first + self._unit_slides - 1
+        parts = self._parts
+        if parts:
+            front = parts[0]
+            if front.state in ("pending",) + FORMING_STATES:
+                return nxt
+            event = min(event, front.last + self._W)
+            if len(parts) > 1 and parts[1].state == "pending":
+                event = min(event, max(nxt, front.first + self._W))
+            event = min(event, self._variant_event(front, nxt))
+        return event
+
+    def _variant_event(self, front: Partition, nxt: int) -> int:
+        """The first slide from ``nxt`` at which :meth:`_after_step` may act (never, here)."""
+        return NEVER
+
+    def _quiet_step(self, e: int, batch: Batch) -> None:
+        """A slide of :meth:`_step` with no event (see :meth:`_next_event`): one slide of ``P_0``
+        expires (:meth:`_expire_slide` and :meth:`_refill`), the slide's objects
+        arrive in the filling unit, and the answer is made in the same kernel call
+        (:func:`engine.kernels.sap.quiet_slide`); then the share of ``P_1``'s S-AVL formation,
+        if one is under way (:meth:`_advance_formation`).  ``O(s log k + k)``, plus ``O(|C|)``
+        when a member of ``C`` expires and ``O(log k)`` per expired or promoted ``M_0`` entry and
+        per object the formation scans."""
+        self._slide = e
+        self._open_cache = None
+        self._cache_bytes = 0
+        gone = e - self._W
+        parts = self._parts
+        if parts and parts[0].first <= gone:  # P_0 stays in the window (its last slide is an event)
+            self._expire_slide(parts[0], gone)
+            if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
+                self._refill(parts[0])
+                self._m_figures = self._M.meta.tolist()
+        m, k = len(batch.ids), self._k
+        unit = self._filling
+        unit.slides += 1
+        unit.objects += m
+        chosen, held = min(k, m), len(unit.top[0])
+        rows = np.empty(chosen, RAW)
+        size = min(k, chosen + held)
+        top = (np.empty(size, np.float64), np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64))
+        C, opened = self._C, self._open_top
+        n = min(k, len(C.score) + len(opened[0]) + len(top[0]))
+        ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
+        self._quiet_kernel(batch, rows, unit.top, top, C, opened, ids, scores, seq)
+        events = self._events
+        events["arrivals"] += m
+        events["prefiltered"] += m - chosen
+        unit.top = top
+        if len(top[0]) != held:
+            self._tally_open()
+        self._raw_put(e, rows)
+        if len(parts) > 1 and parts[1].state == "forming":
+            self._advance_formation(e)
+        self._answer = Answer(ids, scores, seq)
+        self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
+
+    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top,
+                      C: CandidateSet, opened: Top, ids: np.ndarray, scores: np.ndarray, seq: np.ndarray) -> None:
+        """:func:`engine.kernels.sap.quiet_slide` without TBUI (the variant with TBUI observes too)."""
+        kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top,
+                            NO_ABOVE, 0, 0.0, 0, 0.0, False, False,
+                            C.score, C.seq, C.ids, opened[0], opened[1], opened[2], ids, scores, seq)
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
@@ -403,13 +496,7 @@ class SAPBase(Algorithm):
         if not parts or parts[0].first > gone:
             return
         front = parts[0]
-        bound = gone * self._s
-        expired = self._C.expire(bound)
-        front.in_c -= expired
-        if front.raw:
-            self._raw_in_c -= expired
-        self._M.expire(bound)
-        self._raw_drop(gone)
+        self._expire_slide(front, gone)
         if front.last <= gone:
             self._M.clear()
             self._release(front)
@@ -422,6 +509,20 @@ class SAPBase(Algorithm):
             self._front_changed()
         else:
             self._refill(front)
+
+    def _expire_slide(self, front: Partition, gone: int) -> None:
+        """Algorithm 1 lines 1-5 for slide ``gone`` of ``P_0``: its candidates leave ``C`` (a
+        pass only once the bound reaches ``C``'s oldest member, ``O(|C|)``), its entries leave
+        ``M_0`` (``O(log k)`` each) and its raw objects are dropped."""
+        bound = gone * self._s
+        if bound > self._C.oldest:
+            expired = self._C.expire(bound)
+            front.in_c -= expired
+            if front.raw:
+                self._raw_in_c -= expired
+        if self._M:
+            self._M.expire(bound)
+        self._raw_drop(gone)
 
     def _refill(self, front: Partition) -> None:
         """Algorithm 1 line 6 with Section 5.1: expired members of ``P_0^k`` are replaced by
@@ -751,7 +852,7 @@ class SAPBase(Algorithm):
             records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
             builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
             NO_SEQS if only is None else only, only is not None, NO_SEQS if exclude is None else exclude)
-        self._events["scanned"] += scanned
+        self._events["scanned"] += int(scanned)
         if len(chosen):
             builder.scan_rows(*_columns(records), chosen)
 
@@ -807,11 +908,12 @@ class SAPBase(Algorithm):
         sizes of ``C``, the open tops and ``M_0``.  ``measured_bytes``: likewise from
         ``_held_bytes``, the raw slides' dict (its size kept as slides are put), the open tops'
         and the answer's bytes (kept as they change), the arrays of ``C`` and ``M_0`` at their
-        capacity, and ``_other_bytes`` (every other attribute: walked once, ``O(attributes)``,
+        capacity (``M_0``'s read from its ``meta`` after every slide that may change it), and
+        ``_other_bytes`` (every other attribute: walked once, ``O(attributes)``,
         in ``_reset``, then kept as the variant's arrays are reallocated).
         """
         out = self._events.copy()
-        stacks, meaningful, m_bytes = self._M.meta.tolist()
+        stacks, meaningful, m_bytes = self._m_figures
         candidates, open_size = len(self._C.score), self._open_size
         out["candidates"] = candidates + open_size + meaningful
         out["retained"] = self._raw_size + candidates - self._raw_in_c + meaningful * self._meaningful_retained
@@ -932,6 +1034,8 @@ class SAPBase(Algorithm):
         self._events.update((name, int(data["counters"][name])) for name in COUNTERS)
         self._answer = None if self._slide is not None else Answer.empty()
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
+        self._quiet_until = 0
+        self._m_figures = self._M.meta.tolist()
 
     def _load_variant(self, data: dict) -> None:
         """Variant state."""

@@ -10,7 +10,7 @@ import numpy as np
 from ...jsondata import floats_in, floats_out
 from ...registry import register
 from .candidates import Top, merge_tops
-from .core import Partition, SAPBase, Unit, _f, _key_in, _key_out
+from .core import NEVER, Partition, SAPBase, Unit, _f, _key_in, _key_out
 from .dynamic import SAPDynamic
 from .savl import StackBuilder
 from ...kernels import sap as kernels
@@ -120,6 +120,17 @@ class SAP(SAPDynamic):
             self._above = grown
             self._variant_resized(sys.getsizeof(grown))
 
+    def _quiet_kernel(self, batch, rows, unit_top, top, C, opened, ids, scores, seq) -> None:
+        """:func:`engine.kernels.sap.quiet_slide` with TBUI's observation (Algorithm 2 lines 3-9)."""
+        m = len(batch.ids)
+        if self._above_n + m > len(self._above):
+            self._reserve_above(m)
+        n, tau = kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows,
+                                     *unit_top, *top, self._above, self._above_n, self._tau, self._zeta, self._limit,
+                                     self._initialising, True,
+                                     C.score, C.seq, C.ids, opened[0], opened[1], opened[2], ids, scores, seq)
+        self._above_n, self._tau = int(n), float(tau)
+
     def _classify(self, unit: Unit) -> None:
         """Algorithm 2 lines 10-16 at the end of a unit."""
         above = self._above[:self._above_n]
@@ -186,6 +197,16 @@ class SAP(SAPDynamic):
                 self._phase_two(front, unit)
         if not any(unit.pending for unit in front.units):
             self._release(front)
+
+    def _variant_event(self, front: Partition, nxt: int) -> int:
+        """The first slide from ``nxt`` at which :meth:`_after_step` may act: pending k-unit
+        ``U_v`` of an active ``P_0`` whose raw slides are kept is due once ``U_{v-2}`` has left
+        (``O(units)``)."""
+        if front.state != "active" or not front.raw:
+            return NEVER
+        due = [nxt if v < 2 else front.units[v - 2].last + self._W
+               for v, unit in enumerate(front.units) if unit.pending]
+        return max(nxt, min(due, default=nxt))
 
     def _phase_two(self, front: Partition, unit: Unit) -> None:
         unit.pending = False
