@@ -608,3 +608,36 @@ def test_a_nearly_flat_three_dimensional_window_keeps_its_far_vertex():
     q = engine.Query(weights=[1e-300, 1.0, 0.5], k=6, window=20, slide=5, kind="time")
     run_checked(engine.create("sao", q, memory=17, layers=1, allocation="dynamic-uniform"),
                 list(engine.slides((np.arange(len(x)), t, x), q)))
+
+
+def test_seeded_stress_on_points_a_tolerance_apart():
+    """Fixed seeds, features drawn from {+-1e300, +-1e-300, 0, 1} or spread over 1e-300 to
+    1e300 per feature, so that many distinct points coincide in index coordinates or lie less
+    than the hulls' tolerance apart: ``check()`` after every slide (before the fixes of the two
+    tests above, 5 of these 80 seeds failed it) and, for count windows with a dynamic
+    allocation, answers of ``min(K, window)`` objects."""
+    values = np.array([1e300, -1e300, 1e-300, -1e-300, 0.0, 1.0])
+    for seed in range(80):
+        rng = np.random.default_rng(seed)
+        d, s, kind = int(rng.integers(2, 4)), int(rng.choice([1, 5])), str(rng.choice(["count", "time"]))
+        q = engine.Query(weights=[float(w) for w in rng.choice([1e-300, 0.0, 1.0, -1.0], d)], k=int(rng.integers(1, 8)),
+                         window=s * int(rng.choice([4, 8])), slide=s, kind=kind)
+        params = {"memory": int(rng.integers(q.k, 40)), "layers": int(rng.integers(1, 5)),
+                  "allocation": str(rng.choice(ALLOCATIONS))}
+        m = 120
+        if rng.random() < 0.5:
+            x = rng.choice(values, (m, d))
+        else:
+            x = rng.standard_normal((m, d)) * 10.0 ** rng.integers(-300, 300, (m, d)).astype(float) / 10
+            x[rng.random((m, d)) < 0.3] = 0.0
+        t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+        alg, oracle = engine.create("sao", q, **params), engine.create("oracle", q)
+        for index, batch in enumerate(engine.slides((np.arange(m), t, x), q)):
+            context = f"seed {seed} {q} {params} slide {index}"
+            alg.process(batch)
+            oracle.process(batch)
+            alg.check()
+            answer, window = alg.topk(), oracle.candidates()
+            if kind == "count" and not params["allocation"].startswith("static"):
+                assert len(answer) >= min(q.k, len(window)), context
+            assert set(answer.seq.tolist()) <= set(window.tolist()), context
