@@ -346,9 +346,9 @@ def hull_3d(points: np.ndarray, tolerance: float):
     Quickhull can keep a point that a later point left in the middle of a flat face
     (or edge) as a vertex of its triangulation; such points are dropped and the hull of the
     extreme points computed again (at most three rounds, else ``FAILED``).  On a nearly flat
-    set (a sliver) the search and the normals around a true vertex can both go wrong and the
-    vertex be left out: a point farther than ``tolerance`` outside the final hull is
-    ``FAILED``.  ``O(n log n)`` expected per round, plus ``O(n f)`` for that test.
+    set the search and the normals around a true vertex can both go wrong and the vertex be
+    left out: a point farther than ``tolerance`` outside the final hull is ``FAILED``.
+    ``O(n log n)`` expected per round, plus ``O(n f)`` for that test.
     """
     chosen = np.arange(points.shape[0])
     for _ in range(3):
