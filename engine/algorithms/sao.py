@@ -17,7 +17,7 @@ from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..kernels import hull as kernel
-from .sao_hull import KERNEL_TOLERANCE, Hull, convex_hull, neighbour_distances
+from .sao_hull import KERNEL_TOLERANCE, Hull, convex_hull, layer_hull, neighbour_distances
 
 HELD_OBJECT_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + 3 * PY_INT
 """A held object's ``(seq, id, t)`` record in its place's deque: the tuple and its three ints."""
@@ -155,7 +155,7 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
 
     One hull computation; ``O(n log n)`` in 2-D and 3-D.
     """
-    hull = convex_hull(pool.x)
+    hull = layer_hull(pool.x)
     if len(hull.vertices) == len(pool):
         return pool, hull, pool.take(slice(0, 0))
     outside = np.ones(len(pool), dtype=bool)
@@ -173,7 +173,7 @@ def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer]):
     left down to the first intact earlier layer, and stops where the earlier layers follow
     unchanged (they are yielded as they are); its layers are views of one reordered copy of
     the pool.  The layers it leaves (flat or numerically hard remainders), and every layer in
-    other dimensions, take one :func:`convex_hull` each.  ``O(Σ n_j f_j)`` over the layers
+    other dimensions, take one :func:`layer_hull` each.  ``O(Σ n_j f_j)`` over the layers
     yielded.
     """
     left = np.arange(len(pool))
@@ -199,7 +199,7 @@ def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer]):
         left = np.flatnonzero(below)
     while len(left):
         part = pool.take(left)
-        hull = convex_hull(part.x)
+        hull = layer_hull(part.x)
         vertices = hull.vertices
         below = np.ones(len(left), dtype=bool)
         below[vertices] = False

@@ -34,7 +34,8 @@ def hull_2d(points: np.ndarray, tolerance: float):
     """Andrew's monotone chain: ``(status, polygon)``, the vertex indices counter-clockwise.
 
     A point within ``tolerance`` of the line through its two neighbours on the chain is not a
-    vertex; fewer than three vertices left is ``FLAT``.  Points nearly in line but out of the
+    vertex; fewer than three vertices left is ``FLAT`` if every point lies within ``tolerance``
+    of one line (else ``FAILED``).  Points nearly in line but out of the
     sort's order along it (``x`` equal to within rounding) can make the chain drop an extreme
     point: a point farther than ``tolerance`` outside the polygon is ``FAILED``.  ``O(n log n)``
     plus ``O(n h)`` for that test over the ``h`` vertices.
@@ -54,13 +55,31 @@ def hull_2d(points: np.ndarray, tolerance: float):
             size += 1
         size -= 1
     if size < 3:
-        return FLAT, chain[:0].copy()
+        return (FLAT if _flat_2d(points, order[0], order[n - 1], tolerance) else FAILED), chain[:0].copy()
     for i in range(size):
         a, b = chain[i], chain[(i + 1) % size]
         for p in range(n):
             if _turns_left(points, b, a, p, tolerance):
                 return FAILED, chain[:0].copy()
     return DONE, chain[:size].copy()
+
+
+@njit(cache=True)
+def _flat_2d(points, a, b, tolerance):
+    """Whether every point lies within ``tolerance`` of the line through ``a`` and ``b`` (of
+    point ``a`` when they coincide).  The chain can collapse on a set that is not flat: a
+    point within ``tolerance`` of another but later in the sort (``x`` larger by less than
+    ``tolerance``) pops a true vertex, the tolerant line test seeing the three in line."""
+    ax, ay = points[b, 0] - points[a, 0], points[b, 1] - points[a, 1]
+    length = np.sqrt(ax * ax + ay * ay)
+    for p in range(points.shape[0]):
+        px, py = points[p, 0] - points[a, 0], points[p, 1] - points[a, 1]
+        if length <= tolerance:
+            if np.sqrt(px * px + py * py) > tolerance:
+                return False
+        elif abs(ax * py - ay * px) > tolerance * length:
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -326,8 +345,10 @@ def hull_3d(points: np.ndarray, tolerance: float):
 
     Quickhull can keep a point that a later point left in the middle of a flat face
     (or edge) as a vertex of its triangulation; such points are dropped and the hull of the
-    extreme points computed again (at most three rounds, else ``FAILED``).  ``O(n log n)``
-    expected per round.
+    extreme points computed again (at most three rounds, else ``FAILED``).  On a nearly flat
+    set the search and the normals around a true vertex can both go wrong and the vertex be
+    left out: a point farther than ``tolerance`` outside the final hull is ``FAILED``.
+    ``O(n log n)`` expected per round, plus ``O(n f)`` for that test.
     """
     chosen = np.arange(points.shape[0])
     for _ in range(3):
@@ -341,11 +362,23 @@ def hull_3d(points: np.ndarray, tolerance: float):
                 on_hull[facets[f, e]] = True
         renamed = chosen[facets]
         if np.array_equal(extreme, on_hull):
+            if _outside(points, normals, offsets, tolerance):
+                return FAILED, facets[:0], normals[:0], offsets[:0]
             return DONE, renamed, normals, offsets
         chosen = chosen[np.flatnonzero(extreme)]
         if len(chosen) < 4:
             return FAILED, facets[:0], normals[:0], offsets[:0]
     return FAILED, facets[:0], normals[:0], offsets[:0]
+
+
+@njit(cache=True)
+def _outside(points, normals, offsets, tolerance):
+    """Whether a point lies farther than ``tolerance`` above a facet's plane (``O(n f)``)."""
+    for p in range(points.shape[0]):
+        for f in range(len(offsets)):
+            if _distance(normals, offsets, f, points, p) > tolerance:
+                return True
+    return False
 
 
 @njit(cache=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-from engine.algorithms.sao_hull import convex_hull
+from engine.algorithms.sao_hull import convex_hull, layer_hull
 from engine.kernels import hull as kernel
 from tests.nojit import run_script
 
@@ -240,3 +240,47 @@ def test_repeel_after_insertions_and_deletions_gives_qhulls_layers(seed):
         assert rest == before[kept_from:]
         peeled += rest
     assert peeled == expected
+
+
+def test_a_near_duplicate_out_of_the_chains_order_does_not_make_a_triangle_flat():
+    """Found by fuzzing SAO: (1e-300, 0) sorts after (0, 1) though it lies 1e-300 from (0, 0);
+    the chain's tolerant line test popped (0, 1) and the set came out ``FLAT``."""
+    points = np.array([[-1.0, 0.5], [-1.0, 0.5], [0.0, 1.0], [1e-300, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    status, _ = kernel.hull_2d(points, TOLERANCE)
+    assert status != kernel.FLAT
+    assert vertex_points(points, convex_hull(points).vertices) == {(-1.0, 0.5), (0.0, 1.0), (1e-300, 0.0)}
+
+
+def test_a_nearly_flat_3d_hull_leaves_no_point_outside():
+    """Points near the unit square with heights from 1 down to 1e-14 and jitter from 1e-15 to
+    1e-10 (slivers of tetrahedra): whenever the kernel answers, every point lies within the
+    tolerance of every facet (else the extreme-point test dropped a true vertex)."""
+    answered = 0
+    for seed in range(600):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(4, 20))
+        points = rng.choice([0.0, 1.0], (n, 3))
+        points[:, 2] *= rng.choice([1.0, 1e-9, 1e-10, 1e-11, 1e-14], n)
+        points += rng.choice([0, 1], (n, 3)) * rng.choice([1e-15, 1e-13, 1e-12, 1e-10], (n, 3))
+        status, facets, normals, offsets = kernel.hull_3d(points, TOLERANCE)
+        if status == kernel.DONE:
+            answered += 1
+            assert (points @ normals.T + offsets).max() <= TOLERANCE * (1 + 1e-9), f"seed {seed}"
+    assert answered > 100
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_a_layer_hulls_vertices_are_all_vertices_of_their_own_hull(d):
+    """Points at the corners of the unit square (cube) moved by 1e-13 to 2e-12, about the
+    tolerance: a vertex of the whole set can be inside the hull of the other vertices by the
+    tolerance, so ``convex_hull`` of the vertices alone drops it; ``layer_hull``'s vertices keep
+    themselves, and every point lies within the containment tolerance of its hull."""
+    for seed in range(400):
+        rng = np.random.default_rng([d, seed])
+        corners = rng.choice([0.0, 1.0], (int(rng.integers(2, 6)), d))
+        n = int(rng.integers(3, 12))
+        points = corners[rng.integers(0, len(corners), n)]
+        points += rng.choice([0, 1], (n, d)) * rng.choice([1e-12, 1.5e-12, 2e-12, 1e-13], (n, d))
+        hull = layer_hull(points)
+        assert len(convex_hull(points[hull.vertices]).vertices) == len(hull.vertices), f"seed {seed}"
+        assert hull.contains(points).all(), f"seed {seed}"
