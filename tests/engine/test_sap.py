@@ -366,6 +366,28 @@ def test_quiet_slides_equal_the_full_steps(name, params, kind, seed):
 
 
 @pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("start", [-50, -(10 ** 15), -(2 ** 62)])
+def test_negative_times_from_the_first_slide_and_after_a_restore(name, start):
+    """Time windows whose slide indices are negative: the first slide and the first slide after a
+    restore take the full steps (no slide is known to be quiet before one has), and every slide
+    equals the oracle (the fuzz found the first slide failing with a TypeError)."""
+    rng = np.random.default_rng(17)
+    m = 3000
+    q = engine.Query(weights=[1.0], k=5, window=90, slide=2, kind="time")
+    t = start + np.cumsum(rng.integers(0, 3, m))
+    scores = np.round(np.sin(np.arange(m) * np.pi / 400) * 4 + rng.random(m), 1)
+    batches = list(engine.slides((np.arange(m), t, scores), q))
+    alg, oracle = engine.create(name, q), engine.create("oracle", q)
+    for index, batch in enumerate(batches):
+        if index == len(batches) // 2:
+            alg = engine.restore(json.loads(json.dumps(alg.to_state(), allow_nan=False)), query=q)
+        alg.process(batch)
+        oracle.process(batch)
+        alg.check()
+        assert_same_answer(oracle.topk(), alg.topk(), f"{name} start {start} slide {batch.index}")
+
+
+@pytest.mark.parametrize("name", VARIANTS)
 def test_snapshot_in_the_middle_of_a_partitions_life(name):
     """Cut at every slide of a run where S-AVLs are formed, active and dropped."""
     q = engine.Query(weights=[1.0], k=4, window=600, slide=3)

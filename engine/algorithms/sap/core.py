@@ -63,8 +63,11 @@ NO_TOP = empty_top()
 
 NO_ABOVE = np.empty(0, np.float64)
 
-NEVER = 2 ** 62
-"""A slide no stream reaches."""
+NEVER = 2 ** 63
+"""A slide no stream reaches (slide indices come from int64 times)."""
+
+NONE_QUIET = -(2 ** 63)
+"""``_quiet_until`` when no slide is known to be quiet: no slide index is below it."""
 
 COUNTERS = ("arrivals", "prefiltered", "refines", "refine_drops", "promotions", "savl_builds", "savl_builds_avoided",
             "savl_dropped", "scanned", "units_skipped", "tests", "splits")
@@ -327,7 +330,7 @@ class SAPBase(Algorithm):
         self._weights = np.asarray(q.weights, np.float64)
         self._unit_slides = self._choose_unit_slides()
         self._slide: int | None = None
-        self._quiet_until = 0  # slides before it are quiet (_next_event); 0: none known yet
+        self._quiet_until = NONE_QUIET  # slides before it are quiet (_next_event)
         self._raw: dict[int, np.ndarray] = {}
         self._raw_bytes = getsizeof(self._raw)  # the dict's own size: it changes only when a slide is put
         self._raw_size = 0
@@ -1034,7 +1037,7 @@ class SAPBase(Algorithm):
         self._events.update((name, int(data["counters"][name])) for name in COUNTERS)
         self._answer = None if self._slide is not None else Answer.empty()
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
-        self._quiet_until = 0
+        self._quiet_until = NONE_QUIET
         self._m_figures = self._M.meta.tolist()
 
     def _load_variant(self, data: dict) -> None:
