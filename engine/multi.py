@@ -499,7 +499,8 @@ class SharedTopK:
             families = group.families()
             ranked = group.ranked_nodes()
             objects = [[float(group.scores[n]), *group.nodes[n, [SEQ, OID, TIME]].tolist(),
-                        [[int(group.start[n, f]), int(group.end[n, f])] for f in families]] for n in ranked]
+                        [[int(group.start[n, f]), None if group.end[n, f] == NEVER else int(group.end[n, f])]
+                         for f in families]] for n in ranked]
             rank = {node: position for position, node in enumerate(ranked)}
             described = []
             for f in families:
@@ -600,10 +601,14 @@ class SharedTopK:
             for slot, o in zip(slots.tolist(), objects):
                 marks = o[3]
                 assert len(marks) == len(families), "marks do not match the families"
+                careers = 0
                 for family, (first, last) in zip(families, marks):
+                    if o[0] < group.fam[family, SINCE]:  # not alive in it (written as -1 before NEVER)
+                        first, last = 0, NEVER
                     group.start[slot, family] = int(first)
                     group.end[slot, family] = int(last)
-                group.nodes[slot, CAREERS] = sum(1 for first, last in marks if first <= last)
+                    careers += int(first) <= int(last)
+                group.nodes[slot, CAREERS] = careers
             for family, row in zip(families, described["families"]):
                 current, span, offset = group.fam[family, CURRENT], group.fam[family, SPAN], group.fam[family, OFFSET]
                 assert len(row["windows"]) == (0 if current == UNSET else span), "wrong number of windows"

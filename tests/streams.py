@@ -84,15 +84,18 @@ COLUMNS = SHAPES + ("few", "signed-zeros", "far-apart")
 
 
 def random_times(shape: str, m: int, rng: np.random.Generator) -> np.ndarray:
-    """:func:`time_stamps`, plus every object at one time and sparse steps (many empty slides)."""
+    """:func:`time_stamps`, plus every object at one time, sparse steps (many empty slides) and
+    times far below zero (negative slide indices)."""
     if shape == "equal":
         return np.full(m, int(rng.integers(0, 50)), np.int64)
     if shape == "sparse":
         return np.cumsum(rng.integers(0, 8, m)) + int(rng.integers(0, 10))
+    if shape == "negative":
+        return np.cumsum(rng.integers(0, 3, m)) - int(rng.choice([50, 10 ** 15]))
     return time_stamps(shape, m, rng)
 
 
-TIMES_ALL = ("steady", "bursts", "gaps", "equal", "sparse")
+TIMES_ALL = ("steady", "bursts", "gaps", "equal", "sparse", "negative")
 
 
 def random_query(rng: np.random.Generator, d: int, kind: str) -> engine.Query:

@@ -4,7 +4,7 @@ One weights group holds one super-top-k list for every window family of its quer
 is a ``(kind, window, slide, since)`` with the largest ``k`` of its queries).  The list is a
 skip list over node slots, ranked by ``(score, seq)`` best first; every node carries, per
 family, its window marks ``start <= end`` (empty career: ``start = end + 1``; never alive in
-the family: ``end = -1``) and the number of families it is a member of (``careers``).  Every
+the family: ``end = NEVER``) and the number of families it is a member of (``careers``).  Every
 family keeps MinTopK's ring of ``C = window / slide`` windows, each with ``tkc`` and ``lbp``.
 
 Each function is one step of the algorithm (``docs/algorithms/multi.md``); all state lives in
@@ -23,9 +23,10 @@ HEAD = 0
 """The skip list's sentinel node: never a record, above every record."""
 LEVELS = 24
 """Skip-list levels: enough for 2**24 records at p = 1/2."""
-NEVER = -1
-"""``end`` mark of a node that is not alive in a family (it arrived before the family began)."""
-ALWAYS = 1 << 62
+NEVER = -(1 << 63)
+"""``end`` mark of a node that is not alive in a family (it arrived before the family began):
+below every window index, which may be negative (times before zero)."""
+ALWAYS = (1 << 63) - 1
 """``end`` mark of the sentinel, so an upward walk can never pass it."""
 
 SEQ, OID, TIME, ABOVE, LEVEL, CAREERS = range(6)
@@ -33,8 +34,9 @@ NODE_COLUMNS = 6
 ACTIVE, KIND, WINDOW, SLIDE, SPAN, K, SINCE, CURRENT, OFFSET = range(9)
 FAMILY_COLUMNS = 9
 COUNT_KIND, TIME_KIND = 0, 1
-UNSET = -1
-"""``CURRENT`` of a time family that has seen no arrival yet."""
+UNSET = -(1 << 63)
+"""``CURRENT`` of a time family that has seen no arrival yet, and ``time_now`` unknown: no
+window index or time (``t // slide + 1``, negative before zero) is this low."""
 LIVE, FREE_TOP, NEXT_SEQ = range(3)
 META_COLUMNS = 3
 ARRIVALS, PREFILTERED, DISCARDED, INSERTED, EVICTIONS, LBP_SKIPS, ANSWER_SKIPS, ANSWERS = range(8)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import engine
-from engine.jsondata import StateError
-from engine.multi import SharedTopK
+from engine.jsondata import StateError, pack
+from engine.multi import NAME, SharedTopK
 from tests.nojit import run_script
 from tests.streams import COLUMNS, SHAPES, TIMES_ALL, adversarial_scores, random_column, random_times, time_stamps
 
@@ -168,6 +168,45 @@ def test_snapshot_restore_continues_exactly(at):
                     snapshot_at=at)
 
 
+@pytest.mark.parametrize("start", [-400, -(10 ** 15)])
+@pytest.mark.parametrize("at", [None, 173])
+def test_times_before_zero_give_negative_windows_answered_exactly(start, at):
+    """Window indices below zero (times before zero) are windows like any other: a time family
+    whose newest window is -1 is not one that has seen no arrival, and a record's window -1
+    is not a mark of a family it is not alive in (both sentinels were -1 once)."""
+    ids, t, x = stream("ties", "steady", 400, seed=5)
+    t = t + start
+    events = {100: [("add", engine.Query([0.5, 0.5], k=2, window=9, slide=3, kind="time"))]}
+    cuts = [1, 50, 100, 173, 300, 400]
+    assert run_and_compare(SharedTopK(mixed_workload()), ids, t, x, cuts, events, snapshot_at=at) > 500
+
+
+@pytest.mark.parametrize("start", [0, -(10 ** 15)])
+def test_a_state_written_with_minus_one_marks_restores(start):
+    """States written before ``NEVER`` moved below every window index stored ``-1`` as the end
+    mark of a record in a family it is not alive in; they restore and continue exactly."""
+    ids, t, x = stream("uniform", "steady", 400, seed=6)
+    t = t + start
+    executor = SharedTopK(mixed_workload())
+    executor.process(ids[:100], t[:100], x[:100])
+    executor.add(engine.Query([0.5, 0.5], k=2, window=9, slide=3, kind="time"))
+    state = executor.to_state()
+    old_marks = 0
+    for group in state["data"]["groups"]:
+        for record in group["objects"]:
+            for mark in record[3]:
+                if mark[1] is None:
+                    mark[1] = -1
+                    old_marks += 1
+    assert old_marks > 0, "no record outside a family: the case tests nothing"
+    old_state = pack(NAME, state["query"], state["params"], state["data"])
+    restored = SharedTopK.restore(json.loads(json.dumps(old_state)))
+    assert restored.to_state() == executor.to_state()
+    for lo, hi in ((100, 250), (250, 400)):
+        got, want = restored.process(ids[lo:hi], t[lo:hi], x[lo:hi]), executor.process(ids[lo:hi], t[lo:hi], x[lo:hi])
+        assert [(r.query, r.end, r.answer.ids.tolist()) for r in got] == [(r.query, r.end, r.answer.ids.tolist()) for r in want]
+
+
 def test_snapshot_is_plain_json_and_refuses_corruption():
     ids, t, x = stream("uniform", "steady", 300, seed=5)
     executor = SharedTopK(mixed_workload())
@@ -207,7 +246,7 @@ def test_bad_calls_are_refused():
 
 NO_JIT_SCRIPT = """
 import json, numpy as np, engine
-from engine.multi import SharedTopK
+from engine.multi import NAME, SharedTopK
 from tests.engine.test_multi import small_case
 queries, (ids, t, x) = small_case()
 executor = SharedTopK(queries)
