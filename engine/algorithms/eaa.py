@@ -219,9 +219,15 @@ class EAA(AttributeAlgorithm):
         return self._answer
 
     def _valid_records(self) -> np.ndarray:
-        """Rows of the validity table's entries, by newest tuple (``O(rows)``)."""
+        """Rows of the validity table's entries, by newest tuple: every row off the pool's free
+        chain (an id says nothing: any int64, ``-1`` included, is an object's id) (``O(rows)``)."""
         records = self._record_arrays[0]
-        rows = np.flatnonzero(records[:, ID] != -1)
+        used = np.ones(len(records), bool)
+        row = int(self._meta[FREE_RECORD])
+        while row != -1:
+            used[row] = False
+            row = int(records[row, kernel.RECORD_LINK])
+        rows = np.flatnonzero(used)
         return rows[np.argsort(records[rows, NEWEST_SEQ], kind="stable")]
 
     def candidates(self) -> np.ndarray:

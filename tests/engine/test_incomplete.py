@@ -108,6 +108,34 @@ def test_correlated_streams(name, kind, streams, reuse, memory):
     compare(name, (ids, stream, value, t), query)
 
 
+@pytest.mark.parametrize("name", EXACT + ["approx"])
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_negative_ids_and_minus_one_survive_a_restore(name, kind):
+    """Object ids are any int64: -1 (a pool's free mark once) and other negative ids keep their
+    entries through ``check()`` and a JSON restore at every third slide, which continues as the
+    uninterrupted run (and equals the oracle for the exact algorithms)."""
+    rng = np.random.default_rng(23)
+    q = engine.Query(weights=[1.0, 0.5, 2.0], k=3, window=40, slide=5, kind=kind)
+    ids, stream, value = attribute_stream(500, 3, 60, rng, "ties", repeats=2)
+    ids = ids - 130  # -30 .. 29
+    t = np.arange(len(ids)) if kind == "count" else time_stamps("bursts", len(ids), rng)
+    params = {"occurrences": 2} if name == "eaa" else {}
+    steady, oracle = engine.create(name, q, **params), engine.create("oracle-incomplete", q)
+    restored = engine.create(name, q, **params)
+    for batch in engine.slides((ids, stream, value, t), q):
+        if batch.index % 3 == 0:
+            restored = engine.restore(json.loads(json.dumps(restored.to_state(), allow_nan=False)), query=q)
+        for algorithm in (steady, oracle, restored):
+            algorithm.process(batch)
+        restored.check()
+        where = f"{name} {kind} slide {batch.index}"
+        assert restored.topk().ids.tolist() == steady.topk().ids.tolist(), where
+        assert restored.topk().scores.tolist() == steady.topk().scores.tolist(), where
+        if name != "approx":
+            assert_same_answer(oracle.topk(), restored.topk(), where)
+    assert (ids == -1).any()
+
+
 def test_zero_weight_streams_and_zero_values_still_make_objects_valid():
     ids = np.array([1, 2, 3, 4, 5])
     stream = np.array([1, 1, 0, 1, 0])
