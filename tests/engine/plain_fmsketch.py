@@ -4,17 +4,8 @@ The engine's own implementation before its kernels (:mod:`engine.kernels.fmsketc
 for the tests: numpy over the whole ``stamps`` block per union, a dict of unions per
 intersection.  Same hashing, same estimates, bit for bit.
 
-One sketch per stream: ``B`` bitmaps of ``L`` bits, each bitmap with its own hash function.
-An id sets, in every bitmap ``b``, the bit ``ρ(h_b(id))`` (the position of the lowest 1-bit of
-its 64-bit hash).  Instead of a bit, each position stores the latest expiry key (``seq`` or
-``t``) that set it (Datar et al.'s timestamp per bit), so a bit counts only while that key is
-in the window.  ``R_b`` is the lowest position not set within the window; the number of
-distinct ids is ``2^{mean_b R_b} / φ`` (``φ = 0.77351``), the bitmaps' estimates averaged in
-the exponent.  The sketch of a union of streams is the position-wise maximum of their
-timestamps (OR of bits); an intersection comes from unions by inclusion-exclusion,
-``|∩_S| = Σ_{∅≠T⊆S} (-1)^{|T|+1} |∪_T|``.
-
-Memory: ``d · B · L`` timestamps (8 bytes each) plus ``B`` hash salts.
+The sketches themselves (bitmaps of expiry keys, ``R_b``, unions, inclusion-exclusion) are
+described in :mod:`engine.fmsketch`.
 """
 
 from __future__ import annotations
@@ -46,27 +37,8 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 
 class PlainSketches:
-    """Per-stream sliding-window FM sketches over object ids.
-
-    Parameters
-    ----------
-    streams
-        Number of streams ``d``.
-    bitmaps
-        Bitmaps ``B`` per sketch (independent hash functions, estimates averaged).
-    bits
-        Bits ``L`` per bitmap; estimates stay below ``2^L``.
-
-    Examples
-    --------
-    >>> sketches = PlainSketches(2, bitmaps=64)
-    >>> sketches.add(np.zeros(2000, np.int64), np.arange(2000), np.arange(2000))
-    >>> sketches.add(np.ones(1000, np.int64), np.arange(1000, 2000), np.arange(2000, 3000))
-    >>> 700 < sketches.intersection([0, 1], start=0) < 1400
-    True
-    >>> sketches.intersection([0, 1], start=2000) < 300
-    True
-    """
+    """Per-stream sliding-window FM sketches over object ids: ``streams`` sketches of ``bitmaps``
+    bitmaps of ``bits`` bits (the parameters of :class:`engine.fmsketch.SlidingSketches`)."""
 
     def __init__(self, streams: int, bitmaps: int = 64, bits: int = 32) -> None:
         if bitmaps < 1 or not 1 <= bits <= 63:
