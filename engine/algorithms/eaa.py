@@ -219,16 +219,14 @@ class EAA(AttributeAlgorithm):
         return self._answer
 
     def _valid_records(self) -> np.ndarray:
-        """Rows of the validity table's entries, by newest tuple: every row off the pool's free
-        chain (an id says nothing: any int64, ``-1`` included, is an object's id) (``O(rows)``)."""
-        records = self._record_arrays[0]
-        used = np.ones(len(records), bool)
-        row = int(self._meta[FREE_RECORD])
+        """Rows of the validity table's entries, by newest tuple: the list of valid objects,
+        oldest first (``O(entries)``)."""
+        records, rows = self._record_arrays[0], []
+        row = int(self._meta[FIRST_RECORD])
         while row != -1:
-            used[row] = False
-            row = int(records[row, kernel.RECORD_LINK])
-        rows = np.flatnonzero(used)
-        return rows[np.argsort(records[rows, NEWEST_SEQ], kind="stable")]
+            rows.append(row)
+            row = int(records[row, LATER_RECORD])
+        return np.asarray(rows, np.int64)
 
     def candidates(self) -> np.ndarray:
         """The newest seq of every object with a live instance (``O(rows)``)."""
@@ -362,7 +360,8 @@ class EAA(AttributeAlgorithm):
             valid.append(int(record))
             previous, record = record, records[record, LATER_RECORD]
         assert meta[LAST_RECORD] == previous, "validity list end"
-        assert sorted(valid) == sorted(self._valid_records().tolist()) and len(valid) == meta[RECORDS], "object count"
+        in_table = np.sort(self._slots[self._slots != -1]).tolist()
+        assert sorted(valid) == in_table and len(valid) == meta[RECORDS], "object count"
         newest = records[valid, NEWEST_SEQ].tolist()
         assert all(a < b for a, b in zip(newest, newest[1:])), "validity list out of order"
         if self._end is not None and valid:
