@@ -601,14 +601,13 @@ class SharedTopK:
             for slot, o in zip(slots.tolist(), objects):
                 marks = o[3]
                 assert len(marks) == len(families), "marks do not match the families"
-                careers = 0
                 for family, (first, last) in zip(families, marks):
-                    if o[0] < group.fam[family, SINCE]:  # not alive in it (written as -1 before NEVER)
-                        first, last = 0, NEVER
+                    if last is None or (last == -1 and o[0] < group.fam[family, SINCE]):
+                        last = NEVER  # not alive in the family (-1 in states written before NEVER moved)
                     group.start[slot, family] = int(first)
                     group.end[slot, family] = int(last)
-                    careers += int(first) <= int(last)
-                group.nodes[slot, CAREERS] = careers
+                group.nodes[slot, CAREERS] = sum(1 for family in families
+                                                 if group.start[slot, family] <= group.end[slot, family])
             for family, row in zip(families, described["families"]):
                 current, span, offset = group.fam[family, CURRENT], group.fam[family, SPAN], group.fam[family, OFFSET]
                 assert len(row["windows"]) == (0 if current == UNSET else span), "wrong number of windows"
