@@ -494,6 +494,26 @@ def adversarial_magnitudes(m: int, d: int, rng: np.random.Generator) -> np.ndarr
     return x
 
 
+def run_beside_oracle(q: engine.Query, params: dict, t: np.ndarray, x: np.ndarray, case: str) -> None:
+    """:func:`run_checked` with the oracle alongside: answers of window objects with their true
+    scores and, with a count window and a dynamic allocation, of ``min(K, window)`` objects."""
+    batches = list(engine.slides((np.arange(len(x)), t, x), q))
+    oracle, arriving = engine.create("oracle", q), iter(batches)
+
+    def against_the_oracle(alg) -> None:
+        batch = next(arriving)
+        oracle.process(batch)
+        context = f"{case} {q} {params} slide {batch.index}"
+        answer, window = alg.topk(), oracle.candidates()
+        if q.kind == "count" and not params["allocation"].startswith("static"):
+            assert len(answer) >= min(q.k, len(window)), context
+        assert set(answer.seq.tolist()) <= set(window.tolist()), context
+        np.testing.assert_allclose(answer.scores, engine.score(x[answer.seq], q.weights), rtol=1e-12, atol=0,
+                                   err_msg=context)
+
+    run_checked(engine.create("sao", q, **params), batches, every=against_the_oracle)
+
+
 def test_seeded_stress_on_adversarial_magnitudes():
     """Fixed seeds, features from 1e-300 to 1e300 in stretches (so later windows are far wider or
     narrower than the creation window), with duplicates and collinear points, d = 1 to 4, count
@@ -515,18 +535,7 @@ def test_seeded_stress_on_adversarial_magnitudes():
         m = int(rng.choice([30, 120]))
         x = adversarial_magnitudes(m, d, rng)
         t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
-        alg, oracle = engine.create("sao", q, **params), engine.create("oracle", q)
-        for index, batch in enumerate(engine.slides((np.arange(m), t, x), q)):
-            context = f"seed {1000 + seed} {q} {params} slide {index}"
-            alg.process(batch)
-            oracle.process(batch)
-            alg.check()
-            assert alg.stats()["places"] <= params["memory"], context
-            answer, window = alg.topk(), oracle.candidates()
-            if kind == "count" and not params["allocation"].startswith("static"):
-                assert len(answer) >= min(q.k, len(window)), context
-            assert set(answer.seq.tolist()) <= set(window.tolist()), context
-            np.testing.assert_allclose(answer.scores, engine.score(x[answer.seq], q.weights), rtol=1e-12, atol=0)
+        run_beside_oracle(q, params, t, x, f"seed {1000 + seed}")
 
 
 def test_a_layer_whose_places_all_expire_is_not_kept_by_the_re_peel():
@@ -631,13 +640,4 @@ def test_seeded_stress_on_points_a_tolerance_apart():
             x = rng.standard_normal((m, d)) * 10.0 ** rng.integers(-300, 300, (m, d)).astype(float) / 10
             x[rng.random((m, d)) < 0.3] = 0.0
         t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
-        alg, oracle = engine.create("sao", q, **params), engine.create("oracle", q)
-        for index, batch in enumerate(engine.slides((np.arange(m), t, x), q)):
-            context = f"seed {seed} {q} {params} slide {index}"
-            alg.process(batch)
-            oracle.process(batch)
-            alg.check()
-            answer, window = alg.topk(), oracle.candidates()
-            if kind == "count" and not params["allocation"].startswith("static"):
-                assert len(answer) >= min(q.k, len(window)), context
-            assert set(answer.seq.tolist()) <= set(window.tolist()), context
+        run_beside_oracle(q, params, t, x, f"seed {seed}")
