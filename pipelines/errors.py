@@ -14,13 +14,18 @@ class StoreError(RuntimeError):
     """The database cannot be opened or written (locked by another process, not DuckDB, ...) (exit 1)."""
 
 
+class JobFailed(RuntimeError):
+    """The job ran but part of its work failed (a Spark task raised); what it finished is kept (exit 1)."""
+
+
 def exit_status(job: Callable[[], int]) -> int:
-    """Run a command's ``job``; report an :class:`InputError` (2) or :class:`StoreError` (1) in one line."""
+    """Run a command's ``job``; report an :class:`InputError` (2), a :class:`StoreError` or a
+    :class:`JobFailed` (1) in one line."""
     try:
         return job()
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except StoreError as error:
+    except (StoreError, JobFailed) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

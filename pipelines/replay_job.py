@@ -14,11 +14,13 @@ import shutil
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from pyspark.sql import SparkSession
 
 from . import replay_load, store
+from .errors import JobFailed
 from .replay_config import SHARED
 from .replay_load import QueryLoad, ReplaySummary
 from .replay_multi import SharedTask, shared_tasks
@@ -61,6 +63,9 @@ def execute(spark: SparkSession, plan: ReplayPlan, *, log: Callable[[str], None]
         interrupted = isinstance(error, (Interrupted, KeyboardInterrupt))
         reason = f"stopped by {error}" if isinstance(error, Interrupted) else failure_reason(error)
         replay_load.mark(plan.db, plan.run_id, "interrupted" if interrupted else "failed", reason)
+        if isinstance(error, TaskFailed):
+            raise TaskFailed(f"{error}; run {plan.run_id} marked failed, its complete segments kept; "
+                             f"the task's traceback: {error.details}") from None
         raise
     return summary
 
@@ -71,8 +76,20 @@ def failure_reason(error: BaseException) -> str:
     return text if isinstance(error, TaskFailed) else f"{type(error).__name__}: {text}"
 
 
-class TaskFailed(RuntimeError):
-    """A replay task raised: the message is the last line of its Python exception."""
+class TaskFailed(JobFailed):
+    """A replay task raised: the message is the last line of its Python exception; ``details``
+    the file that holds all of it (Spark's logs of task failures are silenced on the console)."""
+
+    details: Path | None = None
+
+
+def write_failure_details(plan: ReplayPlan, error: BaseException) -> Path:
+    """``<db dir>/<db file name>.failures/<run>.txt``: the failed job's whole error, tracebacks included."""
+    db = Path(plan.db).resolve()
+    path = db.parent / f"{db.name}.failures" / f"{plan.run_id}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{error}\n")
+    return path
 
 
 def replay_tasks(plan: ReplayPlan) -> list[ReplayTask | SharedTask]:
@@ -155,7 +172,9 @@ def run_job(spark: SparkSession, plan: ReplayPlan, summary: ReplaySummary, log: 
     while replay_load.load_complete(plan, loads, summary, job_running=False):
         pass
     if "error" in outcome:
-        raise TaskFailed(f"replay task failed: {task_failure(outcome['error'])}") from None
+        failure = TaskFailed(f"replay task failed: {task_failure(outcome['error'])}")
+        failure.details = write_failure_details(plan, outcome["error"])
+        raise failure from None
     if not all(load.done for load in loads):
         raise RuntimeError("the replay job ended but some segments were never staged")
     reporter.report()

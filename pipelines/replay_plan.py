@@ -23,12 +23,14 @@ import numpy as np
 
 import engine
 from engine import Query
+from engine.cli import SCORE_SAFE
+from engine.ranking import score
 
 from . import publish, store
 from .errors import InputError
 from .replay_config import SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, parse_config, read_config
 from .replay_multi import check_shared_state, group_of
-from .replay_tasks import is_attribute_dataset, read_rows
+from .replay_tasks import feature_magnitudes, is_attribute_dataset, read_rows
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,8 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     raw = read_config(config_path)
     dataset = load_dataset(db, raw["dataset"])
     config = parse_config(raw, dataset.features, dataset.stream)
+    if not dataset.attribute:
+        check_score_overflow(dataset, config.queries)
     with store.connection(db) as con:
         previous = find_run(con, config, run_id) if resume else None
         if previous is None:
@@ -161,6 +165,30 @@ def load_dataset(db: Path, name: str) -> Dataset:
     t = np.concatenate(chunks) if chunks else np.empty(0, np.int64)
     return Dataset(name=name, parquet=str(parquet), features=tuple(store.from_json(features)), t=t,
                    attribute=attribute)
+
+
+def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
+    """Refuse a config one of whose queries scores some row of the dataset as infinity (finite
+    features times the weights can exceed ``1.8e308``), naming the first such row, before any task runs.
+
+    ``O(row groups)`` from the Parquet statistics when ``Σ |w_j| · max |x_j|`` is far from
+    overflowing for every query (:data:`engine.cli.SCORE_SAFE`); otherwise the rows are scored.
+    """
+    largest = feature_magnitudes(dataset.parquet, dataset.features)
+    with np.errstate(over="ignore", invalid="ignore"):
+        risky = [(i, q) for i, q in enumerate(queries) if not float(np.abs(np.asarray(q.weights)) @ largest) < SCORE_SAFE]
+    if not risky:
+        return
+    for chunk in read_rows(dataset.parquet, ("id", *dataset.features)):
+        x = np.column_stack([chunk[name] for name in dataset.features]).astype(np.float64)
+        for index, query in risky:
+            with np.errstate(over="ignore", invalid="ignore"):
+                overflowing = np.flatnonzero(~np.isfinite(score(x, query.weights)))
+            if len(overflowing):
+                row = int(overflowing[0])
+                raise InputError(f"dataset {dataset.name!r}, row seq {int(chunk['seq'][row])} (id {int(chunk['id'][row])}): "
+                                 f"query {index}'s score x · w overflows to infinity with weights {list(query.weights)} "
+                                 f"over {', '.join(dataset.features)}; scale the features or the weights down")
 
 
 def find_run(con, config: ReplayConfig, run_id: str | None) -> str | None:

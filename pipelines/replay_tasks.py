@@ -191,6 +191,28 @@ def seq_ranges(path: Path) -> list[tuple[int, int, int]]:
     return ranges
 
 
+def feature_magnitudes(source: str | Path, features: tuple[str, ...]) -> np.ndarray:
+    """The largest ``|x|`` of each feature over the whole dataset, from the row groups' min/max
+    statistics (``O(row groups)``); a row group without them is read."""
+    largest = np.zeros(len(features))
+    for path in dataset_files(source):
+        file = pq.ParquetFile(path)
+        names = file.metadata.schema.names
+        for group in range(file.metadata.num_row_groups):
+            row_group = file.metadata.row_group(group)
+            if row_group.num_rows == 0:
+                continue
+            for position, name in enumerate(features):
+                stats = row_group.column(names.index(name)).statistics
+                if stats is None or not stats.has_min_max:
+                    values = column_values(file.read_row_group(group, columns=[name]).column(name))
+                    low, high = float(np.min(values)), float(np.max(values))
+                else:
+                    low, high = float(stats.min), float(stats.max)
+                largest[position] = max(largest[position], abs(low), abs(high))
+    return largest
+
+
 def read_rows(source: str | Path, columns: tuple[str, ...], first_row: int = 0,
               chunk_rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
     """The rows ``seq >= first_row`` of a dataset, in ``seq`` order, as chunks of ``seq`` + ``columns`` arrays.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import engine
-from pipelines import ingest, replay, replay_load, store
+from pipelines import ingest, replay, replay_load, replay_tasks, store
 from pipelines.errors import InputError
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
@@ -419,3 +420,83 @@ def test_replay_on_a_local_cluster_gives_the_same_answers(store_dir, full_run, t
         assert con.execute("SELECT spark_master, status FROM runs WHERE run_id = 'cluster-run'").fetchone() == (
             "local-cluster[2,1,1024]", "finished")
     assert rows_of(db, "answers", ANSWER_COLUMNS, "cluster-run") == rows_of(db, "answers", ANSWER_COLUMNS, full_run)
+
+
+# --- scores that overflow, and a task that fails ---------------------------------------------------
+
+def write_object_dataset(db, directory, name, columns, *, statistics=True):
+    """An object-stream dataset of ``columns`` (``id``, ``seq``, ``t`` and features), in two files
+    (the second without min/max statistics unless ``statistics``), and its datasets row."""
+    (directory / name).mkdir()
+    rows = len(columns["seq"])
+    half = rows // 2
+    for part, (rows_of_part, stats) in enumerate(((slice(0, half), True), (slice(half, rows), statistics))):
+        pq.write_table(pa.table({key: values[rows_of_part] for key, values in columns.items()}),
+                       directory / name / f"part-{part}.parquet", write_statistics=stats)
+    features = [key for key in columns if key not in ("id", "seq", "t")]
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": name, "family": "test", "features": features,
+                                           "parquet": str(directory / name)})
+
+
+@pytest.mark.parametrize("statistics", [True, False])
+def test_feature_magnitudes_are_the_largest_absolute_values(tmp_path, statistics):
+    rng = np.random.default_rng(4)
+    columns = {"id": np.arange(50), "seq": np.arange(50), "t": np.arange(50),
+               "a": rng.normal(size=50) * 1e5, "b": -rng.random(50) * 1e200}
+    db = tmp_path / "topk.duckdb"
+    write_object_dataset(db, tmp_path, "magnitudes", columns, statistics=statistics)
+    largest = replay_tasks.feature_magnitudes(tmp_path / "magnitudes", ("a", "b"))
+    assert largest.tolist() == [float(np.abs(columns["a"]).max()), float(np.abs(columns["b"]).max())]
+
+
+def test_a_query_whose_score_overflows_is_refused_before_spark_naming_the_row(store_dir, tmp_path, capsys):
+    """Finite features whose weighted sum is infinite for one query (row seq 37, in the file
+    without statistics) stop the replay with one line; a query whose sum is large but finite
+    for every row (``a - b`` with ``a = b = 1.5e308``) is not refused."""
+    db = store_dir / "topk.duckdb"
+    rows = 60
+    a, b = np.linspace(0.0, 1.0, rows), np.linspace(1.0, 0.0, rows)
+    a[37] = b[37] = 1.5e308
+    write_object_dataset(db, tmp_path, "huge", {"id": np.arange(rows) + 100, "seq": np.arange(rows),
+                                                "t": np.arange(rows), "a": a, "b": b}, statistics=False)
+    before = table_counts(db)
+    refused = tmp_path / "refused.json"
+    refused.write_text(json.dumps({"name": "huge", "dataset": "huge", "algorithms": ALGORITHMS, "queries": [
+        {"weights": {"a": 1.0, "b": -1.0}, "k": 2, "window": 10, "slide": 5},
+        {"weights": {"a": 0.5, "b": 1.0}, "k": 2, "window": 10, "slide": 5}]}))
+    assert replay.main(["--config", str(refused), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: dataset 'huge', row seq 37 (id 137): query 1's score")
+    assert "overflows to infinity with weights [0.5, 1.0]" in err
+    assert table_counts(db) == before
+
+    accepted = tmp_path / "accepted.json"
+    accepted.write_text(json.dumps({"name": "huge-ok", "dataset": "huge", "algorithms": ALGORITHMS, "queries": [
+        {"weights": {"a": 1.0, "b": -1.0}, "k": 2, "window": 10, "slide": 5}]}))
+    assert replay.prepare(accepted, db=db).remaining > 0
+
+
+def test_a_failing_task_ends_the_replay_with_one_line_and_status_1(store_dir, tmp_path):
+    """A task that raises (a plugin algorithm failing on its third slide) fails the job: the run
+    is marked failed with the task's reason, and the command prints one ``error:`` line naming
+    the file that keeps the task's traceback."""
+    db = store_dir / "topk.duckdb"
+    config = tmp_path / "failing.json"
+    config.write_text(json.dumps({"name": "failing", "dataset": "full", "plugins": ["failing_double"],
+                                  "queries": QUERIES[:1],
+                                  "algorithms": [{"name": "oracle"}, {"name": "fails-at-slide-3"}]}))
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(replay_command("--config", config, "--db", db, "--run-id", "failing-run", "--master",
+                                         "local[2]"), cwd=Path(__file__).parents[2], capture_output=True, text=True,
+                          env=environment, timeout=300)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
+    details = Path(f"{db}.failures") / "failing-run.txt"
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: replay task failed: RuntimeError: the test double fails on slide 2; "
+        f"run failing-run marked failed, its complete segments kept; the task's traceback: {details}")
+    assert "Traceback" in details.read_text() and "failing_double.py" in details.read_text()
+    assert rows_of(db, "runs", "status, reason", "failing-run") == [
+        ("failed", "replay task failed: RuntimeError: the test double fails on slide 2")]
