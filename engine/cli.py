@@ -38,7 +38,7 @@ from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import score
-from .stream import slides
+from .stream import slides, time_range_problem
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -350,6 +350,15 @@ def attribute_stream(table: Table, weights: tuple[float, ...] | None, kind: str)
     return (ids, stream, value, t), weights or (1.0,) * streams
 
 
+def check_time_range(table: Table, t: np.ndarray, queries: Sequence[Query]) -> None:
+    """Refuse times too near the int64 limits for the time queries' windows (``O(queries)``)."""
+    margins = [q.window + q.slide for q in queries if q.kind == "time"]
+    if margins:
+        problem = time_range_problem(t, max(margins), 0)
+        if problem is not None:
+            raise CommandError(f"{table.where(problem[0])}: column {problem[1]}")
+
+
 def _check_time_order(table: Table, t: np.ndarray) -> None:
     decreasing = np.flatnonzero(t[1:] < t[:-1])
     if len(decreasing):
@@ -451,6 +460,7 @@ def run(args: argparse.Namespace) -> None:
     table = read_table(args.input)
     read_stream = attribute_stream if info.stream == "incomplete" else object_stream
     data, weights = read_stream(table, args.weights, query.kind)
+    check_time_range(table, data[1] if info.stream == "single" else data[3], [query])
     if info.stream == "single":
         check_score_overflow(table, data[2], weights)
     try:
@@ -622,6 +632,7 @@ def run_many(args: argparse.Namespace) -> None:
     table = read_table(args.input)
     kind = "time" if any(query.kind == "time" for query in queries) else "count"
     data, ones = object_stream(table, None, kind)
+    check_time_range(table, data[1], queries)
     largest = np.abs(data[2]).max(axis=0, initial=0.0)
     for position, query in enumerate(queries):
         if query.dimensions != len(ones):

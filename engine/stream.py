@@ -168,6 +168,39 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
         lo = hi
 
 
+TIME_LIMITS = (-(2**63), 2**63 - 1)
+"""The int64 range that times, slide ends and window starts must stay in."""
+
+
+def time_range_problem(t: np.ndarray, window: int, slide: int) -> tuple[int, str] | None:
+    """The first or last row of the non-decreasing times ``t`` if it lies within
+    ``window + slide`` of the int64 limits (a window's start, an end minus the window, or the
+    next slide's end would not be an int64), with the problem; else ``None`` (``O(1)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> time_range_problem(np.array([0, 5]), 10, 5) is None
+    True
+    >>> time_range_problem(np.array([0, 2**63 - 10]), 10, 5)[0]
+    1
+    """
+    margin = window + slide
+    low, high = TIME_LIMITS[0] + margin, TIME_LIMITS[1] - margin
+    for row in (0, len(t) - 1):
+        if len(t) and not low <= int(t[row]) <= high:
+            return row, (f"t = {int(t[row])} is outside [{low}, {high}]: times must stay window + slide "
+                         f"({margin}) inside the int64 range so that every window's bounds are int64")
+    return None
+
+
+def _check_time_range(t: np.ndarray, query: Query) -> None:
+    """Raise ``ValueError`` for :func:`time_range_problem` (``O(1)``)."""
+    problem = time_range_problem(t, query.window, query.slide)
+    if problem is not None:
+        raise ValueError(f"row {problem[0]}: {problem[1]}")
+
+
 def _boundaries(t: np.ndarray, query: Query, seq_start: int, start: int | None) -> Iterator[tuple[int, int]]:
     """``(end, row index where the slide ending at end stops)`` for every complete slide."""
     s = query.slide
@@ -182,6 +215,7 @@ def _boundaries(t: np.ndarray, query: Query, seq_start: int, start: int | None) 
         if len(decreasing):
             row = int(decreasing[0]) + 1
             raise ValueError(f"row {row}: t decreases ({int(t[row - 1])} then {int(t[row])}) in a time window")
+        _check_time_range(t, query)
         if start is None:
             start = int(t[0]) // s * s
         elif start % s or start > t[0]:

@@ -25,6 +25,7 @@ import engine
 from engine import Query
 from engine.cli import SCORE_SAFE
 from engine.ranking import score
+from engine.stream import time_range_problem
 
 from . import publish, store
 from .errors import InputError
@@ -134,6 +135,7 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     raw = read_config(config_path)
     dataset = load_dataset(db, raw["dataset"])
     config = parse_config(raw, dataset.features, dataset.stream)
+    check_time_range(dataset, config.queries)
     if not dataset.attribute:
         check_score_overflow(dataset, config.queries)
     with store.connection(db) as con:
@@ -165,6 +167,15 @@ def load_dataset(db: Path, name: str) -> Dataset:
     t = np.concatenate(chunks) if chunks else np.empty(0, np.int64)
     return Dataset(name=name, parquet=str(parquet), features=tuple(store.from_json(features)), t=t,
                    attribute=attribute)
+
+
+def check_time_range(dataset: Dataset, queries: tuple[Query, ...]) -> None:
+    """Refuse a dataset whose times come within a time query's window + slide of the int64
+    limits (:func:`engine.stream.time_range_problem`, ``O(queries)``)."""
+    margins = [query.window + query.slide for query in queries if query.kind == "time"]
+    problem = time_range_problem(dataset.t, max(margins), 0) if margins else None
+    if problem is not None:
+        raise InputError(f"dataset {dataset.name!r}, row seq {problem[0]}: {problem[1]}")
 
 
 def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:

@@ -208,6 +208,11 @@ BAD_FILES = {
     "short row": ("data.csv", "id,t,x_0\n1,1,0.5\n2,2\n", [], ["line 3", "2 field(s)", "header has 3"]),
     "decreasing t in a time window": ("data.csv", "id,t,x_0\n1,1,0.5\n2,5,0.5\n3,4,0.5\n", ["--kind", "time"],
                                       ["line 4", "column t", "4 comes after 5", "non-decreasing"]),
+    "time at the int64 limit": ("data.csv", "id,t,x_0\n1,1,0.5\n2,9223372036854775802,0.5\n", ["--kind", "time"],
+                                ["line 3", "column t = 9223372036854775802 is outside",
+                                 "window + slide (6) inside the int64 range"]),
+    "time at the int64 floor": ("data.csv", "id,t,x_0\n1,-9223372036854775803,0.5\n2,1,0.5\n", ["--kind", "time"],
+                                ["line 2", "column t = -9223372036854775803 is outside [-9223372036854775802,"]),
     "score overflows": ("data.csv", "id,t,x_0,x_1\n1,1,0.5,0.5\n2,2,1e308,1e308\n", [],
                         ["line 3", "the score x · w overflows (inf)", "scale the features or the weights down"]),
     "too many weights": ("data.csv", GOOD_CSV, ["--weights=1,2"], ["line 1", "2 weight(s)", "1 feature column"]),
@@ -364,6 +369,8 @@ def test_incomplete_stream_has_one_default_weight_per_stream(tmp_path, capsys, n
     (ATTRIBUTE_CSV.replace("2,1.0,1", "2,1.0,-1"), [], ["line 4", "column stream", "-1 is not a stream"]),
     (ATTRIBUTE_CSV.replace("3,0.75", "1,0.75"), ["--kind", "time"], ["line 5", "column t", "1 comes after 2"]),
     (ATTRIBUTE_CSV.replace("\n3,0.75,0,3", "\n3,0.75,0,x"), [], ["line 5", "column id", "'x' is not an integer"]),
+    (ATTRIBUTE_CSV.replace("\n3,0.75,0,3", "\n9223372036854775804,0.75,0,3"), ["--kind", "time"],
+     ["line 5", "column t = 9223372036854775804 is outside"]),
 ])
 def test_bad_incomplete_stream(tmp_path, capsys, content, extra, fragments):
     source = tmp_path / "tuples.csv"

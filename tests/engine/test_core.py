@@ -63,6 +63,34 @@ def test_time_slides_reject_decreasing_time_with_the_row():
         list(engine.slides((np.arange(3), np.array([1, 9, 4]), np.ones(3)), q))
 
 
+@pytest.mark.parametrize("t, row", [([-2**63 + 14, -2**63 + 30], 0), ([2**63 - 30, 2**63 - 15], 1), ([-2**63, 2**63 - 1], 0)])
+def test_time_slides_reject_times_whose_windows_leave_the_int64_range(t, row):
+    """A window's start (end - window) and the next slide's end must be int64 for every row."""
+    q = engine.Query(weights=[1.0], k=1, window=10, slide=5, kind="time")
+    with pytest.raises(ValueError, match=f"row {row}: t = {t[row]} is outside \\[{-2**63 + 15}, {2**63 - 16}\\]"):
+        list(engine.slides((np.arange(2), np.array(t, np.int64), np.ones(2)), q))
+
+
+@pytest.mark.parametrize("first_t", [-2**63 + 15, 2**63 - 30])
+def test_time_slides_accept_times_just_inside_the_int64_margin(first_t):
+    """Rows ``first_t``, ``+ 7``, ``+ 14`` (the last at ``2**63 - 16``, the margin): every exact
+    algorithm answers each complete slide as plain integer arithmetic over the rows does."""
+    q = engine.Query(weights=[1.0], k=2, window=10, slide=5, kind="time")
+    t = [first_t, first_t + 7, first_t + 14]
+    data = (np.arange(3), np.array(t, np.int64), np.array([[3.0], [2.0], [1.0]]))
+    expected = []
+    for end in range(first_t // 5 * 5 + 5, t[-1] // 5 * 5 + 1, 5):
+        inside = [row for row in range(3) if end - 10 <= t[row] < end]
+        expected.append((end, inside[:2]))  # scores fall with the row
+    assert len(expected) >= 2
+    for name in ("oracle", "mintopk", "kskyband", "sma", "tma", "sap", "pretopk"):
+        algorithm, answers = engine.create(name, q), []
+        for batch in engine.slides(data, q):
+            algorithm.process(batch)
+            answers.append((batch.end, algorithm.topk().ids.tolist()))
+        assert answers == expected, name
+
+
 def test_slides_reject_non_finite_features_and_wrong_width():
     q = engine.Query(weights=[1.0, 1.0], k=1, window=2, slide=1)
     with pytest.raises(ValueError, match="row 1: feature values must be finite"):

@@ -242,6 +242,10 @@ def test_bad_calls_are_refused():
     executor.process([1], [5], np.ones((1, 2)))
     with pytest.raises(ValueError, match="row 0: t decreases"):
         executor.process([2], [4], np.ones((1, 2)))
+    with pytest.raises(ValueError, match="row 1: t = 9223372036854775802 is outside"):
+        executor.process([2, 3], [6, 2**63 - 6], np.ones((2, 2)))
+    with pytest.raises(ValueError, match="time_now: t = 9223372036854775802 is outside"):
+        executor.process([2], [6], np.ones((1, 2)), time_now=2**63 - 6)
 
 
 NO_JIT_SCRIPT = """
@@ -367,6 +371,10 @@ def test_run_many_refuses_bad_files_and_arguments(tmp_path):
                                      {"weights": [1, 1], "k": 1, "window": 2, "slide": 1}]))
     cases.append((["--input", str(huge), "--queries", str(huge_spec)],
                   "huge.csv line 3: query 1: the score x · w overflows (inf)"))
+    edge = tmp_path / "edge.csv"
+    edge.write_text("id,t,a,b\n1,-9223372036854775803,0.5,0.5\n2,0,0.5,0.5\n")
+    cases.append((["--input", str(edge)], "edge.csv line 2: column t = -9223372036854775803 is outside "
+                                          "[-9223372036854775802,"))
     for extra, message in cases:
         args = {"--queries": str(spec), "--input": str(source), "--output": str(output)}
         rest = []

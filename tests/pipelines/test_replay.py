@@ -500,3 +500,17 @@ def test_a_failing_task_ends_the_replay_with_one_line_and_status_1(store_dir, tm
     assert "Traceback" in details.read_text() and "failing_double.py" in details.read_text()
     assert rows_of(db, "runs", "status, reason", "failing-run") == [
         ("failed", "replay task failed: RuntimeError: the test double fails on slide 2")]
+
+
+def test_times_too_near_the_int64_limit_are_refused_by_the_plan(store_dir, tmp_path):
+    db = store_dir / "topk.duckdb"
+    t = np.arange(20) + (2**63 - 30)
+    write_object_dataset(db, tmp_path, "late", {"id": np.arange(20), "seq": np.arange(20), "t": t,
+                                                "a": np.linspace(0.0, 1.0, 20)})
+    config = tmp_path / "late.json"
+    config.write_text(json.dumps({"name": "late", "dataset": "late", "algorithms": ALGORITHMS, "queries": [
+        {"weights": [1.0], "k": 2, "window": 10, "slide": 5, "kind": "count"},
+        {"weights": [1.0], "k": 2, "window": 10, "slide": 5, "kind": "time"}]}))
+    with pytest.raises(InputError, match=f"dataset 'late', row seq 19: t = {2**63 - 11} is outside "
+                                         f"\\[{-2**63 + 15}, {2**63 - 16}\\]"):
+        replay.prepare(config, db=db)
