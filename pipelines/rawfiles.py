@@ -24,7 +24,8 @@ NOTICE_SUFFIXES = (".txt", ".md")
 
 
 def read_lines(path: Path, *, encoding: str = "utf-8") -> list[str]:
-    """The text lines of ``path`` (decompressed), without line ends and without a final empty line.
+    """The text lines of ``path`` (decompressed), without line ends, a final empty line or a
+    leading byte order mark (spreadsheets write one before the header).
 
     Undecodable bytes are replaced (``U+FFFD``) rather than failing the file: a row with
     them is judged by the family's checks like any other.
@@ -33,12 +34,12 @@ def read_lines(path: Path, *, encoding: str = "utf-8") -> list[str]:
     --------
     >>> import tempfile, gzip
     >>> path = Path(tempfile.mkdtemp()) / "a.csv.gz"
-    >>> _ = path.write_bytes(gzip.compress(b"x,y\\r\\n1,2\\n"))
+    >>> _ = path.write_bytes(gzip.compress(b"\\xef\\xbb\\xbfx,y\\r\\n1,2\\n"))
     >>> read_lines(path)
     ['x,y', '1,2']
     """
     data = _read_bytes(Path(path))
-    lines = data.decode(encoding, errors="replace").split("\n")
+    lines = data.decode(encoding, errors="replace").removeprefix("\ufeff").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return [line.rstrip("\r") for line in lines]

@@ -269,6 +269,10 @@ def test_csv_ingest_uses_the_named_columns(spark, tmp_path):
     ]
     with pytest.raises(InputError, match="no column nope"):
         ingest.extract("csv", [path], db=db, options={**options, "feature_columns": "speed,nope"}, **quiet)
+    exported = tmp_path / "exported.csv"  # a spreadsheet's UTF-8 export starts with a byte order mark
+    exported.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(CSV_LINES).encode())
+    assert ingest.ingest(spark, "csv", [exported], db=db, out=tmp_path / "datasets", max_rejected=1.0,
+                         options=options, **quiet).rejects == summary.rejects
     with pytest.raises(InputError, match="--id-column"):
         ingest.extract("csv", [path], db=db, options={"time_column": "when", "feature_columns": "speed"}, **quiet)
 
