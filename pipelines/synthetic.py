@@ -49,7 +49,7 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
     generator = options.get("generator")
     if generator not in GENERATORS:
         raise InputError(f"unknown generator {generator!r}; valid: synthetic:{', synthetic:'.join(GENERATORS)}")
-    rows = int(options.get("rows") or DEFAULT_ROWS)
+    rows = DEFAULT_ROWS if options.get("rows") is None else int(options["rows"])
     if rows <= 0:
         raise InputError(f"--rows must be positive, got {rows}")
     if existing:
@@ -60,6 +60,8 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
     seed = int(options.get("seed") or 0)
     if dims is not None and int(dims) <= 0:
         raise InputError(f"--dims must be positive, got {dims}")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
     return {"generator": generator, "rows": rows, "dims": None if dims is None else int(dims), "seed": seed,
             "next_id": 0, "next_t": 0}
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from engine import generators
-from pipelines import ingest, worldcup
+from pipelines import ingest, synthetic, worldcup
 from pipelines.errors import InputError
 from pipelines.spark import PROJECT_ROOT
 
@@ -307,3 +307,14 @@ def test_synthetic_object_and_attribute_streams_and_append(spark, tmp_path):
     assert datasets_row(db, "correlated-streams")["features"] == ["s_0", "s_1"]
     with pytest.raises(InputError, match="unknown trace family 'synthetic:nope'"):
         ingest.extract("synthetic:nope", db=db, **quiet)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"rows": 0}, "--rows must be positive, got 0"),
+    ({"rows": -5}, "--rows must be positive, got -5"),
+    ({"dims": 0}, "--dims must be positive, got 0"),
+    ({"seed": -1}, "--seed must be >= 0, got -1"),
+])
+def test_synthetic_options_are_checked_before_generating(options, message):
+    with pytest.raises(InputError, match=message):
+        synthetic.settings({"generator": "time-u", **options}, None)
