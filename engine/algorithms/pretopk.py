@@ -93,8 +93,9 @@ class PreTopK(Algorithm):
         return self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters
 
     def _reserve(self, arrivals: int) -> None:
-        """Room for ``arrivals`` more objects in the table and in every set (capacity and width
-        doubled when short, the width capped at ``k``: ``O(1)`` amortised per object)."""
+        """Room for ``arrivals`` more objects in the table and in every set: the capacity
+        doubled when short (``O(1)`` amortised per object), the width too but capped at ``k``
+        (``O(C_nw width)`` each time, the cost of allocating the final sets at most twice)."""
         needed = int(self._meta[DISTINCT]) + arrivals
         if needed > len(self._objects):
             capacity = max(2 * len(self._objects), needed)

@@ -41,10 +41,11 @@ def stream(seed: int):
     return np.arange(m) + 100, t, rng.integers(0, 3, m).astype(np.float64)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("k", HUGE_K, ids=["1e12", "int64-max"])
 @pytest.mark.parametrize("name,params", VARIANTS, ids=IDS)
-def test_huge_k_over_a_time_window_is_exact_restorable_and_bounded(name, params, k):
-    ids, t, scores = stream(seed=len(name))
+def test_huge_k_over_a_time_window_is_exact_restorable_and_bounded(name, params, k, seed):
+    ids, t, scores = stream(seed)
     q = engine.Query(weights=[1.0], k=k, window=WINDOW, slide=SLIDE, kind="time")
     batches = list(engine.slides((ids, t, scores), q))
     empty = sum(1 for batch in batches if len(batch) == 0)
