@@ -23,6 +23,8 @@ position index (11 words); a window: its counter and lower-bound pointer."""
 
 RECORD_BYTES = WORD * LAYOUT.words("record")
 WINDOW_BYTES = WORD * LAYOUT.words("window")
+ANSWER_BYTES = 3 * WORD
+"""An answered object: id, score and seq."""
 FIRST_CAPACITY = 64
 
 
@@ -50,8 +52,10 @@ class MinTopK(Algorithm):
 
     Memory (layout ``LAYOUT``): 11 words per MTK record (id, seq, t, score, two window marks,
     two list links, three index links) plus 2 words (``tkc``, ``lbp``) per window.  No raw
-    window is kept.  ``measured_bytes``: the arrays at their capacity (doubled when full) plus
-    the algorithm object's other attributes, measured once (``O(1)``).
+    window is kept.  ``measured_bytes``: the arrays at their capacity (doubled when full), the
+    answer's three arrays at the most they can hold (``min(k, capacity)`` objects, so a huge
+    ``k`` over a time window is not charged for answers it cannot give) plus the algorithm
+    object's other attributes, measured once (``O(1)``).
 
     Examples
     --------
@@ -77,8 +81,8 @@ class MinTopK(Algorithm):
         self._answer: Answer | None = Answer.empty()
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)
         self._array_bytes = owned_bytes(*arrays)
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays)) + 3 * WORD * self._k
-        """The other attributes, measured once, and the answer's arrays once it holds k objects."""
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays))
+        """The other attributes, measured once."""
 
     def _reserve(self, arrivals: int) -> None:
         """Room for ``arrivals`` more records (capacity doubled when short: ``O(1)`` amortised)."""
@@ -121,7 +125,7 @@ class MinTopK(Algorithm):
     def memory(self) -> tuple[int, int]:
         """Both figures from the record count and the arrays' sizes: ``O(1)``."""
         return (RECORD_BYTES * self._meta.item(SIZE) + WINDOW_BYTES * self._windows,
-                self._array_bytes + self._fixed_bytes)
+                self._array_bytes + self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records)))
 
     def footprints(self) -> list[Footprint]:
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)

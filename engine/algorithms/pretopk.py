@@ -24,6 +24,8 @@ chain of free rows (6 words); a membership: one pointer in a window's set; a win
 OBJECT_BYTES = WORD * LAYOUT.words("object")
 MEMBERSHIP_BYTES = WORD * LAYOUT.words("membership")
 WINDOW_BYTES = WORD * LAYOUT.words("window")
+ANSWER_BYTES = 3 * WORD
+"""An answered object: id, score and seq."""
 FIRST_CAPACITY = 64
 
 
@@ -49,10 +51,16 @@ class PreTopK(Algorithm):
     so the heap work per object grows with ``k / s``).  It is the paper's baseline: unlike
     MinTopK it keeps one copy of a key per window and visits every window.
 
-    Memory (layout ``LAYOUT``): 6 words per distinct object (id, seq, t, score, reference
-    count, free link) plus one pointer per window membership and one word (its size) per
-    window.  ``measured_bytes``: the arrays at their capacity (the sets ``C_nw x k`` from the
-    start, the object table doubled when full) plus the other attributes measured once.
+    Memory (layout ``LAYOUT``): ``bytes`` prices what is held, 6 words per distinct object (id,
+    seq, t, score, reference count, free link) plus one pointer per window membership and one
+    word (its size) per window.  ``measured_bytes``: the arrays at their allocated capacity
+    plus the other attributes measured once, and the answer's three arrays at the sets' width
+    (the most it can hold).  The sets are ``C_nw x width``: a set never holds more than
+    ``min(k, objects held)``, so before each slide the width grows (doubled, capped at ``k``)
+    to at least ``min(k, objects held + the slide's arrivals)``, an ``O(1)`` test.  A huge
+    ``k`` over a time window thus allocates only what the windows hold; a count window
+    (``k <= n``) reaches width ``k`` as soon as a set holds ``k`` objects.  The object table
+    doubles when full.
 
     Examples
     --------
@@ -73,23 +81,29 @@ class PreTopK(Algorithm):
         self._windows = self.q.windows_per_object
         self._k = self.q.k
         self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters = \
-            kernel.empty_arrays(FIRST_CAPACITY, self._windows, self._k)
+            kernel.empty_arrays(FIRST_CAPACITY, self._windows, 0)
         self._current: int | None = None
         self._answer: Answer | None = Answer.empty()
         arrays = self._arrays()
         self._array_bytes = owned_bytes(*arrays)
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays)) + 3 * WORD * self._k
-        """The other attributes, measured once, and the answer's arrays once it holds k objects."""
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays))
+        """The other attributes, measured once."""
 
     def _arrays(self) -> tuple[np.ndarray, ...]:
         return self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters
 
     def _reserve(self, arrivals: int) -> None:
-        """Room for ``arrivals`` more objects (capacity doubled when short: ``O(1)`` amortised)."""
+        """Room for ``arrivals`` more objects in the table and in every set: the capacity
+        doubled when short (``O(1)`` amortised per object), the width too but capped at ``k``
+        (``O(C_nw width)`` each time, the cost of allocating the final sets at most twice)."""
         needed = int(self._meta[DISTINCT]) + arrivals
         if needed > len(self._objects):
             capacity = max(2 * len(self._objects), needed)
             self._objects, self._scores = kernel.grown(self._objects, self._scores, self._meta, capacity)
+            self._array_bytes = owned_bytes(*self._arrays())
+        width = self._sets.shape[1]
+        if min(self._k, needed) > width:
+            self._sets = kernel.widened(self._sets, min(self._k, max(2 * width, needed)))
             self._array_bytes = owned_bytes(*self._arrays())
 
     def process(self, batch: Batch) -> None:
@@ -129,7 +143,7 @@ class PreTopK(Algorithm):
         """Both figures from the counts and the arrays' sizes: ``O(1)``."""
         distinct, memberships = self._meta.item(DISTINCT), self._meta.item(MEMBERSHIPS)
         return (OBJECT_BYTES * distinct + MEMBERSHIP_BYTES * memberships + WINDOW_BYTES * self._windows,
-                self._array_bytes + self._fixed_bytes)
+                self._array_bytes + self._fixed_bytes + ANSWER_BYTES * self._sets.shape[1])
 
     def footprints(self) -> list[Footprint]:
         counts = {"object": int(self._meta[DISTINCT]), "membership": int(self._meta[MEMBERSHIPS]),
@@ -148,7 +162,8 @@ class PreTopK(Algorithm):
                 "objects": self._objects[held][:, [SEQ, ID, T]].tolist()}
 
     def load_state(self, data: dict[str, Any]) -> None:
-        """Read :meth:`dump_state` data (the layout is unchanged since format 1)."""
+        """Read :meth:`dump_state` data (the layout is unchanged since format 1: each set's
+        members, whatever the width of the arrays that held them)."""
         self._current = data["current"]
         self._reserve(len(data["objects"]))
         row_of = {}
@@ -178,9 +193,10 @@ class PreTopK(Algorithm):
 
     def check(self) -> None:
         objects, scores, references = self._objects, self._scores, {}
+        assert self._sets.shape[1] <= self.q.k, "sets wider than k"
         for w in range(self._windows):
             size = int(self._sizes[w])
-            assert 0 <= size <= self.q.k, "window set larger than k"
+            assert 0 <= size <= self._sets.shape[1], "window set larger than k or its row"
             heap = self._sets[w, :size].tolist()
             keys = [(float(scores[r]), int(objects[r, SEQ])) for r in heap]
             assert all(keys[(i - 1) // 2] < keys[i] for i in range(1, size)), "window set is not a heap"

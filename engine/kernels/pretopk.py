@@ -6,8 +6,10 @@ top-k set per window.  Arrays:
 * ``objects`` (int64, ``capacity x FIELDS``): ``SEQ, ID, T``, the reference count ``REFS``
   (sets holding the object) and ``NEXT_FREE`` (the free rows' chain);
 * ``scores`` (float64, ``capacity``);
-* ``sets`` (int64, ``C_nw x k``): window ``w``'s set in row ``w % C_nw``, a min-heap of object
-  rows by ``(score, seq)`` (the set's lowest object at column 0), ``sizes[w % C_nw]`` of them;
+* ``sets`` (int64, ``C_nw x width``): window ``w``'s set in row ``w % C_nw``, a min-heap of
+  object rows by ``(score, seq)`` (the set's lowest object at column 0), ``sizes[w % C_nw]`` of
+  them; ``width <= k`` is at least the number of objects a set can hold before the next call
+  (the caller widens it, :func:`widened`), so a huge ``k`` allocates only what is held;
 * ``meta`` (int64): ``FREE`` (first free row), ``DISTINCT`` (objects held), ``MEMBERSHIPS``;
 * ``counters`` (int64): ``offered`` and ``entries``, in ``COUNTERS`` order.
 """
@@ -28,13 +30,25 @@ COUNTERS = ("offered", "entries")
 NONE = -1
 
 
-def empty_arrays(capacity: int, windows: int, k: int):
-    """``objects, scores, sets, sizes, meta, counters`` with no object and ``capacity`` free rows."""
+def empty_arrays(capacity: int, windows: int, width: int):
+    """``objects, scores, sets, sizes, meta, counters`` with no object, ``capacity`` free rows
+    and sets ``width`` wide."""
     objects = np.zeros((capacity, FIELDS), np.int64)
     objects[:, NEXT_FREE] = np.arange(1, capacity + 1)
     objects[-1, NEXT_FREE] = NONE
-    return (objects, np.zeros(capacity), np.full((windows, k), NONE, np.int64), np.zeros(windows, np.int64),
+    return (objects, np.zeros(capacity), np.full((windows, width), NONE, np.int64), np.zeros(windows, np.int64),
             np.array([0, 0, 0], np.int64), np.zeros(len(COUNTERS), np.int64))
+
+
+def widened(sets: np.ndarray, width: int) -> np.ndarray:
+    """``sets`` copied into ``width`` columns, the new ones empty (``O(C_nw width)``).
+
+    >>> widened(np.array([[4, NONE], [NONE, NONE]]), 3).tolist()
+    [[4, -1, -1], [-1, -1, -1]]
+    """
+    wider = np.full((len(sets), width), NONE, np.int64)
+    wider[:, :sets.shape[1]] = sets
+    return wider
 
 
 def grown(objects: np.ndarray, scores: np.ndarray, meta: np.ndarray, capacity: int):

@@ -37,6 +37,12 @@ def zeta_max(k: int) -> float:
     return z + 3 * math.sqrt(z)
 
 
+ZETA_CAP = 2 ** 61
+"""A bound on ``zeta*`` above any ``|U^tau|`` (a float64 array holds fewer than ``2^60``
+entries): clamping ``zeta*`` there for a huge ``k`` changes no comparison, and keeps ``2 zeta*``
+and the uptrend limit within int64 for the kernels."""
+
+
 def kth_highest(values: np.ndarray, j: int) -> float:
     """The ``j``-th highest value (the paper's median search, ``O(len)``)."""
     return float(np.partition(values, len(values) - j)[len(values) - j])
@@ -84,9 +90,9 @@ class SAP(SAPDynamic):
 
     def _reset_variant(self) -> None:
         k = self.q.k
-        self._zeta = math.ceil(zeta_star(k))
+        self._zeta = min(math.ceil(zeta_star(k)), ZETA_CAP)
         self._zeta_max = zeta_max(k)
-        self._limit = max(2 * self._zeta, self._zeta_max)  # |U^tau| above it is an uptrend
+        self._limit = min(max(2 * self._zeta, self._zeta_max), 2 * ZETA_CAP)  # |U^tau| above it is an uptrend
         self._tau = -math.inf
         self._initialising = True
         self._above = np.empty(0, np.float64)  # U^tau: the first _above_n entries
