@@ -100,21 +100,27 @@ def test_huge_k_restores_mid_stream_and_continues_exactly(name, kind, k):
 
 @pytest.mark.parametrize("name", ["sla", "eaa", "approx"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_memory_follows_what_is_held_not_k(name, kind):
-    """Past the number of objects a window holds, ``k`` changes nothing: the same structures,
-    the same measured bytes (but for the few bytes of the larger Python ints kept for ``k``),
-    for ``k`` = 4096 (more rows than any table of this stream reaches), 10**12 and the largest
-    int64; a window of 400 tuples of 300 objects stays under the bound."""
+def test_memory_and_state_follow_what_is_held_not_k(name, kind):
+    """Past the number of objects a window holds, ``k`` changes nothing.  The stream has 300
+    distinct ids, so ``k`` = 300 already never prunes nor evicts: the same state JSON for it
+    (its dominator lists and view are narrower) as for ``k`` = 4096 (more rows than any table
+    of this stream reaches), 10**12 and the largest int64, and the same measured bytes for the
+    last three (but for the few bytes of the larger Python ints kept for ``k``); a window of
+    400 tuples stays under the bound."""
     data = tied_stream(1200, 3, 300, kind, seed=3)
-    measured = set()
-    for k in (4096, *HUGE):
+    assert len(set(data[0].tolist())) <= 300
+    measured, states = set(), []
+    for k in (300, 4096, *HUGE):
         query = engine.Query(weights=[1.0, 1.0, 1.0], k=k, window=400, slide=100, kind=kind)
         algorithm = engine.create(name, query, **params_for(name, data))
         for batch in engine.slides(data, query):
             algorithm.process(batch)
             algorithm.topk()
         algorithm.check()
-        measured.add(algorithm.stats()["measured_bytes"])
+        states.append(algorithm.to_state()["data"])
+        if k != 300:
+            measured.add(algorithm.stats()["measured_bytes"])
+    assert all(state == states[0] for state in states)
     assert max(measured) - min(measured) <= 64 and max(measured) < MEMORY_BOUND
 
 
