@@ -94,11 +94,11 @@ class EAA(AttributeAlgorithm):
     _per_window = False
 
     def _reset(self) -> None:
-        d, k = self.q.dimensions, self.q.k
+        d = self.q.dimensions
         self._reset_bounds()
         self._weights = np.asarray(self.q.weights, np.float64)
-        self._instance_arrays = kernel.empty_instances(FIRST_CAPACITY, d, k)
         self._record_arrays = kernel.empty_records(FIRST_CAPACITY, d)
+        self._instance_arrays = kernel.empty_instances(FIRST_CAPACITY, d, self._width())
         self._keys, self._slots = table.empty_table(table.table_capacity(FIRST_CAPACITY))
         self._roots = np.full(2, -1, np.int64)
         self._meta = kernel.empty_meta()
@@ -122,17 +122,16 @@ class EAA(AttributeAlgorithm):
         """The arrays' bytes, redone when one is replaced (``O(1)``)."""
         self._array_bytes = owned_bytes(*self._arrays())
 
+    def _width(self) -> int:
+        """Room per instance for its dominators: ``k``, or the validity table's rows if fewer
+        (the dominators are distinct valid objects)."""
+        return min(self.q.k, len(self._record_arrays[0]))
+
     def _reserve(self, arrivals: int) -> None:
-        """Room for ``arrivals`` more instances and objects (capacities doubled: ``O(1)``
-        amortised)."""
-        d, k, meta = self.q.dimensions, self.q.k, self._meta
+        """Room for ``arrivals`` more objects and instances, the dominator lists following the
+        validity table (capacities doubled: ``O(1)`` amortised)."""
+        d, meta = self.q.dimensions, self._meta
         grown = False
-        needed = int(meta[INSTANCES]) + arrivals
-        if needed > len(self._instance_arrays[0]):
-            capacity = max(2 * len(self._instance_arrays[0]), needed)
-            self._instance_arrays = kernel.grown(self._instance_arrays, kernel.empty_instances(capacity, d, k),
-                                                 meta, kernel.LINK, FREE_INSTANCE)
-            grown = True
         needed = int(meta[RECORDS]) + arrivals
         if needed > len(self._record_arrays[0]):
             capacity = max(2 * len(self._record_arrays[0]), needed)
@@ -141,6 +140,18 @@ class EAA(AttributeAlgorithm):
             grown = True
         if 2 * needed > len(self._keys):
             self._keys, self._slots = table.rehashed(self._keys, self._slots, table.table_capacity(needed))
+            grown = True
+        needed = int(meta[INSTANCES]) + arrivals
+        if needed > len(self._instance_arrays[0]):
+            capacity = max(2 * len(self._instance_arrays[0]), needed)
+            self._instance_arrays = kernel.grown(self._instance_arrays,
+                                                 kernel.empty_instances(capacity, d, self._width()), meta,
+                                                 kernel.LINK, FREE_INSTANCE)
+            grown = True
+        elif self._instance_arrays[5].shape[1] < self._width():
+            arrays = list(self._instance_arrays)
+            arrays[5] = kernel.widened(arrays[5], self._width())
+            self._instance_arrays = tuple(arrays)
             grown = True
         if grown:
             self._measure()
@@ -309,6 +320,9 @@ class EAA(AttributeAlgorithm):
                 ids = sorted(set(ints_in(ids, "dominators").tolist()))
                 if len(ids) >= k:
                     raise ValueError(f"an instance of object {oid} has {len(ids)} dominators, k is {k}")
+                if len(ids) >= len(stored_records):
+                    raise ValueError(f"an instance of object {oid} has {len(ids)} dominators, "
+                                     f"more than the {len(stored_records) - 1} other valid objects")
                 instances[row, [OID, RECORD, KEY, SEQ, UID, DC]] = oid, record, int(key), int(created), int(uid), len(ids)
                 instances[row, kernel.LINK] = -1
                 sums[row] = floats_in(instance_sums)
@@ -367,6 +381,8 @@ class EAA(AttributeAlgorithm):
         if self._end is not None and valid:
             assert records[valid[0], NEWEST_KEY] >= self._end - self.q.window, "an expired object is listed"
         assert meta[HELD] == sum(records[record, OLDEST] != -1 for record in valid), "objects with instances"
+        valid_ids = set(records[valid, ID].tolist())
+        assert dominators.shape[1] == self._width(), "room for dominators"
         for record in valid:
             oid = int(records[record, ID])
             assert table.find(self._keys, self._slots, oid) == record, f"object {oid} not in the id table"
@@ -387,6 +403,7 @@ class EAA(AttributeAlgorithm):
                 ids = dominators[row, :instances[row, DC]].tolist()
                 assert len(ids) == len(set(ids)) and instances[row, DC] < k, "dominance counter"
                 assert oid not in ids, "an object dominates itself"
+                assert set(ids) <= valid_ids, "a dominator is not a valid object"
         assert listed == len(timeline), "time list holds instances of no object"
         assert meta[LINKS] == instances[timeline, DC].sum(), "kept dominator count"
 

@@ -34,6 +34,10 @@ STRUCTURES = ((FIFO, "tuple"), (OBJECTS_LAYOUT, "object"), (LISTS, "entry"), (VI
 
 FIRST_CAPACITY = 16
 
+LARGEST = np.iinfo(np.int64).max
+"""``k_max`` only bounds the view, which never outgrows the valid objects: a larger one (``2k``
+for a huge ``k``) is clamped to what the kernels' int64 can hold."""
+
 
 @register
 class SLA(AttributeAlgorithm):
@@ -76,9 +80,10 @@ class SLA(AttributeAlgorithm):
 
     def _reset(self) -> None:
         d = self.q.dimensions
-        self._k_max = self.params["k_max"] or 2 * self.q.k
-        if self._k_max < self.q.k:
-            raise ValueError(f"k_max must be 0 (meaning 2k) or >= k ({self.q.k}), got {self._k_max}")
+        k_max = self.params["k_max"] or 2 * self.q.k
+        if k_max < self.q.k:
+            raise ValueError(f"k_max must be 0 (meaning 2k) or >= k ({self.q.k}), got {k_max}")
+        self._k_max = min(k_max, LARGEST)
         self._weights = np.asarray(self.q.weights, np.float64)
         self._prices = tuple(layout.bytes(d, **{kind: 1}) for layout, kind in STRUCTURES)
         self._tuples_, self._values = kernel.empty_fifo(FIRST_CAPACITY)
@@ -87,8 +92,7 @@ class SLA(AttributeAlgorithm):
         self._links = kernel.grown_links(np.zeros((d, 0, 3), np.int64), FIRST_CAPACITY)
         self._roots = np.full(d, -1, np.int64)
         self._sizes_ = np.zeros(d, np.int64)
-        self._view = (np.zeros(self._k_max + 1), np.zeros(self._k_max + 1, np.int64),
-                      np.zeros(self._k_max + 1, np.int64))
+        self._view = kernel.empty_view(self._view_capacity())
         self._meta = np.zeros(6, np.int64)
         self._meta[FREE] = 0
         self._counters = np.zeros(len(COUNTERS), np.int64)
@@ -108,8 +112,14 @@ class SLA(AttributeAlgorithm):
         self._measured = tuple(owned_bytes(*arrays) for arrays in self._structures())
         self._measured_total = sum(self._measured)
 
+    def _view_capacity(self) -> int:
+        """Entries the view may hold: one beyond ``k_max`` (an entrant before the last leaves),
+        and never more than the object table's rows, as it lists distinct valid objects."""
+        return min(self._k_max + 1, len(self._object_arrays[0]))
+
     def _reserve(self, arrivals: int) -> None:
-        """Room for ``arrivals`` more tuples and objects (capacities doubled: ``O(1)`` amortised)."""
+        """Room for ``arrivals`` more tuples and objects, the view following the object table
+        (capacities doubled: ``O(1)`` amortised)."""
         meta = self._meta
         head, tail, objects, _, _, _ = meta.tolist()
         tuples, objects = tail - head + arrivals, objects + arrivals
@@ -122,6 +132,8 @@ class SLA(AttributeAlgorithm):
             capacity = max(2 * len(self._object_arrays[0]), objects)
             self._object_arrays = kernel.grown_objects(self._object_arrays, meta, capacity)
             self._links = kernel.grown_links(self._links, capacity)
+            if len(self._view[0]) < self._view_capacity():
+                self._view = kernel.grown_view(self._view, self._view_capacity())
             grown = True
         if 2 * objects > len(self._keys):
             self._keys, self._slots = table.rehashed(self._keys, self._slots, table.table_capacity(objects))

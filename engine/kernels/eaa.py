@@ -10,8 +10,10 @@ Arrays:
   ``OID, RECORD`` (its object's row, ``NONE`` when free), ``KEY`` (``p^j.t``), ``SEQ, UID,
   DC``, ``OLDER, NEWER`` (the object's instances, oldest first), ``EARLIER, LATER``
   (``tsorted``, creation order), ``LINK``), ``sums`` and ``counts`` (``rows x d``),
-  ``current`` and ``best`` (float64), ``dominators`` (int64, ``rows x k``: the first ``DC``
-  are the ids of the objects dominating the instance; ``DC < k`` while it lives);
+  ``current`` and ``best`` (float64), ``dominators`` (int64, ``rows x width``: the first
+  ``DC`` are the ids of the objects dominating the instance; ``DC < k`` while it lives).  A
+  dominator is a valid object other than the instance's own (its dominating instance is
+  newer), so ``width = min(k, rows of the validity table)`` holds every list;
 * **csorted** and **bsorted**, treaps over the instance rows (:mod:`engine.kernels.incomplete`)
   by ``(current, row)`` and ``(best, row)``: ``links`` (``2 x rows x 3``), ``roots`` (2);
 * the **validity table**, rows of a pool: ``records`` (int64: ``ID, NEWEST_SEQ, OLDEST, NEWEST``
@@ -64,13 +66,14 @@ def empty_meta() -> np.ndarray:
     return meta
 
 
-def empty_instances(capacity: int, d: int, k: int):
-    """``instances, sums, counts, current, best, dominators, links`` of an empty pool."""
+def empty_instances(capacity: int, d: int, width: int):
+    """``instances, sums, counts, current, best, dominators, links`` of an empty pool, each
+    instance with room for ``width`` dominators."""
     instances = np.full((capacity, INSTANCE_FIELDS), NONE, np.int64)
     instances[:, LINK] = np.arange(1, capacity + 1)
     instances[-1, LINK] = NONE
     return (instances, np.zeros((capacity, d)), np.zeros((capacity, d), np.int64), np.zeros(capacity),
-            np.zeros(capacity), np.zeros((capacity, k), np.int64), np.full((2, capacity, 3), NONE, np.int64))
+            np.zeros(capacity), np.zeros((capacity, width), np.int64), np.full((2, capacity, 3), NONE, np.int64))
 
 
 def empty_records(capacity: int, d: int):
@@ -83,16 +86,21 @@ def empty_records(capacity: int, d: int):
 
 
 def grown(arrays: tuple, wider: tuple, meta: np.ndarray, link: int, free: int) -> tuple:
-    """``arrays`` copied into the larger empty ``wider`` (rows along axis 0, the links along
-    axis 1); the new rows join the front of the free chain through column ``link``."""
+    """``arrays`` copied into the corners of the larger empty ``wider`` (more rows, and for
+    ``dominators`` perhaps more columns); the new rows join the front of the free chain
+    through column ``link``."""
     old = len(arrays[0])
     for new, now in zip(wider, arrays):
-        if new.ndim == 3:
-            new[:, :old] = now
-        else:
-            new[:old] = now
+        new[tuple(slice(0, size) for size in now.shape)] = now
     wider[0][-1, link] = meta[free]
     meta[free] = old
+    return wider
+
+
+def widened(dominators: np.ndarray, width: int) -> np.ndarray:
+    """The dominator lists copied into room for ``width`` each (``O(rows · width)``)."""
+    wider = np.zeros((len(dominators), width), np.int64)
+    wider[:, :dominators.shape[1]] = dominators
     return wider
 
 

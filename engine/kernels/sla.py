@@ -18,7 +18,8 @@ Arrays:
 * the **sorted lists**, one treap per stream over the object rows (:mod:`engine.kernels.incomplete`),
   ordered by ``(attribute, object row)``: ``links`` (int64, ``d x rows x 3``), ``roots`` and
   ``sizes`` (entries) per stream;
-* the **view**, ``view_scores``, ``view_seqs``, ``view_rows`` (``k_max + 1``), ascending by
+* the **view**, ``view_scores``, ``view_seqs``, ``view_rows`` (room for ``k_max + 1`` entries,
+  or the object table's rows if fewer: the view lists distinct valid objects), ascending by
   ``(score, seq)``: entry 0 is the view's last (lowest) object;
 * ``meta`` (int64): ``HEAD``, ``TAIL`` (positions of the oldest and the next tuple),
   ``OBJECTS``, ``FREE`` (first free row), ``VIEW`` (entries), ``EPOCH`` (TA's seen mark);
@@ -87,6 +88,19 @@ def grown_links(links: np.ndarray, capacity: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- the view
+
+
+def empty_view(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``view_scores, view_seqs, view_rows`` of an empty view with room for ``capacity`` entries."""
+    return np.zeros(capacity), np.zeros(capacity, np.int64), np.zeros(capacity, np.int64)
+
+
+def grown_view(view: tuple, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The view's entries copied into room for ``capacity`` (``O(capacity)``)."""
+    wider = empty_view(capacity)
+    for new, now in zip(wider, view):
+        new[:len(now)] = now
+    return wider
 
 
 @njit(cache=True, inline="always")
