@@ -11,6 +11,7 @@ calendar meaning in general).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,6 +25,8 @@ from .rawfiles import lines_table, per_file, read_lines
 
 PARTITION_BY = ()
 DEFAULT_T_UNIT = "ordinal"
+T_UNITS = ("ordinal", "ms", "s", "min", "h", "d")
+"""Units the dashboard reads a time column in (``ordinal``: a plain count, shown as is)."""
 REASONS = (
     "wrong_field_count",
     "non_numeric",
@@ -38,8 +41,10 @@ before the dataset's last ``t``."""
 
 
 def default_name(paths: Sequence[Path], options: dict[str, Any] | None = None) -> str:
-    """The first file's name without its suffixes (``trips.csv.gz`` -> ``trips``)."""
-    return Path(paths[0]).name.split(".")[0] if paths else "csv"
+    """The first file's name without its suffixes, other characters than letters, digits, ``_``
+    and ``-`` as ``-`` (``trips.csv.gz`` -> ``trips``, ``my trips (2).csv`` -> ``my-trips--2-``)."""
+    stem = Path(paths[0]).name.split(".")[0] if paths else ""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", stem).lstrip("-_") or "csv"
 
 
 def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) -> dict[str, Any]:
@@ -60,6 +65,8 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
                                       ("--feature-columns", "features")) if not chosen[key]]
     if missing:
         raise InputError(f"the csv family needs {', '.join(missing)}")
+    if chosen["t_unit"] not in T_UNITS:
+        raise InputError(f"--time-unit must be one of {', '.join(T_UNITS)}, got {chosen['t_unit']!r}")
     names = [chosen["id_column"], chosen["time_column"], *chosen["features"]]
     if len(set(names)) != len(names):
         raise InputError(f"a column is named twice in --id-column, --time-column, --feature-columns: {names}")

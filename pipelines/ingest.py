@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import datetime as dt
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -172,6 +173,10 @@ def writing(db: Path, lock_wait: float | None, log: Callable[[str], None]):
     return locks.writer_lock(db, wait=lock_wait, log=lambda line: log(f"[ingest] {line}"))
 
 
+DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+"""A dataset name: it is also the name of the dataset's Parquet directory under ``--out``."""
+
+
 def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.DEFAULT_DB,
             out: Path = DEFAULT_OUT, name: str | None = None, append: bool = False,
             max_rejected: float = DEFAULT_MAX_REJECTED, options: dict[str, Any] | None = None,
@@ -191,6 +196,9 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
     if not inputs and family_name == "csv":
         raise InputError("the csv family needs --input")
     name = name or family.default_name(inputs, options)
+    if not DATASET_NAME.fullmatch(name):
+        raise InputError(f"dataset name {name!r}: use letters, digits, '_', '-' and '.', starting with a letter or "
+                         "digit (it names the dataset's directory); give one with --name")
     existing = _existing_dataset(db, name, family_name, inputs, log) if append else None
     if not existing:
         _recover(Path(out).resolve() / f"{name}.parquet", db, name, log)

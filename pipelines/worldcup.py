@@ -89,7 +89,7 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
     if not sections or OTHER_SECTION in sections or len(set(sections)) != len(sections):
         raise InputError(f"--sections must name distinct site sections other than {OTHER_SECTION!r}, "
                          f"got {','.join(sections)!r}")
-    delta_t_ms = int(options.get("delta_t_ms") or DEFAULT_DELTA_T_MS)
+    delta_t_ms = DEFAULT_DELTA_T_MS if options.get("delta_t_ms") is None else int(options["delta_t_ms"])
     if delta_t_ms <= 0:
         raise InputError(f"--delta-t-ms must be positive, got {delta_t_ms}")
     return {"sections": sections, "delta_t_ms": delta_t_ms}

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from engine import generators
-from pipelines import ingest, synthetic, worldcup
+from pipelines import csvfile, ingest, synthetic, worldcup
 from pipelines.errors import InputError
 from pipelines.spark import PROJECT_ROOT
 
@@ -318,3 +318,26 @@ def test_synthetic_object_and_attribute_streams_and_append(spark, tmp_path):
 def test_synthetic_options_are_checked_before_generating(options, message):
     with pytest.raises(InputError, match=message):
         synthetic.settings({"generator": "time-u", **options}, None)
+
+
+@pytest.mark.parametrize("family, options, name, message", [
+    ("synthetic:time-u", {"rows": 5}, "../../etc", "dataset name '../../etc': use letters, digits"),
+    ("synthetic:time-u", {"rows": 5}, "a b;c", "dataset name 'a b;c'"),
+    ("synthetic:time-u", {"rows": 5}, ".hidden", "dataset name '.hidden'"),
+    ("worldcup", {"delta_t_ms": 0}, None, "--delta-t-ms must be positive, got 0"),
+    ("csv", {"id_column": "who", "time_column": "when", "feature_columns": "speed", "time_unit": "weeks"}, None,
+     "--time-unit must be one of ordinal, ms, s, min, h, d, got 'weeks'"),
+])
+def test_bad_names_and_options_are_refused_before_spark(tmp_path, family, options, name, message):
+    inputs = []
+    if family == "csv":
+        inputs = [tmp_path / "my stream (2).csv"]
+        inputs[0].write_text("\n".join(CSV_LINES) + "\n")
+    with pytest.raises(InputError, match=re.escape(message)):
+        ingest.extract(family, inputs, db=tmp_path / "topk.duckdb", out=tmp_path / "datasets", name=name,
+                       options=options, **quiet)
+
+
+def test_a_csv_file_name_becomes_a_safe_dataset_name():
+    assert csvfile.default_name([Path("/data/my trips (2).csv.gz")]) == "my-trips--2-"
+    assert csvfile.default_name([Path("/data/.csv")]) == "csv"
