@@ -422,6 +422,15 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def check_output_apart(output: str, inputs: dict[str, str]) -> None:
+    """Refuse an ``--output`` that is one of the command's input files (``inputs``: flag to
+    path), which the answers would replace."""
+    for flag, path in inputs.items():
+        if os.path.realpath(output) == os.path.realpath(path):
+            raise CommandError(f"--output {output} is the {flag} file; the answers would replace it. "
+                               "Give another output file")
+
+
 def write_atomically(path: str, lines: Iterator[str]) -> None:
     """Write ``lines`` to a temporary file beside ``path``, then rename it to ``path``.
 
@@ -449,6 +458,7 @@ def write_atomically(path: str, lines: Iterator[str]) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """``python -m engine run``: check the arguments, read the input, write the answers."""
+    check_output_apart(args.output, {"--input": args.input})
     info = find_algorithm(args.algorithm)
     query = make_query(args, args.weights or (1.0,))  # checked before reading; ones replaced below
     if info.stream == "incomplete":
@@ -619,6 +629,7 @@ def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str
 
 def run_many(args: argparse.Namespace) -> None:
     """``python -m engine run-many``: check the workload and the input, write every answer."""
+    check_output_apart(args.output, {"--input": args.input, "--queries": args.queries})
     queries = read_queries(args.queries)
     info = None
     if args.algorithm != SHARED:

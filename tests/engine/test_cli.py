@@ -421,3 +421,14 @@ def test_interrupted_run_leaves_the_old_output_and_no_temporary_file(tmp_path, c
     assert capsys.readouterr().err == "error: interrupted\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out.jsonl", "tuples.csv"]
     assert output.read_text() == PREVIOUS_OUTPUT
+
+
+def test_an_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path):
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    result = run_cli("run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", str(source),
+                     "--output", str(tmp_path / "." / "data.csv"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [f"error: --output {tmp_path / '.' / 'data.csv'} is the --input file; "
+                                          "the answers would replace it. Give another output file"]
+    assert source.read_text() == GOOD_CSV

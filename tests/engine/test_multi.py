@@ -364,6 +364,8 @@ def test_run_many_refuses_bad_files_and_arguments(tmp_path):
     broken = tmp_path / "broken.csv"
     broken.write_text("id,t,a,b\n1,0,0.5,x\n")
     cases.append((["--input", str(broken)], "broken.csv line 2: column b: 'x' is not a number"))
+    cases.append((["--output", str(spec)], "is the --queries file; the answers would replace it"))
+    cases.append((["--output", str(source)], "is the --input file; the answers would replace it"))
     huge = tmp_path / "huge.csv"
     huge.write_text("id,t,a,b\n1,0,0.5,0.5\n2,1,1e308,1e308\n")
     huge_spec = tmp_path / "huge.json"
