@@ -75,6 +75,13 @@ class Algorithm(abc.ABC):
     def process(self, batch: Batch) -> None:
         """Take one slide (possibly empty) and move the window to ``batch.end``."""
 
+    def _check_order(self, end: int, last: int | None) -> None:
+        """Refuse a slide ending at ``end`` unless it comes after the last one processed, which
+        ended at ``last`` (``O(1)``)."""
+        if last is not None and end <= last:
+            raise ValueError(f"{self.name}: the slide ending at {end} arrives after the slide ending at {last}; "
+                             "slides must come in order")
+
     @abc.abstractmethod
     def topk(self) -> Answer:
         """The ranked answer for the window ending at the last processed slide."""

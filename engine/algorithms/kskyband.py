@@ -62,6 +62,7 @@ class KSkyband(Algorithm):
         self._fixed_bytes = fixed_bytes(self, (self._band,))
 
     def process(self, batch: Batch) -> None:
+        self._check_order(batch.end, self._end)
         band = self._band
         self._counters["expired"] += band.expire(batch.window_start(self.q))
         if len(batch):

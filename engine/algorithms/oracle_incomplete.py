@@ -69,6 +69,7 @@ class OracleIncomplete(AttributeAlgorithm):
         self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, self._window))
 
     def process(self, batch: Batch) -> None:
+        self._check_order(batch.end, self._end)
         ids, stream, value, _, seq = self._tuples(batch)
         self._window.append(ids=ids, stream=stream, value=value, t=batch.t, seq=seq)
         self._window.expire_before(self.q.expiry_key, batch.window_start(self.q))

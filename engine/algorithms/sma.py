@@ -93,6 +93,7 @@ class SMA(Algorithm):
         self._fixed_bytes = fixed_bytes(self, (self._grid, self._band))
 
     def process(self, batch: Batch) -> None:
+        self._check_order(batch.end, self._end)
         grid, band, k = self._grid, self._band, self.q.k
         start = batch.window_start(self.q)
         if self._origin is None:

@@ -123,6 +123,7 @@ class TMA(Algorithm):
         self._fixed_bytes = fixed_bytes(self, (self._grid, self._result))
 
     def process(self, batch: Batch) -> None:
+        self._check_order(batch.end, self._end)
         grid, result, k, m = self._grid, self._result, self.q.k, len(batch)
         values = score(batch.x, self.q.weights) if m else _EMPTY_F
         grid.expire(batch.window_start(self.q))

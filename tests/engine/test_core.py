@@ -149,3 +149,29 @@ def test_oracle_answers_other_weights_without_reprocessing():
     assert oracle.query([0.0, 1.0], 3).ids.tolist() == [2, 3, 4]
     with pytest.raises(ValueError, match="k must be"):
         oracle.query([0.0, 1.0], 0)
+
+
+@pytest.mark.parametrize("name", [info.name for info in engine.available()])
+def test_every_algorithm_refuses_a_slide_out_of_order_and_changes_nothing(name):
+    """A slide already processed, or an older one, raises ``ValueError``; the algorithm then
+    continues exactly as one that never saw it."""
+    incomplete = {info.name: info.stream for info in engine.available()}[name] == "incomplete"
+    q = engine.Query(weights=[1.0, 0.5], k=2, window=4, slide=2)
+    rng = np.random.default_rng(5)
+    if incomplete:
+        data = (np.arange(10) % 4, np.arange(10) % 2, np.round(rng.random(10), 1), np.arange(10))
+    else:
+        data = (np.arange(10), np.arange(10), np.round(rng.random((10, 2)), 1))
+    batches = list(engine.slides(data, q))
+    tried, clean = engine.create(name, q), engine.create(name, q)
+    for batch in batches[:3]:
+        tried.process(batch)
+        clean.process(batch)
+    for stale in (batches[2], batches[0]):
+        with pytest.raises(ValueError, match="arrives after"):
+            tried.process(stale)
+    for batch in batches[3:]:
+        tried.process(batch)
+        clean.process(batch)
+        assert tried.topk().ids.tolist() == clean.topk().ids.tolist()
+        assert tried.to_state() == clean.to_state()
