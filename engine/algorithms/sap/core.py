@@ -82,6 +82,11 @@ SMALL_INT = 256
 RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
 """One record array per raw slide (one array header per slide instead of four)."""
 
+F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
+"""The columns' dtypes, as instances (``np.empty`` converts a scalar type on every call)."""
+
+empty = np.empty
+
 
 def _record(top: Top) -> np.ndarray:
     rows = np.empty(len(top[0]), RAW)
@@ -281,6 +286,7 @@ partition and unit (:data:`FIXED`) and their spare capacity left out."""
 FIXED_HELD = FIXED_CANDIDATES + FIXED_ANSWER + FIXED_MEANINGFUL + LISTS
 """The fixed bytes of ``C``, the answer, ``M_0`` and the two lists together."""
 ANSWER_ARRAYS = 3 * FIXED["array"]
+ANSWER_ROW = 3 * WORD
 PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
 TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
 RAW_ROW = RAW.itemsize
@@ -442,34 +448,37 @@ class SAPBase(Algorithm):
         self._cache_bytes = 0
         gone = e - self._W
         parts = self._parts
-        if parts and parts[0].first <= gone:  # P_0 stays in the window (its last slide is an event)
-            self._expire_slide(parts[0], gone)
-            if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
-                self._refill(parts[0])
-                self._m_figures = self._M.meta.tolist()
+        if parts:
+            front = parts[0]
+            if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
+                self._expire_slide(front, gone)
+                if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
+                    self._refill(front)
+                    self._m_figures = self._M.meta.tolist()
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
         unit.objects += m
-        chosen, held = min(k, m), len(unit.top[0])
-        rows = np.empty(chosen, RAW)
+        unit_top = unit.top
+        chosen, held = min(k, m), len(unit_top[0])
         size = min(k, chosen + held)
-        top = (np.empty(size, np.float64), np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64))
+        top = (empty(size, F64), empty(size, I64), empty(size, I64), empty(size, I64))
+        rows = empty(chosen, RAW)
         C, opened = self._C, self._open_top
-        n = min(k, len(C.score) + len(opened[0]) + len(top[0]))
-        ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
-        self._quiet_kernel(batch, rows, unit.top, top, C, opened, ids, scores, seq)
+        n = min(k, len(C.score) + len(opened[0]) + size)
+        ids, scores, seq = empty(n, I64), empty(n, F64), empty(n, I64)
+        self._quiet_kernel(batch, rows, unit_top, top, C, opened, ids, scores, seq)
         events = self._events
         events["arrivals"] += m
         events["prefiltered"] += m - chosen
         unit.top = top
-        if len(top[0]) != held:
+        if size != held:
             self._tally_open()
         self._raw_put(e, rows)
         if len(parts) > 1 and parts[1].state == "forming":
             self._advance_formation(e)
         self._answer = Answer(ids, scores, seq)
-        self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
+        self._answer_bytes = ANSWER_ARRAYS + n * ANSWER_ROW
 
     def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top,
                       C: CandidateSet, opened: Top, ids: np.ndarray, scores: np.ndarray, seq: np.ndarray) -> None:
@@ -696,20 +705,22 @@ class SAPBase(Algorithm):
         self._meaningful_retained = 1 if parts and not parts[0].raw else 0
 
     def _raw_put(self, slide: int, rows: np.ndarray) -> None:
-        self._raw[slide] = rows
-        self._raw_bytes = getsizeof(self._raw)
-        self._raw_size += len(rows)
-        self._raw_int_keys += slide > SMALL_INT
-        self._held_words += RAW_OBJECT_WORDS * len(rows)
-        self._held_bytes += FIXED_RAW_SLIDE + (slide > SMALL_INT) * PY_INT + len(rows) * RAW_ROW
+        raw, size, big = self._raw, len(rows), slide > SMALL_INT
+        raw[slide] = rows
+        self._raw_bytes = getsizeof(raw)
+        self._raw_size += size
+        self._raw_int_keys += big
+        self._held_words += RAW_OBJECT_WORDS * size
+        self._held_bytes += FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
 
     def _raw_drop(self, slide: int) -> None:
         rows = self._raw.pop(slide, None)
         if rows is not None:
-            self._raw_size -= len(rows)
-            self._raw_int_keys -= slide > SMALL_INT
-            self._held_words -= RAW_OBJECT_WORDS * len(rows)
-            self._held_bytes -= FIXED_RAW_SLIDE + (slide > SMALL_INT) * PY_INT + len(rows) * RAW_ROW
+            size, big = len(rows), slide > SMALL_INT
+            self._raw_size -= size
+            self._raw_int_keys -= big
+            self._held_words -= RAW_OBJECT_WORDS * size
+            self._held_bytes -= FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
 
     def _count_unit_top(self, unit: Unit, sign: int) -> None:
         self._unit_tops += sign
