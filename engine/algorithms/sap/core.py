@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
+from itertools import accumulate
 import sys
 from sys import getsizeof
 from typing import Any
@@ -85,7 +86,7 @@ RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t"
 F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
 """The columns' dtypes, as instances (``np.empty`` converts a scalar type on every call)."""
 
-empty = np.empty
+new_array = np.empty
 
 
 def _record(top: Top) -> np.ndarray:
@@ -462,11 +463,11 @@ class SAPBase(Algorithm):
         unit_top = unit.top
         chosen, held = min(k, m), len(unit_top[0])
         size = min(k, chosen + held)
-        top = (empty(size, F64), empty(size, I64), empty(size, I64), empty(size, I64))
-        rows = empty(chosen, RAW)
+        top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
+        rows = new_array(chosen, RAW)
         C, opened = self._C, self._open_top
         n = min(k, len(C.score) + len(opened[0]) + size)
-        ids, scores, seq = empty(n, I64), empty(n, F64), empty(n, I64)
+        ids, scores, seq = new_array(n, I64), new_array(n, F64), new_array(n, I64)
         self._quiet_kernel(batch, rows, unit_top, top, C, opened, ids, scores, seq)
         events = self._events
         events["arrivals"] += m
@@ -789,9 +790,7 @@ class SAPBase(Algorithm):
                 if part.state == "none":
                     continue
                 self._start_formation(part)
-                self._tally_formation(part, -1)
                 self._form(part, part.cursor)
-                self._tally_formation(part, 1)
         if len(parts) < 2:
             return
         front, second = parts[0], parts[1]
@@ -802,9 +801,7 @@ class SAPBase(Algorithm):
             self._start_formation(second)
         if second.state == "forming":
             alive = front.last - gone
-            self._tally_formation(second, -1)
             self._form(second, -(-second.cursor // (alive + 1)))
-            self._tally_formation(second, 1)
 
     def _start_formation(self, part: Partition) -> None:
         """The delay policy: decide on ``M_i`` as late as possible (``rho`` only grows)."""
@@ -825,7 +822,8 @@ class SAPBase(Algorithm):
 
     def _tally_formation(self, part: Partition, sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) an S-AVL under construction and its running top to
-        the kept figures: called around every change of them (``O(1)``)."""
+        the kept figures: called around every change of them (``O(1)``): in :meth:`_form`, where
+        the running top changes, and in :meth:`_scan_slides`, where objects enter the S-AVL."""
         builder = part.builder
         if builder is not None:
             self._held_words += sign * (ENTRY_WORDS * int(builder.meta[1]) + STACK_WORDS * int(builder.meta[0]))
@@ -837,7 +835,8 @@ class SAPBase(Algorithm):
         return part.slides
 
     def _form(self, part: Partition, amount: int) -> None:
-        """Scan ``amount`` slides of ``part``, newest first (Section 5.1 with Appendix C)."""
+        """Scan ``amount`` slides of ``part``, newest first (Section 5.1 with Appendix C); the
+        kept figures follow the S-AVL (:meth:`_tally_formation`)."""
         amount = min(amount, part.cursor)
         slides = range(part.first + part.cursor - 1, part.first + part.cursor - amount - 1, -1)
         part.cursor -= max(amount, 0)
@@ -860,15 +859,19 @@ class SAPBase(Algorithm):
         if not kept:  # no slide's best object ranks above theta: nothing to offer
             return
         records = kept[0] if len(kept) == 1 else np.concatenate(kept)
-        starts = np.zeros(len(kept) + 1, np.int64)
-        np.cumsum([len(rows) for rows in kept], out=starts[1:])
+        starts = np.array([0, *accumulate(map(len, kept))], I64)
         chosen, scanned = kernels.offer_slides(
             records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
             builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
             NO_SEQS if only is None else only, only is not None, NO_SEQS if exclude is None else exclude)
         self._events["scanned"] += int(scanned)
         if len(chosen):
+            tallied = builder is part.builder  # the S-AVL of a formation (not one of UBSA's phase two)
+            if tallied:
+                self._tally_formation(part, -1)
             builder.scan_rows(*_columns(records), chosen)
+            if tallied:
+                self._tally_formation(part, 1)
 
     def _activate_front(self) -> None:
         """``P_0`` must have its ``M_0`` before its first slide expires: finish the build."""
@@ -878,9 +881,7 @@ class SAPBase(Algorithm):
         if front.state == "pending":
             self._start_formation(front)
         if front.state == "forming":
-            self._tally_formation(front, -1)
             self._form(front, front.cursor)
-            self._tally_formation(front, 1)
         if front.state == "ready":
             self._tally_formation(front, -1)
             self._M.absorb_builder(front.builder)
