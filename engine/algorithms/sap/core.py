@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
+from itertools import accumulate
 import sys
 from sys import getsizeof
 from typing import Any
@@ -81,6 +82,11 @@ SMALL_INT = 256
 
 RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
 """One record array per raw slide (one array header per slide instead of four)."""
+
+F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
+"""The columns' dtypes, as instances (``np.empty`` converts a scalar type on every call)."""
+
+new_array = np.empty
 
 
 def _record(top: Top) -> np.ndarray:
@@ -281,6 +287,7 @@ partition and unit (:data:`FIXED`) and their spare capacity left out."""
 FIXED_HELD = FIXED_CANDIDATES + FIXED_ANSWER + FIXED_MEANINGFUL + LISTS
 """The fixed bytes of ``C``, the answer, ``M_0`` and the two lists together."""
 ANSWER_ARRAYS = 3 * FIXED["array"]
+ANSWER_ROW = 3 * WORD
 PART_TOP_ARRAYS = FIXED["top"] + 5 * FIXED["array"]
 TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
 RAW_ROW = RAW.itemsize
@@ -442,34 +449,37 @@ class SAPBase(Algorithm):
         self._cache_bytes = 0
         gone = e - self._W
         parts = self._parts
-        if parts and parts[0].first <= gone:  # P_0 stays in the window (its last slide is an event)
-            self._expire_slide(parts[0], gone)
-            if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
-                self._refill(parts[0])
-                self._m_figures = self._M.meta.tolist()
+        if parts:
+            front = parts[0]
+            if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
+                self._expire_slide(front, gone)
+                if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
+                    self._refill(front)
+                    self._m_figures = self._M.meta.tolist()
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
         unit.objects += m
-        chosen, held = min(k, m), len(unit.top[0])
-        rows = np.empty(chosen, RAW)
+        unit_top = unit.top
+        chosen, held = min(k, m), len(unit_top[0])
         size = min(k, chosen + held)
-        top = (np.empty(size, np.float64), np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64))
+        top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
+        rows = new_array(chosen, RAW)
         C, opened = self._C, self._open_top
-        n = min(k, len(C.score) + len(opened[0]) + len(top[0]))
-        ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
-        self._quiet_kernel(batch, rows, unit.top, top, C, opened, ids, scores, seq)
+        n = min(k, len(C.score) + len(opened[0]) + size)
+        ids, scores, seq = new_array(n, I64), new_array(n, F64), new_array(n, I64)
+        self._quiet_kernel(batch, rows, unit_top, top, C, opened, ids, scores, seq)
         events = self._events
         events["arrivals"] += m
         events["prefiltered"] += m - chosen
         unit.top = top
-        if len(top[0]) != held:
+        if size != held:
             self._tally_open()
         self._raw_put(e, rows)
         if len(parts) > 1 and parts[1].state == "forming":
             self._advance_formation(e)
         self._answer = Answer(ids, scores, seq)
-        self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
+        self._answer_bytes = ANSWER_ARRAYS + n * ANSWER_ROW
 
     def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top,
                       C: CandidateSet, opened: Top, ids: np.ndarray, scores: np.ndarray, seq: np.ndarray) -> None:
@@ -696,20 +706,22 @@ class SAPBase(Algorithm):
         self._meaningful_retained = 1 if parts and not parts[0].raw else 0
 
     def _raw_put(self, slide: int, rows: np.ndarray) -> None:
-        self._raw[slide] = rows
-        self._raw_bytes = getsizeof(self._raw)
-        self._raw_size += len(rows)
-        self._raw_int_keys += slide > SMALL_INT
-        self._held_words += RAW_OBJECT_WORDS * len(rows)
-        self._held_bytes += FIXED_RAW_SLIDE + (slide > SMALL_INT) * PY_INT + len(rows) * RAW_ROW
+        raw, size, big = self._raw, len(rows), slide > SMALL_INT
+        raw[slide] = rows
+        self._raw_bytes = getsizeof(raw)
+        self._raw_size += size
+        self._raw_int_keys += big
+        self._held_words += RAW_OBJECT_WORDS * size
+        self._held_bytes += FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
 
     def _raw_drop(self, slide: int) -> None:
         rows = self._raw.pop(slide, None)
         if rows is not None:
-            self._raw_size -= len(rows)
-            self._raw_int_keys -= slide > SMALL_INT
-            self._held_words -= RAW_OBJECT_WORDS * len(rows)
-            self._held_bytes -= FIXED_RAW_SLIDE + (slide > SMALL_INT) * PY_INT + len(rows) * RAW_ROW
+            size, big = len(rows), slide > SMALL_INT
+            self._raw_size -= size
+            self._raw_int_keys -= big
+            self._held_words -= RAW_OBJECT_WORDS * size
+            self._held_bytes -= FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
 
     def _count_unit_top(self, unit: Unit, sign: int) -> None:
         self._unit_tops += sign
@@ -778,9 +790,7 @@ class SAPBase(Algorithm):
                 if part.state == "none":
                     continue
                 self._start_formation(part)
-                self._tally_formation(part, -1)
                 self._form(part, part.cursor)
-                self._tally_formation(part, 1)
         if len(parts) < 2:
             return
         front, second = parts[0], parts[1]
@@ -791,9 +801,7 @@ class SAPBase(Algorithm):
             self._start_formation(second)
         if second.state == "forming":
             alive = front.last - gone
-            self._tally_formation(second, -1)
             self._form(second, -(-second.cursor // (alive + 1)))
-            self._tally_formation(second, 1)
 
     def _start_formation(self, part: Partition) -> None:
         """The delay policy: decide on ``M_i`` as late as possible (``rho`` only grows)."""
@@ -814,7 +822,8 @@ class SAPBase(Algorithm):
 
     def _tally_formation(self, part: Partition, sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) an S-AVL under construction and its running top to
-        the kept figures: called around every change of them (``O(1)``)."""
+        the kept figures: called around every change of them (``O(1)``): in :meth:`_form`, where
+        the running top changes, and in :meth:`_scan_slides`, where objects enter the S-AVL."""
         builder = part.builder
         if builder is not None:
             self._held_words += sign * (ENTRY_WORDS * int(builder.meta[1]) + STACK_WORDS * int(builder.meta[0]))
@@ -826,7 +835,8 @@ class SAPBase(Algorithm):
         return part.slides
 
     def _form(self, part: Partition, amount: int) -> None:
-        """Scan ``amount`` slides of ``part``, newest first (Section 5.1 with Appendix C)."""
+        """Scan ``amount`` slides of ``part``, newest first (Section 5.1 with Appendix C); the
+        kept figures follow the S-AVL (:meth:`_tally_formation`)."""
         amount = min(amount, part.cursor)
         slides = range(part.first + part.cursor - 1, part.first + part.cursor - amount - 1, -1)
         part.cursor -= max(amount, 0)
@@ -849,15 +859,19 @@ class SAPBase(Algorithm):
         if not kept:  # no slide's best object ranks above theta: nothing to offer
             return
         records = kept[0] if len(kept) == 1 else np.concatenate(kept)
-        starts = np.zeros(len(kept) + 1, np.int64)
-        np.cumsum([len(rows) for rows in kept], out=starts[1:])
+        starts = np.array([0, *accumulate(map(len, kept))], I64)
         chosen, scanned = kernels.offer_slides(
             records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
             builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
             NO_SEQS if only is None else only, only is not None, NO_SEQS if exclude is None else exclude)
         self._events["scanned"] += int(scanned)
         if len(chosen):
+            tallied = builder is part.builder  # the S-AVL of a formation (not one of UBSA's phase two)
+            if tallied:
+                self._tally_formation(part, -1)
             builder.scan_rows(*_columns(records), chosen)
+            if tallied:
+                self._tally_formation(part, 1)
 
     def _activate_front(self) -> None:
         """``P_0`` must have its ``M_0`` before its first slide expires: finish the build."""
@@ -867,9 +881,7 @@ class SAPBase(Algorithm):
         if front.state == "pending":
             self._start_formation(front)
         if front.state == "forming":
-            self._tally_formation(front, -1)
             self._form(front, front.cursor)
-            self._tally_formation(front, 1)
         if front.state == "ready":
             self._tally_formation(front, -1)
             self._M.absorb_builder(front.builder)

@@ -165,7 +165,8 @@ class SAP(SAPDynamic):
         return len(part.units)
 
     def _form(self, part: Partition, amount: int) -> None:
-        """Phase 1 of UBSA over ``amount`` units of ``part``, newest first."""
+        """Phase 1 of UBSA over ``amount`` units of ``part``, newest first; the kept figures
+        follow the running top and the S-AVL (:meth:`_tally_formation`)."""
         k = self._k
         while amount > 0 and part.cursor > 0:
             part.cursor -= 1
@@ -183,7 +184,9 @@ class SAP(SAPDynamic):
             else:
                 self._scan_slides(part, slides, theta, part.builder, only=np.sort(unit.top[1]))
                 unit.pending = len(unit.top[0]) >= k
+            self._tally_formation(part, -1)
             part.running = merge_tops(part.running, unit.top, k)
+            self._tally_formation(part, 1)
         if part.cursor == 0:
             part.state = "ready"
 
