@@ -477,6 +477,28 @@ def test_a_query_whose_score_overflows_is_refused_before_spark_naming_the_row(st
     assert replay.prepare(accepted, db=db).remaining > 0
 
 
+FAILING_DOUBLE = '''"""The oracle, raising on its third slide: a plugin for the replay's task-failure test,
+written to a temporary directory so that only the replay's processes register it."""
+
+import engine
+from engine.algorithms.oracle import Oracle
+from engine.registry import register
+
+
+class FailsAtSlide3(Oracle):
+    name = "fails-at-slide-3"
+    summary = "test double: the oracle, failing on its third slide"
+
+    def process(self, batch) -> None:
+        if batch.index == 2:
+            raise RuntimeError("the test double fails on slide 2")
+        super().process(batch)
+
+
+register(FailsAtSlide3)
+'''
+
+
 def test_a_failing_task_ends_the_replay_with_one_line_and_status_1(store_dir, tmp_path):
     """A task that raises (a plugin algorithm failing on its third slide) fails the job: the run
     is marked failed with the task's reason, and the command prints one ``error:`` line naming
@@ -486,8 +508,8 @@ def test_a_failing_task_ends_the_replay_with_one_line_and_status_1(store_dir, tm
     config.write_text(json.dumps({"name": "failing", "dataset": "full", "plugins": ["failing_double"],
                                   "queries": QUERIES[:1],
                                   "algorithms": [{"name": "oracle"}, {"name": "fails-at-slide-3"}]}))
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "failing_double.py").write_text(FAILING_DOUBLE)
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(replay_command("--config", config, "--db", db, "--run-id", "failing-run", "--master",
                                          "local[2]"), cwd=Path(__file__).parents[2], capture_output=True, text=True,
                           env=environment, timeout=300)
