@@ -80,9 +80,9 @@ class MinTopK(Algorithm):
         self._current: int | None = None
         self._answer: Answer | None = Answer.empty()
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)
-        self._array_bytes = owned_bytes(*arrays)
         self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays))
         """The other attributes, measured once."""
+        self._resized()
 
     def _reserve(self, arrivals: int) -> None:
         """Room for ``arrivals`` more records (capacity doubled when short: ``O(1)`` amortised)."""
@@ -90,7 +90,13 @@ class MinTopK(Algorithm):
         if needed > len(self._records):
             capacity = max(2 * len(self._records), needed)
             self._records, self._scores = kernel.grown(self._records, self._scores, self._meta, capacity)
-            self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta, self._counters)
+            self._resized()
+
+    def _resized(self) -> None:
+        """The measured bytes that change with the capacity: the arrays', and the rest with the
+        answer at the most it can hold, ``min(k, capacity)`` objects (``O(1)``)."""
+        self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta, self._counters)
+        self._rest_bytes = self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records))
 
     def process(self, batch: Batch) -> None:
         """``PurgeExpiredWindow`` for the answered windows, then ``UpdateSuperTopk`` per arrival."""
@@ -125,7 +131,7 @@ class MinTopK(Algorithm):
     def memory(self) -> tuple[int, int]:
         """Both figures from the record count and the arrays' sizes: ``O(1)``."""
         return (RECORD_BYTES * self._meta.item(SIZE) + WINDOW_BYTES * self._windows,
-                self._array_bytes + self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records)))
+                self._array_bytes + self._rest_bytes)
 
     def footprints(self) -> list[Footprint]:
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)
