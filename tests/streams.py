@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 
 import engine
@@ -105,3 +107,20 @@ def random_query(rng: np.random.Generator, d: int, kind: str) -> engine.Query:
     k = int(rng.integers(1, n + 6)) if rng.random() < 0.6 else int(rng.integers(1, 4))
     weights = [0.0 if rng.random() < 0.1 else float(rng.choice([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0])) for _ in range(d)]
     return engine.Query(weights=weights, k=k, window=n, slide=s, kind=kind)
+
+
+def traced_run(create, batches) -> tuple:
+    """A fresh algorithm from ``create()`` run over ``batches`` under tracemalloc, and the bytes
+    it holds at the end (a first instance runs untraced, so numba's kernels are loaded before)."""
+    warm = create()
+    for batch in batches:
+        warm.process(batch)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        algorithm = create()
+        for batch in batches:
+            algorithm.process(batch)
+        return algorithm, tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()

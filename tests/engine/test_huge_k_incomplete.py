@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import engine
-from tests.streams import assert_same_answer, time_stamps
+from tests.streams import assert_same_answer, time_stamps, traced_run
 
 HUGE = (10**12, 2**63 - 1)
 MEMORY_BOUND = 10 * 2**20
@@ -162,21 +162,8 @@ def test_sla_k_max_beyond_int64_is_clamped(k):
 
 @pytest.mark.parametrize("name", ["sla", "eaa", "approx"])
 def test_measured_bytes_with_a_huge_k_is_within_a_quarter_of_tracemalloc(name):
-    import tracemalloc
-
     query = engine.Query(weights=[1.0, 1.0, 1.0], k=2**63 - 1, window=300, slide=30, kind="time")
     data = tied_stream(1500, 3, 200, "time", seed=11)
-    batches = list(engine.slides(data, query))
-    warm = engine.create(name, query, **params_for(name, data))  # numba's kernels loaded before tracing
-    for batch in batches:
-        warm.process(batch)
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        algorithm = engine.create(name, query, **params_for(name, data))
-        for batch in batches:
-            algorithm.process(batch)
-        live = tracemalloc.get_traced_memory()[0] - base
-    finally:
-        tracemalloc.stop()
+    algorithm, live = traced_run(lambda: engine.create(name, query, **params_for(name, data)),
+                                 list(engine.slides(data, query)))
     assert 0.75 * live <= algorithm.measured_bytes() <= 1.25 * live

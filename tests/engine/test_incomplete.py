@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 import engine
 from engine.attributes import aggregate, attribute_sum, combine
 from engine.generators import correlated_streams
-from tests.streams import assert_same_answer, time_stamps
+from tests.streams import assert_same_answer, time_stamps, traced_run
 
 INCOMPLETE = [info.name for info in engine.available() if info.stream == "incomplete"]
 EXACT = [info.name for info in engine.available()
@@ -481,22 +481,9 @@ def test_bad_parameters(name, params, message):
 
 @pytest.mark.parametrize("name", INCOMPLETE)
 def test_measured_bytes_is_within_a_quarter_of_tracemalloc(name):
-    import tracemalloc
-
     query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=600, slide=60)
     batches = list(engine.slides(correlated_streams(2000, streams=3, seed=1, memory=30), query))
-    warm = engine.create(name, query)  # numba's compiled kernels are the process's, loaded before tracing
-    for batch in batches:
-        warm.process(batch)
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        algorithm = engine.create(name, query)
-        for batch in batches:
-            algorithm.process(batch)
-        live = tracemalloc.get_traced_memory()[0] - base
-    finally:
-        tracemalloc.stop()
+    algorithm, live = traced_run(lambda: engine.create(name, query), batches)
     assert 0.75 * live <= algorithm.measured_bytes() <= 1.25 * live
 
 
