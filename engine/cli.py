@@ -38,7 +38,7 @@ from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import score
-from .stream import slides, time_range_problem
+from .stream import first_overflow, slides, time_margin, time_range_problem
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -302,26 +302,15 @@ def object_stream(table: Table, weights: tuple[float, ...] | None, kind: str):
     return (ids, t, x), weights or (1.0,) * len(features)
 
 
-SCORE_SAFE = 1e300
-"""A bound on ``|x · w|`` below which no score can overflow (the largest float is ``1.8e308``)."""
-
-
 def check_score_overflow(table: Table, x: np.ndarray, weights: Sequence[float], query: str = "",
                          largest: np.ndarray | None = None) -> None:
-    """Refuse the first row whose score ``x · w`` overflows to infinity, naming its line.
-
-    ``O(d)`` when ``Σ |w_j| · max |x_j|`` (``largest``: the columns' largest magnitudes, computed
-    here when not given) is far from overflowing; ``O(m d)`` otherwise.
-    """
-    largest = np.abs(x).max(axis=0, initial=0.0) if largest is None else largest
-    with np.errstate(over="ignore", invalid="ignore"):
-        if float(np.abs(np.asarray(weights, np.float64)) @ largest) < SCORE_SAFE:
-            return
-        values = score(x, weights)
-    overflowing = np.flatnonzero(~np.isfinite(values))
-    if len(overflowing):
-        row = int(overflowing[0])
-        raise CommandError(f"{table.where(row)}: {query}the score x · w overflows ({values[row]}) with weights "
+    """Refuse the first row whose score ``x · w`` overflows to infinity, naming its line
+    (:func:`engine.stream.first_overflow`: ``O(d)`` unless some score may overflow)."""
+    row = first_overflow(x, weights, largest)
+    if row is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            value = score(x[row:row + 1], weights)[0]
+        raise CommandError(f"{table.where(row)}: {query}the score x · w overflows ({value}) with weights "
                            f"{list(weights)}; scale the features or the weights down")
 
 
@@ -352,11 +341,10 @@ def attribute_stream(table: Table, weights: tuple[float, ...] | None, kind: str)
 
 def check_time_range(table: Table, t: np.ndarray, queries: Sequence[Query]) -> None:
     """Refuse times too near the int64 limits for the time queries' windows (``O(queries)``)."""
-    margins = [q.window + q.slide for q in queries if q.kind == "time"]
-    if margins:
-        problem = time_range_problem(t, max(margins), 0)
-        if problem is not None:
-            raise CommandError(f"{table.where(problem[0])}: column {problem[1]}")
+    margin = time_margin(queries)
+    problem = None if margin is None else time_range_problem(t, margin)
+    if problem is not None:
+        raise CommandError(f"{table.where(problem[0])}: column {problem[1]}")
 
 
 def _check_time_order(table: Table, t: np.ndarray) -> None:

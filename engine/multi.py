@@ -24,7 +24,7 @@ from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, C
 from .memory import OBJECT_FIELDS, WORD, array_bytes
 from .query import Query
 from .ranking import Answer, score
-from .stream import as_object_stream, check_scores, time_range_problem
+from .stream import as_object_stream, check_scores, time_margin, time_range_problem
 
 NAME = "multi"
 """The ``algorithm`` of a shared executor's state document."""
@@ -440,11 +440,11 @@ class SharedTopK:
         if len(decreasing):
             row = int(decreasing[0]) + 1
             raise ValueError(f"row {row}: t decreases ({int(t[row - 1])} then {int(t[row])}) in a time window")
-        margin = max(q.window + q.slide for q in self._queries.values() if q.kind == "time")
-        problem = time_range_problem(t, margin, 0)
+        margin = time_margin(self._queries.values())
+        problem = time_range_problem(t, margin)
         if problem is not None:
             raise ValueError(f"row {problem[0]}: {problem[1]}")
-        problem = None if time_now is None else time_range_problem(np.array([time_now]), margin, 0)
+        problem = None if time_now is None else time_range_problem(np.array([time_now]), margin)
         if problem is not None:
             raise ValueError(f"time_now: {problem[1]}")
 

@@ -9,7 +9,7 @@ Time windows: boundaries are multiples of ``s`` in ``t``; the answer at boundary
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -92,6 +92,36 @@ def check_scores(values: np.ndarray) -> None:
                          "scale the features or the weights down")
 
 
+SCORE_SAFE = 1e300
+"""A bound on ``|x · w|`` below which no score can overflow (the largest float is ``1.8e308``)."""
+
+
+def may_overflow(weights: Sequence[float], largest: np.ndarray) -> bool:
+    """Whether ``Σ |w_j| · largest_j`` (``largest``: each feature's largest magnitude) comes near
+    enough the largest float for some score to overflow (``O(d)``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return not float(np.abs(np.asarray(weights, np.float64)) @ largest) < SCORE_SAFE
+
+
+def first_overflow(x: np.ndarray, weights: Sequence[float], largest: np.ndarray | None = None) -> int | None:
+    """The first row of ``x`` whose score ``x · w`` overflows to infinity, or ``None``.
+
+    ``O(d)`` when :func:`may_overflow` says none can (``largest`` computed here when not
+    given); ``O(m d)`` otherwise.
+
+    >>> first_overflow(np.array([[1.0, 1.0], [1e308, 1e308]]), [1.0, 1.0])
+    1
+    >>> first_overflow(np.array([[1e308, 1e308]]), [1.0, -1.0]) is None
+    True
+    """
+    largest = np.abs(x).max(axis=0, initial=0.0) if largest is None else largest
+    if not may_overflow(weights, largest):
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        overflowing = np.flatnonzero(~np.isfinite(score(x, weights)))
+    return int(overflowing[0]) if len(overflowing) else None
+
+
 def as_attribute_stream(ids, stream, value, t, dimensions: int):
     """Validate and convert ``(ids, stream, value, t)`` of an incomplete, attribute stream.
 
@@ -172,33 +202,31 @@ TIME_LIMITS = (-(2**63), 2**63 - 1)
 """The int64 range that times, slide ends and window starts must stay in."""
 
 
-def time_range_problem(t: np.ndarray, window: int, slide: int) -> tuple[int, str] | None:
-    """The first or last row of the non-decreasing times ``t`` if it lies within
-    ``window + slide`` of the int64 limits (a window's start, an end minus the window, or the
-    next slide's end would not be an int64), with the problem; else ``None`` (``O(1)``).
+def time_margin(queries: Iterable[Query]) -> int | None:
+    """The widest ``window + slide`` of the time queries, ``None`` if none is a time query."""
+    return max((q.window + q.slide for q in queries if q.kind == "time"), default=None)
+
+
+def time_range_problem(t: np.ndarray, margin: int) -> tuple[int, str] | None:
+    """The first or last row of the non-decreasing times ``t`` if it lies within ``margin``
+    (a time query's ``window + slide``, :func:`time_margin`) of the int64 limits, so that a
+    window's start (an end minus the window) or the next slide's end would not be an int64,
+    with the problem; else ``None`` (``O(1)``).
 
     Examples
     --------
     >>> import numpy as np
-    >>> time_range_problem(np.array([0, 5]), 10, 5) is None
+    >>> time_range_problem(np.array([0, 5]), 15) is None
     True
-    >>> time_range_problem(np.array([0, 2**63 - 10]), 10, 5)[0]
+    >>> time_range_problem(np.array([0, 2**63 - 10]), 15)[0]
     1
     """
-    margin = window + slide
     low, high = TIME_LIMITS[0] + margin, TIME_LIMITS[1] - margin
     for row in (0, len(t) - 1):
         if len(t) and not low <= int(t[row]) <= high:
             return row, (f"t = {int(t[row])} is outside [{low}, {high}]: times must stay window + slide "
                          f"({margin}) inside the int64 range so that every window's bounds are int64")
     return None
-
-
-def _check_time_range(t: np.ndarray, query: Query) -> None:
-    """Raise ``ValueError`` for :func:`time_range_problem` (``O(1)``)."""
-    problem = time_range_problem(t, query.window, query.slide)
-    if problem is not None:
-        raise ValueError(f"row {problem[0]}: {problem[1]}")
 
 
 def _boundaries(t: np.ndarray, query: Query, seq_start: int, start: int | None) -> Iterator[tuple[int, int]]:
@@ -215,7 +243,9 @@ def _boundaries(t: np.ndarray, query: Query, seq_start: int, start: int | None) 
         if len(decreasing):
             row = int(decreasing[0]) + 1
             raise ValueError(f"row {row}: t decreases ({int(t[row - 1])} then {int(t[row])}) in a time window")
-        _check_time_range(t, query)
+        problem = time_range_problem(t, query.window + query.slide)
+        if problem is not None:
+            raise ValueError(f"row {problem[0]}: {problem[1]}")
         if start is None:
             start = int(t[0]) // s * s
         elif start % s or start > t[0]:

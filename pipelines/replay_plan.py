@@ -23,9 +23,7 @@ import numpy as np
 
 import engine
 from engine import Query
-from engine.cli import SCORE_SAFE
-from engine.ranking import score
-from engine.stream import time_range_problem
+from engine.stream import first_overflow, may_overflow, time_margin, time_range_problem
 
 from . import publish, store
 from .errors import InputError
@@ -172,8 +170,8 @@ def load_dataset(db: Path, name: str) -> Dataset:
 def check_time_range(dataset: Dataset, queries: tuple[Query, ...]) -> None:
     """Refuse a dataset whose times come within a time query's window + slide of the int64
     limits (:func:`engine.stream.time_range_problem`, ``O(queries)``)."""
-    margins = [query.window + query.slide for query in queries if query.kind == "time"]
-    problem = time_range_problem(dataset.t, max(margins), 0) if margins else None
+    margin = time_margin(queries)
+    problem = None if margin is None else time_range_problem(dataset.t, margin)
     if problem is not None:
         raise InputError(f"dataset {dataset.name!r}, row seq {problem[0]}: {problem[1]}")
 
@@ -182,21 +180,19 @@ def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
     """Refuse a config one of whose queries scores some row of the dataset as infinity (finite
     features times the weights can exceed ``1.8e308``), naming the first such row, before any task runs.
 
-    ``O(row groups)`` from the Parquet statistics when ``Σ |w_j| · max |x_j|`` is far from
-    overflowing for every query (:data:`engine.cli.SCORE_SAFE`); otherwise the rows are scored.
+    ``O(row groups)`` from the Parquet statistics when no query may overflow
+    (:func:`engine.stream.may_overflow`); otherwise the rows are read and checked chunk by chunk
+    (:func:`engine.stream.first_overflow`).
     """
     largest = feature_magnitudes(dataset.parquet, dataset.features)
-    with np.errstate(over="ignore", invalid="ignore"):
-        risky = [(i, q) for i, q in enumerate(queries) if not float(np.abs(np.asarray(q.weights)) @ largest) < SCORE_SAFE]
+    risky = [(index, query) for index, query in enumerate(queries) if may_overflow(query.weights, largest)]
     if not risky:
         return
     for chunk in read_rows(dataset.parquet, ("id", *dataset.features)):
         x = np.column_stack([chunk[name] for name in dataset.features]).astype(np.float64)
         for index, query in risky:
-            with np.errstate(over="ignore", invalid="ignore"):
-                overflowing = np.flatnonzero(~np.isfinite(score(x, query.weights)))
-            if len(overflowing):
-                row = int(overflowing[0])
+            row = first_overflow(x, query.weights)
+            if row is not None:
                 raise InputError(f"dataset {dataset.name!r}, row seq {int(chunk['seq'][row])} (id {int(chunk['id'][row])}): "
                                  f"query {index}'s score x · w overflows to infinity with weights {list(query.weights)} "
                                  f"over {', '.join(dataset.features)}; scale the features or the weights down")
