@@ -63,24 +63,27 @@ def execute(spark: SparkSession, plan: ReplayPlan, *, log: Callable[[str], None]
         interrupted = isinstance(error, (Interrupted, KeyboardInterrupt))
         reason = f"stopped by {error}" if isinstance(error, Interrupted) else failure_reason(error)
         replay_load.mark(plan.db, plan.run_id, "interrupted" if interrupted else "failed", reason)
-        if isinstance(error, TaskFailed):
-            raise TaskFailed(f"{error}; run {plan.run_id} marked failed, its complete segments kept; "
-                             f"the task's traceback: {error.details}") from None
         raise
     return summary
 
 
 def failure_reason(error: BaseException) -> str:
     """One line: the exception's type and message (a task's failure is already one line)."""
-    text = store.one_line(error) or "(no message)"
-    return text if isinstance(error, TaskFailed) else f"{type(error).__name__}: {text}"
+    if isinstance(error, TaskFailed):
+        return " ".join(error.reason.split())
+    return f"{type(error).__name__}: {store.one_line(error) or '(no message)'}"
 
 
 class TaskFailed(JobFailed):
-    """A replay task raised: the message is the last line of its Python exception; ``details``
-    the file that holds all of it (Spark's logs of task failures are silenced on the console)."""
+    """A replay task raised: ``reason`` is the last line of its Python exception (the run's
+    recorded reason), ``details`` the file that holds all of it (Spark's logs of task failures
+    are silenced on the console); the message says both and that the run is marked failed."""
 
-    details: Path | None = None
+    def __init__(self, reason: str, run_id: str, details: Path) -> None:
+        super().__init__(f"{reason}; run {run_id} marked failed, its complete segments kept; "
+                         f"the task's traceback: {details}")
+        self.reason = reason
+        self.details = details
 
 
 def write_failure_details(plan: ReplayPlan, error: BaseException) -> Path:
@@ -172,9 +175,8 @@ def run_job(spark: SparkSession, plan: ReplayPlan, summary: ReplaySummary, log: 
     while replay_load.load_complete(plan, loads, summary, job_running=False):
         pass
     if "error" in outcome:
-        failure = TaskFailed(f"replay task failed: {task_failure(outcome['error'])}")
-        failure.details = write_failure_details(plan, outcome["error"])
-        raise failure from None
+        raise TaskFailed(f"replay task failed: {task_failure(outcome['error'])}", plan.run_id,
+                         write_failure_details(plan, outcome["error"])) from None
     if not all(load.done for load in loads):
         raise RuntimeError("the replay job ended but some segments were never staged")
     reporter.report()
