@@ -84,10 +84,9 @@ class PreTopK(Algorithm):
             kernel.empty_arrays(FIRST_CAPACITY, self._windows, 0)
         self._current: int | None = None
         self._answer: Answer | None = Answer.empty()
-        arrays = self._arrays()
-        self._array_bytes = owned_bytes(*arrays)
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays))
+        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *self._arrays()))
         """The other attributes, measured once."""
+        self._resized()
 
     def _arrays(self) -> tuple[np.ndarray, ...]:
         return self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters
@@ -100,11 +99,17 @@ class PreTopK(Algorithm):
         if needed > len(self._objects):
             capacity = max(2 * len(self._objects), needed)
             self._objects, self._scores = kernel.grown(self._objects, self._scores, self._meta, capacity)
-            self._array_bytes = owned_bytes(*self._arrays())
+            self._resized()
         width = self._sets.shape[1]
         if min(self._k, needed) > width:
             self._sets = kernel.widened(self._sets, min(self._k, max(2 * width, needed)))
-            self._array_bytes = owned_bytes(*self._arrays())
+            self._resized()
+
+    def _resized(self) -> None:
+        """The measured bytes that change with the capacity and the width: the arrays', and the
+        rest with the answer at the sets' width, the most it can hold (``O(1)``)."""
+        self._array_bytes = owned_bytes(*self._arrays())
+        self._rest_bytes = self._fixed_bytes + ANSWER_BYTES * self._sets.shape[1]
 
     def process(self, batch: Batch) -> None:
         """Drop the answered windows' sets, then offer each arrival to every window."""
@@ -143,7 +148,7 @@ class PreTopK(Algorithm):
         """Both figures from the counts and the arrays' sizes: ``O(1)``."""
         distinct, memberships = self._meta.item(DISTINCT), self._meta.item(MEMBERSHIPS)
         return (OBJECT_BYTES * distinct + MEMBERSHIP_BYTES * memberships + WINDOW_BYTES * self._windows,
-                self._array_bytes + self._fixed_bytes + ANSWER_BYTES * self._sets.shape[1])
+                self._array_bytes + self._rest_bytes)
 
     def footprints(self) -> list[Footprint]:
         counts = {"object": int(self._meta[DISTINCT]), "membership": int(self._meta[MEMBERSHIPS]),
