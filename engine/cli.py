@@ -38,7 +38,7 @@ from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import score
-from .stream import first_overflow, slides, time_margin, time_range_problem
+from .stream import MAX_SLIDES, first_overflow, slides, time_margin, time_range_problem, too_many_slides
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -347,6 +347,15 @@ def check_time_range(table: Table, t: np.ndarray, queries: Sequence[Query]) -> N
         raise CommandError(f"{table.where(problem[0])}: column {problem[1]}")
 
 
+def check_slide_count(table: Table, t: np.ndarray, queries: Sequence[Query], limit: int, named: bool) -> None:
+    """Refuse a time query whose slides outnumber both the rows and ``--max-slides`` (a gap in
+    ``t``; :func:`engine.stream.too_many_slides`), naming the row after the widest gap."""
+    excess = too_many_slides(t, queries, limit)
+    if excess is not None:
+        position, row, problem = excess
+        raise CommandError(f"{table.where(row)}: {f'query {position}: ' if named else ''}column {problem}")
+
+
 def _check_time_order(table: Table, t: np.ndarray) -> None:
     decreasing = np.flatnonzero(t[1:] < t[:-1])
     if len(decreasing):
@@ -458,7 +467,9 @@ def run(args: argparse.Namespace) -> None:
     table = read_table(args.input)
     read_stream = attribute_stream if info.stream == "incomplete" else object_stream
     data, weights = read_stream(table, args.weights, query.kind)
-    check_time_range(table, data[1] if info.stream == "single" else data[3], [query])
+    times = data[1] if info.stream == "single" else data[3]
+    check_time_range(table, times, [query])
+    check_slide_count(table, times, [query], args.max_slides, named=False)
     if info.stream == "single":
         check_score_overflow(table, data[2], weights)
     try:
@@ -632,6 +643,7 @@ def run_many(args: argparse.Namespace) -> None:
     kind = "time" if any(query.kind == "time" for query in queries) else "count"
     data, ones = object_stream(table, None, kind)
     check_time_range(table, data[1], queries)
+    check_slide_count(table, data[1], queries, args.max_slides, named=True)
     largest = np.abs(data[2]).max(axis=0, initial=0.0)
     for position, query in enumerate(queries):
         if query.dimensions != len(ones):
@@ -676,6 +688,17 @@ def _param_argument(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def positive_count(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
 RUN_EPILOG = """\
 input (a header row, columns matched by name):
   single-stream algorithms      id,t,<features...>  (every column but id, t and seq is a feature, in order)
@@ -715,6 +738,12 @@ example:
 """
 
 
+def _add_max_slides(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-slides", type=positive_count, default=MAX_SLIDES, metavar="N",
+                        help="refuse a time window whose slides outnumber both the rows and N, nearly all "
+                             f"empty, as a gap in t makes them (default: {MAX_SLIDES:,})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m engine`` argument parser with its ``run``, ``run-many`` and ``list`` commands."""
     parser = argparse.ArgumentParser(
@@ -740,6 +769,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "write negative ones as --weights=-1,0.5")
     run_parser.add_argument("--input", required=True, metavar="FILE", help="a .csv or .parquet stream")
     run_parser.add_argument("--output", required=True, metavar="FILE.jsonl", help="where to write the answers")
+    _add_max_slides(run_parser)
     many_parser = commands.add_parser(
         "run-many", help="replay a stream through a workload of queries, one JSON line per query and slide",
         description="Replay a stream through many queries at once and write every query's answer after each "
@@ -753,6 +783,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "one instance per query")
     many_parser.add_argument("--param", action="append", default=[], type=_param_argument, metavar="KEY=VALUE",
                              help="a parameter of --algorithm NAME; repeat for several")
+    _add_max_slides(many_parser)
     commands.add_parser("list", help="list the registered algorithms with their families and parameters",
                         description="List the registered algorithms: name, family, summary, parameters.")
     return parser

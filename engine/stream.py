@@ -229,6 +229,52 @@ def time_range_problem(t: np.ndarray, margin: int) -> tuple[int, str] | None:
     return None
 
 
+MAX_SLIDES = 10_000_000
+"""Complete slides a time query may pass beyond its rows before the command line and the replay
+refuse it (their ``--max-slides``): every slide is an answer line or row, and a gap in the times
+(a stray timestamp, a unit mistaken) can make them astronomically many, nearly all empty."""
+
+
+def slide_count(t: np.ndarray, query: Query) -> int:
+    """The complete slides :func:`slides` cuts from the rows with times ``t`` (default start;
+    ``O(1)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from engine import Query
+    >>> slide_count(np.array([3, 4, 10**12]), Query(weights=[1.0], k=1, window=10, slide=5, kind="time"))
+    200000000000
+    """
+    if query.kind == "count":
+        return len(t) // query.slide
+    return int(t[-1]) // query.slide - int(t[0]) // query.slide if len(t) else 0
+
+
+def too_many_slides(t: np.ndarray, queries: Sequence[Query], limit: int) -> tuple[int, int, str] | None:
+    """The first time query whose complete slides outnumber both the rows and ``limit``, as
+    ``(query position, row after the widest gap in t, problem)``; else ``None``.  ``O(queries)``,
+    plus ``O(rows)`` to find the gap when refusing.  Count queries pass at most a slide per row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from engine import Query
+    >>> too_many_slides(np.array([3, 4, 10**12]), [Query(weights=[1.0], k=1, window=10, slide=5, kind="time")], 10**6)[:2]
+    (0, 2)
+    """
+    for position, query in enumerate(queries):
+        count = slide_count(t, query) if query.kind == "time" else 0
+        if count > max(limit, len(t)):
+            row = int(np.argmax(np.diff(t))) + 1
+            return position, row, (f"t jumps from {int(t[row - 1])} to {int(t[row])} here: a time window with slide "
+                                   f"{query.slide} passes {count:,} slide boundaries from "
+                                   f"t = {int(t[0])} to t = {int(t[-1])}, more than the {len(t):,} rows and the limit "
+                                   f"of {limit:,} (--max-slides), one answer each, nearly all empty; use a larger slide "
+                                   "or raise --max-slides")
+    return None
+
+
 def _boundaries(t: np.ndarray, query: Query, seq_start: int, start: int | None) -> Iterator[tuple[int, int]]:
     """``(end, row index where the slide ending at end stops)`` for every complete slide."""
     s = query.slide

@@ -35,6 +35,9 @@ from typing import Callable, Iterator, Sequence
 
 from pyspark.sql import SparkSession
 
+from engine.cli import positive_count
+from engine.stream import MAX_SLIDES
+
 from . import locks, store
 from .errors import exit_status
 from .replay_job import Interrupted, execute
@@ -46,7 +49,7 @@ __all__ = ["ReplayPlan", "ReplaySummary", "execute", "main", "prepare", "replay"
 
 
 def replay(spark: SparkSession, config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = False,
-           run_id: str | None = None, lock_wait: float | None = None,
+           run_id: str | None = None, lock_wait: float | None = None, max_slides: int = MAX_SLIDES,
            log: Callable[[str], None] = print) -> ReplaySummary:
     """Replay the config's dataset through its algorithms and write the results to ``db``.
 
@@ -65,6 +68,9 @@ def replay(spark: SparkSession, config_path: Path, *, db: Path = store.DEFAULT_D
         Name of the run to start or resume (default: ``<config name>-<UTC time>``).
     lock_wait
         Seconds to wait for another process writing ``db`` (:func:`pipelines.locks.wait_seconds`).
+    max_slides
+        Refuse a time query whose slides outnumber both the dataset's rows and this many
+        (a gap in the times; :data:`engine.stream.MAX_SLIDES` by default).
 
     Raises
     ------
@@ -74,7 +80,7 @@ def replay(spark: SparkSession, config_path: Path, *, db: Path = store.DEFAULT_D
         ``db`` is being written by another process for longer than ``lock_wait``.
     """
     with writing(db, lock_wait, log):
-        plan = prepare(config_path, db=db, resume=resume, run_id=run_id)
+        plan = prepare(config_path, db=db, resume=resume, run_id=run_id, max_slides=max_slides)
         for line in plan.describe():
             log(line)
         return execute(spark, plan, log=log)
@@ -123,6 +129,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="continue the latest run of this config from its last snapshot")
     parser.add_argument("--run-id", help="run to start or resume (default: <config name>-<UTC time>)")
     parser.add_argument("--master", help="Spark master (default: $SPARK_MASTER, else local[*])")
+    parser.add_argument("--max-slides", type=positive_count, default=MAX_SLIDES, metavar="N",
+                        help="refuse a time query whose slides outnumber both the rows and N, nearly all empty, "
+                             f"as a gap in t makes them (default: {MAX_SLIDES:,})")
     locks.add_wait_option(parser)
     return parser.parse_args(argv)
 
@@ -134,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def job() -> int:
         with writing(args.db, args.lock_wait, print):  # before Spark: a waiting or refused run starts no JVM
-            plan = prepare(args.config, db=args.db, resume=args.resume, run_id=args.run_id)
+            plan = prepare(args.config, db=args.db, resume=args.resume, run_id=args.run_id,
+                           max_slides=args.max_slides)
             print("\n".join(plan.describe()))
             if plan.up_to_date:
                 return 0

@@ -23,7 +23,7 @@ import numpy as np
 
 import engine
 from engine import Query
-from engine.stream import first_overflow, may_overflow, time_margin, time_range_problem
+from engine.stream import MAX_SLIDES, first_overflow, may_overflow, time_margin, time_range_problem, too_many_slides
 
 from . import publish, store
 from .errors import InputError
@@ -128,12 +128,14 @@ def staging_directory(db: Path, run_id: str) -> Path:
 
 
 def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = False,
-            run_id: str | None = None) -> ReplayPlan:
-    """Validate the config against its dataset and find where the run starts (no Spark; hold the writer lock)."""
+            run_id: str | None = None, max_slides: int = MAX_SLIDES) -> ReplayPlan:
+    """Validate the config against its dataset and find where the run starts (no Spark; hold the
+    writer lock).  A time query whose slides outnumber both the rows and ``max_slides`` is refused."""
     raw = read_config(config_path)
     dataset = load_dataset(db, raw["dataset"])
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)
+    check_slide_count(dataset, config.queries, max_slides)
     if not dataset.attribute:
         check_score_overflow(dataset, config.queries)
     with store.connection(db) as con:
@@ -174,6 +176,15 @@ def check_time_range(dataset: Dataset, queries: tuple[Query, ...]) -> None:
     problem = None if margin is None else time_range_problem(dataset.t, margin)
     if problem is not None:
         raise InputError(f"dataset {dataset.name!r}, row seq {problem[0]}: {problem[1]}")
+
+
+def check_slide_count(dataset: Dataset, queries: tuple[Query, ...], limit: int) -> None:
+    """Refuse a time query whose slides outnumber both the rows and ``limit`` (a gap in the
+    times; :func:`engine.stream.too_many_slides`), naming the row after the widest gap."""
+    excess = too_many_slides(dataset.t, queries, limit)
+    if excess is not None:
+        position, row, problem = excess
+        raise InputError(f"dataset {dataset.name!r}, row seq {row}: query {position}: {problem}")
 
 
 def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -432,3 +434,43 @@ def test_an_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path):
     assert result.stderr.splitlines() == [f"error: --output {tmp_path / '.' / 'data.csv'} is the --input file; "
                                           "the answers would replace it. Give another output file"]
     assert source.read_text() == GOOD_CSV
+
+
+def test_a_time_gap_past_max_slides_is_refused_naming_its_line_and_a_higher_limit_runs(tmp_path):
+    source = tmp_path / "gap.csv"
+    source.write_text("id,t,a\n1,0,0.5\n2,1,0.7\n3,1000000000000,0.9\n")
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    query = ["--k", "2", "--window", "10", "--slide", "1", "--kind", "time"]
+    result = run_cli("run", "--algorithm", "mintopk", *query, "--input", str(source), "--output", str(output))
+    assert_failed_cleanly(result, output, [
+        f"{source} line 4: column t jumps from 1 to 1000000000000 here: a time window with slide 1 passes "
+        "1,000,000,000,000 slide boundaries", "the limit of 10,000,000 (--max-slides)"])
+    wide = ["--k", "2", "--window", "500000000000", "--slide", "250000000000", "--kind", "time"]
+    result = run_cli("run", "--algorithm", "mintopk", *wide, "--input", str(source), "--output", str(output),
+                     "--max-slides", "3")
+    assert_failed_cleanly(result, output, ["passes 4 slide boundaries", "more than the 3 rows and the limit of 3"])
+    result = run_cli("run", "--algorithm", "mintopk", *wide, "--input", str(source), "--output", str(output),
+                     "--max-slides", "4")
+    assert result.returncode == 0, result.stderr
+    assert [line["ids"] for line in read_lines(output)] == [[2, 1], [2, 1], [], []]
+
+
+def test_sigterm_removes_the_temporary_output_and_keeps_the_old_one(tmp_path):
+    """A run killed by SIGTERM (a scheduler, ``timeout``) unwinds like Ctrl-C: no temporary file."""
+    source = tmp_path / "gap.csv"
+    source.write_text("id,t,a\n1,0,0.5\n2,1,0.7\n3,1000000000000,0.9\n")
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    child = subprocess.Popen([sys.executable, "-m", "engine", "run", "--algorithm", "oracle", "--k", "2", "--window",
+                              "10", "--slide", "1", "--kind", "time", "--input", str(source), "--output", str(output),
+                              "--max-slides", str(10**13)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(path.name.endswith(".tmp") and path.stat().st_size for path in tmp_path.iterdir()):
+        assert child.poll() is None and time.monotonic() < deadline, child.stderr.read() if child.poll() else "slow"
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=60) == 128 + signal.SIGTERM
+    assert "Traceback" not in child.stderr.read()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["gap.csv", "out.jsonl"]
+    assert output.read_text() == PREVIOUS_OUTPUT

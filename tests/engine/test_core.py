@@ -63,6 +63,29 @@ def test_time_slides_reject_decreasing_time_with_the_row():
         list(engine.slides((np.arange(3), np.array([1, 9, 4]), np.ones(3)), q))
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_slide_count_is_the_number_of_slides_cut(seed):
+    rng = np.random.default_rng(seed)
+    m, s = int(rng.integers(0, 40)), int(rng.integers(1, 9))
+    t = np.sort(rng.integers(-60, 60, m))
+    for kind in ("count", "time"):
+        q = engine.Query(weights=[1.0], k=1, window=s * int(rng.integers(1, 4)), slide=s, kind=kind)
+        assert engine.stream.slide_count(t, q) == len(list(engine.slides((np.arange(m), t, np.ones((m, 1))), q)))
+
+
+def test_too_many_slides_names_the_first_time_query_past_rows_and_limit_and_the_widest_gap():
+    t = np.array([0, 3, 4, 90, 95, 100])
+    count = engine.Query(weights=[1.0], k=1, window=2, slide=1)
+    small = engine.Query(weights=[1.0], k=1, window=2, slide=1, kind="time")   # 100 slides
+    large = engine.Query(weights=[1.0], k=1, window=50, slide=25, kind="time")  # 4 slides
+    assert engine.stream.too_many_slides(t, [count, large, small], 100) is None
+    assert engine.stream.too_many_slides(t, [count, large, small], 99)[:2] == (2, 3)
+    assert engine.stream.too_many_slides(t, [large], 1) is None  # within the rows
+    problem = engine.stream.too_many_slides(t, [small], 10)[2]
+    assert problem.startswith("t jumps from 4 to 90 here: a time window with slide 1 passes 100 slide boundaries "
+                              "from t = 0 to t = 100, more than the 6 rows and the limit of 10")
+
+
 @pytest.mark.parametrize("t, row", [([-2**63 + 14, -2**63 + 30], 0), ([2**63 - 30, 2**63 - 15], 1), ([-2**63, 2**63 - 1], 0)])
 def test_time_slides_reject_times_whose_windows_leave_the_int64_range(t, row):
     """A window's start (end - window) and the next slide's end must be int64 for every row."""

@@ -377,6 +377,11 @@ def test_run_many_refuses_bad_files_and_arguments(tmp_path):
     edge.write_text("id,t,a,b\n1,-9223372036854775803,0.5,0.5\n2,0,0.5,0.5\n")
     cases.append((["--input", str(edge)], "edge.csv line 2: column t = -9223372036854775803 is outside "
                                           "[-9223372036854775802,"))
+    gap = tmp_path / "gap.csv"
+    gap.write_text("id,t,a,b\n1,0,0.5,0.5\n2,1,0.5,0.5\n3,1000000000,0.5,0.5\n")
+    cases.append((["--input", str(gap)], "gap.csv line 4: query 0: column t jumps from 1 to 1000000000 here: a time "
+                                         "window with slide 2 passes 500,000,000 slide boundaries"))
+    cases.append((["--max-slides", "0"], "argument --max-slides: must be a whole number >= 1, got '0'"))
     for extra, message in cases:
         args = {"--queries": str(spec), "--input": str(source), "--output": str(output)}
         rest = []

@@ -536,3 +536,18 @@ def test_times_too_near_the_int64_limit_are_refused_by_the_plan(store_dir, tmp_p
     with pytest.raises(InputError, match=f"dataset 'late', row seq 19: t = {2**63 - 11} is outside "
                                          f"\\[{-2**63 + 15}, {2**63 - 16}\\]"):
         replay.prepare(config, db=db)
+
+
+def test_a_time_gap_past_max_slides_is_refused_by_the_plan(store_dir, tmp_path):
+    db = store_dir / "topk.duckdb"
+    t = np.array([0, 1, 2, 10**12])
+    write_object_dataset(db, tmp_path, "gap", {"id": np.arange(4), "seq": np.arange(4), "t": t,
+                                               "a": np.linspace(0.0, 1.0, 4)})
+    config = tmp_path / "gap.json"
+    config.write_text(json.dumps({"name": "gap", "dataset": "gap", "algorithms": ALGORITHMS, "queries": [
+        {"weights": [1.0], "k": 2, "window": 10, "slide": 5, "kind": "count"},
+        {"weights": [1.0], "k": 2, "window": 10, "slide": 5, "kind": "time"}]}))
+    with pytest.raises(InputError, match="dataset 'gap', row seq 3: query 1: t jumps from 2 to 1000000000000 here: "
+                                         "a time window with slide 5 passes 200,000,000,000 slide boundaries"):
+        replay.prepare(config, db=db)
+    assert replay.prepare(config, db=db, max_slides=2 * 10**11).remaining > 0
