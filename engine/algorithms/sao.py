@@ -24,7 +24,8 @@ HELD_OBJECT_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + 3 * PY_INT
 
 EXPIRY_ENTRY_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + PY_INT
 """An expiry entry ``(key, seq, place)``: the tuple and its key (``seq`` and ``place`` are the
-same int objects as the held record's and the place number's)."""
+same int objects as the held record's and the place number's); the entry of an object no longer
+held (superseded by newer objects at its point, until compacted) owns its ``seq`` as well."""
 
 FRAME_LIMIT = 1e6
 """The index coordinates are recomputed when a point held or arriving lies farther than this from
@@ -290,6 +291,7 @@ class SAO(Algorithm):
         self._buffer = _Rows.empty(self._d)
         self._layers: list[_Layer] = []
         self._objects: dict[int, deque] = {}
+        self._per_place = min(self.q.k, sys.maxsize)
         self._where: dict[bytes, int] = {}
         self._next_place = 0
         self._held = 0
@@ -369,9 +371,10 @@ class SAO(Algorithm):
 
     def _add_object(self, place: int, rows: _Rows, r: int) -> None:
         seq, key = int(rows.seq[r]), int(self._keys(rows)[r])
-        self._objects.setdefault(place, deque()).append((seq, int(rows.ids[r]), int(rows.t[r])))
+        objects = self._objects.setdefault(place, deque(maxlen=self._per_place))
+        self._count += len(objects) < self._per_place
+        objects.append((seq, int(rows.ids[r]), int(rows.t[r])))
         self._expiry.append((key, seq, place))
-        self._count += 1
 
     def _peel(self, pool: _Places, origin: np.ndarray | None = None, earlier: list[_Layer] | None = None) -> None:
         """Append layers peeled off ``pool`` below the innermost one while the budget has room
@@ -461,9 +464,11 @@ class SAO(Algorithm):
         starts = np.flatnonzero(np.diff(place_of[kept][grouped], prepend=-1))
         for begin, end in zip(starts.tolist(), np.append(starts[1:], len(kept)).tolist()):
             members = grouped[begin:end].tolist()
-            objects.setdefault(int(place_of[kept[members[0]]]), deque()).extend(
-                (seq[m], ids[m], t[m]) for m in members)
-        self._count += len(kept)
+            held = objects.setdefault(int(place_of[kept[members[0]]]), deque(maxlen=self._per_place))
+            before = len(held)
+            held.extend((seq[m], ids[m], t[m]) for m in members)
+            self._count += len(held) - before
+        self._compact_expiry()
         counters["filtered"] += len(rows) - len(kept)
         counters["tied"] += len(kept) - len(numbers)
         counters["arrivals_examined"] += len(rows)
@@ -575,10 +580,15 @@ class SAO(Algorithm):
         for place, point in zip(places.ids.tolist(), places.raw):
             self._count -= len(self._objects.pop(place))
             del self._where[point.tobytes()]
+        self._compact_expiry()
+        self._held -= len(places)
+
+    def _compact_expiry(self) -> None:
+        """Drop the expiry entries of objects no longer held (their place left, or newer tied
+        objects superseded them) once they outnumber the held ones; amortised ``O(1)`` per entry."""
         if len(self._expiry) > 2 * self._count + 64:
             self._expiry = deque(entry for entry in self._expiry if entry[2] in self._objects
                                  and entry[1] >= self._objects[entry[2]][0][0])
-        self._held -= len(places)
 
     def _taken_out(self, doomed: list[int], evicted: bool) -> int | None:
         """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
@@ -630,8 +640,9 @@ class SAO(Algorithm):
 
         Searches ``l_1, l_2, ...`` and stops after all layers or when the ``k``-th best object
         found is above the best place of the next layer; a place contributes its newest ``k``
-        objects.  ``O(Σ M_j d + k)`` over the layers searched; exact over the buffered objects
-        before the index is created.
+        objects (it holds at most the query's ``k``: a larger ``k`` sees that many per point).
+        ``O(Σ M_j d + k)`` over the layers searched; exact over the buffered objects before the
+        index is created.
         """
         weights = self.q.with_weights(weights).weights
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -697,7 +708,7 @@ class SAO(Algorithm):
         objects, expiry, where = self._objects, self._expiry, self._where
         per_object = (sys.getsizeof(objects) + sum(map(sys.getsizeof, objects.values()))
                       + self._count * HELD_OBJECT_BYTES
-                      + sys.getsizeof(expiry) + len(expiry) * EXPIRY_ENTRY_BYTES
+                      + sys.getsizeof(expiry) + len(expiry) * EXPIRY_ENTRY_BYTES + (len(expiry) - self._count) * PY_INT
                       + sys.getsizeof(where) + len(where) * (sys.getsizeof(bytes(WORD * self._d)) + PY_INT))
         layers = self._layers
         rest = deep_size(self.__dict__, exclude=(self.q, self.params, objects, expiry, where, layers))
@@ -795,9 +806,10 @@ class SAO(Algorithm):
             key = seq if self.q.kind == "count" else t
             if self._expiry and self._expiry[-1][:2] >= (key, seq):
                 raise ValueError("objects must be listed in expiry order")
-            self._objects.setdefault(place, deque()).append((seq, oid, t))
+            self._objects.setdefault(place, deque(maxlen=self._per_place)).append((seq, oid, t))
             self._expiry.append((key, seq, place))
-        self._count = len(self._expiry)
+        self._count = sum(map(len, self._objects.values()))
+        self._compact_expiry()
         if isinstance(next_place, bool) or not isinstance(next_place, int):
             raise ValueError("next_place must be an integer")
         self._next_place = next_place
@@ -882,6 +894,7 @@ class SAO(Algorithm):
         listed = []
         for place, objects in self._objects.items():
             assert objects, f"place {place} holds no object"
+            assert objects.maxlen == self._per_place and len(objects) <= self._per_place, f"place {place}: over k objects"
             assert all(a[0] < b[0] for a, b in zip(objects, list(objects)[1:])), f"place {place}: objects out of order"
             listed += [(seq if self.q.kind == "count" else t, seq, place) for seq, _, t in objects]
         alive = {(place, seq) for _, seq, place in listed}

@@ -83,7 +83,9 @@ def test_degenerate_streams_never_break_the_invariants(kind, d):
 @pytest.mark.parametrize("d", [1, 2, 3])
 @pytest.mark.parametrize("kind", ["count", "time"])
 def test_room_for_the_whole_window_answers_equal_the_oracle(d, kind):
-    """With ``M >= |window|`` and ``L > M`` no object ever leaves the index but by expiry."""
+    """With ``M >= |window|`` and ``L > M`` no object ever leaves the index but by expiry or by
+    newer objects at its point: the answers for ``k' <= k`` equal the oracle's; a larger ``k'``
+    sees each point's newest ``k`` objects (a plain reference over the window)."""
     rng = np.random.default_rng(d)
     m = 240
     x = rng.integers(-4, 5, (m, d)).astype(float) if d < 3 else rng.standard_normal((m, d))
@@ -99,10 +101,47 @@ def test_room_for_the_whole_window_answers_equal_the_oracle(d, kind):
         oracle.process(batch)
         alg.check()
         assert_same_answer(oracle.topk(), alg.topk(), f"slide {batch.index}")
-        for k in (1, 3, 9):
+        for k in (1, 3, 4):
             weights = rng.uniform(-1, 1, d)
             assert_same_answer(oracle.query(weights, k), alg.query(weights, k), f"slide {batch.index} k={k}")
+        weights = rng.uniform(-1, 1, d)
+        inside = (np.arange(m) if kind == "count" else t) < batch.end
+        inside &= (np.arange(m) if kind == "count" else t) >= batch.end - window
+        expected = (newest_per_point(np.flatnonzero(inside), x, weights, q.k, 9) if alg.stats()["created"]
+                    else oracle.query(weights, 9))  # the creation buffer holds every object
+        assert_same_answer(expected, alg.query(weights, 9), f"slide {batch.index} k=9")
     assert alg.stats()["created"]
+
+
+def newest_per_point(rows: np.ndarray, x: np.ndarray, weights, per_point: int, k: int) -> engine.Answer:
+    """The top ``k`` of the rows (ids = seq = row numbers) when each distinct point keeps only
+    its newest ``per_point`` rows: plain Python."""
+    kept: dict[tuple, list[int]] = {}
+    for row in rows.tolist():
+        kept.setdefault(tuple(x[row]), []).append(row)
+    chosen = np.array(sorted(row for members in kept.values() for row in members[-per_point:]), np.int64)
+    return engine.Answer.ranked(chosen, engine.score(x[chosen], np.asarray(weights)), chosen, k)
+
+
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_a_point_keeps_its_newest_k_objects_so_heavy_ties_hold_few(kind):
+    """1,000 objects on 18 points: the index holds at most k per point, and its answers equal
+    the oracle's at every slide."""
+    rng = np.random.default_rng(4)
+    m = 3_000
+    x = rng.integers(0, 3, (m, 2)).astype(float)[:, :2] + np.array([[0.0, 0.5]]) * rng.integers(0, 2, (m, 1))
+    t = np.sort(rng.integers(0, 600, m)) if kind == "time" else np.arange(m)
+    q = engine.Query(weights=[1.0, -0.5], k=5, window=200 if kind == "time" else 1_000, slide=50, kind=kind)
+    alg = engine.create("sao", q, memory=100, layers=20)
+    oracle = engine.create("oracle", q)
+    points = len(np.unique(x, axis=0))
+    for batch in engine.slides((np.arange(m), t, x), q):
+        alg.process(batch)
+        oracle.process(batch)
+        alg.check()
+        assert_same_answer(oracle.topk(), alg.topk(), f"slide {batch.index}")
+        assert alg.stats()["retained"] <= points * q.k
+    assert points == 18 and alg.stats()["created"]
 
 
 def test_memory_above_the_window_keeps_the_buffer_and_is_exact():
