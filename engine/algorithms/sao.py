@@ -20,7 +20,7 @@ from ..kernels import hull as kernel
 from .sao_hull import KERNEL_TOLERANCE, Hull, convex_hull, layer_hull, neighbour_distances
 
 HELD_OBJECT_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + 3 * PY_INT
-"""A held object's ``(seq, id, t)`` record in its place's deque: the tuple and its three ints."""
+"""A held object's ``(seq, id, t)`` record in its place's list: the tuple and its three ints."""
 
 EXPIRY_ENTRY_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + PY_INT
 """An expiry entry ``(key, seq, place)``: the tuple and its key (``seq`` and ``place`` are the
@@ -290,7 +290,7 @@ class SAO(Algorithm):
         self._created = False
         self._buffer = _Rows.empty(self._d)
         self._layers: list[_Layer] = []
-        self._objects: dict[int, deque] = {}
+        self._objects: dict[int, list[tuple[int, int, int]]] = {}
         self._per_place = min(self.q.k, sys.maxsize)
         self._where: dict[bytes, int] = {}
         self._next_place = 0
@@ -371,10 +371,17 @@ class SAO(Algorithm):
 
     def _add_object(self, place: int, rows: _Rows, r: int) -> None:
         seq, key = int(rows.seq[r]), int(self._keys(rows)[r])
-        objects = self._objects.setdefault(place, deque(maxlen=self._per_place))
-        self._count += len(objects) < self._per_place
-        objects.append((seq, int(rows.ids[r]), int(rows.t[r])))
+        self._count += self._hold(self._objects.setdefault(place, []), [(seq, int(rows.ids[r]), int(rows.t[r]))])
         self._expiry.append((key, seq, place))
+
+    def _hold(self, objects: list, arrivals: list) -> int:
+        """Append ``arrivals`` to a place's ``objects`` and keep its newest ``k`` (:attr:`_per_place`);
+        returns how many more it holds (``O(k)``)."""
+        before = len(objects)
+        objects.extend(arrivals)
+        if len(objects) > self._per_place:
+            del objects[:len(objects) - self._per_place]
+        return len(objects) - before
 
     def _peel(self, pool: _Places, origin: np.ndarray | None = None, earlier: list[_Layer] | None = None) -> None:
         """Append layers peeled off ``pool`` below the innermost one while the budget has room
@@ -464,10 +471,8 @@ class SAO(Algorithm):
         starts = np.flatnonzero(np.diff(place_of[kept][grouped], prepend=-1))
         for begin, end in zip(starts.tolist(), np.append(starts[1:], len(kept)).tolist()):
             members = grouped[begin:end].tolist()
-            held = objects.setdefault(int(place_of[kept[members[0]]]), deque(maxlen=self._per_place))
-            before = len(held)
-            held.extend((seq[m], ids[m], t[m]) for m in members)
-            self._count += len(held) - before
+            self._count += self._hold(objects.setdefault(int(place_of[kept[members[0]]]), []),
+                                      [(seq[m], ids[m], t[m]) for m in members])
         self._compact_expiry()
         counters["filtered"] += len(rows) - len(kept)
         counters["tied"] += len(kept) - len(numbers)
@@ -513,7 +518,7 @@ class SAO(Algorithm):
 
         The expired entries are grouped by place first: a place's objects expire in arrival
         order, so each place drops the front of its list up to its newest expired object
-        (``O(expired)``, one dictionary write per entry and one pop per object)."""
+        (``O(expired + k)`` per place: one dictionary write per entry, one slice deletion)."""
         expiry = self._expiry
         newest: dict[int, int] = {}
         while expiry and expiry[0][0] < bound:
@@ -525,10 +530,11 @@ class SAO(Algorithm):
             objects = self._objects.get(place)
             if not objects:
                 continue  # its place left the index
-            before = len(objects)
-            while objects and objects[0][0] <= seq:
-                objects.popleft()
-            left += before - len(objects)
+            gone = 0
+            while gone < len(objects) and objects[gone][0] <= seq:
+                gone += 1
+            del objects[:gone]
+            left += gone
             if not objects and place not in keep:
                 emptied.append(place)
         self._counters["expiries"] += left
@@ -702,11 +708,11 @@ class SAO(Algorithm):
     def memory(self) -> tuple[int, int]:
         """``(bytes, measured_bytes)`` in ``O(M + L)``, whatever the window: the per-object Python
         records (held objects, expiry entries, place keys) priced by their counts with sizes
-        measured once at import; the place deques (at most ``M``) and containers by
+        measured once at import; the place lists (at most ``M``) and containers by
         ``sys.getsizeof``; the layers' and buffer's arrays and the small attributes by a walk
         that does not enter the per-object containers."""
         objects, expiry, where = self._objects, self._expiry, self._where
-        per_object = (sys.getsizeof(objects) + sum(map(sys.getsizeof, objects.values()))
+        per_object = (sys.getsizeof(objects) + sum(map(sys.getsizeof, objects.values())) + len(objects) * PY_INT
                       + self._count * HELD_OBJECT_BYTES
                       + sys.getsizeof(expiry) + len(expiry) * EXPIRY_ENTRY_BYTES + (len(expiry) - self._count) * PY_INT
                       + sys.getsizeof(where) + len(where) * (sys.getsizeof(bytes(WORD * self._d)) + PY_INT))
@@ -806,8 +812,10 @@ class SAO(Algorithm):
             key = seq if self.q.kind == "count" else t
             if self._expiry and self._expiry[-1][:2] >= (key, seq):
                 raise ValueError("objects must be listed in expiry order")
-            self._objects.setdefault(place, deque(maxlen=self._per_place)).append((seq, oid, t))
+            self._objects.setdefault(place, []).append((seq, oid, t))
             self._expiry.append((key, seq, place))
+        for objects in self._objects.values():
+            del objects[:max(len(objects) - self._per_place, 0)]
         self._count = sum(map(len, self._objects.values()))
         self._compact_expiry()
         if isinstance(next_place, bool) or not isinstance(next_place, int):
@@ -894,7 +902,7 @@ class SAO(Algorithm):
         listed = []
         for place, objects in self._objects.items():
             assert objects, f"place {place} holds no object"
-            assert objects.maxlen == self._per_place and len(objects) <= self._per_place, f"place {place}: over k objects"
+            assert len(objects) <= self._per_place, f"place {place}: over k objects"
             assert all(a[0] < b[0] for a, b in zip(objects, list(objects)[1:])), f"place {place}: objects out of order"
             listed += [(seq if self.q.kind == "count" else t, seq, place) for seq, _, t in objects]
         alive = {(place, seq) for _, seq, place in listed}
