@@ -642,8 +642,9 @@ class SAPBase(Algorithm):
         self._held_words += PARTITION_WORDS + PARTITION_TOP_WORDS * len(top[0])
         self._held_bytes += FIXED_PARTITION + PART_TOP_ARRAYS + len(top[0]) * PART_TOP_ROW
         self._raw_in_c += part.in_c
-        if len(units) == 1 and units[0].top is top:
-            self._count_unit_top(units[0], -1)
+        for unit in units:  # the merge of the units' tops is one of them when the others are empty
+            if unit.top is top:
+                self._count_unit_top(unit, -1)
         negated = -top[0]
         for p in self._parts:
             if p.kth is not None and p.rho < k:
