@@ -97,6 +97,7 @@ class EAA(AttributeAlgorithm):
         d = self.q.dimensions
         self._reset_bounds()
         self._weights = np.asarray(self.q.weights, np.float64)
+        self._untracked = self.q.kind == "count" and self.q.k >= self.q.window
         self._record_arrays = kernel.empty_records(FIRST_CAPACITY, d)
         self._instance_arrays = kernel.empty_instances(FIRST_CAPACITY, d, self._width())
         self._keys, self._slots = table.empty_table(table.table_capacity(FIRST_CAPACITY))
@@ -124,8 +125,10 @@ class EAA(AttributeAlgorithm):
 
     def _width(self) -> int:
         """Room per instance for its dominators: ``k``, or the validity table's rows if fewer
-        (the dominators are distinct valid objects)."""
-        return min(self.q.k, len(self._record_arrays[0]))
+        (the dominators are distinct valid objects); none when a count window holds fewer than
+        ``k`` tuples (:attr:`_untracked`): no instance can then have ``k`` dominators, so
+        dominance is not tracked, which would cost ``O(window)`` per instance and per arrival."""
+        return 0 if self._untracked else min(self.q.k, len(self._record_arrays[0]))
 
     def _reserve(self, arrivals: int) -> None:
         """Room for ``arrivals`` more objects and instances, the dominator lists following the
@@ -324,6 +327,8 @@ class EAA(AttributeAlgorithm):
                 if len(ids) >= len(stored_records):
                     raise ValueError(f"an instance of object {oid} has {len(ids)} dominators, "
                                      f"more than the {len(stored_records) - 1} other valid objects")
+                if self._untracked:  # a state written while dominance was tracked at this k
+                    ids = []
                 instances[row, [OID, RECORD, KEY, SEQ, UID, DC]] = oid, record, int(key), int(created), int(uid), len(ids)
                 instances[row, kernel.LINK] = -1
                 sums[row] = floats_in(instance_sums)

@@ -13,7 +13,8 @@ Arrays:
   ``current`` and ``best`` (float64), ``dominators`` (int64, ``rows x width``: the first
   ``DC`` are the ids of the objects dominating the instance; ``DC < k`` while it lives).  A
   dominator is a valid object other than the instance's own (its dominating instance is
-  newer), so ``width = min(k, rows of the validity table)`` holds every list;
+  newer), so ``width = min(k, rows of the validity table)`` holds every list (``0`` when a
+  count window holds fewer than ``k`` tuples: dominance is then not tracked);
 * **csorted** and **bsorted**, treaps over the instance rows (:mod:`engine.kernels.incomplete`)
   by ``(current, row)`` and ``(best, row)``: ``links`` (``2 x rows x 3``), ``roots`` (2);
 * the **validity table**, rows of a pool: ``records`` (int64: ``ID, NEWEST_SEQ, OLDEST, NEWEST``
@@ -242,7 +243,10 @@ def dominate_range(instances, current, best, dominators, links, roots, records, 
                    row, low, high):
     """Instance ``row`` now beats the ``bestscore`` of the ``bsorted`` entries in
     ``[low, high)``: each older instance of another object counts it once (``O(entries · k)``).
-    Only a visited entry can be pruned, so the walk takes its next entry first."""
+    Only a visited entry can be pruned, so the walk takes its next entry first.  Nothing with
+    no room for dominators (dominance untracked: no instance can reach ``k``)."""
+    if dominators.shape[1] == 0:
+        return
     node = tree_first_from(links[BSORTED], roots, BSORTED, best, low)
     oid, key = instances[row, OID], instances[row, KEY]
     while node != NONE and best[node] < high:
@@ -259,7 +263,10 @@ def dominated_by_range(instances, current, best, dominators, links, roots, recor
                        k, row, low, high):
     """The ``currentscore`` of the ``csorted`` entries in ``(low, high]`` now beats instance
     ``row``'s ``bestscore``: each newer instance of another object dominates it, until it is
-    pruned (every entry of the range is counted as scanned, as the paper's list range)."""
+    pruned (every entry of the range is counted as scanned, as the paper's list range).
+    Nothing with no room for dominators (dominance untracked)."""
+    if dominators.shape[1] == 0:
+        return
     node = tree_first_from(links[CSORTED], roots, CSORTED, current, low)
     while node != NONE and current[node] <= low:
         node = tree_next(links[CSORTED], node)

@@ -102,25 +102,33 @@ def test_huge_k_restores_mid_stream_and_continues_exactly(name, kind, k):
 @pytest.mark.parametrize("kind", KINDS)
 def test_memory_and_state_follow_what_is_held_not_k(name, kind):
     """Past the number of objects a window holds, ``k`` changes nothing.  The stream has 300
-    distinct ids, so ``k`` = 300 already never prunes nor evicts: the same state JSON for it
-    (its dominator lists and view are narrower) as for ``k`` = 4096 (more rows than any table
-    of this stream reaches), 10**12 and the largest int64, and the same measured bytes for the
-    last three (but for the few bytes of the larger Python ints kept for ``k``); a window of
-    400 tuples stays under the bound."""
+    distinct ids, so ``k`` = 300 already never prunes nor evicts: the same answers for it as
+    for ``k`` = 4096 (more rows than any table of this stream reaches), 10**12 and the largest
+    int64, and the same state JSON (its dominator lists and view are narrower) but over count
+    windows, where ``k`` past the window's 400 tuples leaves dominance untracked (no dominator
+    lists, no dominations counted); the same measured bytes for the last three (but for the few
+    bytes of the larger Python ints kept for ``k``); a window of 400 tuples stays under the bound."""
     data = tied_stream(1200, 3, 300, kind, seed=3)
     assert len(set(data[0].tolist())) <= 300
-    measured, states = set(), []
+    measured, states, answers = set(), [], []
     for k in (300, 4096, *HUGE):
         query = engine.Query(weights=[1.0, 1.0, 1.0], k=k, window=400, slide=100, kind=kind)
         algorithm = engine.create(name, query, **params_for(name, data))
+        answers.append([])
         for batch in engine.slides(data, query):
             algorithm.process(batch)
-            algorithm.topk()
+            answers[-1].append(algorithm.topk())
         algorithm.check()
         states.append(algorithm.to_state()["data"])
         if k != 300:
             measured.add(algorithm.stats()["measured_bytes"])
-    assert all(state == states[0] for state in states)
+    for got in answers[1:]:
+        for slide, (expected, answer) in enumerate(zip(answers[0], got, strict=True)):
+            assert_same_answer(expected, answer, f"slide {slide}")
+    same = states[1:] if kind == "count" else states
+    assert all(state == same[0] for state in same)
+    if kind == "count" and name in ("eaa", "approx"):
+        assert states[1]["counters"]["dominations"] == 0
     assert max(measured) - min(measured) <= 64 and max(measured) < MEMORY_BOUND
 
 
@@ -167,3 +175,26 @@ def test_measured_bytes_with_a_huge_k_is_within_a_quarter_of_tracemalloc(name):
     algorithm, live = traced_run(lambda: engine.create(name, query, **params_for(name, data)),
                                  list(engine.slides(data, query)))
     assert 0.75 * live <= algorithm.measured_bytes() <= 1.25 * live
+
+
+@pytest.mark.parametrize("name", ["eaa", "approx"])
+@pytest.mark.parametrize("k", [3_000, 10**6])
+def test_a_count_window_of_fewer_tuples_than_k_tracks_no_dominance(name, k):
+    """No instance can have ``k`` dominators when the window holds fewer than ``k`` tuples, so
+    the dominator lists are not kept: 1,000 objects of three tuples each in a window, answer
+    as the oracle at every slide (EAA), with no domination counted and no ``O(window)`` list per
+    instance (at this window the lists measured about 100 MB and took seconds per run)."""
+    m, window = 9_000, 3_000
+    rng = np.random.default_rng(8)
+    data = (np.repeat(np.arange(m), 3)[:m], np.tile(np.arange(3), m)[:m], rng.random(m), np.arange(m))
+    query = engine.Query(weights=[1.0, 0.5, 2.0], k=k, window=window, slide=300)
+    algorithm, oracle = engine.create(name, query), engine.create("oracle-incomplete", query)
+    for batch in engine.slides(data, query):
+        algorithm.process(batch)
+        oracle.process(batch)
+        if name == "eaa":
+            assert_same_answer(oracle.topk(), algorithm.topk(), f"slide {batch.index}")
+    algorithm.check()
+    stats = algorithm.stats()
+    assert stats["dominations"] == stats["entries_scanned"] == 0 and stats["retained"] == window
+    assert stats["measured_bytes"] < MEMORY_BOUND
