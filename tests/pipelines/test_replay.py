@@ -524,15 +524,21 @@ def test_a_failing_task_ends_the_replay_with_one_line_and_status_1(store_dir, tm
         ("failed", "replay task failed: RuntimeError: the test double fails on slide 2")]
 
 
-def test_times_too_near_the_int64_limit_are_refused_by_the_plan(store_dir, tmp_path):
-    db = store_dir / "topk.duckdb"
-    t = np.arange(20) + (2**63 - 30)
-    write_object_dataset(db, tmp_path, "late", {"id": np.arange(20), "seq": np.arange(20), "t": t,
-                                                "a": np.linspace(0.0, 1.0, 20)})
-    config = tmp_path / "late.json"
-    config.write_text(json.dumps({"name": "late", "dataset": "late", "algorithms": ALGORITHMS, "queries": [
+def count_and_time_config(db, directory, name: str, t: np.ndarray):
+    """A dataset of one feature at times ``t`` and a config of a count and a time query over it."""
+    rows = len(t)
+    write_object_dataset(db, directory, name, {"id": np.arange(rows), "seq": np.arange(rows), "t": t,
+                                               "a": np.linspace(0.0, 1.0, rows)})
+    config = directory / f"{name}.json"
+    config.write_text(json.dumps({"name": name, "dataset": name, "algorithms": ALGORITHMS, "queries": [
         {"weights": [1.0], "k": 2, "window": 10, "slide": 5, "kind": "count"},
         {"weights": [1.0], "k": 2, "window": 10, "slide": 5, "kind": "time"}]}))
+    return config
+
+
+def test_times_too_near_the_int64_limit_are_refused_by_the_plan(store_dir, tmp_path):
+    db = store_dir / "topk.duckdb"
+    config = count_and_time_config(db, tmp_path, "late", np.arange(20) + (2**63 - 30))
     with pytest.raises(InputError, match=f"dataset 'late', row seq 19: t = {2**63 - 11} is outside "
                                          f"\\[{-2**63 + 15}, {2**63 - 16}\\]"):
         replay.prepare(config, db=db)
@@ -540,13 +546,7 @@ def test_times_too_near_the_int64_limit_are_refused_by_the_plan(store_dir, tmp_p
 
 def test_a_time_gap_past_max_slides_is_refused_by_the_plan(store_dir, tmp_path):
     db = store_dir / "topk.duckdb"
-    t = np.array([0, 1, 2, 10**12])
-    write_object_dataset(db, tmp_path, "gap", {"id": np.arange(4), "seq": np.arange(4), "t": t,
-                                               "a": np.linspace(0.0, 1.0, 4)})
-    config = tmp_path / "gap.json"
-    config.write_text(json.dumps({"name": "gap", "dataset": "gap", "algorithms": ALGORITHMS, "queries": [
-        {"weights": [1.0], "k": 2, "window": 10, "slide": 5, "kind": "count"},
-        {"weights": [1.0], "k": 2, "window": 10, "slide": 5, "kind": "time"}]}))
+    config = count_and_time_config(db, tmp_path, "gap", np.array([0, 1, 2, 10**12]))
     with pytest.raises(InputError, match="dataset 'gap', row seq 3: query 1: t jumps from 2 to 1000000000000 here: "
                                          "a time window with slide 5 passes 200,000,000,000 slide boundaries"):
         replay.prepare(config, db=db)
