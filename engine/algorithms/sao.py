@@ -289,6 +289,7 @@ class SAO(Algorithm):
         self._shift, self._spread = np.zeros(self._d), np.ones(self._d)
         self._created = False
         self._buffer = _Rows.empty(self._d)
+        self._reserve = _Rows.empty(self._d)
         self._layers: list[_Layer] = []
         self._objects: dict[int, list[tuple[int, int, int]]] = {}
         self._per_place = min(self.q.k, sys.maxsize)
@@ -322,6 +323,7 @@ class SAO(Algorithm):
         start = 0 if self._created else self._collect(rows, bounds)
         if self._created:
             self._maintain(rows, batch.window_start(self.q), start)
+            self._reserve = self._reserve.take(self._keys(self._reserve) >= batch.window_start(self.q))
         else:
             self._buffer = self._buffer.take(self._keys(self._buffer) >= batch.window_start(self.q))
         self._end = batch.end
@@ -474,6 +476,7 @@ class SAO(Algorithm):
             self._count += self._hold(objects.setdefault(int(place_of[kept[members[0]]]), []),
                                       [(seq[m], ids[m], t[m]) for m in members])
         self._compact_expiry()
+        self._set_aside(rows.take(place_of < 0))
         counters["filtered"] += len(rows) - len(kept)
         counters["tied"] += len(kept) - len(numbers)
         counters["arrivals_examined"] += len(rows)
@@ -583,11 +586,26 @@ class SAO(Algorithm):
     def _drop(self, places: _Places) -> None:
         """Forget ``places`` and their objects (they left the index; their expiry entries are
         skipped when reached); ``O(places)``."""
+        left = []
         for place, point in zip(places.ids.tolist(), places.raw):
-            self._count -= len(self._objects.pop(place))
+            objects = self._objects.pop(place)
+            self._count -= len(objects)
+            left += [(seq, oid, t, point) for seq, oid, t in objects]
             del self._where[point.tobytes()]
         self._compact_expiry()
         self._held -= len(places)
+        if left:
+            seq, ids, t, x = zip(*left)
+            self._set_aside(_Rows(np.array(seq, np.int64), np.array(ids, np.int64), np.array(t, np.int64), np.array(x)))
+
+    def _set_aside(self, rows: _Rows) -> None:
+        """Window objects the index does not hold (filtered at arrival, or their place left under
+        the budget) join the reserve, which keeps the newest ``k`` of them by ``seq``: answered
+        beside the layers, they keep a window of ``k`` objects answering ``k`` after the places
+        that filtered them expire (``O(k + m log m)``)."""
+        if len(rows):
+            pool = _Rows.join([self._reserve, rows])
+            self._reserve = pool.take(np.argsort(pool.seq, kind="stable")[-self._per_place:])
 
     def _compact_expiry(self) -> None:
         """Drop the expiry entries of objects no longer held (their place left, or newer tied
@@ -672,16 +690,18 @@ class SAO(Algorithm):
                 order = np.argsort(-every, kind="stable")
                 reached = np.searchsorted(np.cumsum(np.concatenate(found_counts)[order]), k)
                 kth = float(every[order[reached]])
-        if not found_places:
-            return Answer.empty()
-        places, scores = np.concatenate(found_places), np.concatenate(found_scores)
-        ids, seq, values = [], [], []
+        reserve = self._reserve
+        ids, seq, values = reserve.ids.tolist(), reserve.seq.tolist(), score(reserve.x, weights).tolist()
+        places = np.concatenate(found_places) if found_places else np.empty(0, np.int64)
+        scores = np.concatenate(found_scores) if found_scores else np.empty(0)
+        taken = 0
         for place, value in zip(places[np.argsort(-scores, kind="stable")].tolist(), np.sort(scores)[::-1].tolist()):
             newest = list(islice(reversed(self._objects[place]), k))
             seq += [s for s, _, _ in newest]
             ids += [i for _, i, _ in newest]
             values += [value] * len(newest)
-            if len(ids) >= k and value < kth:
+            taken += len(newest)
+            if taken >= k and value < kth:
                 break
         return Answer.ranked(ids, values, seq, k)
 
@@ -701,9 +721,7 @@ class SAO(Algorithm):
     def candidates(self) -> np.ndarray:
         if not self._created:
             return self._buffer.seq.copy()
-        if not self._layers:
-            return np.empty(0, np.int64)
-        return np.concatenate([self._layer_seq(layer) for layer in self._layers])
+        return np.concatenate([*(self._layer_seq(layer) for layer in self._layers), self._reserve.seq])
 
     def memory(self) -> tuple[int, int]:
         """``(bytes, measured_bytes)`` in ``O(M + L)``, whatever the window: the per-object Python
@@ -741,15 +759,16 @@ class SAO(Algorithm):
         objects = self._count if self._created else len(self._buffer)
         places = self._held if self._created else len(self._buffer)
         facets = sum(len(layer.hull.offsets) for layer in self._layers if layer.hull is not None)
-        return WORD * (places * (self._d + 5) + objects * (OBJECT_WORDS + 3) + facets * (self._d + 1))
+        return WORD * (places * (self._d + 5) + objects * (OBJECT_WORDS + 3) + facets * (self._d + 1)
+                       + len(self._reserve) * (OBJECT_WORDS + self._d))
 
     def _stats(self) -> dict[str, Any]:
         sizes = [len(layer.places) for layer in self._layers]
-        objects = self._count if self._created else len(self._buffer)
+        objects = self._count + len(self._reserve) if self._created else len(self._buffer)
         places = self._held if self._created else len(self._buffer)
         examined = self._counters["arrivals_examined"]
         return {"candidates": objects, "retained": objects, "places": places,
-                "created": self._created, "layer_counts": sizes, "layer_quotas": self._quotas()[:max(len(sizes), 1)],
+                "reserved": len(self._reserve), "created": self._created, "layer_counts": sizes, "layer_quotas": self._quotas()[:max(len(sizes), 1)],
                 "filtering_ratio": self._counters["filtered"] / examined if examined else 0.0,
                 **self._counters}
 
@@ -761,7 +780,8 @@ class SAO(Algorithm):
                             "hull": _hull_out(layer.hull)} for layer in self._layers],
                 "objects": self._listed(),
                 "next_place": self._next_place, "shift": floats_out(self._shift), "spread": floats_out(self._spread),
-                "buffer": self._buffer.records(), "created": self._created, "end": self._end,
+                "buffer": self._buffer.records(), "reserve": self._reserve.records(), "created": self._created,
+                "end": self._end,
                 "counters": dict(self._counters)}
 
     def _listed(self) -> list[list[int]]:
@@ -776,6 +796,7 @@ class SAO(Algorithm):
             raise ValueError("layers must be a list")
         self._created = bool(data["created"])
         self._buffer = _Rows.from_records(data["buffer"], self._d)
+        self._reserve = _Rows.from_records(data.get("reserve", []), self._d)  # none before the reserve
         if data.get("format") == 2:
             self._shift, self._spread = floats_in(data["shift"]), floats_in(data["spread"])
             if self._shift.shape != (self._d,) or self._spread.shape != (self._d,) or np.any(self._spread <= 0):
@@ -862,7 +883,7 @@ class SAO(Algorithm):
         ``O(Σ M_j f_j d + n)`` plus one hull per layer.
         """
         if not self._created:
-            assert not self._layers and len(self._expiry) == 0, "objects in layers before creation"
+            assert not self._layers and len(self._expiry) == len(self._reserve) == 0, "objects held before creation"
             assert len(self._buffer) < self._memory, "buffer reached M without creating the index"
             assert np.all(np.diff(self._buffer.seq) > 0), "buffer seq must increase"
             self._check_window(self._buffer.seq, self._keys(self._buffer))
@@ -910,6 +931,10 @@ class SAO(Algorithm):
         assert live == sorted(listed), "expiry list disagrees with the places"
         assert all(a[:2] < b[:2] for a, b in zip(self._expiry, list(self._expiry)[1:])), "expiry list out of order"
         assert self._count == len(listed), "object count disagrees with the places"
+        reserve = self._reserve
+        assert len(reserve) <= self._per_place and np.all(np.diff(reserve.seq) > 0), "reserve: the newest k, by seq"
+        assert not set(reserve.seq.tolist()) & {seq for _, seq, _ in listed}, "an object both held and reserved"
+        self._check_window(reserve.seq, self._keys(reserve))
         assert all(place < self._next_place for place in self._objects), "a place number not yet issued"
         self._check_window(np.array([s for _, s, _ in listed], np.int64), np.array([k for k, _, _ in listed], np.int64))
 

@@ -295,7 +295,9 @@ def test_layers_split_the_candidates_by_the_layer_counts():
     for batch in engine.slides(stream("gaussian", 1200, 2, seed=4), q):
         alg.process(batch)
         layers = alg.layers()
-        assert np.array_equal(np.concatenate(layers), alg.candidates())
+        held, candidates = np.concatenate(layers), alg.candidates()
+        assert np.array_equal(held, candidates[:len(held)])  # then the reserve
+        assert len(candidates) == len(held) + alg.stats()["reserved"] if alg.stats()["created"] else len(held)
         if alg.stats()["created"]:  # distinct points: one object per place
             assert [len(seq) for seq in layers] == alg.stats()["layer_counts"]
     assert len(layers) >= 3 and alg.stats()["places"] >= 54  # layers below l_3 use the budget
@@ -382,7 +384,7 @@ def test_the_old_layout_restores_into_places():
     restored = engine.create("sao", q, memory=12, layers=3)
     restored.load_state(old)
     restored.check()
-    assert sorted(restored.candidates().tolist()) == sorted(alg.candidates().tolist())
+    assert sorted(restored.candidates().tolist()) == sorted(np.concatenate(alg.layers()).tolist())  # no reserve then
     for batch in batches[12:]:
         restored.process(batch)
         restored.check()
@@ -680,3 +682,43 @@ def test_seeded_stress_on_points_a_tolerance_apart():
             x[rng.random((m, d)) < 0.3] = 0.0
         t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
         run_beside_oracle(q, params, t, x, f"seed {seed}")
+
+
+@pytest.mark.parametrize("weight", [1.0, -1.0])
+def test_an_arrival_filtered_by_places_that_expire_first_still_answers(weight):
+    """Found by fuzzing: the places at t = 0 (the hull, M = 2) filter the arrival at t = 5 and
+    expire before it; the window ending at 15 holds only that arrival, which the reserve answers
+    (the index alone answered nothing)."""
+    q = engine.Query(weights=[weight], k=1, window=10, slide=5, kind="time")
+    data = (np.array([7, 8, 9, 10]), np.array([0, 0, 5, 20]), np.array([[0.0], [10.0], [5.0], [1.0]]))
+    alg = engine.create("sao", q, memory=2, layers=1)
+    oracle = engine.create("oracle", q)
+    ends = []
+    for batch in engine.slides(data, q):
+        alg.process(batch)
+        oracle.process(batch)
+        alg.check()
+        assert_same_answer(oracle.topk(), alg.topk(), f"end {batch.end}")
+        ends.append((batch.end, alg.topk().ids.tolist(), alg.stats()["reserved"]))
+    assert (15, [9], 1) in ends and alg.stats()["filtered"] == 1
+
+
+@pytest.mark.parametrize("allocation", ALLOCATIONS)
+@pytest.mark.parametrize("seed", range(8))
+def test_answers_hold_k_objects_whenever_the_window_does(allocation, seed):
+    """Sparse and bursty time windows, tiny budgets and few layers: at every slide the answer
+    has ``min(k, |window|)`` objects (the reserve), and ``check()`` holds."""
+    rng = np.random.default_rng(seed)
+    m, d = 600, int(rng.integers(1, 4))
+    t = np.cumsum(rng.choice([0, 0, 1, 3, 9], m))
+    x = rng.integers(0, 5, (m, d)).astype(float) if seed % 2 else rng.standard_normal((m, d))
+    q = engine.Query(weights=list(rng.choice([-1.0, 0.5, 2.0], d)), k=int(rng.choice([1, 3, 5])), window=40,
+                     slide=2, kind="time")
+    alg = engine.create("sao", q, memory=int(rng.choice([5, 10, 40])), layers=int(rng.choice([1, 2, 8])),
+                        allocation=allocation)
+    oracle = engine.create("oracle", q)
+    for batch in engine.slides((np.arange(m), t, x), q):
+        alg.process(batch)
+        oracle.process(batch)
+        alg.check()
+        assert len(alg.topk()) == len(oracle.topk()), f"slide {batch.index}"
