@@ -264,7 +264,7 @@ def too_many_slides(t: np.ndarray, queries: Sequence[Query], limit: int) -> tupl
     (0, 2)
     """
     for position, query in enumerate(queries):
-        count = slide_count(t, query) if query.kind == "time" else 0
+        count = slide_count(t, query)
         if count > max(limit, len(t)):
             row = int(np.argmax(np.diff(t))) + 1
             return position, row, (f"t jumps from {int(t[row - 1])} to {int(t[row])} here: a time window with slide "

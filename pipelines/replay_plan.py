@@ -201,8 +201,9 @@ def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
         return
     for chunk in read_rows(dataset.parquet, ("id", *dataset.features)):
         x = np.column_stack([chunk[name] for name in dataset.features]).astype(np.float64)
+        chunk_largest = np.abs(x).max(axis=0, initial=0.0)
         for index, query in risky:
-            row = first_overflow(x, query.weights)
+            row = first_overflow(x, query.weights, chunk_largest)
             if row is not None:
                 raise InputError(f"dataset {dataset.name!r}, row seq {int(chunk['seq'][row])} (id {int(chunk['id'][row])}): "
                                  f"query {index}'s score x · w overflows to infinity with weights {list(query.weights)} "

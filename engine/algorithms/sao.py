@@ -596,7 +596,8 @@ class SAO(Algorithm):
         self._held -= len(places)
         if left:
             seq, ids, t, x = zip(*left)
-            self._set_aside(_Rows(np.array(seq, np.int64), np.array(ids, np.int64), np.array(t, np.int64), np.array(x)))
+            rows = _Rows(np.array(seq, np.int64), np.array(ids, np.int64), np.array(t, np.int64), np.array(x))
+            self._set_aside(rows.take(np.argsort(rows.seq, kind="stable")))  # _Rows are sorted by seq
 
     def _set_aside(self, rows: _Rows) -> None:
         """Window objects the index does not hold (filtered at arrival, or their place left under
@@ -605,7 +606,7 @@ class SAO(Algorithm):
         that filtered them expire (``O(k + m log m)``)."""
         if len(rows):
             pool = _Rows.join([self._reserve, rows])
-            self._reserve = pool.take(np.argsort(pool.seq, kind="stable")[-self._per_place:])
+            self._reserve = pool.take(slice(max(len(pool) - self._per_place, 0), None))
 
     def _compact_expiry(self) -> None:
         """Drop the expiry entries of objects no longer held (their place left, or newer tied
