@@ -2,8 +2,10 @@
 
 Any comma-separated file with a header (plain or ``.gz`` / ``.bz2`` / ``.zip``) holding an id
 column, a time column and numeric feature columns, all named on the command line
-(``--id-column``, ``--time-column``, ``--feature-columns a,b,c``). Fields are split on commas
-(no quoting). ``id`` and ``t`` must be integers (``t`` in the unit given by ``--time-unit``,
+(``--id-column``, ``--time-column``, ``--feature-columns a,b,c``). Fields are separated by
+commas and may be quoted as RFC 4180 has it (``"Smith, John"``, ``"12.5"``, ``""`` for a quote
+inside a quoted field, a quoted field spanning lines), as Python's ``csv`` module and the
+engine's CLI read them; a row is numbered by the line it starts on. ``id`` and ``t`` must be integers (``t`` in the unit given by ``--time-unit``,
 default ``ordinal``); features any finite numbers. Rows are ordered by ``t`` (then file, then
 line). The dataset rows are ``id, seq, t, <features...>``, not partitioned (``t`` has no
 calendar meaning in general).
@@ -11,10 +13,12 @@ calendar meaning in general).
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 from typing import Any, Sequence
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -24,6 +28,8 @@ from .ordering import with_seq
 from .rawfiles import lines_table, per_file, read_lines
 
 PARTITION_BY = ()
+FIELD_SEPARATOR = "\x1f"
+"""Joins the fields of a row read with quotes, for Spark to split (the ASCII unit separator)."""
 DEFAULT_T_UNIT = "ordinal"
 T_UNITS = ("ordinal", "ms", "s", "min", "h", "d")
 """Units the dashboard reads a time column in (``ordinal``: a plain count, shown as is)."""
@@ -77,11 +83,15 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
             existing: dict[str, Any] | None = None) -> Raw:
     """Read the files' lines (header removed) with the positions of the chosen columns.
 
+    A file without a quote character is split by Spark on commas; a file with quotes is read by
+    Python's ``csv`` module here, each row's fields joined by :data:`FIELD_SEPARATOR` in
+    ``fields`` (see :func:`records`).
+
     Returns
     -------
     Raw
-        ``table``: ``source_index``, ``source_file``, ``line`` (the header is line 1), ``raw``;
-        ``params["_layout"]`` (not recorded): per file, the positions of the id, time and
+        ``table``: ``source_index``, ``source_file``, ``line`` (the header is line 1), ``raw``,
+        ``fields`` (null where Spark splits ``raw``); ``params["_layout"]`` (not recorded): per file, the positions of the id, time and
         feature columns and the header's field count.
 
     Raises
@@ -91,27 +101,79 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
     """
     params = settings(options, existing)
     wanted = [params["id_column"], params["time_column"], *params["features"]]
-    bodies, positions, widths = [], [], []
+    bodies, numbers, fields, positions, widths = [], [], [], [], []
     for path in paths:
-        lines = read_lines(path)
-        header = [name.strip() for name in lines[0].split(",")] if lines else []
-        if lines:
+        header, raws, starts, split = records(read_lines(path))
+        header = [name.strip() for name in header]
+        if header or raws:
             missing = [name for name in wanted if name not in header]
             if missing:
-                raise InputError(f"{path}: no column {', '.join(missing)} in the header {lines[0][:200]!r}")
+                raise InputError(f"{path}: no column {', '.join(missing)} in the header {','.join(header)[:200]!r}")
         positions.append([header.index(name) if name in header else 0 for name in wanted])
         widths.append(len(header))
-        bodies.append(lines[1:])
-    table = lines_table(paths, bodies, first_line=[2] * len(paths))
+        bodies.append(raws)
+        numbers.append(starts)
+        fields += split
+    table = lines_table(paths, bodies, line_numbers=numbers).append_column("fields", pa.array(fields, pa.string()))
     return Raw(table=table, params={**params, "_layout": {"positions": positions, "width": widths}},
                features=tuple(params["features"]))
+
+
+def records(lines: list[str]) -> tuple[list[str], list[str], list[int], list[str | None]]:
+    r"""The header's fields, then per row its text, the line it starts on and its fields joined
+    by :data:`FIELD_SEPARATOR` (``None`` when the file has no quote: Spark splits on commas).
+
+    A quoted field may span lines. When one is still open at the end of the file (a stray
+    quote), the lines from its row on are read one by one: a line that closes its quotes is a
+    row, one that does not is split on commas as if unquoted (``fields`` ``None``).
+    ``O(characters)``, in C.
+
+    Examples
+    --------
+    >>> records(['a,"b, c"', '1,"x ""y"" z"', '2,"two', 'lines"', '', '3,4'])
+    (['a', 'b, c'], ['1,"x ""y"" z"', '2,"two\nlines"', '', '3,4'], [2, 3, 5, 6], ['1\x1fx "y" z', '2\x1ftwo\nlines', '', '3\x1f4'])
+    >>> records(['t,x', '1,"2', '3,4', '"5",6'])
+    (['t', 'x'], ['1,"2', '3,4', '"5",6'], [2, 3, 4], [None, '3\x1f4', '5\x1f6'])
+    >>> records(['t,x', '3,4', '1,"2'])
+    (['t', 'x'], ['3,4', '1,"2'], [2, 3], ['3\x1f4', None])
+    >>> records(['t,x', '1,2'])
+    (['t', 'x'], ['1,2'], [2], [None])
+    """
+    if not lines:
+        return [], [], [], []
+    if not any('"' in line for line in lines):
+        return lines[0].split(","), lines[1:], list(range(2, len(lines) + 1)), [None] * (len(lines) - 1)
+    reader = csv.reader(line + "\n" for line in lines)
+    spans, first = [], 0
+    for row in reader:
+        spans.append((first, reader.line_num, row))
+        first = reader.line_num
+    if not _closed(lines[spans[-1][0]:]):
+        first = spans.pop()[0]
+        spans += [(i, i + 1, next(csv.reader([lines[i]]), []) if _closed(lines[i:i + 1]) else None)
+                  for i in range(first, len(lines))]
+    header, rows = spans[0][2], spans[1:]
+    return (lines[0].split(",") if header is None else header,
+            ["\n".join(lines[start:end]) for start, end, _ in rows],
+            [start + 1 for start, _, _ in rows],
+            [None if row is None else FIELD_SEPARATOR.join(row) for _, _, row in rows])
+
+
+def _closed(lines: list[str]) -> bool:
+    """Whether the row made of ``lines`` closes every quote it opens."""
+    try:
+        list(csv.reader([line + "\n" for line in lines], strict=True))
+    except csv.Error:
+        return False
+    return True
 
 
 def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
               params: dict[str, Any] | None = None) -> Cleaned:
     """Validate rows, keep the first row of each id and order by ``t`` (no I/O)."""
     features = list(params["features"])
-    fields = F.split("raw", ",", -1)
+    fields = F.when(F.col("fields").isNull(), F.split("raw", ",", -1)).otherwise(
+        F.split("fields", FIELD_SEPARATOR, -1))
 
     def number(index: int) -> Column:
         position = per_file([p[index] + 1 for p in params["_layout"]["positions"]])

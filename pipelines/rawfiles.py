@@ -75,9 +75,10 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def lines_table(paths: Sequence[Path], lines_per_file: Sequence[list[str]], *, first_line: Sequence[int] | None = None,
-                **constant_columns: Sequence[object]) -> pa.Table:
+                line_numbers: Sequence[Sequence[int]] | None = None, **constant_columns: Sequence[object]) -> pa.Table:
     """One row per line: ``source_index``, ``source_file`` (name), ``line`` (1-based number in the
-    file), ``raw`` (text), plus one column per keyword holding one value per file.
+    file: consecutive from ``first_line``, or each row's from ``line_numbers``), ``raw`` (text),
+    plus one column per keyword holding one value per file.
 
     Examples
     --------
@@ -90,7 +91,8 @@ def lines_table(paths: Sequence[Path], lines_per_file: Sequence[list[str]], *, f
         columns = {
             "source_index": pa.array([index] * len(lines), pa.int32()),
             "source_file": pa.array([Path(path).name] * len(lines), pa.string()),
-            "line": pa.array(range(first_line[index], first_line[index] + len(lines)), pa.int64()),
+            "line": pa.array(line_numbers[index] if line_numbers is not None
+                             else range(first_line[index], first_line[index] + len(lines)), pa.int64()),
             "raw": pa.array(lines, pa.string()),
         }
         for name, values in constant_columns.items():

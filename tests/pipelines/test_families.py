@@ -22,7 +22,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from engine import generators
+from engine import cli, generators
 from pipelines import csvfile, ingest, synthetic, worldcup
 from pipelines.errors import InputError
 from pipelines.spark import PROJECT_ROOT
@@ -275,6 +275,57 @@ def test_csv_ingest_uses_the_named_columns(spark, tmp_path):
                          options=options, **quiet).rejects == summary.rejects
     with pytest.raises(InputError, match="--id-column"):
         ingest.extract("csv", [path], db=db, options={"time_column": "when", "feature_columns": "speed"}, **quiet)
+
+
+QUOTED_LINES = [  # R's write.csv and spreadsheets quote names and text; a text field may hold commas and lines
+    '"when","who","speed","load","comment"',
+    '30,3,"1.5",2,"a, with a comma"',
+    '10,1,0.5,1,"b ""quoted"""',
+    '20,2,2.5,3,"c spans',
+    'two lines"',
+    '20,4,x,3,"d"',       # non_numeric
+    '25,5.5,1,1,e',       # non_integer
+    '40,2,9,9,"f"',       # duplicate_id
+    '50,6,1,1',           # wrong_field_count
+    '45,7,-1,0.25,"g"',
+    '60,8,1,1,"h, never closed',  # a stray quote: this line is split on commas (6 fields)
+    '70,9,2,2,i',         # read on its own after the stray quote
+]
+
+
+def test_csv_ingest_reads_quoted_fields_as_the_engine_does(spark, tmp_path):
+    path = tmp_path / "quoted.csv"
+    path.write_text("\n".join(QUOTED_LINES) + "\n")
+    db = tmp_path / "topk.duckdb"
+    options = {"id_column": "who", "time_column": "when", "feature_columns": "speed,load"}
+    summary = ingest.ingest(spark, "csv", [path], db=db, out=tmp_path / "datasets", max_rejected=1.0,
+                            options=options, **quiet)
+
+    assert summary.rejects == {"wrong_field_count": 2, "non_numeric": 1, "non_integer": 1, "duplicate_id": 1,
+                               "before_dataset_end": 0}
+    rows = ingest.read_dataset(summary.parquet).to_pylist()
+    assert [(row["id"], row["t"], row["speed"], row["load"]) for row in rows] == [
+        (1, 10, 0.5, 1.0), (2, 20, 2.5, 3.0), (3, 30, 1.5, 2.0), (7, 45, -1.0, 0.25), (9, 70, 2.0, 2.0)]
+    with duckdb.connect(str(db)) as con:
+        rejected = con.execute("SELECT line, reason, raw FROM rejected_rows ORDER BY line").fetchall()
+    assert [(line, reason) for line, reason, _ in rejected] == [
+        (6, "non_numeric"), (7, "non_integer"), (8, "duplicate_id"), (9, "wrong_field_count"),
+        (11, "wrong_field_count")]
+    assert rejected[-1][2] == QUOTED_LINES[10]
+
+    closed = tmp_path / "closed.csv"  # every row full and every quote closed: the engine's CLI reads it too
+    closed.write_text("\n".join(QUOTED_LINES[:8] + [QUOTED_LINES[9]]) + "\n")
+    table = cli.read_csv(str(closed))
+    assert table.header == ["when", "who", "speed", "load", "comment"]
+    assert list(table.numbers) == [2, 3, 4, 6, 7, 8, 9]
+    assert table.columns["comment"][:3] == ("a, with a comma", 'b "quoted"', "c spans\ntwo lines")
+    kept = ingest.ingest(spark, "csv", [closed], db=db, out=tmp_path / "datasets", max_rejected=1.0,
+                         options=options, **quiet)
+    first_of = {}
+    for who, when, speed, load in zip(*(table.columns[name] for name in ("who", "when", "speed", "load"))):
+        first_of.setdefault(who, (when, speed, load))
+    assert [(row["t"], row["speed"], row["load"]) for row in ingest.read_dataset(kept.parquet).to_pylist()] == \
+        sorted((int(when), float(speed), float(load)) for when, speed, load in map(first_of.get, ("1", "2", "3", "7")))
 
 
 # ---------------------------------------------------------------- synthetic
