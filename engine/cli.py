@@ -26,6 +26,7 @@ import heapq
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -431,14 +432,18 @@ def check_output_apart(output: str, inputs: dict[str, str]) -> None:
 def write_atomically(path: str, lines: Iterator[str]) -> None:
     """Write ``lines`` to a temporary file beside ``path``, then rename it to ``path``.
 
-    On any failure, Ctrl-C included, the temporary file is removed and an existing ``path``
-    is left as it was.
+    On any failure, Ctrl-C and SIGTERM included, the temporary file is removed and an existing
+    ``path`` is left as it was. A process killed outright (SIGKILL) cannot remove its own: its
+    name holds the writer's process id, and the next write to ``path`` removes the temporary
+    files of writers no longer running (:func:`remove_orphans`).
     """
     if os.path.isdir(path):
         raise CommandError(f"{path}: cannot write: it is a directory")
     directory = os.path.dirname(os.path.abspath(path))
+    prefix = f".{os.path.basename(path)}."
+    remove_orphans(directory, prefix)
     try:
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}.", suffix=".tmp")
     except OSError as exc:
         raise CommandError(f"{path}: cannot write: {exc.strerror}") from None
     try:
@@ -451,6 +456,38 @@ def write_atomically(path: str, lines: Iterator[str]) -> None:
         if isinstance(exc, OSError):
             raise CommandError(f"{path}: cannot write: {exc.strerror or exc}") from None
         raise
+
+
+ORPHAN_NAME = re.compile(r"(\d+)\.[^.]+\.tmp")
+"""The rest of a temporary output file's name after ``.<output name>.``: writer pid, random part."""
+
+
+def remove_orphans(directory: str, prefix: str) -> None:
+    """Remove the files ``<prefix><pid>.<random>.tmp`` in ``directory`` whose writer ``pid`` is
+    not running: left by a killed write. A running writer's file, another user's process's and
+    any file of another name are kept (``O(files in directory)``)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        writer = ORPHAN_NAME.fullmatch(name[len(prefix):]) if name.startswith(prefix) else None
+        if writer and not _running(int(writer[1])):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def run(args: argparse.Namespace) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -474,3 +475,32 @@ def test_sigterm_removes_the_temporary_output_and_keeps_the_old_one(tmp_path):
     assert "Traceback" not in child.stderr.read()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["gap.csv", "out.jsonl"]
     assert output.read_text() == PREVIOUS_OUTPUT
+
+
+def test_the_next_write_removes_the_temporary_output_of_a_killed_run(tmp_path):
+    """SIGKILL cannot be unwound: the killed run's temporary file stays until the next run
+    writing the same output removes it. Files of running writers and of other outputs stay."""
+    source = tmp_path / "gap.csv"
+    source.write_text("id,t,a\n1,0,0.5\n2,1,0.7\n3,1000000000000,0.9\n")
+    output = tmp_path / "out.jsonl"
+    child = subprocess.Popen([sys.executable, "-m", "engine", "run", "--algorithm", "oracle", "--k", "2", "--window",
+                              "10", "--slide", "1", "--kind", "time", "--input", str(source), "--output", str(output),
+                              "--max-slides", str(10**13)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(path.name.endswith(".tmp") and path.stat().st_size for path in tmp_path.iterdir()):
+        assert child.poll() is None and time.monotonic() < deadline, child.stderr.read() if child.poll() else "slow"
+        time.sleep(0.05)
+    child.kill()
+    child.wait(timeout=60)
+    orphans = [path.name for path in tmp_path.iterdir() if path.name.endswith(".tmp")]
+    assert orphans == [f".out.jsonl.{child.pid}.{orphans[0].split('.')[-2]}.tmp"]
+    kept = [f".out.jsonl.{os.getpid()}.abc.tmp",    # a running writer's (this test's process)
+            ".out.jsonl.7.x.abc.tmp",              # another output's: out.jsonl.7
+            ".out.jsonl.abcdefgh.tmp"]             # without a writer pid
+    for name in kept:
+        (tmp_path / name).write_text("partial")
+
+    result = run_cli("run", "--algorithm", "oracle", "--k", "2", "--window", "2", "--slide", "1", "--input",
+                     str(source), "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["gap.csv", "out.jsonl", *kept])
