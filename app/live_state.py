@@ -11,12 +11,17 @@ shown, ``speed`` slides per second.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import engine
 from app import units
 from app.presets import Preset, Profile
+
+
+K_MAX = 1000
+"""Largest ``k`` the page's input takes."""
 
 
 def weight_key(feature: str) -> str:
@@ -89,6 +94,12 @@ def lengths(values: Mapping[str, Any], profile: Profile) -> tuple[int | None, in
             problems.append(Problem("slide", f"slide ({typed(slide, kind, t_unit)}) must not be longer than the "
                                              f"window ({typed(window, kind, t_unit)})",
                                     tuple(typed(s, kind, t_unit) for s in units.nearest_slides(window, slide, step))))
+        elif window // slide > units.MAX_SLIDES_PER_WINDOW:
+            shortest = -(-window // units.MAX_SLIDES_PER_WINDOW)
+            problems.append(Problem("slide", f"slide ({typed(slide, kind, t_unit)}): "
+                                             f"{units.slides_per_window_problem(window, slide)}",
+                                    tuple(typed(s, kind, t_unit) for s in units.nearest_slides(window, shortest, step)
+                                          if window // s <= units.MAX_SLIDES_PER_WINDOW)))
         elif window % slide:
             problems.append(Problem("slide", f"the window ({typed(window, kind, t_unit)}) must be a whole number "
                                              f"of slides ({typed(slide, kind, t_unit)})",
@@ -148,11 +159,14 @@ def to_url(dataset: str, algorithms: Sequence[str], query: engine.Query, params:
     return out
 
 
-def from_url(params: Mapping[str, str], profile: Profile) -> dict[str, Any]:
+def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | None = None) -> dict[str, Any]:
     """Widget values (session-state keys) from URL parameters about ``profile``'s dataset.
 
     Unknown or malformed parameters are skipped (a shared link from an older page version must
-    still open); the widgets then show their own validation messages.
+    still open) and values outside a widget's range are brought into it (``k`` to at most
+    :data:`K_MAX`, weights to ``[-1, 1]``); ``notes``, when given, receives one line per
+    parameter skipped or changed, for the page to show. Window and slide are passed as typed:
+    their widgets show their own validation messages.
 
     Examples
     --------
@@ -160,29 +174,47 @@ def from_url(params: Mapping[str, str], profile: Profile) -> dict[str, Any]:
     >>> prof = profile("x", "synthetic", ("a", "b"), "ordinal")
     >>> from_url({"k": "5", "w": "1,-0.5", "kind": "time", "p.mintopk.prefilter": "false"}, prof)
     {'kind': 'time', 'k': 5, 'w_a': 1.0, 'w_b': -0.5, 'param_mintopk_prefilter': False}
+    >>> notes = []
+    >>> from_url({"k": "5000", "w": "nan,1"}, prof, notes), notes
+    ({'k': 1000}, ['k = 5000 is more than 1000: k = 1000 is used', 'w = nan,1 is not 2 finite numbers (a, b) separated by commas: left out'])
     """
+    notes = [] if notes is None else notes
     values: dict[str, Any] = {}
     if params.get("kind") in ("count", "time"):
         values["kind"] = params["kind"]
+    elif "kind" in params:
+        notes.append(f"kind = {params['kind']} is neither count nor time: left out")
     if str(params.get("k", "")).isdigit() and int(params["k"]) >= 1:
-        values["k"] = int(params["k"])
+        values["k"] = min(K_MAX, int(params["k"]))
+        if int(params["k"]) > K_MAX:
+            notes.append(f"k = {params['k']} is more than {K_MAX}: k = {K_MAX} is used")
+    elif "k" in params:
+        notes.append(f"k = {params['k']} is not a whole number >= 1: left out")
     for field in ("window", "slide"):
         if params.get(field):
             values[field] = str(params[field])
-    if params.get("w"):
+    if "w" in params:
         try:
             weights = [float(w) for w in str(params["w"]).split(",")]
-            if len(weights) == len(profile.features):
-                values.update({weight_key(f): max(-1.0, min(1.0, w)) for f, w in zip(profile.features, weights)})
+            if len(weights) != len(profile.features) or not all(math.isfinite(w) for w in weights):
+                raise ValueError
+            values.update({weight_key(f): max(-1.0, min(1.0, w)) for f, w in zip(profile.features, weights)})
+            if any(abs(w) > 1 for w in weights):
+                notes.append(f"w = {params['w']} has weights outside [-1, 1]: brought to the nearest of -1 and 1")
         except ValueError:
-            pass
+            notes.append(f"w = {params['w']} is not {len(profile.features)} finite numbers "
+                         f"({', '.join(profile.features)}) separated by commas: left out")
     defaults = {info.name: info.defaults for info in engine.available()}
     for key, value in params.items():
         parts = key.split(".")
-        if len(parts) == 3 and parts[0] == "p" and parts[2] in defaults.get(parts[1], {}):
-            default = defaults[parts[1]][parts[2]]
-            try:
-                values[param_key(parts[1], parts[2])] = engine.base.coerce_param(parts[1], parts[2], default, value)
-            except ValueError:
-                pass
+        if len(parts) != 3 or parts[0] != "p":
+            continue
+        if parts[2] not in defaults.get(parts[1], {}):
+            notes.append(f"{key}: {parts[1]} has no parameter {parts[2]}: left out")
+            continue
+        try:
+            values[param_key(parts[1], parts[2])] = engine.base.coerce_param(parts[1], parts[2],
+                                                                            defaults[parts[1]][parts[2]], value)
+        except ValueError as exc:
+            notes.append(f"{key} = {value}: {exc}: left out")
     return values

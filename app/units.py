@@ -22,6 +22,14 @@ UNIT_NAMES = {"ms": "ms", "msec": "ms", "millisecond": "ms", "milliseconds": "ms
               "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
               "d": "d", "day": "d", "days": "d"}
 COUNT_SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000}
+MAX_LENGTH = 10**12
+"""Longest window or slide that can be typed (objects or time units: 31 years of ms): longer
+than any trace, and the page searches the window's divisors (``O(sqrt n)``) to suggest slides."""
+MAX_SLIDES_PER_WINDOW = 100_000
+"""Most slides a window may span (``C_nw = n / s``). The algorithms keep state per window an
+object belongs to (MinTopK a counter per window, PreTopK a heap per window) and a new view
+replays one window of slides: a slide typed in the wrong unit (``1`` ms for a ``7 d`` window,
+604,800,000 windows) would take the server's memory and time."""
 _NUMBER = r"([0-9][0-9_,]*(?:\.[0-9]+)?|\.[0-9]+)"
 
 
@@ -45,6 +53,8 @@ def parse_count(text: str, what: str = "value") -> int:
     value = float(match.group(1).replace(",", "").replace("_", "")) * COUNT_SUFFIX[match.group(2).lower()]
     if not value.is_integer() or value < 1:
         raise ValueError(f"{what} must be a whole number >= 1, got {text.strip()}")
+    if value > MAX_LENGTH:
+        raise ValueError(f"{what} must be at most {MAX_LENGTH:,} objects, got {text.strip()}")
     return int(value)
 
 
@@ -79,7 +89,24 @@ def parse_duration(text: str, t_unit: str, what: str = "value") -> int:
         raise ValueError(f'{what}: unknown unit "{match.group(2)}" (try {example_durations(t_unit)})')
     if not value.is_integer() or value < 1:
         raise ValueError(f"{what} must be a whole number of {unit_label(t_unit)} >= 1, got {clean}")
+    if value > MAX_LENGTH:
+        raise ValueError(f"{what} must be at most {MAX_LENGTH:,} {unit_label(t_unit)}, got {clean}")
     return int(value)
+
+
+def slides_per_window_problem(window: int, slide: int) -> str | None:
+    """Why ``window`` may not span that many slides of ``slide`` (more than
+    :data:`MAX_SLIDES_PER_WINDOW`), a message for the user; ``None`` when it may.
+
+    >>> slides_per_window_problem(604_800_000, 1)
+    'the window spans 604,800,000 slides, more than the 100,000 allowed: choose a longer slide'
+    >>> slides_per_window_problem(604_800_000, 86_400_000) is None
+    True
+    """
+    if window // slide <= MAX_SLIDES_PER_WINDOW:
+        return None
+    return (f"the window spans {window // slide:,} slides, more than the {MAX_SLIDES_PER_WINDOW:,} allowed: "
+            "choose a longer slide")
 
 
 def example_durations(t_unit: str) -> str:

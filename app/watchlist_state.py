@@ -58,7 +58,11 @@ def parse_query(kind: str, k: int, window: str, slide: str, weights: Sequence[fl
         n, s = units.parse_count(str(window), "window"), units.parse_count(str(slide), "slide")
     else:
         n, s = units.parse_duration(str(window), t_unit, "window"), units.parse_duration(str(slide), t_unit, "slide")
-    return engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind)
+    query = engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind)
+    problem = units.slides_per_window_problem(query.window, query.slide)
+    if problem is not None:
+        raise ValueError(problem)
+    return query
 
 
 def to_url(queries: Sequence[engine.Query]) -> str:
@@ -71,22 +75,40 @@ def to_url(queries: Sequence[engine.Query]) -> str:
                     for q in queries)
 
 
-def from_url(text: str, dimensions: int) -> list[engine.Query]:
-    """The queries of :func:`to_url`'s text; malformed ones (or of other dimensions) are skipped.
+def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list[engine.Query]:
+    """The queries of :func:`to_url`'s text (``""``: none); malformed ones (or of other dimensions, or spanning
+    more than :data:`app.units.MAX_SLIDES_PER_WINDOW` slides) are skipped, each with a line in
+    ``notes`` when it is given.
 
-    >>> [q.k for q in from_url("count:5:200:50:1,-0.5;time:3:10:5:1,1;bad;count:1:2:1:1", 2)]
+    >>> notes = []
+    >>> [q.k for q in from_url("count:5:200:50:1,-0.5;time:3:10:5:1,1;bad;count:1:2:1:1", 2, notes)]
     [5, 3]
+    >>> notes
+    ['query 3 (bad) is not kind:k:window:slide:weights', 'query 4 (count:1:2:1:1) has 1 weight(s), not 2']
     """
+    notes = [] if notes is None else notes
     out = []
-    for part in str(text).split(";"):
+    for number, part in enumerate(str(text).split(";") if text else [], 1):
         try:
             kind, k, window, slide, weights = part.split(":")
+        except ValueError:
+            notes.append(f"query {number} ({part}) is not kind:k:window:slide:weights")
+            continue
+        try:
             query = engine.Query(weights=[float(w) for w in weights.split(",")], k=int(k), window=int(window),
                                  slide=int(slide), kind=kind)
-        except ValueError:
+            if query.window > units.MAX_LENGTH:
+                raise ValueError(f"window must be at most {units.MAX_LENGTH:,}, got {query.window:,}")
+            problem = units.slides_per_window_problem(query.window, query.slide)
+            if problem is not None:
+                raise ValueError(problem)
+        except ValueError as exc:
+            notes.append(f"query {number} ({part}): {exc}")
             continue
-        if query.dimensions == dimensions:
-            out.append(query)
+        if query.dimensions != dimensions:
+            notes.append(f"query {number} ({part}) has {query.dimensions} weight(s), not {dimensions}")
+            continue
+        out.append(query)
     return out
 
 

@@ -461,11 +461,23 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `
                       for key, value in chosen.items() if key in catalogue[name].defaults})
     ss.query_for = trace.name
     if pending:
-        apply_values(live_state.from_url(pending, profile))
+        url_notes: list[str] = []
+        apply_values(live_state.from_url(pending, profile, url_notes))
         if pending.get("alg"):
-            ss.algorithms = [a for a in pending["alg"].split(",") if a in catalogue]
+            named = list(dict.fromkeys(pending["alg"].split(",")))
+            unknown = [a for a in named if a not in catalogue]
+            if unknown:
+                url_notes.append(f"alg: {', '.join(unknown)} left out (the algorithms of this dataset's stream: "
+                                 f"{', '.join(catalogue)})")
+            if len(unknown) < len(named):
+                ss.algorithms = [a for a in named if a in catalogue]
         if str(pending.get("speed", "")).isdigit() and int(pending["speed"]) in SPEEDS:
             ss.speed = int(pending["speed"])
+        elif "speed" in pending:
+            url_notes.append(f"speed = {pending['speed']} is not one of {', '.join(map(str, SPEEDS))}: left out")
+        if url_notes:
+            st.warning("This link's view is shown with changes: " + "; ".join(url_notes) + ".",
+                       icon=":material/link:")
 if "algorithms" not in ss or (ss.algorithms and not set(ss.algorithms) & set(catalogue)):
     ss.algorithms = [a for a in DEFAULT_ALGORITHMS[trace.stream] if a in catalogue]
 ss.algorithms = [a for a in ss.algorithms if a in catalogue]
@@ -490,7 +502,7 @@ with st.sidebar:
     st.subheader("Query")
     kind = st.radio("Window kind", ["count", "time"], horizontal=True, key="kind", on_change=switch_kind,
                     args=(profile,), help="count: the last n objects; time: the objects of the last n time units.")
-    k = st.number_input("k", min_value=1, max_value=1000, step=1, key="k", help="Objects in every answer.")
+    k = st.number_input("k", min_value=1, max_value=live_state.K_MAX, step=1, key="k", help="Objects in every answer.")
     unit_hint = "objects, e.g. 10,000 or 10k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
     window_len, slide_len, problems = live_state.lengths(widget_values, profile)
     st.text_input(f"Window ({unit_hint})", key="window", help="How much of the stream every answer covers.")
@@ -570,6 +582,16 @@ elif run is None or run.setup != setup:
     at = None
     if pending.get("at", "").isdigit():
         at = int(pending["at"])
+        last = engine.stream.slide_count(trace.t, setup.query) - 1
+        if at > last:
+            st.warning(f"This link shows slide {at:,}, but the trace ends at slide {last:,} for this query: "
+                       "its last slide is shown." if last >= 0 else
+                       f"This link shows slide {at:,}, but the trace holds no complete slide of this query.",
+                       icon=":material/link:")
+            at = last if last >= 0 else None
+    elif "at" in pending:
+        st.warning(f"This link's slide (at = {pending['at']}) is not a slide number: the first window is shown.",
+                   icon=":material/link:")
     try:
         run = ss.live_run = rebuild(None if ss.pop("restart", False) else run, trace, setup, at)
         ss.url_pending = {}

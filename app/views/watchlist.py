@@ -185,7 +185,11 @@ if trace.stream != "single":
 profile = presets.profile(trace.name, trace.family, trace.features, trace.t_unit)
 
 if watch is None or watch.trace.name != trace.name:
-    queries = from_url(pending["q"], len(trace.features)) if pending.get("q") else seed_queries(profile)
+    url_notes: list[str] = []
+    queries = from_url(pending["q"], len(trace.features), url_notes) if "q" in pending else seed_queries(profile)
+    if url_notes:
+        st.warning("This link's queries were read with changes, these left out: " + "; ".join(url_notes) + ".",
+                   icon=":material/link:")
     watch = ss.wl_watch = Watch(trace, queries)
     if str(pending.get("at", "")).isdigit():
         watch.advance(int(pending["at"]))

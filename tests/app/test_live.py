@@ -409,3 +409,40 @@ def test_no_run_link_where_no_run_replayed_the_query(app, demo_db):
     assert not app.get("page_link")
     app.selectbox(key="dataset").set_value(data.SYNTHETIC).run()
     assert not app.get("page_link")
+
+
+def test_a_link_with_values_the_page_cannot_take_says_what_it_changed(app):
+    app.query_params.update({"k": "5000", "w": "nan,1,1", "alg": "oracle,oracle,nope,mintopk", "speed": "7",
+                             "p.sao.bogus": "1"})
+    app.run()
+    assert app.number_input(key="k").value == 1000  # the input's largest k, not its smallest
+    assert app.multiselect(key="algorithms").value == ["oracle", "mintopk"]
+    assert_shows(app, expected(engine.Query(weights=DEFAULT.weights, k=1000, window=1000, slide=50), FIRST_WINDOW))
+    note = warnings(app)
+    assert "k = 5000 is more than 1000: k = 1000 is used" in note
+    assert "w = nan,1,1 is not 3 finite numbers (x_0, x_1, x_2)" in note
+    assert "alg: nope left out" in note
+    assert "speed = 7 is not one of" in note and "p.sao.bogus: sao has no parameter bogus" in note
+    assert app.query_params["k"] == "1000" and app.query_params["alg"] == "oracle,mintopk"
+
+
+def test_a_link_to_a_slide_past_the_end_shows_the_last_slide(app):
+    app.query_params["at"] = "999999999"
+    app.run()
+    last = len(SYNTHETIC) // DEFAULT.slide - 1
+    assert slide_shown(app) == last
+    assert_shows(app, expected(DEFAULT, last + 1))
+    assert f"the trace ends at slide {last}" in warnings(app)
+    assert app.query_params["at"] == str(last)
+
+
+def test_a_slide_far_too_short_for_its_window_is_refused_before_any_engine_is_built(app):
+    app.query_params.update({"window": "100000000000", "slide": "1"})  # MinTopK would allocate 1.46 TiB
+    app.run()
+    assert not app.exception, app.exception
+    assert "the window spans 100,000,000,000 slides, more than the 100,000 allowed" in app.error[-1].value
+    suggestions = [b.label for b in app.button if b.key and b.key.startswith("use_slide_")]
+    assert suggestions == ["Use 1,000,000", "Use 1,250,000"]  # the shortest valid slides
+    app.text_input(key="window").set_value("1,000,000,000,000,000").run()  # its divisors would take minutes
+    assert not app.exception
+    assert app.error[-1].value == "window must be at most 1,000,000,000,000 objects, got 1,000,000,000,000,000"

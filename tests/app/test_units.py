@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import engine
-from app import bench_view, charts, data, live_state, presets, session, tables, units
+from app import bench_view, charts, data, live_state, presets, session, tables, units, watchlist_state
 from engine import metrics
 
 from .conftest import oracle_answers
@@ -21,7 +21,8 @@ def answer(ids, scores) -> engine.Answer:
     return engine.Answer(np.asarray(ids, np.int64), np.asarray(scores, np.float64), np.asarray(ids, np.int64))
 
 
-@pytest.mark.parametrize("module", [bench_view, charts, data, live_state, presets, session, tables, units])
+@pytest.mark.parametrize("module", [bench_view, charts, data, live_state, presets, session, tables, units,
+                                    watchlist_state])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.failed == 0

@@ -220,3 +220,33 @@ def test_play_delivers_rows_and_pause_stops():
     assert app.button(key="wl_play").label == "Play"
     app.run()
     assert rows_delivered(app) >= played
+
+
+def test_a_link_leaves_out_bad_queries_and_says_which():
+    app = open_page(q="count:0:200:50:1,1,1;count:5:99999999999:1:1,1,1;count:4:300:60:1,0,-1;count:2:100:50:1,1")
+    assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
+    note = app.warning[0].value
+    assert "query 1 (count:0:200:50:1,1,1): k must be an integer >= 1, got 0" in note
+    assert "query 2 (count:5:99999999999:1:1,1,1): the window spans 99,999,999,999 slides" in note
+    assert "query 4 (count:2:100:50:1,1) has 2 weight(s), not 3" in note
+    app.button(key="wl_step").click().run()
+    app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app) == 1
+
+
+def test_a_link_to_an_empty_watch_list_opens_empty():
+    app = open_page(ds=data.SYNTHETIC, q="", at="0")
+    assert "watch list is empty" in app.info[-1].value and not app.dataframe
+    assert app.query_params["q"] == ""
+
+
+def test_a_slide_far_too_short_for_its_window_is_not_added():
+    app = open_page()
+    app.radio(key="wl_kind").set_value("time").run()
+    app.text_input(key="wl_window").set_value("100000000000")
+    app.text_input(key="wl_slide").set_value("1").run()
+    app.button(key="wl_add").click().run()  # the shared executor would allocate 745 GiB
+    assert not app.exception, app.exception
+    assert app.error[0].value == ("Not added: the window spans 100,000,000,000 slides, more than the 100,000 "
+                                  "allowed: choose a longer slide")
+    assert len(table(app)) == 3
