@@ -126,10 +126,13 @@ def query(db: Path, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
         # No replacement scans: a missing table must not resolve to a Python variable of that name.
         with duckdb.connect(str(db), read_only=True, config={"python_enable_replacements": False}) as con:
             return con.execute(sql, list(params)).df()
-    except duckdb.CatalogException as exc:
+    except (duckdb.CatalogException, duckdb.BinderException) as exc:  # a table or a column is missing
         raise MissingData(f"The database `{db}` is not filled in yet ({exc.args[0].splitlines()[0]}). "
                           f"{INGEST_HINT}") from None
     except duckdb.IOException as exc:
+        if "not a valid DuckDB database file" in str(exc):
+            raise MissingData(f"`{db}` is not a DuckDB database (an empty or foreign file). Move it away and "
+                              f"run `make run`, or point `--db` or `TOPK_DB` at the database it writes.") from None
         raise MissingData(f"Cannot open the database `{db}` (a pipeline may be writing to it; "
                           f"reload in a moment): {exc}") from None
 

@@ -25,4 +25,7 @@ page = st.navigation([
 st.html("<style>[data-testid='stMetricValue'] {font-size: 1.45rem;} "  # tiles fit four metrics per card
         "[data-testid='stMetricLabel'] p {font-size: 0.8rem;}</style>")
 st.sidebar.caption(f"Database: `{data.db_path()}`")
-page.run()
+try:
+    page.run()
+except data.MissingData as missing:  # a table, column or file a page reads is not there (yet)
+    st.info(str(missing))

@@ -39,6 +39,31 @@ def test_runs_with_a_database_but_no_run(app, missing_db):
     assert "No pipeline runs" in app.info[0].value
 
 
+def test_runs_of_a_database_missing_tables_and_columns_say_so(app, missing_db):
+    """A database of an older layout: ``runs`` without ``config``, no ``slide_metrics`` table."""
+    with duckdb.connect(str(missing_db)) as con:
+        con.execute("CREATE TABLE runs(run_id VARCHAR, dataset VARCHAR, started_at TIMESTAMP, finished_at TIMESTAMP, "
+                    "status VARCHAR, shards INTEGER, spark_master VARCHAR)")
+        con.execute("CREATE TABLE queries(run_id VARCHAR, query_id INTEGER, weights JSON, k INTEGER, "
+                    "\"window\" BIGINT, slide BIGINT, kind VARCHAR)")
+        con.execute("INSERT INTO runs VALUES ('r1', 'spy', now(), NULL, 'running', 1, 'local[2]')")
+        con.execute("INSERT INTO queries VALUES ('r1', 0, '[1, 0, 0]', 10, 1000, 100, 'count')")
+    app.run()
+    app.switch_page("views/runs.py").run()
+    assert not app.exception, app.exception
+    assert "is not filled in yet" in app.info[-1].value and "slide_metrics" in app.info[-1].value
+
+
+def test_an_empty_file_in_place_of_the_database_is_named(app, missing_db):
+    missing_db.touch()
+    app.run()
+    assert not app.exception
+    assert f"`{missing_db}` is not a DuckDB database" in app.info[0].value
+    assert "may be writing" not in app.info[0].value  # reloading would not help
+    app.switch_page("views/runs.py").run()
+    assert not app.exception and "is not a DuckDB database" in app.info[0].value
+
+
 def test_runs_scrub_to_a_slide_and_mark_disagreements(app, filled_db, trace):
     exact = oracle_answers(trace.arrays, RUN_QUERY)
     app.run()
