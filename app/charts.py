@@ -147,7 +147,8 @@ METRICS: dict[str, tuple[str, str]] = {
                          "t, pointer); measured = real size of the algorithm's structures in Python"),
     "ms": ("Time per slide (ms)", "wall-clock milliseconds to process one slide and produce its answer"),
 }
-AXIS_TITLES = {"precision": "precision (share of the exact ids)", "error": "score error (relative)",
+AXIS_TITLES = {"precision": "precision (share of the exact ids)",
+               "error": "score error (relative; absolute on attribute streams)",
                "candidates": "candidates (objects)", "retained": "retained (objects)",
                "ms": "time per slide (ms)"}
 """Axis titles with their unit, per metric."""

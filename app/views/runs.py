@@ -15,10 +15,10 @@ import pandas as pd
 import streamlit as st
 
 from engine import Answer
-from app import charts, data, presets, tables, units
+from app import charts, data, presets, session, tables, units
 
 CHART_SLIDES = 1000  # most slides drawn per chart; longer runs are thinned evenly
-REFERENCE = "oracle"
+REFERENCES = tuple(session.REFERENCES.values())  # the exact algorithm of each kind of stream
 
 
 def weights_of(row: pd.Series) -> list[float]:
@@ -63,7 +63,7 @@ def summary(metrics: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({
         "slides": grouped.slide.count(),
         "precision": grouped.precision.mean().round(4),
-        "relative score error": grouped.error.mean(),
+        "score error": grouped.error.mean(),
         "candidates": grouped.candidates.mean().round(1),
         "memory (modelled, peak)": grouped.bytes.max().map(units.format_bytes),
         "ms / slide": grouped.ms.mean().round(3),
@@ -139,8 +139,9 @@ if len(end):
 st.query_params.from_dict({"run": run_id, "query": str(query_id), "slide": str(slide)})
 
 answers = data.answers_at(db, run_id, query_id, slide)
-algorithms = sorted(metrics.algorithm.unique(), key=lambda a: (a != REFERENCE, a))
-exact = as_answer(answers[answers.algorithm == REFERENCE]) if REFERENCE in algorithms else None
+reference = next((name for name in REFERENCES if name in set(metrics.algorithm)), None)
+algorithms = sorted(metrics.algorithm.unique(), key=lambda a: (a != reference, a))
+exact = as_answer(answers[answers.algorithm == reference]) if reference is not None else None
 if exact is None:
     st.caption("This run has no oracle answers, so disagreements are not marked "
                "(precision and error below were measured by the pipeline).")
@@ -166,10 +167,18 @@ for i, name in enumerate(algorithms):
         c.metric("ms / slide", f"{row.seconds * 1e3:.2f}", help=charts.METRICS["ms"][1] + " (slowest shard)")
         d.metric("candidates", f"{int(row.candidates):,}", help=charts.METRICS["candidates"][1])
 
-shown = {name: as_answer(answers[answers.algorithm == name]) for name in algorithms if name != REFERENCE}
+shown = {name: as_answer(answers[answers.algorithm == name]) for name in algorithms if name != reference}
 time_of = None
 if trace is not None and trace.t_unit in units.MS_PER and exact is not None:
-    rows_of = pd.Index(trace.ids).get_indexer(exact.ids)  # stored answers keep ids, not seq
+    # Stored answers keep ids, not seq: an object's row is its last one before the slide's end (an
+    # attribute stream has a row per value of an object).
+    before = len(trace) if not len(end) else int(end.iloc[0]) if query.kind == "count" else \
+        int(np.searchsorted(trace.t, int(end.iloc[0]), side="left"))
+    ids = pd.Index(trace.ids[:before])
+    rows = pd.Series(np.arange(len(ids)), index=ids)
+    if not ids.is_unique:
+        rows = rows[~ids.duplicated(keep="last")]
+    rows_of = rows.reindex(exact.ids).fillna(-1).to_numpy(np.int64)
     days = len(trace) > 0 and units.spans_days(int(trace.t[0]), int(trace.t[-1]), trace.t_unit)
     times = {int(i): units.time_texts(trace.t[[r]], trace.t_unit, tz, days)[0] if r >= 0 else "–"
              for i, r in zip(exact.ids, rows_of)}

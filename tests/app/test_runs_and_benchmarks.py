@@ -11,7 +11,7 @@ import pandas as pd
 
 from app import bench_view, data
 
-from .conftest import DEMO_RUN, OTHER_RUN, RUN_QUERY, oracle_answers
+from .conftest import DEMO_RUN, OTHER_RUN, RUN_QUERY, WORLDCUP_QUERY, oracle_answers, worldcup_trace
 
 
 def chart_titles(at) -> list[str]:
@@ -91,6 +91,27 @@ def test_runs_scrub_to_a_slide_and_mark_disagreements(app, filled_db, trace):
     assert {"Candidates", "Retained objects", "Time per slide (ms)"} <= set(titles)
     rule = json.loads(app.get("vega_lite_chart")[0].proto.spec)["layer"][1]
     assert rule["mark"]["type"] == "rule"
+
+
+def test_a_run_over_an_attribute_stream_is_compared_with_its_exact_reference(app, worldcup_db):
+    """The World Cup runs' exact algorithm is oracle-incomplete, not the oracle; an object has a row per value."""
+    trace = worldcup_trace()
+    app.run()
+    app.switch_page("views/runs.py").run()
+    app.slider(key="run_slide").set_value(40).run()
+    assert not app.exception, app.exception
+    assert not any("no oracle answers" in c.value for c in app.caption)
+    exact = oracle_answers(trace.arrays, WORLDCUP_QUERY)[40]
+    frame = app.table[0].value
+    assert frame["exact id"].astype(np.int64).tolist() == exact.ids.tolist()
+    np.testing.assert_allclose(frame["exact score"].to_numpy(float), exact.scores, rtol=1e-12)
+    end = (40 + 1) * WORLDCUP_QUERY.slide
+    last_row = {int(i): row for row, i in enumerate(trace.ids[:end])}  # each object's last value so far
+    assert frame["time"].tolist() == [
+        pd.Timestamp(int(trace.t[last_row[int(i)]]), unit="ms", tz="UTC").tz_convert("Europe/Paris")
+        .strftime("%H:%M:%S.%f")[:-3] for i in exact.ids]
+    assert [m.value for m in app.markdown if m.value.startswith("**")][:2] == ["**oracle-incomplete**", "**approx**"]
+    assert "approx" in frame.columns and "oracle-incomplete" not in frame.columns
 
 
 def test_runs_list_snapshots_compare_and_download(app, filled_db):
