@@ -264,6 +264,12 @@ class LiveRun:
             return max(0, self.end - q.window), self.rows
         return int(np.searchsorted(self.trace.t, self.end - q.window, side="left")), self.rows
 
+    def window_objects(self) -> int:
+        """Objects in the current window: its rows, or on attribute streams (a row per value) its
+        distinct ids (``O(window log window)``)."""
+        lo, hi = self.window_rows()
+        return len(np.unique(self.trace.ids[lo:hi])) if self.trace.stream == "incomplete" else hi - lo
+
     def window_frame(self, limit: int) -> pd.DataFrame:
         """Objects of the current window (``seq, t, score``), thinned evenly to at most ``limit``.
 

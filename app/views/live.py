@@ -264,8 +264,9 @@ def status(run: LiveRun, profile: presets.Profile) -> str:
                f"{units.format_time(last, trace.t_unit, profile.tz)}" if first is not None else "empty window"
     else:
         span = f"window t {first:,} → {last:,}" if first is not None else "empty window"
-    return (f"Slide {run.current:,} · {span} · {hi - lo:,} objects in the window · "
-            f"{run.rows:,} of {len(trace):,} rows replayed")
+    held = f"{hi - lo:,} tuples of {run.window_objects():,} objects" if trace.stream == "incomplete" else \
+        f"{hi - lo:,} objects"
+    return f"Slide {run.current:,} · {span} · {held} in the window · {run.rows:,} of {len(trace):,} rows replayed"
 
 
 def tiles(run: LiveRun) -> None:
@@ -296,11 +297,10 @@ def tiles(run: LiveRun) -> None:
 
 
 def window_warnings(run: LiveRun) -> None:
-    lo, hi = run.window_rows()
-    k = run.setup.query.k
-    if run.current is not None and hi - lo < k:
-        st.warning(f"The current window holds only {hi - lo} object(s), fewer than k = {k}: every answer has "
-                   f"{hi - lo} row(s). Choose a longer window or a smaller k.", icon=":material/warning:")
+    held, k = run.window_objects(), run.setup.query.k
+    if run.current is not None and held < k:
+        st.warning(f"The current window holds only {held} object(s), fewer than k = {k}: every answer has "
+                   f"{held} row(s). Choose a longer window or a smaller k.", icon=":material/warning:")
 
 
 def metric_chart(field: str, chart) -> None:

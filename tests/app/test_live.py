@@ -446,3 +446,15 @@ def test_a_slide_far_too_short_for_its_window_is_refused_before_any_engine_is_bu
     app.text_input(key="window").set_value("1,000,000,000,000,000").run()  # its divisors would take minutes
     assert not app.exception
     assert app.error[-1].value == "window must be at most 1,000,000,000,000 objects, got 1,000,000,000,000,000"
+
+
+def test_an_attribute_window_counts_its_objects_not_its_tuples(app):
+    """A row of an attribute stream is one value of an object: 12 rows may hold fewer than k = 10 objects."""
+    app.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "window": "12", "slide": "6", "k": "10"})
+    app.run()
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=12, slide=6)
+    answer = expected(query, query.windows_per_object, data.synthetic_attributes())
+    assert len(answer) < 10
+    assert comparison(app)[tables.EXACT_ID].astype(np.int64).tolist() == answer.ids.tolist()
+    assert f"holds only {len(answer)} object(s), fewer than k = 10" in warnings(app)
+    assert f"· 12 tuples of {len(answer)} objects in the window ·" in app.get("progress")[0].proto.text
