@@ -84,7 +84,7 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
     >>> [q.k for q in from_url("count:5:200:50:1,-0.5;time:3:10:5:1,1;bad;count:1:2:1:1", 2, notes)]
     [5, 3]
     >>> notes
-    ['query 3 (bad) is not kind:k:window:slide:weights', 'query 4 (count:1:2:1:1) has 1 weight(s), not 2']
+    ['query 3 (bad) left out: not kind:k:window:slide:weights', 'query 4 (count:1:2:1:1) left out: 1 weight(s), not 2']
     """
     notes = [] if notes is None else notes
     out = []
@@ -92,7 +92,7 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
         try:
             kind, k, window, slide, weights = part.split(":")
         except ValueError:
-            notes.append(f"query {number} ({part}) is not kind:k:window:slide:weights")
+            notes.append(f"query {number} ({part}) left out: not kind:k:window:slide:weights")
             continue
         try:
             query = engine.Query(weights=[float(w) for w in weights.split(",")], k=int(k), window=int(window),
@@ -103,10 +103,10 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
             if problem is not None:
                 raise ValueError(problem)
         except ValueError as exc:
-            notes.append(f"query {number} ({part}): {exc}")
+            notes.append(f"query {number} ({part}) left out: {exc}")
             continue
         if query.dimensions != dimensions:
-            notes.append(f"query {number} ({part}) has {query.dimensions} weight(s), not {dimensions}")
+            notes.append(f"query {number} ({part}) left out: {query.dimensions} weight(s), not {dimensions}")
             continue
         out.append(query)
     return out

@@ -462,6 +462,8 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `
     ss.query_for = trace.name
     if pending:
         url_notes: list[str] = []
+        if pending.get("ds") not in (None, trace.name):
+            url_notes.append(f"its dataset `{pending['ds']}` is not in `{db}`: `{trace.name}` is shown")
         apply_values(live_state.from_url(pending, profile, url_notes))
         if pending.get("alg"):
             named = list(dict.fromkeys(pending["alg"].split(",")))

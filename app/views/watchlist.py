@@ -186,10 +186,11 @@ profile = presets.profile(trace.name, trace.family, trace.features, trace.t_unit
 
 if watch is None or watch.trace.name != trace.name:
     url_notes: list[str] = []
+    if pending.get("ds") not in (None, trace.name):
+        url_notes.append(f"its dataset `{pending['ds']}` is not in `{db}`: `{trace.name}` is shown")
     queries = from_url(pending["q"], len(trace.features), url_notes) if "q" in pending else seed_queries(profile)
     if url_notes:
-        st.warning("This link's queries were read with changes, these left out: " + "; ".join(url_notes) + ".",
-                   icon=":material/link:")
+        st.warning("This link's view is shown with changes: " + "; ".join(url_notes) + ".", icon=":material/link:")
     watch = ss.wl_watch = Watch(trace, queries)
     if str(pending.get("at", "")).isdigit():
         watch.advance(int(pending["at"]))

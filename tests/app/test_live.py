@@ -412,8 +412,8 @@ def test_no_run_link_where_no_run_replayed_the_query(app, demo_db):
 
 
 def test_a_link_with_values_the_page_cannot_take_says_what_it_changed(app):
-    app.query_params.update({"k": "5000", "w": "nan,1,1", "alg": "oracle,oracle,nope,mintopk", "speed": "7",
-                             "p.sao.bogus": "1"})
+    app.query_params.update({"ds": "worldcup", "k": "5000", "w": "nan,1,1", "alg": "oracle,oracle,nope,mintopk",
+                             "speed": "7", "p.sao.bogus": "1"})
     app.run()
     assert app.number_input(key="k").value == 1000  # the input's largest k, not its smallest
     assert app.multiselect(key="algorithms").value == ["oracle", "mintopk"]
@@ -423,6 +423,7 @@ def test_a_link_with_values_the_page_cannot_take_says_what_it_changed(app):
     assert "w = nan,1,1 is not 3 finite numbers (x_0, x_1, x_2)" in note
     assert "alg: nope left out" in note
     assert "speed = 7 is not one of" in note and "p.sao.bogus: sao has no parameter bogus" in note
+    assert f"its dataset `worldcup` is not in `{data.db_path()}`: `{data.SYNTHETIC}` is shown" in note
     assert app.query_params["k"] == "1000" and app.query_params["alg"] == "oracle,mintopk"
 
 

@@ -8,10 +8,11 @@ import duckdb
 import numpy as np
 
 import pandas as pd
+from streamlit.testing.v1 import AppTest
 
 from app import bench_view, data
 
-from .conftest import DEMO_RUN, OTHER_RUN, RUN_QUERY, WORLDCUP_QUERY, oracle_answers, worldcup_trace
+from .conftest import ENTRY, DEMO_RUN, OTHER_RUN, RUN_QUERY, WORLDCUP_QUERY, oracle_answers, worldcup_trace
 
 
 def chart_titles(at) -> list[str]:
@@ -215,6 +216,23 @@ def test_runs_url_picks_the_run_and_scores_carry_their_unit(app, demo_db):
     assert app.selectbox(key="run_id").value == OTHER_RUN
     styler = app.table[0].proto.arrow_data.styler
     assert b" mph" in styler.display_values  # the taxi speed query's scores (Arrow bytes)
+
+
+def test_a_runs_link_to_what_is_not_there_says_what_is_shown_instead(app, demo_db):
+    for params, shown, note in [
+            ({"run": "nope"}, (DEMO_RUN, 0, 23), "This link's run `nope` is not in"),
+            ({"run": DEMO_RUN, "query": "7"}, (DEMO_RUN, 0, 23), f"query #7 is not one of run `{DEMO_RUN}`'s"),
+            ({"run": DEMO_RUN, "query": "0", "slide": "999999"}, (DEMO_RUN, 0, 23),
+             "slide 999999 is not one of this query's (0 to 23)"),
+            ({"run": OTHER_RUN, "query": "0", "slide": "5"}, (OTHER_RUN, 0, 5), None)]:
+        page = AppTest.from_file(ENTRY, default_timeout=60)
+        page.switch_page("views/runs.py")
+        page.query_params.update(params)
+        page.run()
+        assert not page.exception
+        assert (page.query_params["run"], int(page.query_params["query"]), int(page.query_params["slide"])) == shown
+        warned = " | ".join(w.value for w in page.warning)
+        assert note in warned if note else not warned, warned
 
 
 def test_the_report_can_be_read_on_the_page(app):

@@ -226,12 +226,18 @@ def test_a_link_leaves_out_bad_queries_and_says_which():
     app = open_page(q="count:0:200:50:1,1,1;count:5:99999999999:1:1,1,1;count:4:300:60:1,0,-1;count:2:100:50:1,1")
     assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
     note = app.warning[0].value
-    assert "query 1 (count:0:200:50:1,1,1): k must be an integer >= 1, got 0" in note
-    assert "query 2 (count:5:99999999999:1:1,1,1): the window spans 99,999,999,999 slides" in note
-    assert "query 4 (count:2:100:50:1,1) has 2 weight(s), not 3" in note
+    assert "query 1 (count:0:200:50:1,1,1) left out: k must be an integer >= 1, got 0" in note
+    assert "query 2 (count:5:99999999999:1:1,1,1) left out: the window spans 99,999,999,999 slides" in note
+    assert "query 4 (count:2:100:50:1,1) left out: 2 weight(s), not 3" in note
     app.button(key="wl_step").click().run()
     app.button(key="wl_step").click().run()
     assert assert_rows_equal_the_oracle(app) == 1
+
+
+def test_a_link_to_a_dataset_not_in_the_database_says_so():
+    app = open_page(ds="worldcup", q="count:4:300:60:1,0,-1")
+    assert "its dataset `worldcup` is not in" in app.warning[0].value
+    assert app.query_params["ds"] == data.SYNTHETIC and [q.k for q in url_queries(app)] == [4]
 
 
 def test_a_link_to_an_empty_watch_list_opens_empty():
