@@ -320,7 +320,7 @@ class Watch:
         result = self.shared.topk(handle)
         return None if result is None else result.answer
 
-    def table(self, end_text: Callable[[int], str] = str) -> pd.DataFrame:
+    def table(self, end_text: Callable[[int, str], str] = lambda end, kind: str(end)) -> pd.DataFrame:
         """One row per query: its parameters, the row its windows start at, its latest slide (numbered from
         its first boundary) and end, the answer in short, the candidates of its MinTopK alone, and whether
         that MinTopK's answer is the same."""
@@ -339,7 +339,7 @@ class Watch:
                          f"{typed(q.window, q.kind, t_unit)} / {typed(q.slide, q.kind, t_unit)} {q.kind}",
                 "from row": watched.since,
                 "slide": None if result is None else result.slide,
-                "end": "–" if result is None else end_text(result.end),
+                "end": "–" if result is None else end_text(result.end, q.kind),
                 "top ids": " ".join(str(i) for i in ids[:SHOWN_IDS]) + more,
                 "scores": " ".join(f"{s:.4g}" for s in scores[:SHOWN_IDS]) + more,
                 "alone": int(alone.engine.stats()["candidates"]),

@@ -126,7 +126,14 @@ def render(watch: Watch, profile: presets.Profile) -> None:
     if not watch.watched:
         st.info("The watch list is empty: add a query in the sidebar.")
         return
-    end_text = (lambda end: units.format_time(end, trace.t_unit, profile.tz)) if profile.timed else str
+
+    def end_text(end: int, kind: str) -> str:
+        """A time boundary as a time; a count boundary as a row, with that row's time on a clock."""
+        if kind == "time":
+            return units.format_time(end, trace.t_unit, profile.tz) if profile.timed else str(end)
+        at = f" ({units.format_time(int(trace.t[end - 1]), trace.t_unit, profile.tz)})" if profile.timed else ""
+        return f"row {end:,}{at}"
+
     st.markdown("**One row per query**: its latest answer (slide numbers count from the first boundary after the "
                 "query was added; *end* is that slide's boundary), the candidates one MinTopK would keep for it "
                 "alone, and ✓ where the shared answer equals that MinTopK's.")
@@ -135,7 +142,8 @@ def render(watch: Watch, profile: presets.Profile) -> None:
         "query": st.column_config.TextColumn(width="medium", help="weights · k · window / slide, kind"),
         "from row": st.column_config.NumberColumn(width=70, help="first row its windows hold"),
         "slide": st.column_config.NumberColumn(width=55, help="its latest slide, numbered from its first boundary"),
-        "end": st.column_config.TextColumn(width="small", help="that slide's boundary"),
+        "end": st.column_config.TextColumn(width="small", help="that slide's boundary: a time, or for a count "
+                                           "window the row it ends before (with the time of the row before it)"),
         "top ids": st.column_config.TextColumn(width="medium", help="ids of the answer, best first"),
         "scores": st.column_config.TextColumn(width="medium", help="their scores (4 significant digits)"),
         "alone": st.column_config.NumberColumn(width=55, help="candidates one MinTopK keeps for this query alone"),

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app import data
+from app import data, units
 from app.watchlist_state import Watch
 
 from .conftest import ENTRY
@@ -151,7 +151,14 @@ def test_an_ingested_dataset_with_a_clock(filled_db, trace):
     for _ in range(4):
         app.button(key="wl_step").click().run()
     assert assert_rows_equal_the_oracle(app, trace=trace) == len(url_queries(app)) >= 2
-    assert table(app)["end"].str.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}").all()  # a date-time
+    frame, when = table(app), r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}"  # a date-time
+    timed = frame["query"].str.endswith("time")
+    assert timed.any() and (~timed).any()
+    assert frame.loc[timed, "end"].str.fullmatch(rf"{when} \w+").all()
+    for query, end in zip(url_queries(app), frame["end"]):  # a count boundary is a row, not a time
+        if query.kind == "count":
+            row = rows_delivered(app) // query.slide * query.slide
+            assert end == f"row {row:,} ({units.format_time(int(trace.t[row - 1]), 'ms', None)})"
 
 
 def test_the_watch_list_survives_a_visit_to_another_page():
