@@ -464,7 +464,12 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `
         url_notes: list[str] = []
         if pending.get("ds") not in (None, trace.name):
             url_notes.append(f"its dataset `{pending['ds']}` is not in `{db}`: `{trace.name}` is shown")
-        apply_values(live_state.from_url(pending, profile, url_notes))
+        from_link = live_state.from_url(pending, profile, url_notes)
+        apply_values(from_link)
+        if trace.stream == "incomplete" and any(from_link.get(live_state.weight_key(f), 0.0) < 0
+                                                for f in trace.features):
+            url_notes.append(f"w = {pending['w']} has negative weights, which an attribute stream's monotone "
+                             "scores cannot take: they became 0")
         if pending.get("alg"):
             named = list(dict.fromkeys(pending["alg"].split(",")))
             unknown = [a for a in named if a not in catalogue]

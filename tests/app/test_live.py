@@ -427,6 +427,16 @@ def test_a_link_with_values_the_page_cannot_take_says_what_it_changed(app):
     assert app.query_params["k"] == "1000" and app.query_params["alg"] == "oracle,mintopk"
 
 
+def test_a_link_with_negative_weights_on_an_attribute_stream_says_they_became_0(app):
+    app.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "w": "-1,1,0.5"})
+    app.run()
+    assert [app.slider(key=f"w_stream_{i}").value for i in range(3)] == [0.0, 1.0, 0.5]
+    query = engine.Query(weights=[0.0, 1.0, 0.5], k=10, window=1000, slide=50)
+    answer = expected(query, query.windows_per_object, data.synthetic_attributes())
+    assert comparison(app)[tables.EXACT_ID].astype(np.int64).tolist() == answer.ids.tolist()
+    assert "w = -1,1,0.5 has negative weights" in warnings(app) and "they became 0" in warnings(app)
+
+
 def test_a_link_to_a_slide_past_the_end_shows_the_last_slide(app):
     app.query_params["at"] = "999999999"
     app.run()
