@@ -223,7 +223,10 @@ with st.sidebar:
             handle = watch.add(query)
             ss.wl_note = (f"Query #{handle} added at row {watch.rows:,}; it answers from its next slide boundary"
                           + (f", its windows holding the objects from row {watch.watched[handle].since:,} on."
-                             if watch.watched[handle].since else ", over whole windows."))
+                             if watch.watched[handle].since else ", over whole windows.")
+                          + (f" Its k = {query.k} is larger than its window of {query.window:,} objects: its answers "
+                             f"hold at most {query.window:,}." if query.kind == "count" and query.k > query.window
+                             else ""))
         except ValueError as exc:
             st.error(f"Not added: {exc}", icon=":material/error:")
 

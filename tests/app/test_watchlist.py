@@ -253,6 +253,18 @@ def test_a_link_to_an_empty_watch_list_opens_empty():
     assert app.query_params["q"] == ""
 
 
+def test_a_query_whose_k_exceeds_its_window_is_added_with_a_word():
+    app = open_page()
+    add_query(app, "count", 500, "100", "50", [1.0, 0.0, 0.0])
+    assert any("k = 500 is larger than its window of 100 objects" in c.value for c in app.caption)
+    for _ in range(2):
+        app.button(key="wl_step").click().run()
+    row = table(app).iloc[-1]
+    answer = oracle_answer(engine.Query([1.0, 0.0, 0.0], k=500, window=100, slide=50), rows_delivered(app))
+    assert len(answer) == 100  # the whole window
+    assert row["top ids"] == " ".join(str(i) for i in answer.ids[:10]) + " … (+90)" and row["= MinTopK"] == "✓"
+
+
 def test_a_slide_far_too_short_for_its_window_is_not_added():
     app = open_page()
     app.radio(key="wl_kind").set_value("time").run()
