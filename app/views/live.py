@@ -545,9 +545,10 @@ with st.sidebar:
                 try:  # constructing an engine is cheap and checks the parameters the way playback would
                     engine.create(name, candidate or engine.Query(weights=weights or [1.0], k=1, window=1, slide=1),
                                   **params[name])
-                except ValueError as exc:
-                    param_problems[name] = str(exc)
-                    st.error(f"{exc}. Default: {catalogue[name].defaults}", icon=":material/error:")
+                except (ValueError, MemoryError) as exc:  # MemoryError: parameters sizing arrays beyond the machine
+                    param_problems[name] = str(exc) if isinstance(exc, ValueError) else \
+                        f"{name}: these parameters need more memory than the server has ({exc})"
+                    st.error(f"{param_problems[name]}. Default: {catalogue[name].defaults}", icon=":material/error:")
                 failed = ss.get("engine_error")
                 if name not in param_problems and failed and failed[0][0] == name and candidate is not None \
                         and failed[0][1] == Setup(dataset, candidate, tuple(algorithms), params):
@@ -602,7 +603,7 @@ elif run is None or run.setup != setup:
     try:
         run = ss.live_run = rebuild(None if ss.pop("restart", False) else run, trace, setup, at)
         ss.url_pending = {}
-    except ValueError as exc:  # an engine refused its parameters, the query or the data
+    except (ValueError, MemoryError) as exc:  # an engine refused its parameters, the query or the data
         culprit = next((name for name in setup.algorithms if str(exc).startswith(f"{name}:")), None)
         if culprit is not None and ss.get("engine_error", (None,))[0] != (culprit, setup):
             ss.engine_error = ((culprit, setup), str(exc))  # shown next to its parameters

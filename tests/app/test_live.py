@@ -469,3 +469,15 @@ def test_an_attribute_window_counts_its_objects_not_its_tuples(app):
     assert comparison(app)[tables.EXACT_ID].astype(np.int64).tolist() == answer.ids.tolist()
     assert f"holds only {len(answer)} object(s), fewer than k = 10" in warnings(app)
     assert f"· 12 tuples of {len(answer)} objects in the window ·" in app.get("progress")[0].proto.text
+
+
+def test_a_parameter_sizing_arrays_beyond_the_machine_is_shown_next_to_it(app):
+    app.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "alg": "oracle-incomplete,approx",
+                             "p.approx.bitmaps": "1000000000"})  # 715 GiB of bitmaps
+    app.run()
+    assert not app.exception, app.exception
+    assert any(e.value.startswith("approx: these parameters need more memory than the server has")
+               for e in app.error)
+    app.number_input(key="param_approx_bitmaps").set_value(64).run()
+    assert not app.exception and not app.error
+    assert len(comparison(app)) == 10
