@@ -197,11 +197,15 @@ if watch is None or watch.trace.name != trace.name:
     if pending.get("ds") not in (None, trace.name):
         url_notes.append(f"its dataset `{pending['ds']}` is not in `{db}`: `{trace.name}` is shown")
     queries = from_url(pending["q"], len(trace.features), url_notes) if "q" in pending else seed_queries(profile)
-    if url_notes:
-        st.warning("This link's view is shown with changes: " + "; ".join(url_notes) + ".", icon=":material/link:")
     watch = ss.wl_watch = Watch(trace, queries)
     if str(pending.get("at", "")).isdigit():
         watch.advance(int(pending["at"]))
+        if int(pending["at"]) > len(trace):
+            url_notes.append(f"row {int(pending['at']):,} is past the trace's {len(trace):,} rows: its end is shown")
+    elif "at" in pending:
+        url_notes.append(f"at = {pending['at']} is not a number of rows: the start is shown")
+    if url_notes:
+        st.warning("This link's view is shown with changes: " + "; ".join(url_notes) + ".", icon=":material/link:")
     ss.wl_url = {}
     ss.wl_playing = False
     form_defaults(profile)
