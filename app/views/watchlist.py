@@ -5,7 +5,8 @@ The queries (each with its own weights, k, window, slide and kind) go through on
 running. One MinTopK per query runs beside it as the unshared reference: the table checks
 every answer against it and the tiles compare what both hold. Playback runs in a fragment
 (``st.fragment(run_every=...)``) like the Live page's. The dataset, the queries and the
-position live in the URL (``ds``, ``q``, ``at``).
+position live in the URL (``ds``, ``q``, ``at``); a link's query or value the page cannot take
+is named in a warning.
 """
 
 from __future__ import annotations
