@@ -184,7 +184,7 @@ def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | Non
         values["kind"] = params["kind"]
     elif "kind" in params:
         notes.append(f"kind = {params['kind']} is neither count nor time: left out")
-    if str(params.get("k", "")).isdigit() and int(params["k"]) >= 1:
+    if str(params.get("k", "")).isdecimal() and int(params["k"]) >= 1:
         values["k"] = min(K_MAX, int(params["k"]))
         if int(params["k"]) > K_MAX:
             notes.append(f"k = {params['k']} is more than {K_MAX}: k = {K_MAX} is used")

@@ -479,7 +479,7 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `
                                  f"{', '.join(catalogue)})")
             if len(unknown) < len(named):
                 ss.algorithms = [a for a in named if a in catalogue]
-        if str(pending.get("speed", "")).isdigit() and int(pending["speed"]) in SPEEDS:
+        if str(pending.get("speed", "")).isdecimal() and int(pending["speed"]) in SPEEDS:
             ss.speed = int(pending["speed"])
         elif "speed" in pending:
             url_notes.append(f"speed = {pending['speed']} is not one of {', '.join(map(str, SPEEDS))}: left out")
@@ -589,7 +589,7 @@ if setup is None:
                "the sidebar).", icon=":material/edit_note:")
 elif run is None or run.setup != setup:
     at = None
-    if pending.get("at", "").isdigit():
+    if pending.get("at", "").isdecimal():
         at = int(pending["at"])
         last = engine.stream.slide_count(trace.t, setup.query) - 1
         if at > last:

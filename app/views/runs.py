@@ -102,7 +102,7 @@ if queries.empty:
 query_labels = {int(r.query_id): describe(r, info["features"], info["t_unit"], info["family"])
                 for _, r in queries.iterrows()}
 if "query_id" not in st.session_state and "query" in st.query_params:
-    if str(st.query_params["query"]).isdigit() and int(st.query_params["query"]) in query_labels:
+    if str(st.query_params["query"]).isdecimal() and int(st.query_params["query"]) in query_labels:
         st.session_state.query_id = int(st.query_params["query"])
     else:
         st.warning(f"This link's query #{st.query_params['query']} is not one of run `{run_id}`'s: its first "
@@ -122,9 +122,9 @@ if metrics.empty:
 first, last = int(metrics.slide.min()), int(metrics.slide.max())
 if "run_slide" not in st.session_state:
     wanted = st.query_params.get("slide", "")
-    st.session_state.run_slide = int(wanted) if str(wanted).isdigit() else last
+    st.session_state.run_slide = int(wanted) if str(wanted).isdecimal() else last
     if "run" in st.query_params and "slide" in st.query_params and not (
-            str(wanted).isdigit() and first <= int(wanted) <= last):  # a Runs link's slide, out of the run
+            str(wanted).isdecimal() and first <= int(wanted) <= last):  # a Runs link's slide, out of the run
         st.warning(f"This link's slide {wanted} is not one of this query's ({first:,} to {last:,}): the last is "
                    "shown.", icon=":material/link:")
 if not first <= st.session_state.run_slide <= last:

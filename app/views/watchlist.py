@@ -199,7 +199,7 @@ if watch is None or watch.trace.name != trace.name:
         url_notes.append(f"its dataset `{pending['ds']}` is not in `{db}`: `{trace.name}` is shown")
     queries = from_url(pending["q"], len(trace.features), url_notes) if "q" in pending else seed_queries(profile)
     watch = ss.wl_watch = Watch(trace, queries)
-    if str(pending.get("at", "")).isdigit():
+    if str(pending.get("at", "")).isdecimal():
         watch.advance(int(pending["at"]))
         if int(pending["at"]) > len(trace):
             url_notes.append(f"row {int(pending['at']):,} is past the trace's {len(trace):,} rows: its end is shown")

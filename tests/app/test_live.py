@@ -481,3 +481,11 @@ def test_a_parameter_sizing_arrays_beyond_the_machine_is_shown_next_to_it(app):
     app.number_input(key="param_approx_bitmaps").set_value(64).run()
     assert not app.exception and not app.error
     assert len(comparison(app)) == 10
+
+
+def test_a_link_with_digits_python_cannot_read_as_a_number_opens(app):
+    """``"²".isdigit()`` is true but ``int("²")`` fails: such a link must not end in a traceback."""
+    app.query_params.update({"k": "²", "at": "²", "speed": "²"})
+    app.run()
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
+    assert "k = ² is not a whole number >= 1" in warnings(app) and "at = ²" in warnings(app)

@@ -222,6 +222,7 @@ def test_a_runs_link_to_what_is_not_there_says_what_is_shown_instead(app, demo_d
     for params, shown, note in [
             ({"run": "nope"}, (DEMO_RUN, 0, 23), "This link's run `nope` is not in"),
             ({"run": DEMO_RUN, "query": "7"}, (DEMO_RUN, 0, 23), f"query #7 is not one of run `{DEMO_RUN}`'s"),
+            ({"run": DEMO_RUN, "query": "²", "slide": "²"}, (DEMO_RUN, 0, 23), "query #² is not one of"),
             ({"run": DEMO_RUN, "query": "0", "slide": "999999"}, (DEMO_RUN, 0, 23),
              "slide 999999 is not one of this query's (0 to 23)"),
             ({"run": OTHER_RUN, "query": "0", "slide": "5"}, (OTHER_RUN, 0, 5), None)]:
