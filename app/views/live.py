@@ -85,8 +85,11 @@ def set_playing(playing: bool) -> None:
 
 
 def step() -> None:
+    """One slide more. A Step clicked while a Restart rebuilds (its button still on screen) finds
+    no engines: the rebuild then goes on."""
     ss.playing = False
-    ss.live_run.step(1)
+    if "live_run" in ss:
+        ss.live_run.step(1)
 
 
 def restart() -> None:

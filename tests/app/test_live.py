@@ -227,6 +227,15 @@ def test_restart_goes_back_to_the_first_window(app):
     assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
 
 
+def test_step_clicked_while_a_restart_rebuilds_the_engines(app):
+    app.run()
+    app.button(key="step").click().run()
+    del app.session_state["live_run"]  # what Restart's callback leaves until its rebuild has run
+    app.session_state["restart"] = True
+    app.button(key="step").click().run()  # the Step still on screen, clicked before the rebuild ended
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
+
+
 def test_url_state_round_trip(app):
     app.run()
     app.multiselect(key="algorithms").set_value(["oracle", "mintopk", "pretopk"])
