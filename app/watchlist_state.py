@@ -35,6 +35,11 @@ HISTORY = 2000
 """Points kept for the chart."""
 CHUNK = 250
 """Rows per call of the shared executor during playback (a pause is served between chunks)."""
+MAX_SLIDES = 1_000_000
+"""Most slide boundaries a time query may pass over the whole trace (when they outnumber its
+rows): the shared executor answers every boundary, empty ones included, and a chunk of rows
+across a gap in the times cannot be paused (a 1 ms slide over a month of taxi trips passes
+2.6 billion boundaries)."""
 
 
 def typed(value: int, kind: str, t_unit: str) -> str:
@@ -252,6 +257,11 @@ class Watch:
         if query.dimensions != len(self.trace.features):
             raise ValueError(f"the query has {query.dimensions} weight(s) but `{self.trace.name}` has "
                              f"{len(self.trace.features)} feature(s)")
+        boundaries = engine.stream.slide_count(self.trace.t, query)
+        if boundaries > max(MAX_SLIDES, len(self.trace)):
+            raise ValueError(f"a slide of {typed(query.slide, query.kind, self.trace.t_unit)} passes {boundaries:,} "
+                             f"boundaries over `{self.trace.name}` (nearly all empty), more than the "
+                             f"{MAX_SLIDES:,} the page answers: choose a longer slide")
         handle = self.shared.add(query)
         since = self.shared.since(handle)
         self.watched[handle] = Watched(handle, query, since)

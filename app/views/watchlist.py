@@ -198,7 +198,12 @@ if watch is None or watch.trace.name != trace.name:
     if pending.get("ds") not in (None, trace.name):
         url_notes.append(f"its dataset `{pending['ds']}` is not in `{db}`: `{trace.name}` is shown")
     queries = from_url(pending["q"], len(trace.features), url_notes) if "q" in pending else seed_queries(profile)
-    watch = ss.wl_watch = Watch(trace, queries)
+    watch = ss.wl_watch = Watch(trace)
+    for query in queries:
+        try:
+            watch.add(query)
+        except ValueError as exc:
+            url_notes.append(f"query {to_url([query])} left out: {exc}")
     if str(pending.get("at", "")).isdecimal():
         watch.advance(int(pending["at"]))
         if int(pending["at"]) > len(trace):

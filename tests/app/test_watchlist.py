@@ -14,7 +14,7 @@ import engine
 from app import data, units
 from app.watchlist_state import Watch
 
-from .conftest import ENTRY
+from .conftest import ENTRY, demo_trace
 
 SYNTHETIC = data.synthetic_uniform()
 PAGE = "views/watchlist.py"
@@ -273,6 +273,24 @@ def test_a_query_whose_k_exceeds_its_window_is_added_with_a_word():
     answer = oracle_answer(engine.Query([1.0, 0.0, 0.0], k=500, window=100, slide=50), rows_delivered(app))
     assert len(answer) == 100  # the whole window
     assert row["top ids"] == " ".join(str(i) for i in answer.ids[:10]) + " … (+90)" and row["= MinTopK"] == "✓"
+
+
+def test_a_time_slide_passing_millions_of_empty_boundaries_is_not_added(demo_db):
+    """SPY's stand-in spans 40 minutes: a 1 ms slide passes 2.4 million boundaries, nearly all empty, each of
+    which the shared executor would answer (a chunk of rows across them cannot be paused)."""
+    trace = demo_trace()
+    app = open_page(ds="spy")
+    app.radio(key="wl_kind").set_value("time").run()
+    app.text_input(key="wl_window").set_value("100 ms")
+    app.text_input(key="wl_slide").set_value("1 ms").run()
+    app.button(key="wl_add").click().run()
+    boundaries = int(trace.t[-1]) - int(trace.t[0])
+    assert app.error[0].value == (f"Not added: a slide of 1 ms passes {boundaries:,} boundaries over `spy` "
+                                  "(nearly all empty), more than the 1,000,000 the page answers: choose a longer slide")
+    add_query(app, "time", 3, "100 ms", "10 ms", [1.0, 0.0, 0.0])  # 240,000 boundaries: added
+    app = open_page(ds="spy", q="time:3:100:1:1,0,0;time:3:100:10:1,0,0")
+    assert [q.slide for q in url_queries(app)] == [10]
+    assert "query time:3:100:1:1,0,0 left out: a slide of 1 ms passes" in app.warning[0].value
 
 
 def test_a_slide_far_too_short_for_its_window_is_not_added():
