@@ -176,7 +176,8 @@ def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | Non
     {'kind': 'time', 'k': 5, 'w_a': 1.0, 'w_b': -0.5, 'param_mintopk_prefilter': False}
     >>> notes = []
     >>> from_url({"k": "5000", "w": "nan,1"}, prof, notes), notes
-    ({'k': 1000}, ['k = 5000 is more than 1000: k = 1000 is used', 'w = nan,1 is not 2 finite numbers (a, b) separated by commas: left out'])
+    ({'k': 1000}, ['k = 5000 is more than 1000: k = 1000 is used', 'w = nan,1 is not 2 finite numbers (a, b) \
+separated by commas: left out'])
     """
     notes = [] if notes is None else notes
     values: dict[str, Any] = {}

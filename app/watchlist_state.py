@@ -81,9 +81,9 @@ def to_url(queries: Sequence[engine.Query]) -> str:
 
 
 def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list[engine.Query]:
-    """The queries of :func:`to_url`'s text (``""``: none); malformed ones (or of other dimensions, or spanning
-    more than :data:`app.units.MAX_SLIDES_PER_WINDOW` slides) are skipped, each with a line in
-    ``notes`` when it is given.
+    """The queries of :func:`to_url`'s text (``""``: none); malformed ones (or of other
+    dimensions, or spanning more than :data:`app.units.MAX_SLIDES_PER_WINDOW` slides) are
+    skipped, each with a line in ``notes`` when it is given.
 
     >>> notes = []
     >>> [q.k for q in from_url("count:5:200:50:1,-0.5;time:3:10:5:1,1;bad;count:1:2:1:1", 2, notes)]
