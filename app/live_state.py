@@ -166,14 +166,15 @@ def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | Non
     still open) and values outside a widget's range are brought into it (``k`` to at most
     :data:`K_MAX`, weights to ``[-1, 1]``); ``notes``, when given, receives one line per
     parameter skipped or changed, for the page to show. Window and slide are passed as typed:
-    their widgets show their own validation messages.
+    their widgets show their own validation messages; with a kind but without them, they are the
+    kind's defaults on this dataset (as switching the kind does).
 
     Examples
     --------
     >>> from app.presets import profile
     >>> prof = profile("x", "synthetic", ("a", "b"), "ordinal")
     >>> from_url({"k": "5", "w": "1,-0.5", "kind": "time", "p.mintopk.prefilter": "false"}, prof)
-    {'kind': 'time', 'k': 5, 'w_a': 1.0, 'w_b': -0.5, 'param_mintopk_prefilter': False}
+    {'kind': 'time', 'k': 5, 'window': '1000', 'slide': '50', 'w_a': 1.0, 'w_b': -0.5, 'param_mintopk_prefilter': False}
     >>> notes = []
     >>> from_url({"k": "5000", "w": "nan,1"}, prof, notes), notes
     ({'k': 1000}, ['k = 5000 is more than 1000: k = 1000 is used', 'w = nan,1 is not 2 finite numbers (a, b) \
@@ -191,9 +192,11 @@ separated by commas: left out'])
             notes.append(f"k = {params['k']} is more than {K_MAX}: k = {K_MAX} is used")
     elif "k" in params:
         notes.append(f"k = {params['k']} is not a whole number >= 1: left out")
-    for field in ("window", "slide"):
+    for field, default in zip(("window", "slide"), profile.defaults(values.get("kind", "count"))):
         if params.get(field):
             values[field] = str(params[field])
+        elif "kind" in values:  # the kind's own lengths, not the preset's read in another unit
+            values[field] = default
     if "w" in params:
         try:
             weights = [float(w) for w in str(params["w"]).split(",")]

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 import engine
 from app import data, live_state, tables
 
-from .conftest import DEMO, DEMO_RUN, ENTRY, oracle_answers
+from .conftest import DEMO, DEMO_RUN, ENTRY, demo_trace, oracle_answers
 
 SYNTHETIC = data.synthetic_uniform()
 DEFAULT = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50, kind="count")
@@ -498,3 +498,12 @@ def test_a_link_with_digits_python_cannot_read_as_a_number_opens(app):
     app.run()
     assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
     assert "k = ² is not a whole number >= 1" in warnings(app) and "at = ²" in warnings(app)
+
+
+def test_a_link_with_a_kind_but_no_lengths_uses_that_kinds_lengths(app, demo_db):
+    """Not the default preset's count lengths read as durations (10,000 and 500 ms)."""
+    app.query_params.update({"ds": "spy", "kind": "time"})
+    app.run()
+    assert (app.text_input(key="window").value, app.text_input(key="slide").value) == ("30 min", "1 min")
+    query = engine.Query(weights=[1.0, 0.0, 0.0], k=10, window=1_800_000, slide=60_000, kind="time")
+    assert_shows(app, expected(query, query.windows_per_object, demo_trace()), algorithms=("mintopk", "sap"))
