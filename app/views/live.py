@@ -475,7 +475,7 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `
             url_notes.append(f"w = {pending['w']} has negative weights, which an attribute stream's monotone "
                              "scores cannot take: they became 0")
         if pending.get("alg"):
-            named = list(dict.fromkeys(pending["alg"].split(",")))
+            named = list(dict.fromkeys(a.strip() for a in pending["alg"].split(",")))
             unknown = [a for a in named if a not in catalogue]
             if unknown:
                 url_notes.append(f"alg: {', '.join(unknown)} left out (the algorithms of this dataset's stream: "

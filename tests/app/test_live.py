@@ -421,7 +421,7 @@ def test_no_run_link_where_no_run_replayed_the_query(app, demo_db):
 
 
 def test_a_link_with_values_the_page_cannot_take_says_what_it_changed(app):
-    app.query_params.update({"ds": "worldcup", "k": "5000", "w": "nan,1,1", "alg": "oracle,oracle,nope,mintopk",
+    app.query_params.update({"ds": "worldcup", "k": "5000", "w": "nan,1,1", "alg": "oracle,oracle, nope, mintopk",
                              "speed": "7", "p.sao.bogus": "1"})
     app.run()
     assert app.number_input(key="k").value == 1000  # the input's largest k, not its smallest
