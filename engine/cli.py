@@ -27,9 +27,10 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Sequence, TextIO
 
 import numpy as np
@@ -38,8 +39,8 @@ from .attributes import check_weights
 from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
-from .ranking import score
-from .stream import MAX_SLIDES, first_overflow, slides, time_margin, time_range_problem, too_many_slides
+from .ranking import Answer, score
+from .stream import MAX_SLIDES, Batch, first_overflow, slides, time_margin, time_range_problem, too_many_slides
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -51,11 +52,16 @@ OBJECT_KEY_COLUMNS = ("id", "t")
 """The columns every object stream must have."""
 
 IGNORED_COLUMNS = ("seq",)
-"""Columns that are not features either: a ``seq`` column (as in the datasets that
-``pipelines.ingest`` writes) is ignored, since row order is arrival order."""
+"""Columns that are neither features nor attributes: a ``seq`` column (as in the datasets that
+``pipelines.ingest`` writes, object and attribute streams alike) is ignored, since row order is
+arrival order."""
 
 ATTRIBUTE_COLUMNS = ("id", "stream", "value", "t")
-"""The columns of an attribute stream (incomplete-stream algorithms), no others."""
+"""The columns of an attribute stream (incomplete-stream algorithms), no others but ``seq``."""
+
+ATTRIBUTE_MARKS = ("stream", "value")
+"""Columns that make a file an attribute stream, as they make a dataset one for the replay: a
+single-stream algorithm refuses such a file rather than score stream numbers as a feature."""
 
 INT64_RANGE = (-(2**63), 2**63 - 1)
 
@@ -209,9 +215,18 @@ def column_values(column) -> np.ndarray:
 
 # ------------------------------------------------------------------------ converting columns
 
+def _plain_digits(text: str) -> bool:
+    """Whether ``text`` has only ASCII characters and no ``_``: Python's ``int`` and ``float``
+    (and numpy's parsers, which call them) also read ``1_000``, ``١٢`` and ``１２``, which no CSV
+    reader (Spark's cast in ``pipelines.ingest`` among them) takes for numbers."""
+    return text.isascii() and "_" not in text
+
+
 def _text_problem(text: str, integer: bool) -> str | None:
     """Why ``text`` is not a finite float (or an int64 when ``integer``); ``None`` if it is."""
     try:
+        if not _plain_digits(text):
+            raise ValueError
         number = int(text) if integer else float(text)
     except ValueError:
         return f"{text!r} is not {'an integer' if integer else 'a number'}"
@@ -226,6 +241,8 @@ def _convert_text(texts: Sequence[str], integer: bool) -> tuple[np.ndarray | Non
     """Parse strings at C speed; on failure scan them one by one for the first bad row."""
     try:
         values = np.array(texts, dtype=np.int64 if integer else np.float64)
+        if not _plain_digits("".join(texts)):
+            raise ValueError
     except (ValueError, OverflowError):
         return None, next(row for row, text in enumerate(texts) if _text_problem(text, integer))
     if not integer:
@@ -278,15 +295,21 @@ def _check_header(table: Table, required: Sequence[str], exclusive: bool) -> Non
     if missing:
         raise CommandError(f"{table.where()}: missing column(s) {', '.join(missing)} "
                            f"(the header has {', '.join(table.header)})")
-    extra = [name for name in table.header if name not in required]
+    extra = [name for name in table.header if name not in required + IGNORED_COLUMNS]
     if exclusive and extra:
         raise CommandError(f"{table.where()}: unexpected column(s) {', '.join(extra)}; "
-                           f"incomplete-stream algorithms read exactly {', '.join(required)}")
+                           f"incomplete-stream algorithms read exactly {', '.join(required)} (and an "
+                           f"ignored {', '.join(IGNORED_COLUMNS)})")
 
 
 def object_stream(table: Table, weights: tuple[float, ...] | None, kind: str):
     """``(ids, t, x)`` and the weights (all ones by default) of an ``id,t,<features>`` table."""
     _check_header(table, OBJECT_KEY_COLUMNS, exclusive=False)
+    if all(name in table.header for name in ATTRIBUTE_MARKS):
+        incomplete = ", ".join(info.name for info in available() if info.stream == "incomplete")
+        raise CommandError(f"{table.where()}: columns {' and '.join(ATTRIBUTE_MARKS)} make this an attribute "
+                           f"stream, which the incomplete-stream algorithms read ({incomplete}); "
+                           "single-stream algorithms read id,t,<features...>")
     features = [name for name in table.header if name not in OBJECT_KEY_COLUMNS + IGNORED_COLUMNS]
     if not features:
         raise CommandError(f"{table.where()}: no feature columns; expected id, t and at least one feature")
@@ -385,26 +408,67 @@ def check_params(info: AlgorithmInfo, params: Sequence[tuple[str, str]]) -> dict
             valid = ", ".join(f"{name} (default {default})" for name, default in info.defaults.items())
             raise CommandError(f"--param: unknown parameter {key!r} for {info.name}; valid: {valid or 'none'}")
         try:
-            coerce_param(info.name, key, info.defaults[key], value)
+            coerced = coerce_param(info.name, key, info.defaults[key], value)
         except ValueError as exc:
             raise CommandError(f"--param: {exc}") from None
+        if type(coerced) is int and not INT64_RANGE[0] <= coerced <= INT64_RANGE[1]:
+            raise CommandError(f"--param: parameter {key} of {info.name} must fit in a 64-bit integer, got {value}")
         checked[key] = value
     return checked
+
+
+def int64_problem(query: Query) -> str | None:
+    """Why ``query`` cannot run on int64 arrays (``k``, ``window`` or ``slide`` beyond them, or a
+    time window whose every window start or next slide end would leave them, whatever ``t``);
+    ``None`` if it can.
+
+    >>> int64_problem(Query(weights=[1.0], k=2**63, window=4, slide=2))
+    'k must be at most 9223372036854775807 (int64), got 9223372036854775808'
+    """
+    for field in ("k", "window", "slide"):
+        value = getattr(query, field)
+        if value > INT64_RANGE[1]:
+            return f"{field} must be at most {INT64_RANGE[1]} (int64), got {value}"
+    if query.kind == "time" and query.window + query.slide > INT64_RANGE[1]:
+        return (f"a time window needs window + slide at most {INT64_RANGE[1]} (int64), got "
+                f"{query.window} + {query.slide}")
+    return None
 
 
 def make_query(args: argparse.Namespace, weights: Sequence[float]) -> Query:
     """The query of the command line; an invalid field names the field and the value."""
     try:
-        return Query(weights=tuple(weights), k=args.k, window=args.window, slide=args.slide, kind=args.kind)
+        query = Query(weights=tuple(weights), k=args.k, window=args.window, slide=args.slide, kind=args.kind)
     except ValueError as exc:
         raise CommandError(f"invalid query: {exc}") from None
+    problem = int64_problem(query)
+    if problem is not None:
+        raise CommandError(f"invalid query: {problem}")
+    return query
 
 
-def answer_lines(algorithm: Algorithm, data: tuple) -> Iterator[str]:
-    """Run ``algorithm`` over ``data``: one JSON line per slide boundary passed."""
-    for batch in slides(data, algorithm.q):
+def slide_where(table: Table, batch: Batch) -> str:
+    """``"data.csv lines 5-9 (slide 2, end 10)"``: where a slide's rows are, for messages."""
+    if not len(batch):
+        return f"{table.path} slide {batch.index} (end {batch.end}, no rows)"
+    first, last = table.numbers[int(batch.seq[0])], table.numbers[int(batch.seq[-1])]
+    return f"{table.path} {table.unit}s {first}-{last} (slide {batch.index}, end {batch.end})"
+
+
+def processed(algorithm: Algorithm, batch: Batch, table: Table, query: str = "") -> Answer:
+    """``algorithm``'s answer after ``batch``; an input the algorithm refuses on the way (such
+    as ``eaa``'s ``occurrences`` bound broken) is reported naming the slide's lines."""
+    try:
         algorithm.process(batch)
-        answer = algorithm.topk()
+        return algorithm.topk()
+    except ValueError as exc:
+        raise CommandError(f"{slide_where(table, batch)}: {query}{exc}") from None
+
+
+def answer_lines(algorithm: Algorithm, data: tuple, table: Table) -> Iterator[str]:
+    """Run ``algorithm`` over ``data`` (read from ``table``): one JSON line per slide boundary passed."""
+    for batch in slides(data, algorithm.q):
+        answer = processed(algorithm, batch, table)
         stats = algorithm.stats()
         yield json.dumps({"slide": batch.index, "end": batch.end,
                           "ids": answer.ids.tolist(), "scores": answer.scores.tolist(),
@@ -429,18 +493,45 @@ def check_output_apart(output: str, inputs: dict[str, str]) -> None:
                                "Give another output file")
 
 
+def writes_through(path: str) -> bool:
+    """Whether ``path`` names an existing file that is not a regular one (``/dev/null``, a
+    terminal, a named pipe, ``/dev/stdout``): written to in place, as a shell redirection
+    would, since renaming a file over it would replace the device or the pipe itself."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def write_answers(path: str, lines: Iterator[str]) -> None:
+    """Write the answer ``lines`` to ``--output path``: a regular file (or a new one) through
+    :func:`write_atomically`, the target of a symbolic link included (the link is kept); a
+    device or a pipe (:func:`writes_through`) in place, appending, so lines written before a
+    failure stay written there."""
+    if os.path.isdir(path):
+        raise CommandError(f"{path}: cannot write: it is a directory")
+    if not writes_through(path):
+        write_atomically(path, lines)
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.writelines(lines)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
 def write_atomically(path: str, lines: Iterator[str]) -> None:
-    """Write ``lines`` to a temporary file beside ``path``, then rename it to ``path``.
+    """Write ``lines`` to a temporary file beside ``path`` (beside the file a symbolic link
+    ``path`` points to), then rename it to that file.
 
     On any failure, Ctrl-C and SIGTERM included, the temporary file is removed and an existing
     ``path`` is left as it was. A process killed outright (SIGKILL) cannot remove its own: its
     name holds the writer's process id, and the next write to ``path`` removes the temporary
     files of writers no longer running (:func:`remove_orphans`).
     """
-    if os.path.isdir(path):
-        raise CommandError(f"{path}: cannot write: it is a directory")
-    directory = os.path.dirname(os.path.abspath(path))
-    prefix = f".{os.path.basename(path)}."
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    prefix = f".{os.path.basename(target)}."
     remove_orphans(directory, prefix)
     try:
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}.", suffix=".tmp")
@@ -450,7 +541,7 @@ def write_atomically(path: str, lines: Iterator[str]) -> None:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.writelines(lines)
         os.chmod(temporary, _new_file_mode())
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException as exc:
         os.unlink(temporary)
         if isinstance(exc, OSError):
@@ -513,7 +604,7 @@ def run(args: argparse.Namespace) -> None:
         algorithm = create(info.name, query.with_weights(weights), **params)
     except ValueError as exc:
         raise CommandError(f"cannot create {info.name}: {exc}") from None
-    write_atomically(args.output, answer_lines(algorithm, data))
+    write_answers(args.output, answer_lines(algorithm, data, table))
 
 
 # ------------------------------------------------------------------------------ run-many
@@ -527,12 +618,27 @@ CHUNK_ROWS = 1 << 16
 """Rows the shared executor takes per call, so answers stream out as they are found."""
 
 
+class DuplicateKey(ValueError):
+    """A JSON object naming one field twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``json.load``'s ``object_pairs_hook``: the object as a dict, refusing a repeated field."""
+    entry = dict(pairs)
+    if len(entry) < len(pairs):
+        raise DuplicateKey(next(key for position, (key, _) in enumerate(pairs)
+                                if any(key == other for other, _ in pairs[:position])))
+    return entry
+
+
 def read_queries(path: str) -> list[Query]:
     """The workload file: a JSON list of ``{"weights", "k", "window", "slide", "kind"}``
     (``kind`` defaults to ``"count"``); a bad entry names its position (from 0) and the problem."""
     try:
-        with open(path, encoding="utf-8") as file:
-            entries = json.load(file)
+        with open(path, encoding="utf-8-sig") as file:
+            entries = json.load(file, object_pairs_hook=_unique_keys)
+    except DuplicateKey as exc:
+        raise CommandError(f"{path}: field {exc.args[0]} appears twice in one object") from None
     except OSError as exc:
         raise CommandError(f"{path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -557,10 +663,14 @@ def read_queries(path: str) -> list[Query]:
         if not isinstance(weights, list) or any(isinstance(w, bool) or not isinstance(w, (int, float)) for w in weights):
             raise CommandError(f"{where}: weights must be a list of numbers, got {json.dumps(weights)}")
         try:
-            queries.append(Query(weights=tuple(weights), k=entry["k"], window=entry["window"],
-                                 slide=entry["slide"], kind=entry.get("kind", "count")))
+            query = Query(weights=tuple(weights), k=entry["k"], window=entry["window"],
+                          slide=entry["slide"], kind=entry.get("kind", "count"))
         except ValueError as exc:
             raise CommandError(f"{where}: {exc}") from None
+        problem = int64_problem(query)
+        if problem is not None:
+            raise CommandError(f"{where}: {problem}")
+        queries.append(query)
     return queries
 
 
@@ -644,7 +754,7 @@ def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
         yield from column_lines(executor.answers(ids[part], t[part], x[part]))
 
 
-def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str]:
+def unshared_lines(algorithms: Sequence[Algorithm], data: tuple, table: Table) -> Iterator[str]:
     """One algorithm instance per query, interleaved in the shared executor's order: by the
     number of arrivals when the boundary is passed, then by query (the unshared reference)."""
     t = data[1]
@@ -653,8 +763,7 @@ def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str
     def answers(position: int, algorithm: Algorithm) -> Iterator[tuple[int, int, int, str]]:
         count = algorithm.q.kind == "count"
         for batch in slides(data, algorithm.q):
-            algorithm.process(batch)
-            answer = algorithm.topk()
+            answer = processed(algorithm, batch, table, f"query {position}: ")
             passed = batch.end if count else int(np.searchsorted(t, batch.end))
             yield passed, position, batch.index, lines.line(position, batch.index, batch.end, answer.ids,
                                                             answer.scores)
@@ -688,14 +797,17 @@ def run_many(args: argparse.Namespace) -> None:
                                f"has {len(ones)} feature column(s)")
         check_score_overflow(table, data[2], query.weights, f"query {position}: ", largest)
     if info is None:
-        lines = shared_lines(queries, data)
+        # No window holds more objects than the file has rows: a larger k answers the same, and
+        # the shared executor sizes its answer buffers by k (a k of 10**12 would not fit in memory).
+        rows = max(1, len(table))
+        lines = shared_lines([replace(query, k=min(query.k, rows)) for query in queries], data)
     else:
         try:
             algorithms = [create(info.name, query, **params) for query in queries]
         except ValueError as exc:
             raise CommandError(f"cannot create {info.name}: {exc}") from None
-        lines = unshared_lines(algorithms, data)
-    write_atomically(args.output, lines)
+        lines = unshared_lines(algorithms, data, table)
+    write_answers(args.output, lines)
 
 
 def print_algorithms(out: TextIO) -> None:
@@ -738,8 +850,11 @@ def positive_count(text: str) -> int:
 
 RUN_EPILOG = """\
 input (a header row, columns matched by name):
-  single-stream algorithms      id,t,<features...>  (every column but id, t and seq is a feature, in order)
-  incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1], weights >= 0)
+  single-stream algorithms      id,t,<features...>  (every column but id, t and seq is a feature, in order;
+                                                     not both stream and value: that is an attribute stream)
+  incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1], weights >= 0;
+                                                     a seq column is ignored)
+  numbers: plain decimal (1, -2.5, 3e-4), finite; id, t and stream 64-bit integers
 
 output: one JSON line per slide boundary passed:
   {"slide": j, "end": T, "ids": [...], "scores": [...], "candidates": c, "retained": r,
@@ -748,7 +863,8 @@ output: one JSON line per slide boundary passed:
   the real size of the algorithm's structures in bytes (within 25% of tracemalloc)
 
 Bad arguments or input: one "error:" line on stderr naming the file, line and problem, exit
-status 2, and the output file is left as it was.
+status 2, and the output file is left as it was.  An output that is a device or a pipe
+(/dev/null, /dev/stdout, a FIFO) is written in place, line by line.
 
 example:
   python -m engine run --algorithm mintopk --k 10 --window 1000 --slide 10 \\
@@ -838,6 +954,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             run(args)
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except MemoryError as exc:
+        print(f"error: out of memory{f': {exc}' if str(exc) else ''}; a smaller window / slide ratio, "
+              "k or workload needs less", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

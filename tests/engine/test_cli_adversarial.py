@@ -1,0 +1,319 @@
+"""The command line as an adversarial user drives it: odd numbers, odd files, odd outputs,
+queries at the int64 limits, and every exact single-stream algorithm against an independent
+reference (``tests/reference.py``) on adversarial files, at every slide."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import engine
+from engine import cli, registry
+from tests.reference import reference_answers
+
+EXACT_SINGLE = [info.name for info in engine.available() if info.stream == "single" and info.exact]
+PREVIOUS_OUTPUT = "answers of an earlier run\n"
+
+
+def run(capsys, *args: str) -> tuple[int, str]:
+    """``python -m engine`` in this process: the exit status and stderr (an exception fails the test)."""
+    status = cli.main(list(args))
+    return status, capsys.readouterr().err
+
+
+def assert_refused(status: int, message: str, fragments: list[str]) -> None:
+    assert status == 2
+    assert message.startswith("error: ") and len(message.splitlines()) == 1, message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def write_rows(path: Path, header: str, rows) -> Path:
+    path.write_text(header + "\n" + "".join(",".join(map(repr, row)) + "\n" for row in rows))
+    return path
+
+
+def output_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def expected_lines(ids, t, x, weights, k, window, slide, kind) -> list[dict]:
+    """``run``'s slide, end, ids and scores, from the plain-Python reference."""
+    return [{"slide": j, "end": end, "ids": [o[0] for o in answer], "scores": [o[1] for o in answer]}
+            for j, (end, answer) in enumerate(reference_answers(ids, t, x, weights, k, window, slide, kind))]
+
+
+# ---------------------------------------------------- exact algorithms on adversarial files
+
+def adversarial_file(case: str):
+    """``(ids, t, features, weights, k, window, slide, kind)`` of an adversarial stream."""
+    rng = np.random.default_rng(len(case))
+    m = 47
+    steady = list(range(m))
+    ties = rng.integers(0, 3, (m, 2)).astype(float).tolist()
+    duplicate_ids = rng.integers(0, 4, m).tolist()
+    if case == "ties, duplicate ids, s = 1":
+        return duplicate_ids, steady, ties, [1.0, 0.0], 3, 5, 1, "count"
+    if case == "increasing, s = n":
+        return steady, steady, [[float(i), 1.0] for i in steady], [1.0, 1.0], 2, 6, 6, "count"
+    if case == "decreasing, negative weight":
+        return steady, steady, [[float(-i), float(i % 3)] for i in steady], [-1.0, 0.5], 4, 8, 2, "count"
+    if case == "k > window":
+        return steady, steady, ties, [0.5, 1.0], 20, 6, 3, "count"
+    if case == "constant, zero weights":
+        return duplicate_ids, steady, [[7.0, 7.0]] * m, [0.0, 0.0], 3, 4, 2, "count"
+    if case == "time, empty slides, negative t":
+        t = np.cumsum(np.where(rng.random(m) < 0.2, rng.integers(5, 15, m), rng.integers(0, 2, m))) - 60
+        return steady, t.tolist(), ties, [1.0, 1.0], 3, 6, 2, "time"
+    if case == "time, bursts of equal t, k > window":
+        return duplicate_ids, sorted(rng.integers(0, 6, m).tolist()), ties, [1.0, -1.0], 30, 4, 1, "time"
+    if case == "signed zeros":
+        return steady, steady, [[0.0, -0.0] if i % 2 else [-0.0, 0.0] for i in steady], [1.0, 1.0], 2, 4, 2, "count"
+    raise ValueError(case)
+
+
+ADVERSARIAL = ["ties, duplicate ids, s = 1", "increasing, s = n", "decreasing, negative weight", "k > window",
+               "constant, zero weights", "time, empty slides, negative t", "time, bursts of equal t, k > window",
+               "signed zeros"]
+
+
+@pytest.mark.parametrize("case", ADVERSARIAL)
+@pytest.mark.parametrize("name", EXACT_SINGLE)
+def test_exact_algorithms_answer_as_the_reference_at_every_slide(tmp_path, capsys, name, case):
+    ids, t, x, weights, k, window, slide, kind = adversarial_file(case)
+    source = write_rows(tmp_path / "data.csv", "id,t,a,b", [(i, when, *row) for i, when, row in zip(ids, t, x)])
+    output = tmp_path / "out.jsonl"
+    status, message = run(capsys, "run", "--algorithm", name, "--k", str(k), "--window", str(window),
+                          "--slide", str(slide), "--kind", kind, "--weights=" + ",".join(map(repr, weights)),
+                          "--input", str(source), "--output", str(output))
+    assert status == 0, message
+    got = [{key: line[key] for key in ("slide", "end", "ids", "scores")} for line in output_lines(output)]
+    expected = expected_lines(ids, t, x, weights, k, window, slide, kind)
+    assert len(expected) > 1
+    assert got == expected
+
+
+@pytest.mark.parametrize("algorithm", ["shared", "oracle"])
+def test_run_many_answers_as_the_reference_with_a_huge_k(tmp_path, capsys, algorithm):
+    """A k far above the rows (10**12) answers every object of the window; the shared executor
+    once sized its answer buffers by k and ran out of memory."""
+    ids, t, x, *_ = adversarial_file("time, empty slides, negative t")
+    source = write_rows(tmp_path / "data.csv", "id,t,a,b", [(i, when, *row) for i, when, row in zip(ids, t, x)])
+    workload = [{"weights": [1.0, -1.0], "k": 10**12, "window": 6, "slide": 2},
+                {"weights": [0.5, 1.0], "k": 2, "window": 9, "slide": 3, "kind": "time"}]
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps(workload))
+    output = tmp_path / "out.jsonl"
+    status, message = run(capsys, "run-many", "--algorithm", algorithm, "--queries", str(queries),
+                          "--input", str(source), "--output", str(output))
+    assert status == 0, message
+    lines = output_lines(output)
+    for position, query in enumerate(workload):
+        expected = expected_lines(ids, t, x, query["weights"], query["k"], query["window"], query["slide"],
+                                  query.get("kind", "count"))
+        got = [{key: line[key] for key in ("slide", "end", "ids", "scores")} for line in lines
+               if line["query"] == position]
+        assert got == expected
+
+
+# --------------------------------------------------------------------------- odd numbers
+
+@pytest.mark.parametrize("field,column", [("1_0", "id"), ("٣", "id"), ("４", "t"), ("1_0.5", "x"), ("٠.٥", "x")])
+def test_numbers_only_python_reads_are_refused(tmp_path, capsys, field, column):
+    """Python's int and float read 1_0 as 10 and Unicode digits as digits; no CSV reader does."""
+    row = {"id": "1", "t": "2", "x": "0.5", column: field}
+    source = tmp_path / "data.csv"
+    source.write_text(f"id,t,x\n3,1,0.25\n{row['id']},{row['t']},{row['x']}\n", encoding="utf-8")
+    status, message = run(capsys, "run", "--algorithm", "oracle", "--k", "1", "--window", "2", "--slide", "1",
+                          "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [f"{source} line 3", f"column {column}", repr(field), "is not"])
+
+
+def test_parquet_text_numbers_only_python_reads_are_refused(tmp_path, capsys):
+    import pyarrow
+    import pyarrow.parquet
+
+    source = tmp_path / "data.parquet"
+    pyarrow.parquet.write_table(pyarrow.table({"id": [1, 2], "t": [1, 2], "x": ["0.5", "2_5"]}), source)
+    status, message = run(capsys, "run", "--algorithm", "oracle", "--k", "1", "--window", "2", "--slide", "1",
+                          "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [f"{source} row 2", "column x", "'2_5' is not a number"])
+
+
+# ------------------------------------------------------------------- attribute-stream files
+
+ATTRIBUTES = [(1, 0, 0.5, 1), (2, 1, 0.25, 2), (1, 1, 1.0, 3), (3, 0, 0.75, 3), (2, 0, 0.5, 4)]
+
+
+@pytest.mark.parametrize("name", ["oracle-incomplete", "sla"])
+def test_an_attribute_stream_with_a_seq_column_reads_as_without(tmp_path, capsys, name):
+    """The attribute-stream datasets ``pipelines.ingest`` writes have a ``seq`` column."""
+    plain = write_rows(tmp_path / "plain.csv", "id,stream,value,t", ATTRIBUTES)
+    with_seq = write_rows(tmp_path / "seq.csv", "id,seq,t,stream,value",
+                          [(i, seq, t, s, v) for seq, (i, s, v, t) in enumerate(ATTRIBUTES)])
+    outputs = []
+    for source in (plain, with_seq):
+        outputs.append(tmp_path / f"{source.stem}.jsonl")
+        status, message = run(capsys, "run", "--algorithm", name, "--k", "2", "--window", "2", "--slide", "1",
+                              "--input", str(source), "--output", str(outputs[-1]))
+        assert status == 0, message
+    without_seq, with_seq = ([{key: value for key, value in line.items() if key != "measured_bytes"}
+                              for line in output_lines(output)] for output in outputs)
+    assert with_seq == without_seq
+    assert [line["ids"] for line in with_seq] == [[1], [1, 2], [1, 2], [1, 3], [3, 2]]
+
+
+@pytest.mark.parametrize("command", ["run", "run-many"])
+def test_a_single_stream_algorithm_refuses_an_attribute_stream(tmp_path, capsys, command):
+    """Not stream numbers scored as a feature: the file is an attribute stream."""
+    source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t", ATTRIBUTES)
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1, 1], "k": 1, "window": 2, "slide": 1}]')
+    arguments = ["--algorithm", "mintopk", "--k", "1", "--window", "2", "--slide", "1"] if command == "run" \
+        else ["--queries", str(queries)]
+    status, message = run(capsys, command, *arguments, "--input", str(source), "--output", str(tmp_path / "o.jsonl"))
+    assert_refused(status, message, [f"{source} line 1", "stream and value", "attribute stream", "sla"])
+
+
+def test_an_algorithm_refusing_its_input_mid_stream_names_the_slide_and_keeps_the_output(tmp_path, capsys):
+    """eaa refuses an object seen in one stream more often than ``occurrences`` while valid."""
+    source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t",
+                        [(1, 0, 0.5, 1), (2, 1, 0.25, 2), (1, 0, 1.0, 3), (3, 0, 0.1, 4)])
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    status, message = run(capsys, "run", "--algorithm", "eaa", "--k", "2", "--window", "4", "--slide", "2",
+                          "--input", str(source), "--output", str(output))
+    assert_refused(status, message, [f"{source} lines 4-5 (slide 1, end 4)", "object 1 occurred 2 times",
+                                     "occurrences=1"])
+    assert output.read_text() == PREVIOUS_OUTPUT
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out.jsonl", "tuples.csv"]
+    status, message = run(capsys, "run", "--algorithm", "eaa", "--param", "occurrences=2", "--k", "2",
+                          "--window", "4", "--slide", "2", "--input", str(source), "--output", str(output))
+    assert status == 0, message
+    assert [line["ids"] for line in output_lines(output)] == [[1, 2], [1, 2]]
+
+
+# ------------------------------------------------------------------ the int64 limits
+
+GOOD_CSV = "id,t,x\n1,1,0.5\n2,2,0.25\n3,3,1.5\n4,4,2.0\n"
+BEYOND = str(2**63)
+
+
+@pytest.mark.parametrize("arguments,fragment", [
+    (["--k", BEYOND, "--window", "4", "--slide", "2"], f"k must be at most {2**63 - 1} (int64), got {BEYOND}"),
+    (["--k", "1", "--window", "1" + "0" * 22, "--slide", "1"], "window must be at most"),
+    (["--k", "1", "--window", "1" + "0" * 22, "--slide", "1" + "0" * 22], "window must be at most"),
+    (["--k", "1", "--window", str(2**63 - 2), "--slide", str(2**62 - 1), "--kind", "time"],
+     "a time window needs window + slide at most"),
+])
+@pytest.mark.parametrize("name", ["mintopk", "kskyband", "tma", "sao"])
+def test_query_fields_beyond_int64_are_an_invalid_query(tmp_path, capsys, arguments, fragment, name):
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    status, message = run(capsys, "run", "--algorithm", name, *arguments, "--input", str(source),
+                          "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, ["invalid query", fragment])
+
+
+@pytest.mark.parametrize("entry,fragment", [
+    ('{"weights": [1], "k": ' + BEYOND + ', "window": 2, "slide": 1}', "query 1: k must be at most"),
+    ('{"weights": [1], "k": 1, "window": 1' + "0" * 22 + ', "slide": 1}', "query 1: window must be at most"),
+    ('{"weights": [1], "k": 1, "window": 2, "slide": 1, "k": 2}', "field k appears twice"),
+])
+def test_bad_workload_entries_are_refused(tmp_path, capsys, entry, fragment):
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1], "k": 1, "window": 2, "slide": 1},\n' + entry + "]")
+    status, message = run(capsys, "run-many", "--queries", str(queries), "--input", str(source),
+                          "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [str(queries), fragment])
+
+
+def test_a_workload_with_a_byte_order_mark_reads_as_a_csv_with_one_does(tmp_path, capsys):
+    source = tmp_path / "data.csv"
+    source.write_text("\ufeff" + GOOD_CSV, encoding="utf-8")
+    queries = tmp_path / "q.json"
+    queries.write_text('\ufeff[{"weights": [1], "k": 1, "window": 2, "slide": 2}]', encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    status, message = run(capsys, "run-many", "--queries", str(queries), "--input", str(source),
+                          "--output", str(output))
+    assert status == 0, message
+    assert [line["ids"] for line in output_lines(output)] == [[1], [4]]
+
+
+def test_an_integer_parameter_beyond_int64_is_refused(tmp_path, capsys):
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    status, message = run(capsys, "run", "--algorithm", "sao", "--param", "memory=" + BEYOND, "--k", "1",
+                          "--window", "2", "--slide", "1", "--input", str(source), "--output", str(tmp_path / "o.jsonl"))
+    assert_refused(status, message, ["--param", "memory of sao must fit in a 64-bit integer", BEYOND])
+
+
+class OutOfMemory(registry.algorithm_class("oracle")):
+    """The oracle, short of memory at its second slide (as mintopk's window marks are for a
+    window of 10**12 objects sliding by 1)."""
+
+    name = "test-out-of-memory"
+    summary = "test double"
+
+    def process(self, batch):
+        if batch.index == 1:
+            raise MemoryError("Unable to allocate 14.6 TiB for an array")
+        super().process(batch)
+
+
+def test_running_out_of_memory_is_one_error_line_and_keeps_the_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(registry._REGISTRY, OutOfMemory.name, OutOfMemory)
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    output = tmp_path / "out.jsonl"
+    output.write_text(PREVIOUS_OUTPUT)
+    status, message = run(capsys, "run", "--algorithm", OutOfMemory.name, "--k", "1", "--window", "2",
+                          "--slide", "1", "--input", str(source), "--output", str(output))
+    assert_refused(status, message, ["out of memory: Unable to allocate 14.6 TiB"])
+    assert output.read_text() == PREVIOUS_OUTPUT
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "out.jsonl"]
+
+
+# ------------------------------------------------------------------------------ outputs
+
+def test_an_output_that_is_a_named_pipe_is_written_through_not_replaced(tmp_path, capsys):
+    """As ``--output /dev/null`` or ``/dev/stdout``: renaming a file over a device (as root) or a
+    pipe would replace the device or the pipe itself."""
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    pipe = tmp_path / "answers.pipe"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        status, message = run(capsys, "run", "--algorithm", "oracle", "--k", "1", "--window", "2", "--slide", "2",
+                              "--input", str(source), "--output", str(pipe))
+        received = os.read(reader, 1 << 16).decode()
+    finally:
+        os.close(reader)
+    assert status == 0, message
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+    assert [json.loads(line)["ids"] for line in received.splitlines()] == [[1], [4]]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["answers.pipe", "data.csv"]
+
+
+def test_an_output_that_is_a_symbolic_link_replaces_its_target_and_keeps_the_link(tmp_path, capsys):
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    (tmp_path / "runs").mkdir()
+    target = tmp_path / "runs" / "answers.jsonl"
+    target.write_text(PREVIOUS_OUTPUT)
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(target)
+    status, message = run(capsys, "run", "--algorithm", "oracle", "--k", "1", "--window", "2", "--slide", "2",
+                          "--input", str(source), "--output", str(link))
+    assert status == 0, message
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert [line["ids"] for line in output_lines(target)] == [[1], [4]]
+    assert sorted(path.name for path in target.parent.iterdir()) == ["answers.jsonl"]
