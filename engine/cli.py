@@ -40,7 +40,7 @@ from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import Answer, score
-from .stream import MAX_SLIDES, Batch, first_overflow, slides, time_margin, time_range_problem, too_many_slides
+from .stream import MAX_SLIDES, SCORE_SAFE, Batch, first_overflow, slides, time_margin, time_range_problem, too_many_slides
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -356,11 +356,52 @@ def attribute_stream(table: Table, weights: tuple[float, ...] | None, kind: str)
         row = int(outside[0])
         raise CommandError(f"{table.where(row)}: column stream: {int(stream[row])} is not a stream "
                            f"number in 0..{streams - 1}")
+    if weights is None:
+        _check_streams_numbered(table, stream, streams)
     outside = np.flatnonzero((value < 0.0) | (value > 1.0))
     if len(outside):
         row = int(outside[0])
         raise CommandError(f"{table.where(row)}: column value: {float(value[row])!r} is not in [0, 1]")
-    return (ids, stream, value, t), weights or (1.0,) * streams
+    weights = weights or (1.0,) * streams
+    _check_attribute_overflow(table, ids, stream, value, weights)
+    return (ids, stream, value, t), weights
+
+
+def _check_streams_numbered(table: Table, stream: np.ndarray, streams: int) -> None:
+    """Without ``--weights`` the streams are ``0..max(stream)``: refuse a numbering with unused
+    numbers (a stray stream number of 20,000,000 would make as many streams, each with its own
+    structures: gigabytes for a two-row file).  ``O(rows)``."""
+    if streams <= len(stream):
+        unused = np.flatnonzero(np.bincount(stream, minlength=streams) == 0)
+        if not len(unused):
+            return
+        first_unused = int(unused[0])
+    else:
+        first_unused = int(np.setdiff1d(np.arange(len(stream) + 1), stream)[0])
+    row = int(np.argmax(stream))
+    raise CommandError(f"{table.where(row)}: column stream: {streams - 1} makes {streams:,} streams, but stream "
+                       f"{first_unused} never occurs; number the streams 0..d-1 or give --weights, one per stream")
+
+
+def _check_attribute_overflow(table: Table, ids: np.ndarray, stream: np.ndarray, value: np.ndarray,
+                              weights: Sequence[float]) -> None:
+    """Refuse weights with which an object's score may overflow to infinity, naming its first
+    line: its values in each stream are summed, so its score is at most its weighted values over
+    the whole file (``O(d)`` when even every tuple of a stream summed could not come near;
+    ``O(rows log rows)`` otherwise)."""
+    w = np.asarray(weights, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if float(w @ np.bincount(stream, minlength=len(w))) < SCORE_SAFE:
+            return
+        pairs, pair_of_row = np.unique(np.column_stack([ids, stream]), axis=0, return_inverse=True)
+        weighted = np.bincount(pair_of_row.reshape(-1), weights=value) * w[pairs[:, 1]]
+        objects, object_of_pair = np.unique(pairs[:, 0], return_inverse=True)
+        bounds = np.bincount(object_of_pair.reshape(-1), weights=weighted)
+    overflowing = np.flatnonzero(~(bounds < np.finfo(np.float64).max / 2))
+    if len(overflowing):
+        row = int(np.argmax(ids == objects[overflowing[0]]))
+        raise CommandError(f"{table.where(row)}: object {int(ids[row])}: its values weighted by {list(weights)} "
+                           f"add up to {bounds[overflowing[0]]}, beyond the largest float; scale the weights down")
 
 
 def check_time_range(table: Table, t: np.ndarray, queries: Sequence[Query]) -> None:

@@ -180,6 +180,35 @@ def test_a_single_stream_algorithm_refuses_an_attribute_stream(tmp_path, capsys,
     assert_refused(status, message, [f"{source} line 1", "stream and value", "attribute stream", "sla"])
 
 
+@pytest.mark.parametrize("rows,weights,fragments", [
+    ([(1, 0, 1.0, 1), (1, 20_000_000, 1.0, 2)], [],
+     ["line 3", "column stream: 20000000 makes 20,000,001 streams, but stream 1 never occurs", "--weights"]),
+    ([(1, 0, 1.0, 1), (2, 2, 0.5, 2)], [], ["line 3", "makes 3 streams, but stream 1 never occurs"]),
+    ([(2, 0, 0.5, 1), (1, 0, 1.0, 2), (1, 1, 1.0, 3)], ["--weights=1e308,1e308"],
+     ["line 3", "object 1", "add up to inf, beyond the largest float", "scale the weights down"]),
+])
+@pytest.mark.parametrize("name", ["oracle-incomplete", "sla"])
+def test_attribute_streams_that_would_blow_up_are_refused(tmp_path, capsys, rows, weights, fragments, name):
+    """A stray stream number made as many streams (13 GB for a two-row file); weights whose
+    sums overflow gave scores of Infinity, which is not JSON."""
+    source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t", rows)
+    status, message = run(capsys, "run", "--algorithm", name, "--k", "2", "--window", "2", "--slide", "1", *weights,
+                          "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [str(source), *fragments])
+
+
+@pytest.mark.parametrize("name", ["oracle-incomplete", "sla"])
+def test_attribute_streams_with_unused_numbers_run_with_weights_and_large_scores_stay_finite(tmp_path, capsys, name):
+    source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t",
+                        [(1, 0, 1.0, 1), (2, 2, 0.5, 2), (1, 2, 1.0, 3), (2, 0, 1.0, 4)])
+    output = tmp_path / "out.jsonl"
+    status, message = run(capsys, "run", "--algorithm", name, "--k", "2", "--window", "2", "--slide", "2",
+                          "--weights=1e307,0,1e307", "--input", str(source), "--output", str(output))
+    assert status == 0, message
+    assert [(line["ids"], line["scores"]) for line in output_lines(output)] == \
+        [([1, 2], [1e307, 5e306]), ([2, 1], [1e307, 1e307])]  # a tie: the newest tuple first
+
+
 def test_an_algorithm_refusing_its_input_mid_stream_names_the_slide_and_keeps_the_output(tmp_path, capsys):
     """eaa refuses an object seen in one stream more often than ``occurrences`` while valid."""
     source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t",
