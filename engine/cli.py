@@ -222,6 +222,18 @@ def _plain_digits(text: str) -> bool:
     return text.isascii() and "_" not in text
 
 
+def shown(text: str, limit: int = 40) -> str:
+    """``repr(text)``, its middle cut out when longer than ``limit`` characters (for messages).
+
+    >>> shown("1" * 50, 10)
+    "'11111...11111' (50 characters)"
+    """
+    if len(text) <= limit:
+        return repr(text)
+    half = limit // 2
+    return f"{repr(text[:half])[:-1]}...{repr(text[-half:])[1:]} ({len(text):,} characters)"
+
+
 def _text_problem(text: str, integer: bool) -> str | None:
     """Why ``text`` is not a finite float (or an int64 when ``integer``); ``None`` if it is."""
     try:
@@ -229,11 +241,11 @@ def _text_problem(text: str, integer: bool) -> str | None:
             raise ValueError
         number = int(text) if integer else float(text)
     except ValueError:
-        return f"{text!r} is not {'an integer' if integer else 'a number'}"
+        return f"{shown(text)} is not {'an integer' if integer else 'a number'}"
     if integer and not INT64_RANGE[0] <= number <= INT64_RANGE[1]:
-        return f"{text!r} does not fit in a 64-bit integer"
+        return f"{shown(text)} does not fit in a 64-bit integer"
     if not integer and not math.isfinite(number):
-        return f"{text!r} is not a finite number"
+        return f"{shown(text)} is not a finite number"
     return None
 
 
