@@ -1009,8 +1009,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except MemoryError as exc:
-        print(f"error: out of memory{f': {exc}' if str(exc) else ''}; a smaller window / slide ratio, "
-              "k or workload needs less", file=sys.stderr)
+        print(f"error: out of memory{f': {exc}' if str(exc) else ''}; the window / slide ratio, k, the "
+              "parameters or the workload ask for more than this machine has", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
