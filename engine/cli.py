@@ -668,7 +668,37 @@ SHARED = "shared"
 QUERY_FIELDS = ("weights", "k", "window", "slide", "kind")
 
 CHUNK_ROWS = 1 << 16
-"""Rows the shared executor takes per call, so answers stream out as they are found."""
+"""Rows the shared executor takes per call at most, so answers stream out as they are found."""
+
+CHUNK_ANSWERS = 1 << 24
+"""Answer words (:func:`chunk_starts`) one call of the shared executor may pass at most, give or
+take one row's: it holds every answer of a call at once, about 260 bytes per answer line plus
+its objects, so 10,000 queries sliding by 1 over 65,536 rows in one call would need 170 GB."""
+
+
+def chunk_starts(queries: Sequence[Query], t: np.ndarray, budget: int | None = None) -> np.ndarray:
+    """The first row of every chunk the shared executor takes, then ``len(t)``: at most
+    :data:`CHUNK_ROWS` rows, and no more answer words than ``budget`` (default
+    :data:`CHUNK_ANSWERS`) unless one row passes
+    more by itself (a gap in ``t``, bounded by ``--max-slides``).  A query's answer costs
+    ``32 + min(k, objects)`` words (the line, then ids, scores and seq); a count query passes
+    a boundary every ``slide`` rows, a time query every ``slide`` time units.  ``O(rows)``.
+
+    >>> chunk_starts([Query(weights=[1.0], k=1, window=4, slide=1)], np.arange(10), budget=66).tolist()
+    [0, 3, 6, 9, 10]
+    """
+    budget = CHUNK_ANSWERS if budget is None else budget
+    m = len(t)
+    per_row = sum((32 + min(q.k, q.window)) / q.slide for q in queries if q.kind == "count")
+    per_time = sum((32 + min(q.k, m)) / q.slide for q in queries if q.kind == "time")
+    rows = np.arange(m)
+    cost = rows * per_row + (t - t[0]).astype(np.float64) * per_time if m else np.zeros(0)
+    starts = [0]
+    while starts[-1] < m:
+        lo = starts[-1]
+        hi = int(np.searchsorted(cost, cost[lo] + budget, side="right"))
+        starts.append(min(max(hi, lo + 1), lo + CHUNK_ROWS, m))
+    return np.array(starts, np.int64)
 
 
 class DuplicateKey(ValueError):
@@ -802,9 +832,9 @@ def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
 
     executor = SharedTopK(queries)
     ids, t, x = data
-    for lo in range(0, len(ids), CHUNK_ROWS):
-        part = slice(lo, lo + CHUNK_ROWS)
-        yield from column_lines(executor.answers(ids[part], t[part], x[part]))
+    starts = chunk_starts(queries, t).tolist()
+    for lo, hi in zip(starts, starts[1:]):
+        yield from column_lines(executor.answers(ids[lo:hi], t[lo:hi], x[lo:hi]))
 
 
 def unshared_lines(algorithms: Sequence[Algorithm], data: tuple, table: Table) -> Iterator[str]:
@@ -850,6 +880,7 @@ def run_many(args: argparse.Namespace) -> None:
                                f"has {len(ones)} feature column(s)")
         check_score_overflow(table, data[2], query.weights, f"query {position}: ", largest)
     if info is None:
+        check_row_answers(table, data[1], queries, args.max_slides)
         # No window holds more objects than the file has rows: a larger k answers the same, and
         # the shared executor sizes its answer buffers by k (a k of 10**12 would not fit in memory).
         rows = max(1, len(table))
@@ -861,6 +892,26 @@ def run_many(args: argparse.Namespace) -> None:
             raise CommandError(f"cannot create {info.name}: {exc}") from None
         lines = unshared_lines(algorithms, data, table)
     write_answers(args.output, lines)
+
+
+def check_row_answers(table: Table, t: np.ndarray, queries: Sequence[Query], limit: int) -> None:
+    """Refuse a row after which the shared executor would pass more than ``limit`` time slide
+    boundaries of the workload at once (a gap in ``t``): it answers them all before the next row,
+    at about 260 bytes each (:data:`CHUNK_ANSWERS`), where one instance per query streams them.
+    ``O(rows)``, plus ``O(time queries)`` per row whose gap could pass that many."""
+    slides = np.array([q.slide for q in queries if q.kind == "time"], np.int64)
+    if not len(slides) or len(t) < 2:
+        return
+    gaps = np.diff(t).astype(np.float64)
+    for row in np.flatnonzero(gaps * float(np.sum(1.0 / slides)) + len(slides) > limit).tolist():
+        before, after = int(t[row]), int(t[row + 1])
+        passed = sum(after // slide - before // slide for slide in slides.tolist())
+        if passed > limit:
+            raise CommandError(f"{table.where(row + 1)}: column t jumps from {before} to {after} here: the shared "
+                               f"executor would answer the {passed:,} slide boundaries of the {len(slides)} time "
+                               f"queries in between at once, more than the limit of {limit:,} (--max-slides); use "
+                               "larger slides, raise --max-slides, or --algorithm NAME (one instance per query, "
+                               "answers streamed)")
 
 
 def print_algorithms(out: TextIO) -> None:
@@ -938,6 +989,9 @@ output: one JSON line per (query, slide boundary passed), in stream order, then 
 --algorithm shared (the default) runs every query through one shared executor (queries with
 equal weights share one super-top-k list); any single-stream algorithm runs one instance per
 query instead (the unshared reference).  Both give the same answers for exact algorithms.
+The shared executor answers every boundary a row passes at once: a gap in t after which the
+time queries pass more boundaries together than --max-slides is refused (one instance per
+query streams them).
 
 example:
   python -m engine run-many --queries watch.json --input trades.csv --output answers.jsonl

@@ -346,3 +346,47 @@ def test_an_output_that_is_a_symbolic_link_replaces_its_target_and_keeps_the_lin
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert [line["ids"] for line in output_lines(target)] == [[1], [4]]
     assert sorted(path.name for path in target.parent.iterdir()) == ["answers.jsonl"]
+
+
+@pytest.mark.parametrize("budget", [1, 200])
+def test_run_many_in_small_chunks_answers_as_in_one(tmp_path, capsys, monkeypatch, budget):
+    """The shared executor takes the rows in chunks of a bounded number of answers (10,000
+    queries sliding by 1 held 65,536 rows' answers at once); the lines are the same, in the
+    same order, as those of one instance per query."""
+    ids, t, x, *_ = adversarial_file("time, empty slides, negative t")
+    source = write_rows(tmp_path / "data.csv", "id,t,a,b", [(i, when, *row) for i, when, row in zip(ids, t, x)])
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([{"weights": [1.0, 0.5], "k": 3, "window": 4, "slide": 1},
+                                   {"weights": [1.0, 0.5], "k": 2, "window": 6, "slide": 3, "kind": "time"},
+                                   {"weights": [-1.0, 1.0], "k": 9, "window": 2, "slide": 2, "kind": "time"}]))
+    outputs = {}
+    for algorithm in ("oracle", "shared"):
+        if algorithm == "shared":
+            monkeypatch.setattr(cli, "CHUNK_ANSWERS", budget)
+        outputs[algorithm] = tmp_path / f"{algorithm}.jsonl"
+        status, message = run(capsys, "run-many", "--algorithm", algorithm, "--queries", str(queries),
+                              "--input", str(source), "--output", str(outputs[algorithm]))
+        assert status == 0, message
+    assert len(cli.chunk_starts(cli.read_queries(str(queries)), np.array(t))) > len(t) // 4
+    assert outputs["shared"].read_text() == outputs["oracle"].read_text()
+
+
+def test_run_many_refuses_a_gap_passing_more_boundaries_of_the_workload_than_max_slides(tmp_path, capsys):
+    """Each time query alone stays within --max-slides, but the shared executor would hold the
+    answers of all of them at the gap at once (a gap of 10**7 with a few queries took 24 GB)."""
+    source = tmp_path / "data.csv"
+    source.write_text("id,t,x\n1,0,1.0\n2,600,2.0\n3,601,0.5\n")
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps([{"weights": [1.0], "k": 1, "window": 2, "slide": 1, "kind": "time"},
+                                   {"weights": [1.0], "k": 1, "window": 4, "slide": 2, "kind": "time"},
+                                   {"weights": [1.0], "k": 1, "window": 2, "slide": 2}]))
+    output = tmp_path / "out.jsonl"
+    arguments = ["--queries", str(queries), "--input", str(source), "--output", str(output), "--max-slides", "800"]
+    status, message = run(capsys, "run-many", *arguments)
+    assert_refused(status, message, [f"{source} line 3", "column t jumps from 0 to 600 here",
+                                     "900 slide boundaries of the 2 time queries", "limit of 800 (--max-slides)",
+                                     "--algorithm NAME"])
+    assert not output.exists()
+    status, message = run(capsys, "run-many", *arguments, "--algorithm", "mintopk")
+    assert status == 0, message
+    assert len(output_lines(output)) == 601 + 300 + 1
