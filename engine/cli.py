@@ -31,6 +31,7 @@ import stat
 import sys
 import tempfile
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Iterator, Sequence, TextIO
 
 import numpy as np
@@ -827,14 +828,30 @@ def column_lines(answers) -> Iterator[str]:
 
 
 def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
-    """The workload through :class:`engine.multi.SharedTopK`, chunk by chunk, in stream order."""
+    """The workload through :class:`engine.multi.SharedTopK`, chunk by chunk, in stream order.
+
+    A chunk ending before row ``hi`` passes the count boundaries at ``hi`` (their last row has
+    arrived); the next chunk's first row passes the time boundaries at ``hi`` (its ``t`` reaches
+    them): both have seen ``hi`` arrivals, so their lines are held back and merged by query
+    (``O(queries)`` lines held at most).
+    """
     from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
 
     executor = SharedTopK(queries)
     ids, t, x = data
     starts = chunk_starts(queries, t).tolist()
+    held: list[tuple[int, int, str]] = []
     for lo, hi in zip(starts, starts[1:]):
-        yield from column_lines(executor.answers(ids[lo:hi], t[lo:hi], x[lo:hi]))
+        answers = executor.answers(ids[lo:hi], t[lo:hi], x[lo:hi])
+        at_start = int(np.searchsorted(answers.position, lo, side="right"))
+        at_end = int(np.searchsorted(answers.position, hi, side="left"))
+        keyed = zip(answers.query.tolist(), answers.slide.tolist(), column_lines(answers))
+        if held or at_start:
+            held.extend(islice(keyed, at_start))
+            yield from (line for *_, line in sorted(held))
+        yield from (line for *_, line in islice(keyed, at_end - at_start))
+        held = list(keyed)
+    yield from (line for *_, line in held)
 
 
 def unshared_lines(algorithms: Sequence[Algorithm], data: tuple, table: Table) -> Iterator[str]:

@@ -348,21 +348,23 @@ def test_an_output_that_is_a_symbolic_link_replaces_its_target_and_keeps_the_lin
     assert sorted(path.name for path in target.parent.iterdir()) == ["answers.jsonl"]
 
 
-@pytest.mark.parametrize("budget", [1, 200])
-def test_run_many_in_small_chunks_answers_as_in_one(tmp_path, capsys, monkeypatch, budget):
+@pytest.mark.parametrize("limit", [("CHUNK_ANSWERS", 1), ("CHUNK_ANSWERS", 200), ("CHUNK_ROWS", 4)])
+def test_run_many_in_small_chunks_answers_as_in_one(tmp_path, capsys, monkeypatch, limit):
     """The shared executor takes the rows in chunks of a bounded number of answers (10,000
     queries sliding by 1 held 65,536 rows' answers at once); the lines are the same, in the
-    same order, as those of one instance per query."""
+    same order, as those of one instance per query.  A count boundary at a chunk's end and a
+    time boundary passed by the next chunk's first row have both seen as many arrivals: the
+    time query's line comes first when its query does (with 65,536-row chunks it came after)."""
     ids, t, x, *_ = adversarial_file("time, empty slides, negative t")
     source = write_rows(tmp_path / "data.csv", "id,t,a,b", [(i, when, *row) for i, when, row in zip(ids, t, x)])
     queries = tmp_path / "q.json"
-    queries.write_text(json.dumps([{"weights": [1.0, 0.5], "k": 3, "window": 4, "slide": 1},
-                                   {"weights": [1.0, 0.5], "k": 2, "window": 6, "slide": 3, "kind": "time"},
-                                   {"weights": [-1.0, 1.0], "k": 9, "window": 2, "slide": 2, "kind": "time"}]))
+    queries.write_text(json.dumps([{"weights": [1.0, 0.5], "k": 2, "window": 6, "slide": 3, "kind": "time"},
+                                   {"weights": [-1.0, 1.0], "k": 9, "window": 2, "slide": 2, "kind": "time"},
+                                   {"weights": [1.0, 0.5], "k": 3, "window": 4, "slide": 1}]))
     outputs = {}
     for algorithm in ("oracle", "shared"):
         if algorithm == "shared":
-            monkeypatch.setattr(cli, "CHUNK_ANSWERS", budget)
+            monkeypatch.setattr(cli, *limit)
         outputs[algorithm] = tmp_path / f"{algorithm}.jsonl"
         status, message = run(capsys, "run-many", "--algorithm", algorithm, "--queries", str(queries),
                               "--input", str(source), "--output", str(outputs[algorithm]))
