@@ -223,6 +223,17 @@ def _plain_digits(text: str) -> bool:
     return text.isascii() and "_" not in text
 
 
+def cut(text: str, limit: int = 80) -> str:
+    """``text``, its middle cut out when longer than ``limit`` characters (for messages).
+
+    >>> cut("[" + "1, " * 50 + "1]", 20)
+    '[1, 1, 1, ..., 1, 1, 1] (153 characters)'
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2]}...{text[-(limit // 2):]} ({len(text):,} characters)"
+
+
 def shown(text: str, limit: int = 40) -> str:
     """``repr(text)``, its middle cut out when longer than ``limit`` characters (for messages).
 
@@ -736,7 +747,7 @@ def read_queries(path: str) -> list[Query]:
     for position, entry in enumerate(entries):
         where = f"{path}: query {position}"
         if not isinstance(entry, dict):
-            raise CommandError(f"{where}: expected an object with {', '.join(QUERY_FIELDS)}, got {json.dumps(entry)}")
+            raise CommandError(f"{where}: expected an object with {', '.join(QUERY_FIELDS)}, got {cut(json.dumps(entry))}")
         unknown = sorted(set(entry) - set(QUERY_FIELDS))
         if unknown:
             raise CommandError(f"{where}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(QUERY_FIELDS)}")
@@ -745,7 +756,7 @@ def read_queries(path: str) -> list[Query]:
             raise CommandError(f"{where}: missing field(s) {', '.join(missing)}")
         weights = entry["weights"]
         if not isinstance(weights, list) or any(isinstance(w, bool) or not isinstance(w, (int, float)) for w in weights):
-            raise CommandError(f"{where}: weights must be a list of numbers, got {json.dumps(weights)}")
+            raise CommandError(f"{where}: weights must be a list of numbers, got {cut(json.dumps(weights))}")
         try:
             query = Query(weights=tuple(weights), k=entry["k"], window=entry["window"],
                           slide=entry["slide"], kind=entry.get("kind", "count"))
