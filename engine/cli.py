@@ -380,7 +380,7 @@ def attribute_stream(table: Table, weights: tuple[float, ...] | None, kind: str)
         row = int(outside[0])
         raise CommandError(f"{table.where(row)}: column stream: {int(stream[row])} is not a stream "
                            f"number in 0..{streams - 1}")
-    if weights is None:
+    if weights is None and len(stream):
         _check_streams_numbered(table, stream, streams)
     outside = np.flatnonzero((value < 0.0) | (value > 1.0))
     if len(outside):

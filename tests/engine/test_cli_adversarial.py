@@ -209,6 +209,19 @@ def test_attribute_streams_with_unused_numbers_run_with_weights_and_large_scores
         [([1, 2], [1e307, 5e306]), ([2, 1], [1e307, 1e307])]  # a tie: the newest tuple first
 
 
+@pytest.mark.parametrize("header", ["id,stream,value,t", "id,t,x", "id,seq,t,stream,value"])
+def test_a_header_only_file_gives_an_empty_output(tmp_path, capsys, header):
+    source = tmp_path / "data.csv"
+    source.write_text(header + "\n")
+    name = "mintopk" if header == "id,t,x" else "sla"
+    for kind in ("count", "time"):
+        output = tmp_path / f"{kind}.jsonl"
+        status, message = run(capsys, "run", "--algorithm", name, "--k", "1", "--window", "2", "--slide", "1",
+                              "--kind", kind, "--input", str(source), "--output", str(output))
+        assert status == 0, message
+        assert output.read_text() == ""
+
+
 def test_an_algorithm_refusing_its_input_mid_stream_names_the_slide_and_keeps_the_output(tmp_path, capsys):
     """eaa refuses an object seen in one stream more often than ``occurrences`` while valid."""
     source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t",
