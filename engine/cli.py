@@ -691,8 +691,8 @@ its objects, so 10,000 queries sliding by 1 over 65,536 rows in one call would n
 def chunk_starts(queries: Sequence[Query], t: np.ndarray, budget: int | None = None) -> np.ndarray:
     """The first row of every chunk the shared executor takes, then ``len(t)``: at most
     :data:`CHUNK_ROWS` rows, and no more answer words than ``budget`` (default
-    :data:`CHUNK_ANSWERS`) unless one row passes
-    more by itself (a gap in ``t``, bounded by ``--max-slides``).  A query's answer costs
+    :data:`CHUNK_ANSWERS`) unless one row passes more by itself (a gap in ``t``, bounded by
+    ``--max-slides``: :func:`check_row_answers`).  A query's answer costs
     ``32 + min(k, objects)`` words (the line, then ids, scores and seq); a count query passes
     a boundary every ``slide`` rows, a time query every ``slide`` time units.  ``O(rows)``.
 
@@ -719,10 +719,11 @@ class DuplicateKey(ValueError):
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     """``json.load``'s ``object_pairs_hook``: the object as a dict, refusing a repeated field."""
-    entry = dict(pairs)
-    if len(entry) < len(pairs):
-        raise DuplicateKey(next(key for position, (key, _) in enumerate(pairs)
-                                if any(key == other for other, _ in pairs[:position])))
+    entry: dict = {}
+    for key, value in pairs:
+        if key in entry:
+            raise DuplicateKey(key)
+        entry[key] = value
     return entry
 
 
