@@ -704,7 +704,8 @@ def chunk_starts(queries: Sequence[Query], t: np.ndarray, budget: int | None = N
     per_row = sum((32 + min(q.k, q.window)) / q.slide for q in queries if q.kind == "count")
     per_time = sum((32 + min(q.k, m)) / q.slide for q in queries if q.kind == "time")
     rows = np.arange(m)
-    cost = rows * per_row + (t - t[0]).astype(np.float64) * per_time if m else np.zeros(0)
+    since = (t - t[0]).view(np.uint64).astype(np.float64) if per_time else 0.0  # t non-decreasing: exact
+    cost = rows * per_row + since * per_time if m else np.zeros(0)
     starts = [0]
     while starts[-1] < m:
         lo = starts[-1]
@@ -931,7 +932,7 @@ def check_row_answers(table: Table, t: np.ndarray, queries: Sequence[Query], lim
     slides = np.array([q.slide for q in queries if q.kind == "time"], np.int64)
     if not len(slides) or len(t) < 2:
         return
-    gaps = np.diff(t).astype(np.float64)
+    gaps = np.diff(t).view(np.uint64).astype(np.float64)  # t non-decreasing: exact below 2**64
     for row in np.flatnonzero(gaps * float(np.sum(1.0 / slides)) + len(slides) > limit).tolist():
         before, after = int(t[row]), int(t[row + 1])
         passed = sum(after // slide - before // slide for slide in slides.tolist())

@@ -405,3 +405,18 @@ def test_run_many_refuses_a_gap_passing_more_boundaries_of_the_workload_than_max
     status, message = run(capsys, "run-many", *arguments, "--algorithm", "mintopk")
     assert status == 0, message
     assert len(output_lines(output)) == 601 + 300 + 1
+
+
+@pytest.mark.parametrize("command", ["run", "run-many"])
+def test_a_gap_wider_than_int64_is_named_at_its_line(tmp_path, capsys, command):
+    """t from -5e18 to 4.9e18: the difference wraps around in int64, and the widest gap was
+    looked for among the wrapped differences (the message named line 4, one unit after line 3)."""
+    source = tmp_path / "data.csv"
+    source.write_text("id,t,x\n1,-5000000000000000000,1.0\n2,4900000000000000000,2.0\n3,4900000000000000001,3.0\n")
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1], "k": 1, "window": 2, "slide": 1, "kind": "time"}]')
+    arguments = ["--algorithm", "mintopk", "--k", "1", "--window", "2", "--slide", "1", "--kind", "time"] \
+        if command == "run" else ["--queries", str(queries)]
+    status, message = run(capsys, command, *arguments, "--input", str(source), "--output", str(tmp_path / "o.jsonl"))
+    assert_refused(status, message, [f"{source} line 3:",
+                                     "t jumps from -5000000000000000000 to 4900000000000000000 here"])
