@@ -145,6 +145,42 @@ def test_parquet_text_numbers_only_python_reads_are_refused(tmp_path, capsys):
     assert_refused(status, message, [f"{source} row 2", "column x", "'2_5' is not a number"])
 
 
+def test_parquet_decimal_columns_read_as_numbers_ids_and_times_exactly(tmp_path, capsys):
+    """A database's DECIMAL columns (DuckDB, Spark) were refused as not numbers."""
+    import decimal
+
+    import pyarrow
+    import pyarrow.parquet
+
+    source = tmp_path / "data.parquet"
+    big = 2**63 - 2  # beyond float64's exact integers: an id read through a double would change
+    pyarrow.parquet.write_table(pyarrow.table({
+        "id": pyarrow.array([decimal.Decimal(big), decimal.Decimal(2), decimal.Decimal(3)], pyarrow.decimal128(20, 0)),
+        "t": pyarrow.array([decimal.Decimal(v) for v in (1, 2, 3)], pyarrow.decimal128(5, 0)),
+        "x": pyarrow.array([decimal.Decimal(v) for v in ("1.50", "2.25", "-7.50")], pyarrow.decimal128(6, 2))}), source)
+    output = tmp_path / "out.jsonl"
+    status, message = run(capsys, "run", "--algorithm", "oracle", "--k", "3", "--window", "3", "--slide", "1",
+                          "--kind", "time", "--input", str(source), "--output", str(output))
+    assert status == 0, message
+    assert [(line["end"], line["ids"], line["scores"]) for line in output_lines(output)] == \
+        [(2, [big], [1.5]), (3, [2, big], [2.25, 1.5])]
+
+
+def test_parquet_decimal_ids_beyond_int64_are_refused(tmp_path, capsys):
+    import decimal
+
+    import pyarrow
+    import pyarrow.parquet
+
+    source = tmp_path / "data.parquet"
+    pyarrow.parquet.write_table(pyarrow.table({
+        "id": pyarrow.array([decimal.Decimal(2**63), decimal.Decimal(2)], pyarrow.decimal128(20, 0)),
+        "t": [1, 2], "x": [1.0, 2.0]}), source)
+    status, message = run(capsys, "run", "--algorithm", "oracle", "--k", "1", "--window", "2", "--slide", "1",
+                          "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [str(source), "column id: decimal128(20, 0) does not fit in int64"])
+
+
 # ------------------------------------------------------------------- attribute-stream files
 
 ATTRIBUTES = [(1, 0, 0.5, 1), (2, 1, 0.25, 2), (1, 1, 1.0, 3), (3, 0, 0.75, 3), (2, 0, 0.5, 4)]
