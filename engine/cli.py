@@ -1009,6 +1009,7 @@ input (a header row, columns matched by name):
   incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1], weights >= 0;
                                                      a seq column is ignored)
   numbers: plain decimal (1, -2.5, 3e-4), finite; id, t and stream 64-bit integers
+  (Parquet: integer, float, decimal or text columns)
 
 output: one JSON line per slide boundary passed:
   {"slide": j, "end": T, "ids": [...], "scores": [...], "candidates": c, "retained": r,
