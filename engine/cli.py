@@ -329,9 +329,10 @@ def numeric_column(table: Table, name: str, integer: bool) -> np.ndarray:
 def _check_header(table: Table, required: Sequence[str], exclusive: bool) -> None:
     """Every ``required`` column present once; no other column when ``exclusive``."""
     seen = set()
-    for name in table.header:
+    for position, name in enumerate(table.header):
         if not name:
-            raise CommandError(f"{table.where()}: a column has no name")
+            raise CommandError(f"{table.where()}: column {position + 1} has no name"
+                               + (" (a row index, as pandas' to_csv writes by default?)" if position == 0 else ""))
         if name in seen:
             raise CommandError(f"{table.where()}: column {name} appears twice")
         seen.add(name)

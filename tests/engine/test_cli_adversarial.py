@@ -181,6 +181,16 @@ def test_parquet_decimal_ids_beyond_int64_are_refused(tmp_path, capsys):
     assert_refused(status, message, [str(source), "column id: decimal128(20, 0) does not fit in int64"])
 
 
+@pytest.mark.parametrize("header,fragment", [(",id,t,x", "column 1 has no name (a row index, as pandas' to_csv"),
+                                             ("id,t,x,", "column 4 has no name")])
+def test_a_column_without_a_name_is_named_by_its_position(tmp_path, capsys, header, fragment):
+    source = tmp_path / "data.csv"
+    source.write_text(header + "\n" + ("0,1,1,0.5\n" if header.startswith(",") else "1,1,0.5,\n"))
+    status, message = run(capsys, "run", "--algorithm", "oracle", "--k", "1", "--window", "1", "--slide", "1",
+                          "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [f"{source} line 1", fragment])
+
+
 # ------------------------------------------------------------------- attribute-stream files
 
 ATTRIBUTES = [(1, 0, 0.5, 1), (2, 1, 0.25, 2), (1, 1, 1.0, 3), (3, 0, 0.75, 3), (2, 0, 0.5, 4)]
