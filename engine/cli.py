@@ -581,8 +581,11 @@ def check_output_apart(output: str, inputs: dict[str, str]) -> None:
 
 def writes_through(path: str) -> bool:
     """Whether ``path`` names an existing file that is not a regular one (``/dev/null``, a
-    terminal, a named pipe, ``/dev/stdout``): written to in place, as a shell redirection
-    would, since renaming a file over it would replace the device or the pipe itself."""
+    terminal, a named pipe) or a file under ``/dev`` or ``/proc`` (``/dev/stdout`` redirected to
+    a file, ``/dev/fd/3``): written to in place, as a shell redirection would, since renaming a
+    file over it would replace the device or the pipe itself, or a file opened for appending."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
     try:
         return not stat.S_ISREG(os.stat(path).st_mode)
     except OSError:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -466,3 +468,22 @@ def test_a_gap_wider_than_int64_is_named_at_its_line(tmp_path, capsys, command):
     status, message = run(capsys, command, *arguments, "--input", str(source), "--output", str(tmp_path / "o.jsonl"))
     assert_refused(status, message, [f"{source} line 3:",
                                      "t jumps from -5000000000000000000 to 4900000000000000000 here"])
+
+
+def test_output_dev_stdout_appended_to_a_log_keeps_the_log(tmp_path):
+    """``--output /dev/stdout >> log``: the answers were written to a temporary file renamed
+    over the log, which lost its earlier lines."""
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    log = tmp_path / "run.log"
+    log.write_text("an earlier line\n")
+    with open(log, "a") as stdout:
+        result = subprocess.run([sys.executable, "-m", "engine", "run", "--algorithm", "oracle", "--k", "1",
+                                 "--window", "2", "--slide", "2", "--input", str(source), "--output", "/dev/stdout"],
+                                cwd=Path(__file__).resolve().parents[2], stdout=stdout, stderr=subprocess.PIPE,
+                                text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    first, *answers = log.read_text().splitlines()
+    assert first == "an earlier line"
+    assert [json.loads(line)["ids"] for line in answers] == [[1], [4]]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "run.log"]
