@@ -41,7 +41,8 @@ from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import Answer, score
-from .stream import MAX_SLIDES, SCORE_SAFE, Batch, first_overflow, slides, time_margin, time_range_problem, too_many_slides
+from .stream import (MAX_SLIDES, SCORE_SAFE, Batch, first_overflow, slides, time_margin, time_range_problem,
+                     too_many_slides)
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -773,7 +774,8 @@ def read_queries(path: str) -> list[Query]:
     for position, entry in enumerate(entries):
         where = f"{path}: query {position}"
         if not isinstance(entry, dict):
-            raise CommandError(f"{where}: expected an object with {', '.join(QUERY_FIELDS)}, got {cut(json.dumps(entry))}")
+            raise CommandError(f"{where}: expected an object with {', '.join(QUERY_FIELDS)}, "
+                               f"got {cut(json.dumps(entry))}")
         unknown = sorted(set(entry) - set(QUERY_FIELDS))
         if unknown:
             raise CommandError(f"{where}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(QUERY_FIELDS)}")

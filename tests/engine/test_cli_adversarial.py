@@ -341,7 +341,8 @@ def test_an_integer_parameter_beyond_int64_is_refused(tmp_path, capsys):
     source = tmp_path / "data.csv"
     source.write_text(GOOD_CSV)
     status, message = run(capsys, "run", "--algorithm", "sao", "--param", "memory=" + BEYOND, "--k", "1",
-                          "--window", "2", "--slide", "1", "--input", str(source), "--output", str(tmp_path / "o.jsonl"))
+                          "--window", "2", "--slide", "1", "--input", str(source),
+                          "--output", str(tmp_path / "o.jsonl"))
     assert_refused(status, message, ["--param", "memory of sao must fit in a 64-bit integer", BEYOND])
 
 
