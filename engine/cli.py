@@ -729,8 +729,8 @@ def chunk_starts(queries: Sequence[Query], t: np.ndarray, budget: int | None = N
     per_row = sum((32 + min(q.k, q.window)) / q.slide for q in queries if q.kind == "count")
     per_time = sum((32 + min(q.k, m)) / q.slide for q in queries if q.kind == "time")
     rows = np.arange(m)
-    since = (t - t[0]).view(np.uint64).astype(np.float64) if per_time else 0.0  # t non-decreasing: exact
-    cost = rows * per_row + since * per_time if m else np.zeros(0)
+    since = (t - t[0]).view(np.uint64).astype(np.float64) if per_time and m else 0.0  # t non-decreasing: exact
+    cost = rows * per_row + since * per_time
     starts = [0]
     while starts[-1] < m:
         lo = starts[-1]

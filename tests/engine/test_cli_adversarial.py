@@ -270,6 +270,20 @@ def test_a_header_only_file_gives_an_empty_output(tmp_path, capsys, header):
         assert output.read_text() == ""
 
 
+@pytest.mark.parametrize("algorithm", ["shared", "mintopk"])
+def test_run_many_over_a_header_only_file_gives_an_empty_output(tmp_path, capsys, algorithm):
+    source = tmp_path / "data.csv"
+    source.write_text("id,t,x\n")
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1], "k": 1, "window": 2, "slide": 1, "kind": "time"},'
+                       ' {"weights": [1], "k": 1, "window": 2, "slide": 1}]')
+    output = tmp_path / "out.jsonl"
+    status, message = run(capsys, "run-many", "--algorithm", algorithm, "--queries", str(queries),
+                          "--input", str(source), "--output", str(output))
+    assert status == 0, message
+    assert output.read_text() == ""
+
+
 def test_an_algorithm_refusing_its_input_mid_stream_names_the_slide_and_keeps_the_output(tmp_path, capsys):
     """eaa refuses an object seen in one stream more often than ``occurrences`` while valid."""
     source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t",
