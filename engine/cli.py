@@ -30,7 +30,7 @@ import re
 import stat
 import sys
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import islice
 from typing import Iterator, Sequence, TextIO
 
@@ -937,10 +937,7 @@ def run_many(args: argparse.Namespace) -> None:
         check_score_overflow(table, data[2], query.weights, f"query {position}: ", largest)
     if info is None:
         check_row_answers(table, data[1], queries, args.max_slides)
-        # No window holds more objects than the file has rows: a larger k answers the same, and
-        # the shared executor sizes its answer buffers by k (a k of 10**12 would not fit in memory).
-        rows = max(1, len(table))
-        lines = shared_lines([replace(query, k=min(query.k, rows)) for query in queries], data)
+        lines = shared_lines(queries, data)
     else:
         try:
             algorithms = [create(info.name, query, **params) for query in queries]

@@ -100,6 +100,29 @@ def test_exact_algorithms_answer_as_the_reference_at_every_slide(tmp_path, capsy
     assert got == expected
 
 
+@pytest.mark.parametrize("k", [10**12, 2**63 - 1])
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_the_shared_executor_answers_a_huge_k_as_the_reference(k, kind):
+    """engine.multi.SharedTopK sized its answer buffers by k: 29 TiB for k = 10**12 (MemoryError),
+    numpy's 'Maximum allowed dimension exceeded' for 2**63 - 1.  An answer holds at most every
+    record of the list, which now bounds them."""
+    from engine.multi import SharedTopK
+
+    ids, t, x, *_ = adversarial_file("time, bursts of equal t, k > window")
+    queries = [engine.Query(weights=[1.0, -1.0], k=k, window=4, slide=2, kind=kind),
+               engine.Query(weights=[1.0, -1.0], k=3, window=4, slide=2, kind=kind),
+               engine.Query(weights=[0.5, 1.0], k=k, window=6, slide=3, kind=kind)]
+    executor = SharedTopK(queries)
+    results = executor.process(np.array(ids[:20]), np.array(t[:20]), np.array(x[:20]))
+    results += executor.process(np.array(ids[20:]), np.array(t[20:]), np.array(x[20:]))
+    executor.check()
+    for handle, query in enumerate(queries):
+        expected = [(end, [o[0] for o in answer], [o[1] for o in answer]) for end, answer in
+                    reference_answers(ids, t, x, query.weights, query.k, query.window, query.slide, kind)]
+        got = [(r.end, r.answer.ids.tolist(), r.answer.scores.tolist()) for r in results if r.query == handle]
+        assert got == expected
+
+
 @pytest.mark.parametrize("algorithm", ["shared", "oracle"])
 def test_run_many_answers_as_the_reference_with_a_huge_k(tmp_path, capsys, algorithm):
     """A k far above the rows (10**12) answers every object of the window; the shared executor
