@@ -347,6 +347,20 @@ def test_query_fields_beyond_int64_are_an_invalid_query(tmp_path, capsys, argume
     assert_refused(status, message, ["invalid query", fragment])
 
 
+@pytest.mark.parametrize("fields,message", [
+    (dict(k=2**63), "k must be at most 9223372036854775807 \\(int64\\), got 9223372036854775808"),
+    (dict(window=10**30, slide=1), "window must be at most"),
+    (dict(window=2**62, slide=2**62, kind="time"), "a time window needs window \\+ slide at most"),
+])
+def test_query_fields_beyond_int64_are_a_value_error_of_the_query(fields, message):
+    """Not an OverflowError of SharedTopK or SAO, a numba TypingError of the k-skyband, or a time
+    window no t fits (the engine's contract: bad arguments raise ValueError)."""
+    with pytest.raises(ValueError, match=message):
+        engine.Query(**{"weights": [1.0], "k": 1, "window": 4, "slide": 2, **fields})
+    engine.Query(weights=[1.0], k=2**63 - 1, window=2**63 - 1, slide=2**63 - 1)
+    engine.Query(weights=[1.0], k=1, window=2**62, slide=2**61, kind="time")
+
+
 @pytest.mark.parametrize("entry,fragment", [
     ('{"weights": [1], "k": ' + BEYOND + ', "window": 2, "slide": 1}', "query 1: k must be at most"),
     ('{"weights": [1], "k": 1, "window": 1' + "0" * 22 + ', "slide": 1}', "query 1: window must be at most"),
