@@ -27,9 +27,11 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
+from itertools import islice
 from typing import Iterator, Sequence, TextIO
 
 import numpy as np
@@ -38,8 +40,9 @@ from .attributes import check_weights
 from .base import Algorithm, coerce_param
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
-from .ranking import score
-from .stream import MAX_SLIDES, first_overflow, slides, time_margin, time_range_problem, too_many_slides
+from .ranking import Answer, score
+from .stream import (MAX_SLIDES, SCORE_SAFE, Batch, first_overflow, slides, time_margin, time_range_problem,
+                     too_many_slides)
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -51,11 +54,16 @@ OBJECT_KEY_COLUMNS = ("id", "t")
 """The columns every object stream must have."""
 
 IGNORED_COLUMNS = ("seq",)
-"""Columns that are not features either: a ``seq`` column (as in the datasets that
-``pipelines.ingest`` writes) is ignored, since row order is arrival order."""
+"""Columns that are neither features nor attributes: a ``seq`` column (as in the datasets that
+``pipelines.ingest`` writes, object and attribute streams alike) is ignored, since row order is
+arrival order."""
 
 ATTRIBUTE_COLUMNS = ("id", "stream", "value", "t")
-"""The columns of an attribute stream (incomplete-stream algorithms), no others."""
+"""The columns of an attribute stream (incomplete-stream algorithms), no others but ``seq``."""
+
+ATTRIBUTE_MARKS = ("stream", "value")
+"""Columns that make a file an attribute stream, as they make a dataset one for the replay: a
+single-stream algorithm refuses such a file rather than score stream numbers as a feature."""
 
 INT64_RANGE = (-(2**63), 2**63 - 1)
 
@@ -170,14 +178,34 @@ def read_parquet(path: str) -> Table:
     for position, name in enumerate(header):
         column = arrow_table.column(position)
         kind = column.type
-        if not (pyarrow.types.is_integer(kind) or pyarrow.types.is_floating(kind)
-                or pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)):
-            raise CommandError(f"{path}: column {name} has type {kind}; expected numbers")
+        if pyarrow.types.is_decimal(kind):
+            column = decimal_numbers(path, name, column)
+        elif not (pyarrow.types.is_integer(kind) or pyarrow.types.is_floating(kind)
+                  or pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)):
+            raise CommandError(f"{path}: column {name} has type {kind}; expected numbers (integers, floats, "
+                               "decimals or text holding numbers; times as integers)")
         if column.null_count:
             row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
             raise CommandError(f"{path} row {row + 1}: column {name}: missing value")
         columns[name] = column_values(column)
     return Table(path, header, columns, "row", range(1, arrow_table.num_rows + 1))
+
+
+def decimal_numbers(path: str, name: str, column):
+    """A decimal Arrow column (a database's ``DECIMAL``) as int64 when its scale is 0 (exactly,
+    so that ids and times keep every digit) or float64 (the nearest double), ``O(rows)``.
+
+    >>> import decimal, pyarrow as pa
+    >>> decimal_numbers("x.parquet", "x", pa.chunked_array([[decimal.Decimal("2.50")]])).to_pylist()
+    [2.5]
+    """
+    import pyarrow
+
+    target = pyarrow.int64() if column.type.scale == 0 else pyarrow.float64()
+    try:
+        return column.cast(target)
+    except pyarrow.ArrowInvalid as exc:
+        raise CommandError(f"{path}: column {name}: {column.type} does not fit in {target}: {exc}") from None
 
 
 def column_values(column) -> np.ndarray:
@@ -209,16 +237,48 @@ def column_values(column) -> np.ndarray:
 
 # ------------------------------------------------------------------------ converting columns
 
+def _plain_digits(text: str) -> bool:
+    """Whether ``text`` has only ASCII characters and no ``_``: Python's ``int`` and ``float``
+    (and numpy's parsers, which call them) also read ``1_000``, ``١٢`` and ``１２``, which no CSV
+    reader (Spark's cast in ``pipelines.ingest`` among them) takes for numbers."""
+    return text.isascii() and "_" not in text
+
+
+def cut(text: str, limit: int = 80) -> str:
+    """``text``, its middle cut out when longer than ``limit`` characters (for messages).
+
+    >>> cut("[" + "1, " * 50 + "1]", 20)
+    '[1, 1, 1, ..., 1, 1, 1] (153 characters)'
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2]}...{text[-(limit // 2):]} ({len(text):,} characters)"
+
+
+def shown(text: str, limit: int = 40) -> str:
+    """``repr(text)``, its middle cut out when longer than ``limit`` characters (for messages).
+
+    >>> shown("1" * 50, 10)
+    "'11111...11111' (50 characters)"
+    """
+    if len(text) <= limit:
+        return repr(text)
+    half = limit // 2
+    return f"{repr(text[:half])[:-1]}...{repr(text[-half:])[1:]} ({len(text):,} characters)"
+
+
 def _text_problem(text: str, integer: bool) -> str | None:
     """Why ``text`` is not a finite float (or an int64 when ``integer``); ``None`` if it is."""
     try:
+        if not _plain_digits(text):
+            raise ValueError
         number = int(text) if integer else float(text)
     except ValueError:
-        return f"{text!r} is not {'an integer' if integer else 'a number'}"
+        return f"{shown(text)} is not {'an integer' if integer else 'a number'}"
     if integer and not INT64_RANGE[0] <= number <= INT64_RANGE[1]:
-        return f"{text!r} does not fit in a 64-bit integer"
+        return f"{shown(text)} does not fit in a 64-bit integer"
     if not integer and not math.isfinite(number):
-        return f"{text!r} is not a finite number"
+        return f"{shown(text)} is not a finite number"
     return None
 
 
@@ -226,6 +286,8 @@ def _convert_text(texts: Sequence[str], integer: bool) -> tuple[np.ndarray | Non
     """Parse strings at C speed; on failure scan them one by one for the first bad row."""
     try:
         values = np.array(texts, dtype=np.int64 if integer else np.float64)
+        if not _plain_digits("".join(texts)):
+            raise ValueError
     except (ValueError, OverflowError):
         return None, next(row for row, text in enumerate(texts) if _text_problem(text, integer))
     if not integer:
@@ -268,9 +330,10 @@ def numeric_column(table: Table, name: str, integer: bool) -> np.ndarray:
 def _check_header(table: Table, required: Sequence[str], exclusive: bool) -> None:
     """Every ``required`` column present once; no other column when ``exclusive``."""
     seen = set()
-    for name in table.header:
+    for position, name in enumerate(table.header):
         if not name:
-            raise CommandError(f"{table.where()}: a column has no name")
+            raise CommandError(f"{table.where()}: column {position + 1} has no name"
+                               + (" (a row index, as pandas' to_csv writes by default?)" if position == 0 else ""))
         if name in seen:
             raise CommandError(f"{table.where()}: column {name} appears twice")
         seen.add(name)
@@ -278,15 +341,21 @@ def _check_header(table: Table, required: Sequence[str], exclusive: bool) -> Non
     if missing:
         raise CommandError(f"{table.where()}: missing column(s) {', '.join(missing)} "
                            f"(the header has {', '.join(table.header)})")
-    extra = [name for name in table.header if name not in required]
+    extra = [name for name in table.header if name not in required + IGNORED_COLUMNS]
     if exclusive and extra:
         raise CommandError(f"{table.where()}: unexpected column(s) {', '.join(extra)}; "
-                           f"incomplete-stream algorithms read exactly {', '.join(required)}")
+                           f"incomplete-stream algorithms read exactly {', '.join(required)} (and an "
+                           f"ignored {', '.join(IGNORED_COLUMNS)})")
 
 
 def object_stream(table: Table, weights: tuple[float, ...] | None, kind: str):
     """``(ids, t, x)`` and the weights (all ones by default) of an ``id,t,<features>`` table."""
     _check_header(table, OBJECT_KEY_COLUMNS, exclusive=False)
+    if all(name in table.header for name in ATTRIBUTE_MARKS):
+        incomplete = ", ".join(info.name for info in available() if info.stream == "incomplete")
+        raise CommandError(f"{table.where()}: columns {' and '.join(ATTRIBUTE_MARKS)} make this an attribute "
+                           f"stream, which the incomplete-stream algorithms read ({incomplete}); "
+                           "single-stream algorithms read id,t,<features...>")
     features = [name for name in table.header if name not in OBJECT_KEY_COLUMNS + IGNORED_COLUMNS]
     if not features:
         raise CommandError(f"{table.where()}: no feature columns; expected id, t and at least one feature")
@@ -333,11 +402,52 @@ def attribute_stream(table: Table, weights: tuple[float, ...] | None, kind: str)
         row = int(outside[0])
         raise CommandError(f"{table.where(row)}: column stream: {int(stream[row])} is not a stream "
                            f"number in 0..{streams - 1}")
+    if weights is None and len(stream):
+        _check_streams_numbered(table, stream, streams)
     outside = np.flatnonzero((value < 0.0) | (value > 1.0))
     if len(outside):
         row = int(outside[0])
         raise CommandError(f"{table.where(row)}: column value: {float(value[row])!r} is not in [0, 1]")
-    return (ids, stream, value, t), weights or (1.0,) * streams
+    weights = weights or (1.0,) * streams
+    _check_attribute_overflow(table, ids, stream, value, weights)
+    return (ids, stream, value, t), weights
+
+
+def _check_streams_numbered(table: Table, stream: np.ndarray, streams: int) -> None:
+    """Without ``--weights`` the streams are ``0..max(stream)``: refuse a numbering with unused
+    numbers (a stray stream number of 20,000,000 would make as many streams, each with its own
+    structures: gigabytes for a two-row file).  ``O(rows)``."""
+    if streams <= len(stream):
+        unused = np.flatnonzero(np.bincount(stream, minlength=streams) == 0)
+        if not len(unused):
+            return
+        first_unused = int(unused[0])
+    else:
+        first_unused = int(np.setdiff1d(np.arange(len(stream) + 1), stream)[0])
+    row = int(np.argmax(stream))
+    raise CommandError(f"{table.where(row)}: column stream: {streams - 1} makes {streams:,} streams, but stream "
+                       f"{first_unused} never occurs; number the streams 0..d-1 or give --weights, one per stream")
+
+
+def _check_attribute_overflow(table: Table, ids: np.ndarray, stream: np.ndarray, value: np.ndarray,
+                              weights: Sequence[float]) -> None:
+    """Refuse weights with which an object's score may overflow to infinity, naming its first
+    line: its values in each stream are summed, so its score is at most its weighted values over
+    the whole file (``O(d)`` when even every tuple of a stream summed could not come near;
+    ``O(rows log rows)`` otherwise)."""
+    w = np.asarray(weights, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if float(w @ np.bincount(stream, minlength=len(w))) < SCORE_SAFE:
+            return
+        pairs, pair_of_row = np.unique(np.column_stack([ids, stream]), axis=0, return_inverse=True)
+        weighted = np.bincount(pair_of_row.reshape(-1), weights=value) * w[pairs[:, 1]]
+        objects, object_of_pair = np.unique(pairs[:, 0], return_inverse=True)
+        bounds = np.bincount(object_of_pair.reshape(-1), weights=weighted)
+    overflowing = np.flatnonzero(~(bounds < np.finfo(np.float64).max / 2))
+    if len(overflowing):
+        row = int(np.argmax(ids == objects[overflowing[0]]))
+        raise CommandError(f"{table.where(row)}: object {int(ids[row])}: its values weighted by {list(weights)} "
+                           f"add up to {bounds[overflowing[0]]}, beyond the largest float; scale the weights down")
 
 
 def check_time_range(table: Table, t: np.ndarray, queries: Sequence[Query]) -> None:
@@ -385,9 +495,11 @@ def check_params(info: AlgorithmInfo, params: Sequence[tuple[str, str]]) -> dict
             valid = ", ".join(f"{name} (default {default})" for name, default in info.defaults.items())
             raise CommandError(f"--param: unknown parameter {key!r} for {info.name}; valid: {valid or 'none'}")
         try:
-            coerce_param(info.name, key, info.defaults[key], value)
+            coerced = coerce_param(info.name, key, info.defaults[key], value)
         except ValueError as exc:
             raise CommandError(f"--param: {exc}") from None
+        if type(coerced) is int and not INT64_RANGE[0] <= coerced <= INT64_RANGE[1]:
+            raise CommandError(f"--param: parameter {key} of {info.name} must fit in a 64-bit integer, got {value}")
         checked[key] = value
     return checked
 
@@ -400,11 +512,28 @@ def make_query(args: argparse.Namespace, weights: Sequence[float]) -> Query:
         raise CommandError(f"invalid query: {exc}") from None
 
 
-def answer_lines(algorithm: Algorithm, data: tuple) -> Iterator[str]:
-    """Run ``algorithm`` over ``data``: one JSON line per slide boundary passed."""
-    for batch in slides(data, algorithm.q):
+def slide_where(table: Table, batch: Batch) -> str:
+    """``"data.csv lines 5-9 (slide 2, end 10)"``: where a slide's rows are, for messages."""
+    if not len(batch):
+        return f"{table.path} slide {batch.index} (end {batch.end}, no rows)"
+    first, last = table.numbers[int(batch.seq[0])], table.numbers[int(batch.seq[-1])]
+    return f"{table.path} {table.unit}s {first}-{last} (slide {batch.index}, end {batch.end})"
+
+
+def processed(algorithm: Algorithm, batch: Batch, table: Table, query: str = "") -> Answer:
+    """``algorithm``'s answer after ``batch``; an input the algorithm refuses on the way (such
+    as ``eaa``'s ``occurrences`` bound broken) is reported naming the slide's lines."""
+    try:
         algorithm.process(batch)
-        answer = algorithm.topk()
+        return algorithm.topk()
+    except ValueError as exc:
+        raise CommandError(f"{slide_where(table, batch)}: {query}{exc}") from None
+
+
+def answer_lines(algorithm: Algorithm, data: tuple, table: Table) -> Iterator[str]:
+    """Run ``algorithm`` over ``data`` (read from ``table``): one JSON line per slide boundary passed."""
+    for batch in slides(data, algorithm.q):
+        answer = processed(algorithm, batch, table)
         stats = algorithm.stats()
         yield json.dumps({"slide": batch.index, "end": batch.end,
                           "ids": answer.ids.tolist(), "scores": answer.scores.tolist(),
@@ -429,18 +558,48 @@ def check_output_apart(output: str, inputs: dict[str, str]) -> None:
                                "Give another output file")
 
 
+def writes_through(path: str) -> bool:
+    """Whether ``path`` names an existing file that is not a regular one (``/dev/null``, a
+    terminal, a named pipe) or a file under ``/dev`` or ``/proc`` (``/dev/stdout`` redirected to
+    a file, ``/dev/fd/3``): written to in place, as a shell redirection would, since renaming a
+    file over it would replace the device or the pipe itself, or a file opened for appending."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def write_answers(path: str, lines: Iterator[str]) -> None:
+    """Write the answer ``lines`` to ``--output path``: a regular file (or a new one) through
+    :func:`write_atomically`, the target of a symbolic link included (the link is kept); a
+    device or a pipe (:func:`writes_through`) in place, appending, so lines written before a
+    failure stay written there."""
+    if os.path.isdir(path):
+        raise CommandError(f"{path}: cannot write: it is a directory")
+    if not writes_through(path):
+        write_atomically(path, lines)
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.writelines(lines)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
 def write_atomically(path: str, lines: Iterator[str]) -> None:
-    """Write ``lines`` to a temporary file beside ``path``, then rename it to ``path``.
+    """Write ``lines`` to a temporary file beside ``path`` (beside the file a symbolic link
+    ``path`` points to), then rename it to that file.
 
     On any failure, Ctrl-C and SIGTERM included, the temporary file is removed and an existing
     ``path`` is left as it was. A process killed outright (SIGKILL) cannot remove its own: its
     name holds the writer's process id, and the next write to ``path`` removes the temporary
     files of writers no longer running (:func:`remove_orphans`).
     """
-    if os.path.isdir(path):
-        raise CommandError(f"{path}: cannot write: it is a directory")
-    directory = os.path.dirname(os.path.abspath(path))
-    prefix = f".{os.path.basename(path)}."
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    prefix = f".{os.path.basename(target)}."
     remove_orphans(directory, prefix)
     try:
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}.", suffix=".tmp")
@@ -450,7 +609,7 @@ def write_atomically(path: str, lines: Iterator[str]) -> None:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.writelines(lines)
         os.chmod(temporary, _new_file_mode())
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException as exc:
         os.unlink(temporary)
         if isinstance(exc, OSError):
@@ -513,7 +672,7 @@ def run(args: argparse.Namespace) -> None:
         algorithm = create(info.name, query.with_weights(weights), **params)
     except ValueError as exc:
         raise CommandError(f"cannot create {info.name}: {exc}") from None
-    write_atomically(args.output, answer_lines(algorithm, data))
+    write_answers(args.output, answer_lines(algorithm, data, table))
 
 
 # ------------------------------------------------------------------------------ run-many
@@ -524,15 +683,62 @@ SHARED = "shared"
 QUERY_FIELDS = ("weights", "k", "window", "slide", "kind")
 
 CHUNK_ROWS = 1 << 16
-"""Rows the shared executor takes per call, so answers stream out as they are found."""
+"""Rows the shared executor takes per call at most, so answers stream out as they are found."""
+
+CHUNK_ANSWERS = 1 << 24
+"""Answer words (:func:`chunk_starts`) one call of the shared executor may pass at most, give or
+take one row's: it holds every answer of a call at once, about 260 bytes per answer line plus
+its objects, so 10,000 queries sliding by 1 over 65,536 rows in one call would need 170 GB."""
+
+
+def chunk_starts(queries: Sequence[Query], t: np.ndarray, budget: int | None = None) -> np.ndarray:
+    """The first row of every chunk the shared executor takes, then ``len(t)``: at most
+    :data:`CHUNK_ROWS` rows, and no more answer words than ``budget`` (default
+    :data:`CHUNK_ANSWERS`) unless one row passes more by itself (a gap in ``t``, bounded by
+    ``--max-slides``: :func:`check_row_answers`).  A query's answer costs
+    ``32 + min(k, objects)`` words (the line, then ids, scores and seq); a count query passes
+    a boundary every ``slide`` rows, a time query every ``slide`` time units.  ``O(rows)``.
+
+    >>> chunk_starts([Query(weights=[1.0], k=1, window=4, slide=1)], np.arange(10), budget=66).tolist()
+    [0, 3, 6, 9, 10]
+    """
+    budget = CHUNK_ANSWERS if budget is None else budget
+    m = len(t)
+    per_row = sum((32 + min(q.k, q.window)) / q.slide for q in queries if q.kind == "count")
+    per_time = sum((32 + min(q.k, m)) / q.slide for q in queries if q.kind == "time")
+    rows = np.arange(m)
+    since = (t - t[0]).view(np.uint64).astype(np.float64) if per_time and m else 0.0  # t non-decreasing: exact
+    cost = rows * per_row + since * per_time
+    starts = [0]
+    while starts[-1] < m:
+        lo = starts[-1]
+        hi = int(np.searchsorted(cost, cost[lo] + budget, side="right"))
+        starts.append(min(max(hi, lo + 1), lo + CHUNK_ROWS, m))
+    return np.array(starts, np.int64)
+
+
+class DuplicateKey(ValueError):
+    """A JSON object naming one field twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``json.load``'s ``object_pairs_hook``: the object as a dict, refusing a repeated field."""
+    entry: dict = {}
+    for key, value in pairs:
+        if key in entry:
+            raise DuplicateKey(key)
+        entry[key] = value
+    return entry
 
 
 def read_queries(path: str) -> list[Query]:
     """The workload file: a JSON list of ``{"weights", "k", "window", "slide", "kind"}``
     (``kind`` defaults to ``"count"``); a bad entry names its position (from 0) and the problem."""
     try:
-        with open(path, encoding="utf-8") as file:
-            entries = json.load(file)
+        with open(path, encoding="utf-8-sig") as file:
+            entries = json.load(file, object_pairs_hook=_unique_keys)
+    except DuplicateKey as exc:
+        raise CommandError(f"{path}: field {exc.args[0]} appears twice in one object") from None
     except OSError as exc:
         raise CommandError(f"{path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -546,7 +752,8 @@ def read_queries(path: str) -> list[Query]:
     for position, entry in enumerate(entries):
         where = f"{path}: query {position}"
         if not isinstance(entry, dict):
-            raise CommandError(f"{where}: expected an object with {', '.join(QUERY_FIELDS)}, got {json.dumps(entry)}")
+            raise CommandError(f"{where}: expected an object with {', '.join(QUERY_FIELDS)}, "
+                               f"got {cut(json.dumps(entry))}")
         unknown = sorted(set(entry) - set(QUERY_FIELDS))
         if unknown:
             raise CommandError(f"{where}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(QUERY_FIELDS)}")
@@ -555,7 +762,7 @@ def read_queries(path: str) -> list[Query]:
             raise CommandError(f"{where}: missing field(s) {', '.join(missing)}")
         weights = entry["weights"]
         if not isinstance(weights, list) or any(isinstance(w, bool) or not isinstance(w, (int, float)) for w in weights):
-            raise CommandError(f"{where}: weights must be a list of numbers, got {json.dumps(weights)}")
+            raise CommandError(f"{where}: weights must be a list of numbers, got {cut(json.dumps(weights))}")
         try:
             queries.append(Query(weights=tuple(weights), k=entry["k"], window=entry["window"],
                                  slide=entry["slide"], kind=entry.get("kind", "count")))
@@ -634,17 +841,33 @@ def column_lines(answers) -> Iterator[str]:
 
 
 def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
-    """The workload through :class:`engine.multi.SharedTopK`, chunk by chunk, in stream order."""
+    """The workload through :class:`engine.multi.SharedTopK`, chunk by chunk, in stream order.
+
+    A chunk ending before row ``hi`` passes the count boundaries at ``hi`` (their last row has
+    arrived); the next chunk's first row passes the time boundaries at ``hi`` (its ``t`` reaches
+    them): both have seen ``hi`` arrivals, so their lines are held back and merged by query
+    (``O(queries)`` lines held at most).
+    """
     from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
 
     executor = SharedTopK(queries)
     ids, t, x = data
-    for lo in range(0, len(ids), CHUNK_ROWS):
-        part = slice(lo, lo + CHUNK_ROWS)
-        yield from column_lines(executor.answers(ids[part], t[part], x[part]))
+    starts = chunk_starts(queries, t).tolist()
+    held: list[tuple[int, int, str]] = []
+    for lo, hi in zip(starts, starts[1:]):
+        answers = executor.answers(ids[lo:hi], t[lo:hi], x[lo:hi])
+        at_start = int(np.searchsorted(answers.position, lo, side="right"))
+        at_end = int(np.searchsorted(answers.position, hi, side="left"))
+        keyed = zip(answers.query.tolist(), answers.slide.tolist(), column_lines(answers))
+        if held or at_start:
+            held.extend(islice(keyed, at_start))
+            yield from (line for *_, line in sorted(held))
+        yield from (line for *_, line in islice(keyed, at_end - at_start))
+        held = list(keyed)
+    yield from (line for *_, line in held)
 
 
-def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str]:
+def unshared_lines(algorithms: Sequence[Algorithm], data: tuple, table: Table) -> Iterator[str]:
     """One algorithm instance per query, interleaved in the shared executor's order: by the
     number of arrivals when the boundary is passed, then by query (the unshared reference)."""
     t = data[1]
@@ -653,8 +876,7 @@ def unshared_lines(algorithms: Sequence[Algorithm], data: tuple) -> Iterator[str
     def answers(position: int, algorithm: Algorithm) -> Iterator[tuple[int, int, int, str]]:
         count = algorithm.q.kind == "count"
         for batch in slides(data, algorithm.q):
-            algorithm.process(batch)
-            answer = algorithm.topk()
+            answer = processed(algorithm, batch, table, f"query {position}: ")
             passed = batch.end if count else int(np.searchsorted(t, batch.end))
             yield passed, position, batch.index, lines.line(position, batch.index, batch.end, answer.ids,
                                                             answer.scores)
@@ -688,14 +910,35 @@ def run_many(args: argparse.Namespace) -> None:
                                f"has {len(ones)} feature column(s)")
         check_score_overflow(table, data[2], query.weights, f"query {position}: ", largest)
     if info is None:
+        check_row_answers(table, data[1], queries, args.max_slides)
         lines = shared_lines(queries, data)
     else:
         try:
             algorithms = [create(info.name, query, **params) for query in queries]
         except ValueError as exc:
             raise CommandError(f"cannot create {info.name}: {exc}") from None
-        lines = unshared_lines(algorithms, data)
-    write_atomically(args.output, lines)
+        lines = unshared_lines(algorithms, data, table)
+    write_answers(args.output, lines)
+
+
+def check_row_answers(table: Table, t: np.ndarray, queries: Sequence[Query], limit: int) -> None:
+    """Refuse a row after which the shared executor would pass more than ``limit`` time slide
+    boundaries of the workload at once (a gap in ``t``): it answers them all before the next row,
+    at about 260 bytes each (:data:`CHUNK_ANSWERS`), where one instance per query streams them.
+    ``O(rows)``, plus ``O(time queries)`` per row whose gap could pass that many."""
+    slides = np.array([q.slide for q in queries if q.kind == "time"], np.int64)
+    if not len(slides) or len(t) < 2:
+        return
+    gaps = np.diff(t).view(np.uint64).astype(np.float64)  # t non-decreasing: exact below 2**64
+    for row in np.flatnonzero(gaps * float(np.sum(1.0 / slides)) + len(slides) > limit).tolist():
+        before, after = int(t[row]), int(t[row + 1])
+        passed = sum(after // slide - before // slide for slide in slides.tolist())
+        if passed > limit:
+            raise CommandError(f"{table.where(row + 1)}: column t jumps from {before} to {after} here: the shared "
+                               f"executor would answer the {passed:,} slide boundaries of the {len(slides)} time "
+                               f"queries in between at once, more than the limit of {limit:,} (--max-slides); use "
+                               "larger slides, raise --max-slides, or --algorithm NAME (one instance per query, "
+                               "answers streamed)")
 
 
 def print_algorithms(out: TextIO) -> None:
@@ -738,8 +981,12 @@ def positive_count(text: str) -> int:
 
 RUN_EPILOG = """\
 input (a header row, columns matched by name):
-  single-stream algorithms      id,t,<features...>  (every column but id, t and seq is a feature, in order)
-  incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1], weights >= 0)
+  single-stream algorithms      id,t,<features...>  (every column but id, t and seq is a feature, in order;
+                                                     not both stream and value: that is an attribute stream)
+  incomplete-stream algorithms  id,stream,value,t   (stream in 0..d-1, value in [0, 1], weights >= 0;
+                                                     a seq column is ignored)
+  numbers: plain decimal (1, -2.5, 3e-4), finite; id, t and stream 64-bit integers
+  (Parquet: integer, float, decimal or text columns)
 
 output: one JSON line per slide boundary passed:
   {"slide": j, "end": T, "ids": [...], "scores": [...], "candidates": c, "retained": r,
@@ -748,7 +995,8 @@ output: one JSON line per slide boundary passed:
   the real size of the algorithm's structures in bytes (within 25% of tracemalloc)
 
 Bad arguments or input: one "error:" line on stderr naming the file, line and problem, exit
-status 2, and the output file is left as it was.
+status 2, and the output file is left as it was.  An output that is a device or a pipe
+(/dev/null, /dev/stdout, a FIFO) is written in place, line by line.
 
 example:
   python -m engine run --algorithm mintopk --k 10 --window 1000 --slide 10 \\
@@ -769,6 +1017,9 @@ output: one JSON line per (query, slide boundary passed), in stream order, then 
 --algorithm shared (the default) runs every query through one shared executor (queries with
 equal weights share one super-top-k list); any single-stream algorithm runs one instance per
 query instead (the unshared reference).  Both give the same answers for exact algorithms.
+The shared executor answers every boundary a row passes at once: a gap in t after which the
+time queries pass more boundaries together than --max-slides is refused (one instance per
+query streams them).
 
 example:
   python -m engine run-many --queries watch.json --input trades.csv --output answers.jsonl
@@ -838,6 +1089,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             run(args)
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except MemoryError as exc:
+        print(f"error: out of memory{f': {exc}' if str(exc) else ''}; the window / slide ratio, k, the "
+              "parameters or the workload ask for more than this machine has", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -187,9 +187,11 @@ class _Group:
         expected = sum(max(len(values), stream_end - int(self.meta[NEXT_SEQ])) // int(self.fam[f, SLIDE]) + 2
                        for f in self.families())
         emit_room = min(expected, _EMIT_ROOM)
-        out_room = min(expected * widest, _EMIT_ROOM * widest)
+        out_room = 0
         while not done:
             self.grow_nodes(min(len(values) - first, widest) + 1)
+            longest = min(widest, len(self.scores))  # an answer holds at most every record (the kernel's bound)
+            out_room = max(out_room, min(expected, _EMIT_ROOM) * longest)
             emits = np.empty((emit_room, kernel.EMIT_COLUMNS), np.int64)
             out_ids = np.empty(out_room, np.int64)
             out_scores = np.empty(out_room)
@@ -207,8 +209,8 @@ class _Group:
             stored += used
             if cursor[EMITS] >= emit_room - 1:
                 emit_room *= 2
-            if cursor[OUTS] + widest > out_room:
-                out_room = 2 * out_room + widest
+            if cursor[OUTS] + longest > out_room:
+                out_room = 2 * out_room + longest
         if len(answered) == 1:
             return emitted[0], *answered[0]
         return np.concatenate(emitted), *(np.concatenate(column) for column in zip(*answered))

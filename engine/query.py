@@ -9,6 +9,10 @@ from typing import Any, Sequence
 
 KINDS = ("count", "time")
 
+INT64_MAX = 2**63 - 1
+"""The largest ``k``, ``window`` and ``slide`` (and time ``window + slide``): every structure
+and kernel holds them, and a time window's bounds, in int64."""
+
 
 @dataclass(frozen=True)
 class Query:
@@ -63,6 +67,8 @@ class Query:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"{field} must be an integer >= 1, got {value!r}")
+            if value > INT64_MAX:
+                raise ValueError(f"{field} must be at most {INT64_MAX} (int64), got {value}")
             object.__setattr__(self, field, int(value))
         if self.slide > self.window:
             raise ValueError(f"slide must be <= window ({self.window}), got {self.slide}")
@@ -70,6 +76,9 @@ class Query:
             raise ValueError(f"window must be a multiple of slide ({self.slide}), got {self.window}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind == "time" and self.window + self.slide > INT64_MAX:
+            raise ValueError(f"a time window needs window + slide at most {INT64_MAX} (int64), got "
+                             f"{self.window} + {self.slide}")
 
     @property
     def dimensions(self) -> int:

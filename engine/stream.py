@@ -266,7 +266,7 @@ def too_many_slides(t: np.ndarray, queries: Sequence[Query], limit: int) -> tupl
     for position, query in enumerate(queries):
         count = slide_count(t, query)
         if count > max(limit, len(t)):
-            row = int(np.argmax(np.diff(t))) + 1
+            row = int(np.argmax(np.diff(t).view(np.uint64))) + 1  # t non-decreasing: exact below 2**64
             return position, row, (f"t jumps from {int(t[row - 1])} to {int(t[row])} here: a time window with slide "
                                    f"{query.slide} passes {count:,} slide boundaries from "
                                    f"t = {int(t[0])} to t = {int(t[-1])}, more than the {len(t):,} rows and the limit "

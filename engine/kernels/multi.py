@@ -274,10 +274,10 @@ def advance(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, count
     Returns ``False`` when the output buffers are full (the caller grows them and resumes).
     """
     slide = fam[family, SLIDE]
-    k = fam[family, K]
+    longest = min(fam[family, K], scores.shape[0])  # an answer holds at most k records, at most every record
     count_kind = fam[family, KIND] == COUNT_KIND
     while fam[family, CURRENT] * slide <= key:
-        if cursor[EMITS] >= emits.shape[0] or cursor[OUTS] + k > out_ids.shape[0]:
+        if cursor[EMITS] >= emits.shape[0] or cursor[OUTS] + longest > out_ids.shape[0]:
             return False
         at = fam[family, CURRENT] * slide if count_kind else position
         answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
