@@ -27,7 +27,8 @@ from engine.stream import MAX_SLIDES, first_overflow, may_overflow, time_margin,
 
 from . import publish, store
 from .errors import InputError
-from .replay_config import SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, parse_config, read_config
+from .replay_config import (SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, check_run_name, parse_config,
+                            read_config)
 from .replay_multi import check_shared_state, group_of
 from .replay_tasks import feature_magnitudes, is_attribute_dataset, read_rows
 
@@ -132,6 +133,8 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     """Validate the config against its dataset and find where the run starts (no Spark; hold the
     writer lock).  A time query whose slides outnumber both the rows and ``max_slides`` is refused."""
     raw = read_config(config_path)
+    if run_id is not None:
+        check_run_name(run_id, "--run-id")
     dataset = load_dataset(db, raw["dataset"])
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -229,6 +230,16 @@ def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
      "k (11) is larger than the count window (10)"),
     ({"queries": [{"weights": {"price": 0.0}, "k": 1, "window": 10, "slide": 5}]}, "every weight is 0"),
     ({"queries": [{"weights": [0, 0, 0], "k": 1, "window": 10, "slide": 5, "kind": "time"}]}, "every weight is 0"),
+    ({"name": "../../elsewhere"}, "config: name '../../elsewhere': use letters"),
+    ({"name": ["demo"]}, "'name' must be a string, got ['demo']"),
+    ({"shards": 1_000_000}, "shards must be at most 1,024"),
+    ({"queries": [{"weights": {"price": True}, "k": 1, "window": 10, "slide": 5}]}, "weights must be numbers"),
+    ({"queries": [{"weights": ["1", 0, 0], "k": 1, "window": 10, "slide": 5}]}, "weights must be numbers"),
+    ({"queries": [{"weights": [1, 0, 0], "k": 1, "window": 2**70, "slide": 2**70}]},
+     "window must be at most 9,223,372,036,854,775,807"),
+    ({"queries": [{"weights": [1, 0, 0], "k": 10**30, "window": 60_000, "slide": 1_000, "kind": "time"}]},
+     "k must be at most 9,223,372,036,854,775,807"),
+    ({"volume": 1}, "config: top level: unknown key(s) volume"),
 ])
 def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, full_run, tmp_path, capsys, change, message):
     """Refused before Spark starts, leaving the database exactly as it was."""
@@ -240,6 +251,26 @@ def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, full_run, tmp
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
     assert table_counts(db) == before
+
+
+@pytest.mark.parametrize("run_id", ["..", "../victim", "ABSOLUTE", ".hidden", "a/b"])
+def test_a_run_id_that_is_not_one_file_name_is_refused_before_anything_is_deleted(spark, store_dir, tmp_path, run_id):
+    """The run id names the staging directory the replay empties and removes: ``..`` or an
+    absolute path would have removed the database's own directory, or any other."""
+    home, victim = tmp_path / "home", tmp_path / "victim"
+    for directory in (home, victim, home / "topk.duckdb.staging"):
+        directory.mkdir()
+        (directory / "keep.txt").write_text("precious")
+    db = home / "topk.duckdb"
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "full", "family": "stock", "features": ["notional", "price", "size"],
+                                           "parquet": str(store_dir / "full.parquet")})
+    run_id = str(victim) if run_id == "ABSOLUTE" else run_id
+    with pytest.raises(InputError, match=re.escape(f"--run-id {run_id!r}: use letters")):
+        replay.replay(spark, write_config(home, "direct", "full"), db=db, run_id=run_id, **quiet)
+    for directory in (home, victim, home / "topk.duckdb.staging"):
+        assert (directory / "keep.txt").read_text() == "precious"
+    assert table_counts(db) == {"runs": 0, "queries": 0, "answers": 0, "slide_metrics": 0, "snapshots": 0}
 
 
 EDITED_SNAPSHOTS = [
