@@ -328,6 +328,35 @@ def test_csv_ingest_reads_quoted_fields_as_the_engine_does(spark, tmp_path):
         sorted((int(when), float(speed), float(load)) for when, speed, load in map(first_of.get, ("1", "2", "3", "7")))
 
 
+WIDE_LINES = [  # ids past 2**53 (a double's 53 bits would merge the first two), times over the whole int64 range
+    "id,t,x",
+    "9007199254740993,-9000000000000000000,1",
+    "9007199254740992,9000000000000000000,2",
+    "9223372036854775807,0,3",
+    "-9223372036854775808,1700000000000000001,4",
+    "12.0,1700000000000000000,5",         # an integral number is an integer
+    "9223372036854775808,5,6",            # non_integer: past int64
+    "1e19,6,7",                           # non_integer: past int64, written as a float
+    "7.5,7,8",                            # non_integer
+    "9007199254740993,8,9",               # duplicate_id of the first row, not of the second
+]
+
+
+def test_csv_ingest_keeps_64_bit_ids_and_times_exactly(spark, tmp_path):
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join(WIDE_LINES) + "\n")
+    summary = ingest.ingest(spark, "csv", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                            max_rejected=1.0, options={"id_column": "id", "time_column": "t", "feature_columns": "x"},
+                            **quiet)
+
+    assert summary.rejects == {"wrong_field_count": 0, "non_numeric": 0, "non_integer": 3, "duplicate_id": 1,
+                               "before_dataset_end": 0}
+    kept = [line.split(",") for line in WIDE_LINES[1:6]]
+    expected = sorted((int(t), int(float(i)) if "." in i else int(i), float(x)) for i, t, x in kept)
+    assert [(row["t"], row["id"], row["x"]) for row in ingest.read_dataset(summary.parquet).to_pylist()] == expected
+    assert ingest.read_dataset(summary.parquet).column("seq").to_pylist() == [0, 1, 2, 3, 4]
+
+
 # ---------------------------------------------------------------- synthetic
 
 def test_synthetic_object_and_attribute_streams_and_append(spark, tmp_path):
@@ -387,6 +416,23 @@ def test_bad_names_and_options_are_refused_before_spark(tmp_path, family, option
     with pytest.raises(InputError, match=re.escape(message)):
         ingest.extract(family, inputs, db=tmp_path / "topk.duckdb", out=tmp_path / "datasets", name=name,
                        options=options, **quiet)
+
+
+@pytest.mark.parametrize("header, features, message", [
+    ("when,who,speed,SEQ", "speed,SEQ", "feature column(s) SEQ: a dataset's features must not be named id, seq, t "
+                                        "(its own columns)"),
+    ("when,who,id,speed", "id,speed", "feature column(s) id: "),
+    ("when,who,speed,Speed", "speed,Speed", "feature column(s) speed, Speed: "),
+    ("when,who,stream,value", "value,stream", "feature column(s) stream, value: "),  # read as an attribute stream
+])
+def test_csv_features_named_like_the_datasets_own_columns_are_refused(spark, tmp_path, header, features, message):
+    path = tmp_path / "sensors.csv"
+    path.write_text(f"{header}\n10,1,2,3\n20,2,4,1\n")
+    db = tmp_path / "topk.duckdb"
+    with pytest.raises(InputError, match=re.escape(message)):
+        ingest.ingest(spark, "csv", [path], db=db, out=tmp_path / "datasets",
+                      options={"id_column": "who", "time_column": "when", "feature_columns": features}, **quiet)
+    assert not db.exists() and not (tmp_path / "datasets").exists()
 
 
 def test_a_csv_file_name_becomes_a_safe_dataset_name():
