@@ -115,6 +115,8 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
     bodies, numbers, fields, positions, widths = [], [], [], [], []
     for path in paths:
         header, raws, starts, split = records(read_lines(path))
+        kept = [row for row, raw in enumerate(raws) if raw]  # blank lines are no rows, as for the engine's CLI
+        raws, starts, split = [raws[i] for i in kept], [starts[i] for i in kept], [split[i] for i in kept]
         header = [name.strip() for name in header]
         if header or raws:
             missing = [name for name in wanted if name not in header]

@@ -14,6 +14,7 @@ import io
 import json
 import re
 import tarfile
+import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -357,6 +358,18 @@ def test_csv_ingest_keeps_64_bit_ids_and_times_exactly(spark, tmp_path):
     assert ingest.read_dataset(summary.parquet).column("seq").to_pylist() == [0, 1, 2, 3, 4]
 
 
+def test_csv_blank_lines_are_no_rows_as_for_the_engine(spark, tmp_path):
+    path = tmp_path / "gaps.csv"  # a blank line between rows and one more at the end, as editors leave them
+    path.write_text("id,t,x\n1,10,0.5\n\n2,20,1.5\n3,30,2.5\n\n")
+    summary = ingest.ingest(spark, "csv", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                            options={"id_column": "id", "time_column": "t", "feature_columns": "x"}, **quiet)
+
+    table = cli.read_csv(str(path))
+    assert (summary.rows_read, summary.rows_rejected) == (3, 0)
+    assert [(row["id"], row["t"], row["x"]) for row in ingest.read_dataset(summary.parquet).to_pylist()] == [
+        (int(i), int(t), float(x)) for i, t, x in zip(*(table.columns[name] for name in ("id", "t", "x")))]
+
+
 # ---------------------------------------------------------------- synthetic
 
 def test_synthetic_object_and_attribute_streams_and_append(spark, tmp_path):
@@ -393,6 +406,7 @@ def test_synthetic_object_and_attribute_streams_and_append(spark, tmp_path):
     ({"rows": 0}, "--rows must be positive, got 0"),
     ({"rows": -5}, "--rows must be positive, got -5"),
     ({"dims": 0}, "--dims must be positive, got 0"),
+    ({"dims": 100_000}, "--dims must be at most 100: each is a Spark column; got 100000"),
     ({"seed": -1}, "--seed must be >= 0, got -1"),
 ])
 def test_synthetic_options_are_checked_before_generating(options, message):
@@ -433,6 +447,29 @@ def test_csv_features_named_like_the_datasets_own_columns_are_refused(spark, tmp
         ingest.ingest(spark, "csv", [path], db=db, out=tmp_path / "datasets",
                       options={"id_column": "who", "time_column": "when", "feature_columns": features}, **quiet)
     assert not db.exists() and not (tmp_path / "datasets").exists()
+
+
+def test_a_trade_file_named_for_a_day_that_does_not_exist_is_refused_before_spark(tmp_path):
+    for name in ("spy_20130230_trade.zip", "spy_00000000_trade.zip"):
+        with zipfile.ZipFile(tmp_path / name, "w") as archive:  # Spark's to_date failed on it, a Java traceback
+            archive.writestr("trades.csv", "34200000,1670000,100,P,20002000,0\n")
+        with pytest.raises(InputError, match=re.escape(f"{name[4:12]} in the file name is not a date (yyyymmdd)")):
+            ingest.extract("stock", [tmp_path / name], db=tmp_path / "topk.duckdb", out=tmp_path, **quiet)
+
+
+def test_a_trade_whose_notional_overflows_is_rejected_as_non_numeric(spark, tmp_path):
+    lines = ["34200000,1670000,100,P,20002000,0", "34201000,1e300,1e300,P,20002000,0",
+             "34202000,1e300,1,P,20002000,0"]
+    path = tmp_path / "spy_20131007_trade.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("trades.csv", "\n".join(lines) + "\n")
+    summary = ingest.ingest(spark, "stock", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                            max_rejected=1.0, **quiet)
+
+    assert summary.rejects["non_numeric"] == 1
+    table = ingest.read_dataset(summary.parquet)
+    assert table.column("price").to_pylist() == [167.0, 1e300 / 10_000]
+    assert np.isfinite(np.column_stack([table.column(name).to_numpy() for name in ("notional", "price", "size")])).all()
 
 
 def test_a_csv_file_name_becomes_a_safe_dataset_name():
