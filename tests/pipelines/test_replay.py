@@ -439,6 +439,63 @@ def test_sigterm_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark
         assert stored == expected, algorithm
 
 
+def answers_loaded(db):
+    """Answer rows in ``db`` (0 while the replay holds the file for a load)."""
+    try:
+        with duckdb.connect(str(db), read_only=True) as con:
+            return con.execute("SELECT count(*) FROM answers").fetchone()[0]
+    except duckdb.Error:
+        return 0
+
+
+def test_a_replay_killed_by_sigkill_mid_run_resumes_to_the_answers_of_an_uninterrupted_run(spark, tmp_path):
+    """A real ``python -m pipelines.replay`` killed with SIGKILL after its first loads (no handler
+    runs: the run stays ``running``, its staging directory and its JVM are left behind); the
+    resumed run's answers equal the engine's, slide by slide, and no slide is stored twice."""
+    db, rows = tmp_path / "topk.duckdb", 120_000
+    rng = np.random.default_rng(5)
+    table = pa.table({"id": np.arange(rows) * 3 + 1, "seq": np.arange(rows), "t": np.arange(rows) * 7 // 3,
+                      "price": np.round(rng.random(rows), 2)})  # rounded: many tied scores
+    pq.write_table(table, tmp_path / "killed.parquet", row_group_size=20_000)
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "killed", "family": "test", "features": ["price"],
+                                           "parquet": str(tmp_path / "killed.parquet")})
+    queries = [{"weights": [1.0], "k": 3, "window": 200, "slide": 2, "kind": "count"},
+               {"weights": [-1.0], "k": 4, "window": 1_400, "slide": 70, "kind": "time"}]
+    config = tmp_path / "killed.json"
+    config.write_text(json.dumps({"name": "killed", "dataset": "killed", "shards": 2, "snapshot_every": 400,
+                                  "queries": queries, "algorithms": [{"name": "oracle"}, {"name": "mintopk"}]}))
+    process = subprocess.Popen(replay_command("--config", config, "--db", db, "--run-id", "killed-run", "--master",
+                                              "local[2]"), cwd=Path(__file__).parents[2], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while process.poll() is None and not answers_loaded(db) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process.poll() is None, "the replay ended before it could be killed mid-run"
+    process.send_signal(signal.SIGKILL)
+    assert process.wait(timeout=60) == -signal.SIGKILL
+    assert rows_of(db, "runs", "status", "killed-run") == [("running",)]
+    stored_before = answers_loaded(db)
+    assert stored_before > 0
+
+    resumed = replay.replay(spark, config, db=db, resume=True, run_id="killed-run", **quiet)
+    assert resumed.resumed and rows_of(db, "runs", "status", "killed-run") == [("finished",)]
+    x = table.column("price").to_numpy()
+    for query_id, spec in enumerate(queries):
+        query = engine.Query(**spec)
+        oracle, expected = engine.create("oracle", query), []
+        for batch in engine.slides((table.column("id").to_numpy(), table.column("t").to_numpy(), x), query):
+            oracle.process(batch)
+            answer = oracle.topk()
+            expected += [(batch.index, rank + 1, int(i), float(score))
+                         for rank, (i, score) in enumerate(zip(answer.ids, answer.scores))]
+        for algorithm in ("oracle", "mintopk"):
+            stored = [(slide, rank, object_id, score) for q, label, slide, _, rank, object_id, score
+                      in rows_of(db, "answers", ANSWER_COLUMNS, "killed-run") if (q, label) == (query_id, algorithm)]
+            assert stored == expected, (query_id, algorithm)
+    assert answers_loaded(db) > stored_before
+
+
 def test_replay_on_a_local_cluster_gives_the_same_answers(store_dir, full_run, tmp_path):
     """``local-cluster[2,1,1024]``: two executor JVMs, as a standalone cluster runs them."""
     db = store_dir / "topk.duckdb"
