@@ -66,11 +66,14 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
     chosen = {"id_column": options.get("id_column"), "time_column": options.get("time_column"),
               "features": list(features), "t_unit": options.get("time_unit") or DEFAULT_T_UNIT}
     if existing:
+        existing = {"t_unit": DEFAULT_T_UNIT, **existing}
         given = {key: value for key, value in chosen.items() if value and key != "t_unit"}
+        if options.get("time_unit"):  # given, not defaulted: it must be the dataset's
+            given["t_unit"] = options["time_unit"]
         differing = [key for key, value in given.items() if existing[key] != value]
         if differing:
             raise InputError(f"the dataset was ingested with {', '.join(f'{k}={existing[k]}' for k in differing)}")
-        return dict(existing)
+        return existing
     missing = [flag for flag, key in (("--id-column", "id_column"), ("--time-column", "time_column"),
                                       ("--feature-columns", "features")) if not chosen[key]]
     if missing:

@@ -472,6 +472,15 @@ def test_a_trade_whose_notional_overflows_is_rejected_as_non_numeric(spark, tmp_
     assert np.isfinite(np.column_stack([table.column(name).to_numpy() for name in ("notional", "price", "size")])).all()
 
 
+def test_csv_append_with_another_time_unit_is_refused():
+    dataset = {"id_column": "who", "time_column": "when", "features": ["speed"], "t_unit": "ordinal"}
+    options = {"id_column": "who", "time_column": "when", "feature_columns": "speed"}
+    assert csvfile.settings(options, dataset) == dataset
+    assert csvfile.settings({**options, "time_unit": "ordinal"}, dataset) == dataset
+    with pytest.raises(InputError, match="the dataset was ingested with t_unit=ordinal"):
+        csvfile.settings({**options, "time_unit": "ms"}, dataset)
+
+
 def test_a_csv_file_name_becomes_a_safe_dataset_name():
     assert csvfile.default_name([Path("/data/my trips (2).csv.gz")]) == "my-trips--2-"
     assert csvfile.default_name([Path("/data/.csv")]) == "csv"
