@@ -268,6 +268,8 @@ def _positive_int(data: dict, key: str, default: int | None) -> int | None:
     value = data.get(key, default)
     if value is not default and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InputError(f"config: {key} must be an integer >= 1, got {value!r}")
+    if value is not None and value > INT64_MAX:
+        raise InputError(f"config: {key} must be at most {INT64_MAX:,} (a 64-bit integer), got {value:,}")
     return value
 
 

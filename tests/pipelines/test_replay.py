@@ -240,6 +240,7 @@ def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
     ({"queries": [{"weights": [1, 0, 0], "k": 10**30, "window": 60_000, "slide": 1_000, "kind": "time"}]},
      "k must be at most 9,223,372,036,854,775,807"),
     ({"volume": 1}, "config: top level: unknown key(s) volume"),
+    ({"keep_snapshots": 10**30}, "keep_snapshots must be at most 9,223,372,036,854,775,807"),
 ])
 def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, full_run, tmp_path, capsys, change, message):
     """Refused before Spark starts, leaving the database exactly as it was."""
