@@ -208,6 +208,26 @@ def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir
     assert rows_of(db, "runs", "status, reason", run_id) == [("finished", None)]
 
 
+def test_resume_refuses_a_dataset_ingested_again_with_other_rows(spark, trades, tmp_path):
+    """A count window's boundaries do not depend on the rows: a dataset ingested again under its
+    name from another day (as many rows or more) must not be continued as if it were the same."""
+    db = tmp_path / "topk.duckdb"
+    ingest.ingest(spark, "stock", [trades[0]], db=db, out=tmp_path, name="again", **quiet)
+    config = tmp_path / "again.json"
+    config.write_text(json.dumps({"name": "again", "dataset": "again", "snapshot_every": SNAPSHOT_EVERY,
+                                  "queries": QUERIES[:1], "algorithms": ALGORITHMS}))
+    first = replay.replay(spark, config, db=db, **quiet)
+    other_day = write_trade_zip(tmp_path, "SPY", "20131009", trade_lines(DAY1_ROWS + 300, seed=9))
+    ingest.ingest(spark, "stock", [other_day], db=db, out=tmp_path, name="again", **quiet)
+    before = table_counts(db)
+    with pytest.raises(InputError, match="dataset again no longer holds the rows its snapshots were taken over"):
+        replay.replay(spark, config, db=db, resume=True, run_id=first.run_id, **quiet)
+    assert table_counts(db) == before
+
+    ingest.ingest(spark, "stock", [trades[0]], db=db, out=tmp_path, name="again", **quiet)  # the same rows again
+    assert replay.replay(spark, config, db=db, resume=True, run_id=first.run_id, **quiet).slides_written == 0
+
+
 def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
     config = write_config(tmp_path, "direct", "full", snapshot_every=SNAPSHOT_EVERY)
     data = json.loads(config.read_text())
@@ -440,19 +460,20 @@ def test_sigterm_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark
         assert stored == expected, algorithm
 
 
-def answers_loaded(db):
-    """Answer rows in ``db`` (0 while the replay holds the file for a load)."""
+def answers_loaded(db, query_id):
+    """Answer rows of query ``query_id`` in ``db`` (0 while the replay holds the file for a load)."""
     try:
         with duckdb.connect(str(db), read_only=True) as con:
-            return con.execute("SELECT count(*) FROM answers").fetchone()[0]
+            return con.execute("SELECT count(*) FROM answers WHERE query_id = ?", [query_id]).fetchone()[0]
     except duckdb.Error:
         return 0
 
 
 def test_a_replay_killed_by_sigkill_mid_run_resumes_to_the_answers_of_an_uninterrupted_run(spark, tmp_path):
-    """A real ``python -m pipelines.replay`` killed with SIGKILL after its first loads (no handler
-    runs: the run stays ``running``, its staging directory and its JVM are left behind); the
-    resumed run's answers equal the engine's, slide by slide, and no slide is stored twice."""
+    """A real ``python -m pipelines.replay`` killed with SIGKILL once query 0 has answers loaded and
+    query 1 none (its tasks start after query 0's, which have more slides), so mid-run: no handler
+    runs, the run stays ``running``, its staging directory and its JVM are left behind. The resumed
+    run's answers equal the engine's, slide by slide, and no slide is stored twice."""
     db, rows = tmp_path / "topk.duckdb", 120_000
     rng = np.random.default_rng(5)
     table = pa.table({"id": np.arange(rows) * 3 + 1, "seq": np.arange(rows), "t": np.arange(rows) * 7 // 3,
@@ -462,7 +483,7 @@ def test_a_replay_killed_by_sigkill_mid_run_resumes_to_the_answers_of_an_uninter
         store.insert_row(con, "datasets", {"name": "killed", "family": "test", "features": ["price"],
                                            "parquet": str(tmp_path / "killed.parquet")})
     queries = [{"weights": [1.0], "k": 3, "window": 200, "slide": 2, "kind": "count"},
-               {"weights": [-1.0], "k": 4, "window": 1_400, "slide": 70, "kind": "time"}]
+               {"weights": [-1.0], "k": 4, "window": 1_400, "slide": 7, "kind": "time"}]
     config = tmp_path / "killed.json"
     config.write_text(json.dumps({"name": "killed", "dataset": "killed", "shards": 2, "snapshot_every": 400,
                                   "queries": queries, "algorithms": [{"name": "oracle"}, {"name": "mintopk"}]}))
@@ -470,14 +491,13 @@ def test_a_replay_killed_by_sigkill_mid_run_resumes_to_the_answers_of_an_uninter
                                               "local[2]"), cwd=Path(__file__).parents[2], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
-    while process.poll() is None and not answers_loaded(db) and time.monotonic() < deadline:
+    while process.poll() is None and not answers_loaded(db, 0) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert process.poll() is None, "the replay ended before it could be killed mid-run"
     process.send_signal(signal.SIGKILL)
     assert process.wait(timeout=60) == -signal.SIGKILL
     assert rows_of(db, "runs", "status", "killed-run") == [("running",)]
-    stored_before = answers_loaded(db)
-    assert stored_before > 0
+    stored_before = answers_loaded(db, 0), answers_loaded(db, 1)
+    assert stored_before[0] > 0 and stored_before[1] == 0
 
     resumed = replay.replay(spark, config, db=db, resume=True, run_id="killed-run", **quiet)
     assert resumed.resumed and rows_of(db, "runs", "status", "killed-run") == [("finished",)]
@@ -494,7 +514,7 @@ def test_a_replay_killed_by_sigkill_mid_run_resumes_to_the_answers_of_an_uninter
             stored = [(slide, rank, object_id, score) for q, label, slide, _, rank, object_id, score
                       in rows_of(db, "answers", ANSWER_COLUMNS, "killed-run") if (q, label) == (query_id, algorithm)]
             assert stored == expected, (query_id, algorithm)
-    assert answers_loaded(db) > stored_before
+    assert answers_loaded(db, 1) > 0
 
 
 def test_replay_on_a_local_cluster_gives_the_same_answers(store_dir, full_run, tmp_path):
