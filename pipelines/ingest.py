@@ -237,7 +237,7 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
             if not facts["rows"]:
                 raise InputError(f"no rows to write into dataset {name!r}")
             learned = cleaned.learned.first().asDict() if cleaned.learned is not None else {}
-            if existing:
+            if existing and family.kind == "object":  # an attribute stream's objects come back in later chunks
                 _refuse_known_ids(spark, rows, existing["parquet"], name)
             staging = Path(tempfile.mkdtemp(prefix=f"{publish.hidden_prefix(extracted.parquet)}staging-",
                                             dir=_parent(extracted.parquet)))
@@ -424,11 +424,11 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
         raise InputError(f"no database {db} holding dataset {name!r} to append to")
     with store.connection(db) as con:
         found = con.execute(
-            "SELECT family, source_files, rows_read, rows_rejected, rejects, features, t_min, t_max, parquet, params "
-            "FROM datasets WHERE name = ?", [name]).fetchone()
+            "SELECT family, source_files, rows_read, rows_rejected, coalesce(rows_merged, 0), rejects, features, t_min, "
+            "t_max, parquet, params FROM datasets WHERE name = ?", [name]).fetchone()
     if found is None:
         raise InputError(f"no dataset {name!r} in {db} to append to; ingest it without --append first")
-    family, sources, rows_read, rows_rejected, rejects, features, t_min, t_max, parquet, params = found
+    family, sources, rows_read, rows_rejected, rows_merged, rejects, features, t_min, t_max, parquet, params = found
     if family != family_name:
         raise InputError(f"dataset {name!r} is a {family} dataset, not {family_name}")
     if not Path(parquet).is_dir():
@@ -436,9 +436,9 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
                          "file); ingest it again without --append")
     _recover(Path(parquet), db, name, log)
     rows = dataset_rows(parquet)
-    if rows_read is not None and rows != rows_read - rows_rejected:
+    if rows_read is not None and rows != rows_read - rows_rejected - rows_merged:
         raise InputError(f"dataset {name!r}: its Parquet directory {parquet} holds {rows:,} rows, its record "
-                         f"{rows_read - rows_rejected:,}; ingest it again without --append")
+                         f"{rows_read - rows_rejected - rows_merged:,}; ingest it again without --append")
     sources = store.from_json(sources)
     seen = {Path(source).name for source in sources}
     repeated = [str(path) for path in inputs if path.name in seen]

@@ -220,6 +220,35 @@ def test_worldcup_ingest_is_an_attribute_stream_of_bytes_per_chunk(spark, tmp_pa
         in ingest.format_summary(summary)
 
 
+def test_worldcup_append_of_a_later_log_keeps_returning_clients(spark, tmp_path):
+    """Clients (the ids of an attribute stream) come back in every log: an appended later log
+    adds their new chunks, as one ingest of both logs would (with the first log's byte scale)."""
+    _, lines = worldcup_sample(tmp_path)
+    lines = lines[:WORLDCUP_LINES]
+    chunks = expected_chunks(lines)
+    split = sorted({t for t, _, _ in chunks})[len({t for t, _, _ in chunks}) // 2]  # a chunk start: no chunk spans it
+
+    def chunk_of(line):
+        when = dt.datetime.strptime(" ".join(line.split(",")[1:3]), "%d/%b/%Y %H:%M:%S")
+        return int(when.replace(tzinfo=dt.timezone.utc).timestamp() * 1000) // 5_000 * 5_000
+
+    earlier, later = tmp_path / "wc_earlier.csv", tmp_path / "wc_later.csv"
+    earlier.write_text("\n".join(line for line in lines if chunk_of(line) < split) + "\n", encoding="latin-1")
+    later.write_text("\n".join(line for line in lines if chunk_of(line) >= split) + "\n", encoding="latin-1")
+    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
+    ingest.ingest(spark, "worldcup", [earlier], db=db, out=out, **quiet)
+    summary = ingest.ingest(spark, "worldcup", [later], db=db, out=out, append=True, **quiet)
+
+    scale = max(value for (t, _, _), value in chunks.items() if t < split)
+    assert {client for t, _, client in chunks if t < split} & {client for t, _, client in chunks if t >= split}
+    table = ingest.read_dataset(summary.parquet)
+    expected = sorted((t, stream, client, min(data / scale, 1.0)) for (t, stream, client), data in chunks.items())
+    got = list(zip(*(table.column(name).to_pylist() for name in ("t", "stream", "id", "value"))))
+    assert [chunk[:3] for chunk in got] == [chunk[:3] for chunk in expected]
+    np.testing.assert_allclose([chunk[3] for chunk in got], [chunk[3] for chunk in expected], rtol=1e-12)
+    assert table.column("seq").to_pylist() == list(range(len(chunks)))
+
+
 def test_worldcup_sections_and_chunk_length_are_options(spark, tmp_path):
     path, lines = worldcup_sample(tmp_path)
     summary = ingest.ingest(spark, "worldcup", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
