@@ -64,7 +64,7 @@ INT64_MAX = 2**63 - 1
 """``k``, ``window`` and ``slide`` are stored as DuckDB ``BIGINT`` and cut slides over int64 ``seq`` / ``t``."""
 MAX_SHARDS = 1024
 """More shards than this is a typo, not a plan: every shard is one task per (query, algorithm)."""
-RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,:;@+=()\[\] -]{0,249}")
+RUN_NAME = re.compile(r"\w[\w.,:;@+=()\[\] -]{0,249}")
 """A run name (the config's ``name``, a ``--run-id``): it names the run's staging and failure
 files under the database's directory, so it is one path component, never ``..`` or absolute."""
 
@@ -154,8 +154,8 @@ def parse_config(data: dict[str, Any], features: Sequence[str], stream: str = "s
     for name in plugins:
         try:
             importlib.import_module(name)
-        except ImportError as error:
-            raise InputError(f"config: plugin {name!r} cannot be imported ({error})") from None
+        except Exception as error:  # noqa: BLE001 - a plugin's own failure (SyntaxError, ...) is the config's problem
+            raise InputError(f"config: plugin {name!r} cannot be imported ({type(error).__name__}: {error})") from None
     queries = data.get("queries")
     if not isinstance(queries, list) or not queries:
         raise InputError("config: 'queries' must be a non-empty list")

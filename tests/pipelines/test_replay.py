@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import engine
-from pipelines import ingest, replay, replay_load, replay_tasks, store
+from pipelines import ingest, replay, replay_config, replay_load, replay_tasks, store
 from pipelines.errors import InputError
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
@@ -292,6 +292,25 @@ def test_a_run_id_that_is_not_one_file_name_is_refused_before_anything_is_delete
     for directory in (home, victim, home / "topk.duckdb.staging"):
         assert (directory / "keep.txt").read_text() == "precious"
     assert table_counts(db) == {"runs": 0, "queries": 0, "answers": 0, "slide_metrics": 0, "snapshots": 0}
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def broken(:\n", "SyntaxError: "),
+    ("raise RuntimeError('no licence server')\n", "RuntimeError: no licence server"),
+])
+def test_a_plugin_that_fails_to_import_is_refused_naming_it(tmp_path, monkeypatch, source, message):
+    (tmp_path / "shaky_plugin.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = {"name": "p", "dataset": "d", "plugins": ["shaky_plugin"], "algorithms": [{"name": "oracle"}],
+              "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
+    with pytest.raises(InputError, match=re.escape(f"config: plugin 'shaky_plugin' cannot be imported ({message}")):
+        replay_config.parse_config(config, ["x"])
+
+
+def test_a_config_name_may_hold_any_letters():
+    config = {"name": "démo über 2", "dataset": "d", "algorithms": [{"name": "oracle"}],
+              "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
+    assert replay_config.parse_config(config, ["x"]).name == "démo über 2"
 
 
 EDITED_SNAPSHOTS = [
