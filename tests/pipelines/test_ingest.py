@@ -4,6 +4,7 @@ appends as new parts, several symbols in one dataset, and the refusals that leav
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -293,3 +294,11 @@ def test_ingest_cli_unreadable_input_is_one_line_and_status_2(tmp_path, kind, me
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and message in done.stderr
     assert not (tmp_path / "topk.duckdb").exists()
+
+
+def test_a_database_file_that_is_not_duckdb_is_refused_before_spark(tmp_path):
+    db = tmp_path / "notes.duckdb"
+    db.write_text("my notes, not a database\n")
+    with pytest.raises(StoreError, match=f"cannot open {re.escape(str(db))}: "):
+        ingest.extract("synthetic:time-u", db=db, out=tmp_path / "datasets", options={"rows": 5}, log=lambda _: None)
+    assert db.read_text() == "my notes, not a database\n"
