@@ -84,7 +84,8 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
     if len(set(names)) != len(names):
         raise InputError(f"a column is named twice in --id-column, --time-column, --feature-columns: {names}")
     features = [name.lower() for name in chosen["features"]]
-    clashing = [name for name in chosen["features"] if name.lower() in DATASET_COLUMNS or features.count(name.lower()) > 1]
+    clashing = [name for name in chosen["features"]
+                if name.lower() in DATASET_COLUMNS or features.count(name.lower()) > 1]
     if clashing or set(ATTRIBUTE_COLUMNS) <= set(features):
         raise InputError(f"feature column(s) {', '.join(clashing or ATTRIBUTE_COLUMNS)}: a dataset's features must "
                          f"not be named {', '.join(DATASET_COLUMNS)} (its own columns), nor two alike but for case, "

@@ -427,8 +427,8 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
         raise InputError(f"no database {db} holding dataset {name!r} to append to")
     with store.connection(db) as con:
         found = con.execute(
-            "SELECT family, source_files, rows_read, rows_rejected, coalesce(rows_merged, 0), rejects, features, t_min, "
-            "t_max, parquet, params FROM datasets WHERE name = ?", [name]).fetchone()
+            "SELECT family, source_files, rows_read, rows_rejected, coalesce(rows_merged, 0), rejects, features, "
+            "t_min, t_max, parquet, params FROM datasets WHERE name = ?", [name]).fetchone()
     if found is None:
         raise InputError(f"no dataset {name!r} in {db} to append to; ingest it without --append first")
     family, sources, rows_read, rows_rejected, rows_merged, rejects, features, t_min, t_max, parquet, params = found
