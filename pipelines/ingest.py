@@ -26,6 +26,7 @@ import datetime as dt
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from collections import Counter
@@ -564,7 +565,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(format_summary(summary))
         return 0
 
-    return exit_status(job)
+    received: list[int] = []
+
+    def stop(signum, frame):
+        for other in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(other, signal.SIG_IGN)  # one signal unwinds; later ones wait for the cleanup
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return exit_status(job)
+    except BaseException as error:  # noqa: BLE001 - a signal surfaces as whatever the call it hit raises (py4j's)
+        if not received and not _after_ctrl_c(error):
+            raise
+        signum = received[0] if received else signal.SIGINT  # Spark's own SIGINT handler raises KeyboardInterrupt
+        print(f"[ingest] stopped by {signal.Signals(signum).name}: whatever it had begun to publish is "
+              "completed or dropped by the next writer of the database", file=sys.stderr)
+        return 128 + signum
+    finally:
+        for signum, action in previous.items():
+            signal.signal(signum, action)
+
+
+def _after_ctrl_c(error: BaseException | None) -> bool:
+    """Whether ``error`` is, or arose while handling, a :class:`KeyboardInterrupt`."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -302,3 +304,23 @@ def test_a_database_file_that_is_not_duckdb_is_refused_before_spark(tmp_path):
     with pytest.raises(StoreError, match=f"cannot open {re.escape(str(db))}: "):
         ingest.extract("synthetic:time-u", db=db, out=tmp_path / "datasets", options={"rows": 5}, log=lambda _: None)
     assert db.read_text() == "my notes, not a database\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_spark_job_ends_the_ingest_with_one_line(tmp_path, signum):
+    """Ctrl-C (Spark's own SIGINT handler raises KeyboardInterrupt inside a py4j call) or a
+    scheduler's SIGTERM: one line, status 128 + signal, and nothing published."""
+    db, out, log = tmp_path / "topk.duckdb", tmp_path / "datasets", tmp_path / "stdout.txt"
+    with open(log, "w") as stdout:
+        process = subprocess.Popen([sys.executable, "-m", "pipelines.ingest", "synthetic:time-u", "--rows", "1000000",
+                                    "--dims", "3", "--db", str(db), "--out", str(out), "--master", "local[2]"],
+                                   cwd=PROJECT_ROOT, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        while process.poll() is None and "[ingest] cleaning on Spark" not in log.read_text():
+            time.sleep(0.1)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=300)
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (f"[ingest] stopped by {signal.Signals(signum).name}: whatever it had begun to "
+                                    "publish is completed or dropped by the next writer of the database")
+    assert not db.exists() and (not out.exists() or list(out.iterdir()) == [])
