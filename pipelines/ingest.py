@@ -201,6 +201,8 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         raise InputError(f"dataset name {name!r}: use letters, digits, '_', '-' and '.', starting with a letter or "
                          "digit (it names the dataset's directory); give one with --name")
     existing = _existing_dataset(db, name, family_name, inputs, log) if append else None
+    if not existing and (Path(out).exists() and not Path(out).is_dir()):
+        raise InputError(f"--out {out}: not a directory (it holds the datasets' Parquet directories)")
     if not existing and Path(db).exists():  # a file that is not a DuckDB database fails here, not after Spark
         with store.connection(db):
             pass

@@ -324,3 +324,11 @@ def test_a_signal_during_the_spark_job_ends_the_ingest_with_one_line(tmp_path, s
     assert err.splitlines()[-1] == (f"[ingest] stopped by {signal.Signals(signum).name}: whatever it had begun to "
                                     "publish is completed or dropped by the next writer of the database")
     assert not db.exists() and (not out.exists() or list(out.iterdir()) == [])
+
+
+def test_an_out_that_is_a_file_is_refused_before_spark(tmp_path):
+    out = tmp_path / "datasets"
+    out.write_text("a file where the datasets' directory should be\n")  # failed after Spark: NotADirectoryError
+    with pytest.raises(InputError, match=re.escape(f"--out {out}: not a directory")):
+        ingest.extract("synthetic:time-u", db=tmp_path / "topk.duckdb", out=out, options={"rows": 5},
+                       log=lambda _: None)
