@@ -64,9 +64,11 @@ INT64_MAX = 2**63 - 1
 """``k``, ``window`` and ``slide`` are stored as DuckDB ``BIGINT`` and cut slides over int64 ``seq`` / ``t``."""
 MAX_SHARDS = 1024
 """More shards than this is a typo, not a plan: every shard is one task per (query, algorithm)."""
-RUN_NAME = re.compile(r"\w[\w.,:;@+=()\[\] -]{0,249}")
+RUN_NAME = re.compile(r"\w[\w.,:;@+=()\[\] -]*")
 """A run name (the config's ``name``, a ``--run-id``): it names the run's staging and failure
 files under the database's directory, so it is one path component, never ``..`` or absolute."""
+RUN_NAME_BYTES = 200
+"""Longest run name in UTF-8 bytes: with the run's time stamp and ``.txt`` it stays a file name (255 bytes)."""
 
 
 @dataclass(frozen=True)
@@ -259,9 +261,9 @@ def _parse_shared(index: int, entry: dict, queries: Sequence[Query], stream: str
 def check_run_name(name: str, where: str) -> None:
     """Refuse a run name that is not :data:`RUN_NAME` (it would not name one file under the
     database's directory: ``..``, ``/``, an absolute path, a hidden name)."""
-    if not RUN_NAME.fullmatch(name):
+    if not RUN_NAME.fullmatch(name) or len(name.encode()) > RUN_NAME_BYTES:
         raise InputError(f"{where} {name!r}: use letters, digits, spaces and _ . , : ; @ + = ( ) [ ] -, starting "
-                         "with a letter, digit or _, at most 250 characters (it names the run's files)")
+                         f"with a letter, digit or _, at most {RUN_NAME_BYTES} bytes (it names the run's files)")
 
 
 def _positive_int(data: dict, key: str, default: int | None) -> int | None:

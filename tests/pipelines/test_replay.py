@@ -252,6 +252,7 @@ def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
     ({"queries": [{"weights": [0, 0, 0], "k": 1, "window": 10, "slide": 5, "kind": "time"}]}, "every weight is 0"),
     ({"name": "../../elsewhere"}, "config: name '../../elsewhere': use letters"),
     ({"name": ["demo"]}, "'name' must be a string, got ['demo']"),
+    ({"name": "é" * 150}, "at most 200 bytes"),  # 300 bytes: its staging directory's name would be too long
     ({"shards": 1_000_000}, "shards must be at most 1,024"),
     ({"queries": [{"weights": {"price": True}, "k": 1, "window": 10, "slide": 5}]}, "weights must be numbers"),
     ({"queries": [{"weights": ["1", 0, 0], "k": 1, "window": 10, "slide": 5}]}, "weights must be numbers"),
