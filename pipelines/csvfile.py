@@ -30,6 +30,10 @@ from .rawfiles import lines_table, per_file, read_lines
 PARTITION_BY = ()
 FIELD_SEPARATOR = "\x1f"
 """Joins the fields of a row read with quotes, for Spark to split (the ASCII unit separator)."""
+DATASET_COLUMNS = ("id", "seq", "t")
+"""The dataset's own columns, which no feature may be named (Spark's column names ignore case)."""
+ATTRIBUTE_COLUMNS = ("stream", "value")
+"""The columns that make a dataset an attribute stream to the replay: never two features of a csv dataset."""
 DEFAULT_T_UNIT = "ordinal"
 T_UNITS = ("ordinal", "ms", "s", "min", "h", "d")
 """Units the dashboard reads a time column in (``ordinal``: a plain count, shown as is)."""
@@ -62,11 +66,14 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
     chosen = {"id_column": options.get("id_column"), "time_column": options.get("time_column"),
               "features": list(features), "t_unit": options.get("time_unit") or DEFAULT_T_UNIT}
     if existing:
+        existing = {"t_unit": DEFAULT_T_UNIT, **existing}
         given = {key: value for key, value in chosen.items() if value and key != "t_unit"}
+        if options.get("time_unit"):  # given, not defaulted: it must be the dataset's
+            given["t_unit"] = options["time_unit"]
         differing = [key for key, value in given.items() if existing[key] != value]
         if differing:
             raise InputError(f"the dataset was ingested with {', '.join(f'{k}={existing[k]}' for k in differing)}")
-        return dict(existing)
+        return existing
     missing = [flag for flag, key in (("--id-column", "id_column"), ("--time-column", "time_column"),
                                       ("--feature-columns", "features")) if not chosen[key]]
     if missing:
@@ -76,6 +83,14 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
     names = [chosen["id_column"], chosen["time_column"], *chosen["features"]]
     if len(set(names)) != len(names):
         raise InputError(f"a column is named twice in --id-column, --time-column, --feature-columns: {names}")
+    features = [name.lower() for name in chosen["features"]]
+    clashing = [name for name in chosen["features"]
+                if name.lower() in DATASET_COLUMNS or features.count(name.lower()) > 1]
+    if clashing or set(ATTRIBUTE_COLUMNS) <= set(features):
+        raise InputError(f"feature column(s) {', '.join(clashing or ATTRIBUTE_COLUMNS)}: a dataset's features must "
+                         f"not be named {', '.join(DATASET_COLUMNS)} (its own columns), nor two alike but for case, "
+                         f"nor {' and '.join(ATTRIBUTE_COLUMNS)} together (an attribute stream's columns); rename "
+                         "them in the file's header")
     return chosen
 
 
@@ -104,6 +119,8 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
     bodies, numbers, fields, positions, widths = [], [], [], [], []
     for path in paths:
         header, raws, starts, split = records(read_lines(path))
+        kept = [row for row, raw in enumerate(raws) if raw]  # blank lines are no rows, as for the engine's CLI
+        raws, starts, split = [raws[i] for i in kept], [starts[i] for i in kept], [split[i] for i in kept]
         header = [name.strip() for name in header]
         if header or raws:
             missing = [name for name in wanted if name not in header]
@@ -175,41 +192,40 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
     fields = F.when(F.col("fields").isNull(), F.split("raw", ",", -1)).otherwise(
         F.split("fields", FIELD_SEPARATOR, -1))
 
-    def number(index: int) -> Column:
+    def field(index: int) -> Column:
         position = per_file([p[index] + 1 for p in params["_layout"]["positions"]])
-        return F.try_element_at(fields, position.cast("int")).try_cast("double")
+        return F.trim(F.try_element_at(fields, position.cast("int")))
 
     parsed = raw.select("source_index", "source_file", "line", "raw",
                         (F.size(fields) == per_file(params["_layout"]["width"])).alias("fits"),
-                        number(0).alias("id_value"), number(1).alias("t_value"),
-                        *[number(2 + i).alias(f"_f{i}") for i in range(len(features))])
+                        *[field(i).alias(f"_text{i}") for i in (0, 1)],
+                        field(0).try_cast("double").alias("id_value"), field(1).try_cast("double").alias("t_value"),
+                        *[field(2 + i).try_cast("double").alias(f"_f{i}") for i in range(len(features))])
+    parsed = parsed.select("*", integer("_text0", "id_value").alias("id_long"),
+                           integer("_text1", "t_value").alias("t_long"))
 
     def finite(name: str) -> Column:
         value = F.col(name)
         return value.isNotNull() & ~F.isnan(value) & (F.abs(value) != float("inf"))
 
-    def integral(name: str) -> Column:
-        value = F.col(name)
-        return (F.floor(value) == value) & (F.abs(value) < 2.0**63)
-
     checks = [
         ("wrong_field_count", ~F.col("fits")),
         ("non_numeric", ~_all([finite("id_value"), finite("t_value"), *[finite(f"_f{i}") for i in range(len(features))]])),
-        ("non_integer", ~(integral("id_value") & integral("t_value"))),
+        ("non_integer", F.col("id_long").isNull() | F.col("t_long").isNull()),
     ]
     reason = F.lit(None).cast("string")
     for name, failed in reversed(checks):
         reason = F.when(failed, F.lit(name)).otherwise(reason)
     judged = judged_once(parsed.withColumn("reason", reason))
-    first_of_id = Window.partitionBy("id_value").orderBy("source_index", "line")
+    first_of_id = Window.partitionBy("id_long").orderBy("source_index", "line")
     valid = judged.where(F.col("reason").isNull()).withColumn("occurrence", F.row_number().over(first_of_id))
-    t = F.col("t_value").cast("long")
+    t = F.col("t_long")
     later = (F.when(F.col("occurrence") > 1, F.lit("duplicate_id"))
              .when(F.lit(False) if t_after is None else t < F.lit(t_after), F.lit("before_dataset_end")))
     valid = valid.withColumn("reason", later)
     accepted = valid.where(F.col("reason").isNull()).withColumn("t", t)
     rows = with_seq(accepted, ["t", "source_index", "line"], seq_start).select(
-        F.col("id_value").cast("long").alias("id"),
+        F.col("id_long").alias("id"),
         "seq",
         "t",
         *[F.col(f"_f{i}").alias(name) for i, name in enumerate(features)],
@@ -218,6 +234,15 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
     rejected = (judged.where(F.col("reason").isNotNull()).select(*columns)
                 .unionByName(valid.where(F.col("reason").isNotNull()).select(*columns)))
     return Cleaned(rows=rows, rejected=rejected)
+
+
+def integer(text: str, value: str) -> Column:
+    """The 64-bit integer a field holds, exactly (``null`` when it holds none): its text read as
+    an integer (a double has 53 bits: ids past 2**53 would merge), else its number when that is
+    integral and within the int64 range (``1e3``, ``12.0``)."""
+    exact, number = F.col(text).try_cast("long"), F.col(value)
+    return (F.when(exact.isNotNull() & (exact.cast("double") == number), exact)
+            .when(F.abs(number) < 2.0**63, F.when(F.floor(number) == number, number.cast("long"))))
 
 
 def _all(conditions: list[Column]) -> Column:

@@ -26,6 +26,7 @@ import datetime as dt
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from collections import Counter
@@ -200,6 +201,11 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         raise InputError(f"dataset name {name!r}: use letters, digits, '_', '-' and '.', starting with a letter or "
                          "digit (it names the dataset's directory); give one with --name")
     existing = _existing_dataset(db, name, family_name, inputs, log) if append else None
+    if not existing and (Path(out).exists() and not Path(out).is_dir()):
+        raise InputError(f"--out {out}: not a directory (it holds the datasets' Parquet directories)")
+    if not existing and Path(db).exists():  # a file that is not a DuckDB database fails here, not after Spark
+        with store.connection(db):
+            pass
     if not existing:
         _recover(Path(out).resolve() / f"{name}.parquet", db, name, log)
     for path in inputs:
@@ -237,7 +243,7 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
             if not facts["rows"]:
                 raise InputError(f"no rows to write into dataset {name!r}")
             learned = cleaned.learned.first().asDict() if cleaned.learned is not None else {}
-            if existing:
+            if existing and family.kind == "object":  # an attribute stream's objects come back in later chunks
                 _refuse_known_ids(spark, rows, existing["parquet"], name)
             staging = Path(tempfile.mkdtemp(prefix=f"{publish.hidden_prefix(extracted.parquet)}staging-",
                                             dir=_parent(extracted.parquet)))
@@ -424,11 +430,11 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
         raise InputError(f"no database {db} holding dataset {name!r} to append to")
     with store.connection(db) as con:
         found = con.execute(
-            "SELECT family, source_files, rows_read, rows_rejected, rejects, features, t_min, t_max, parquet, params "
-            "FROM datasets WHERE name = ?", [name]).fetchone()
+            "SELECT family, source_files, rows_read, rows_rejected, coalesce(rows_merged, 0), rejects, features, "
+            "t_min, t_max, parquet, params FROM datasets WHERE name = ?", [name]).fetchone()
     if found is None:
         raise InputError(f"no dataset {name!r} in {db} to append to; ingest it without --append first")
-    family, sources, rows_read, rows_rejected, rejects, features, t_min, t_max, parquet, params = found
+    family, sources, rows_read, rows_rejected, rows_merged, rejects, features, t_min, t_max, parquet, params = found
     if family != family_name:
         raise InputError(f"dataset {name!r} is a {family} dataset, not {family_name}")
     if not Path(parquet).is_dir():
@@ -436,9 +442,9 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
                          "file); ingest it again without --append")
     _recover(Path(parquet), db, name, log)
     rows = dataset_rows(parquet)
-    if rows_read is not None and rows != rows_read - rows_rejected:
+    if rows_read is not None and rows != rows_read - rows_rejected - rows_merged:
         raise InputError(f"dataset {name!r}: its Parquet directory {parquet} holds {rows:,} rows, its record "
-                         f"{rows_read - rows_rejected:,}; ingest it again without --append")
+                         f"{rows_read - rows_rejected - rows_merged:,}; ingest it again without --append")
     sources = store.from_json(sources)
     seen = {Path(source).name for source in sources}
     repeated = [str(path) for path in inputs if path.name in seen]
@@ -561,7 +567,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(format_summary(summary))
         return 0
 
-    return exit_status(job)
+    received: list[int] = []
+
+    def stop(signum, frame):
+        for other in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(other, signal.SIG_IGN)  # one signal unwinds; later ones wait for the cleanup
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return exit_status(job)
+    except BaseException as error:  # noqa: BLE001 - a signal surfaces as whatever the call it hit raises (py4j's)
+        if not received and not _after_ctrl_c(error):
+            raise
+        signum = received[0] if received else signal.SIGINT  # Spark's own SIGINT handler raises KeyboardInterrupt
+        print(f"[ingest] stopped by {signal.Signals(signum).name}: whatever it had begun to publish is "
+              "completed or dropped by the next writer of the database", file=sys.stderr)
+        return 128 + signum
+    finally:
+        for signum, action in previous.items():
+            signal.signal(signum, action)
+
+
+def _after_ctrl_c(error: BaseException | None) -> bool:
+    """Whether ``error`` is, or arose while handling, a :class:`KeyboardInterrupt`."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
 
 
 if __name__ == "__main__":

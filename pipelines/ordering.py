@@ -18,12 +18,15 @@ def with_seq(frame: DataFrame, order: list[str], seq_start: int = 0, buckets: in
     running sum over ``buckets`` counts, broadcast back). So no step holds all the rows in
     one task, unlike ``row_number()`` over an unpartitioned window, and the result is
     deterministic (no sampled range partitioning). One small action reads the column's range.
+    The bucket of a value is computed in doubles, so any int64 range works: rounding may move a
+    value to a neighbouring bucket, never out of order (the bucket never decreases as the value grows).
     """
     low, high = frame.agg(F.min(order[0]), F.max(order[0])).first()
     if low is None:
         return frame.withColumn("seq", F.lit(0).cast("long"))
-    width = (int(high) - int(low)) // buckets + 1
-    tagged = frame.withColumn("_bucket", F.floor((F.col(order[0]) - F.lit(int(low))) / F.lit(width)).cast("long"))
+    width = float((int(high) - int(low)) // buckets + 1)
+    offset = F.col(order[0]).cast("double") - F.lit(float(low))  # in doubles: high - low may pass 2**63
+    tagged = frame.withColumn("_bucket", F.floor(offset / F.lit(width)).cast("long"))
     sizes = tagged.groupBy("_bucket").agg(F.count(F.lit(1)).alias("_size"))
     offsets = sizes.select("_bucket", (F.sum("_size").over(Window.orderBy("_bucket")) - F.col("_size"))
                            .alias("_offset"))

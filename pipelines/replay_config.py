@@ -28,14 +28,16 @@ The algorithm ``multi`` (:data:`SHARED`, no ``params``) is the shared executor
 runs as one task per shard (:mod:`pipelines.replay_multi`), its answers stored per query under
 the label ``multi`` like any algorithm's.  Object streams only.
 Refused before Spark starts, besides malformed fields: a count window smaller than ``k``, a
-query whose weights are all 0, algorithms of the other stream model than the dataset's, and
-``approx`` with ``shards > 1`` (its estimates need every object of the window).
+query whose weights are all 0, algorithms of the other stream model than the dataset's,
+``approx`` with ``shards > 1`` (its estimates need every object of the window), more than
+:data:`MAX_SHARDS` shards, and a ``name`` that is not one plain file name (:data:`RUN_NAME`).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -58,6 +60,15 @@ CONFIG_KEYS = {"name", "dataset", "shards", "snapshot_every", "keep_snapshots", 
                "queries", "algorithms"}
 QUERY_KEYS = {"weights", "k", "window", "slide", "kind"}
 ALGORITHM_KEYS = {"name", "params", "label"}
+INT64_MAX = 2**63 - 1
+"""``k``, ``window`` and ``slide`` are stored as DuckDB ``BIGINT`` and cut slides over int64 ``seq`` / ``t``."""
+MAX_SHARDS = 1024
+"""More shards than this is a typo, not a plan: every shard is one task per (query, algorithm)."""
+RUN_NAME = re.compile(r"\w[\w.,:;@+=()\[\] -]*")
+"""A run name (the config's ``name``, a ``--run-id``): it names the run's staging and failure
+files under the database's directory, so it is one path component, never ``..`` or absolute."""
+RUN_NAME_BYTES = 200
+"""Longest run name in UTF-8 bytes: with the run's time stamp and ``.txt`` it stays a file name (255 bytes)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +132,8 @@ def read_config(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"{path}: the config must be a JSON object")
     data.setdefault("name", Path(path).stem)
+    if not isinstance(data["name"], str):
+        raise InputError(f"{path}: 'name' must be a string, got {data['name']!r}")
     if not isinstance(data.get("dataset"), str):
         raise InputError(f"{path}: 'dataset' must name a dataset")
     return data
@@ -129,8 +142,12 @@ def read_config(path: Path) -> dict[str, Any]:
 def parse_config(data: dict[str, Any], features: Sequence[str], stream: str = "single") -> ReplayConfig:
     """Validate a raw config against the dataset's ``features`` (stream names of an attribute-stream
     dataset) and stream model; problems raise :class:`InputError`."""
-    _check_keys(data, CONFIG_KEYS, "config")
+    _check_keys(data, CONFIG_KEYS, "top level")
+    check_run_name(str(data["name"]), "config: name")
     shards = _positive_int(data, "shards", 1)
+    if shards > MAX_SHARDS:
+        raise InputError(f"config: shards must be at most {MAX_SHARDS:,} (one task per query, algorithm and shard), "
+                         f"got {shards:,}")
     snapshot_every = _positive_int(data, "snapshot_every", None)
     keep_snapshots = _positive_int(data, "keep_snapshots", KEEP_SNAPSHOTS)
     plugins = data.get("plugins", [])
@@ -139,8 +156,8 @@ def parse_config(data: dict[str, Any], features: Sequence[str], stream: str = "s
     for name in plugins:
         try:
             importlib.import_module(name)
-        except ImportError as error:
-            raise InputError(f"config: plugin {name!r} cannot be imported ({error})") from None
+        except Exception as error:  # noqa: BLE001 - a plugin's own failure (SyntaxError, ...) is the config's problem
+            raise InputError(f"config: plugin {name!r} cannot be imported ({type(error).__name__}: {error})") from None
     queries = data.get("queries")
     if not isinstance(queries, list) or not queries:
         raise InputError("config: 'queries' must be a non-empty list")
@@ -182,6 +199,13 @@ def _parse_query(index: int, query: Any, features: Sequence[str]) -> Query:
     elif isinstance(weights, list) and len(weights) != len(features):
         raise InputError(f"config: query {index}: {len(weights)} weight(s) for {len(features)} "
                          f"feature(s) ({', '.join(features)})")
+    if isinstance(weights, list) and any(isinstance(w, bool) or not isinstance(w, (int, float)) for w in weights):
+        raise InputError(f"config: query {index}: weights must be numbers, got {weights!r}")
+    for key in ("k", "window", "slide"):
+        value = query.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > INT64_MAX:
+            raise InputError(f"config: query {index}: {key} must be at most {INT64_MAX:,} (a 64-bit integer), "
+                             f"got {value:,}")
     try:
         parsed = Query(weights=weights, k=query.get("k"), window=query.get("window"),
                        slide=query.get("slide"), kind=query.get("kind", "count"))
@@ -234,10 +258,20 @@ def _parse_shared(index: int, entry: dict, queries: Sequence[Query], stream: str
     return AlgorithmSpec(label=str(entry.get("label") or SHARED), name=SHARED)
 
 
+def check_run_name(name: str, where: str) -> None:
+    """Refuse a run name that is not :data:`RUN_NAME` (it would not name one file under the
+    database's directory: ``..``, ``/``, an absolute path, a hidden name)."""
+    if not RUN_NAME.fullmatch(name) or len(name.encode()) > RUN_NAME_BYTES:
+        raise InputError(f"{where} {name!r}: use letters, digits, spaces and _ . , : ; @ + = ( ) [ ] -, starting "
+                         f"with a letter, digit or _, at most {RUN_NAME_BYTES} bytes (it names the run's files)")
+
+
 def _positive_int(data: dict, key: str, default: int | None) -> int | None:
     value = data.get(key, default)
     if value is not default and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InputError(f"config: {key} must be an integer >= 1, got {value!r}")
+    if value is not None and value > INT64_MAX:
+        raise InputError(f"config: {key} must be at most {INT64_MAX:,} (a 64-bit integer), got {value:,}")
     return value
 
 

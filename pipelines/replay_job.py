@@ -61,7 +61,8 @@ def execute(spark: SparkSession, plan: ReplayPlan, *, log: Callable[[str], None]
         run_job(spark, plan, summary, log)
     except BaseException as error:
         interrupted = isinstance(error, (Interrupted, KeyboardInterrupt))
-        reason = f"stopped by {error}" if isinstance(error, Interrupted) else failure_reason(error)
+        reason = (f"stopped by {error}" if isinstance(error, Interrupted)  # Spark's SIGINT handler raises the other
+                  else "stopped by SIGINT" if isinstance(error, KeyboardInterrupt) else failure_reason(error))
         replay_load.mark(plan.db, plan.run_id, "interrupted" if interrupted else "failed", reason)
         raise
     return summary

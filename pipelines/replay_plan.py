@@ -23,11 +23,13 @@ import numpy as np
 
 import engine
 from engine import Query
+from engine.ranking import score
 from engine.stream import MAX_SLIDES, first_overflow, may_overflow, time_margin, time_range_problem, too_many_slides
 
 from . import publish, store
 from .errors import InputError
-from .replay_config import SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, parse_config, read_config
+from .replay_config import (SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, check_run_name, parse_config,
+                            read_config)
 from .replay_multi import check_shared_state, group_of
 from .replay_tasks import feature_magnitudes, is_attribute_dataset, read_rows
 
@@ -132,6 +134,8 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     """Validate the config against its dataset and find where the run starts (no Spark; hold the
     writer lock).  A time query whose slides outnumber both the rows and ``max_slides`` is refused."""
     raw = read_config(config_path)
+    if run_id is not None:
+        check_run_name(run_id, "--run-id")
     dataset = load_dataset(db, raw["dataset"])
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)
@@ -261,6 +265,7 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
             if any(last_seq != expected_last_seq for _, last_seq, _ in found.values()) or next_slide > total:
                 raise InputError(f"run {resumed_run}: dataset {dataset.name} no longer holds the rows its "
                                  "snapshots were taken over (was it re-ingested?); start a new run")
+            check_rows_unchanged(con, resumed_run, query_id, query, config.reference, dataset, origin, next_slide - 1)
             states = {key: state for key, (_, _, state) in found.items()}
             for (label, shard), state in states.items():
                 where = f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}"
@@ -274,6 +279,47 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
                                       total_slides=total, segment_slides=segment_slides, states=states,
                                       first_row=first_row))
     return progress
+
+
+def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, reference: str, dataset: Dataset,
+                         origin: int, slide: int) -> None:
+    """Refuse to resume over a dataset that no longer holds the rows the snapshots covered.
+
+    A count window's boundaries do not depend on the rows, so a dataset ingested again under
+    its name (other rows, as many or more) would pass the ``last_seq`` check and be continued
+    silently. The reference's stored answer at the snapshots' slide must therefore still be
+    the dataset's: each of its objects among the rows of that slide's window, scoring as stored
+    (object streams; ``O(window)`` rows read).
+    """
+    answer = con.execute("SELECT object_id, score FROM answers WHERE run_id = ? AND query_id = ? AND algorithm = ? "
+                         "AND slide = ? ORDER BY rank", [run_id, query_id, reference, slide]).fetchall()
+    if not answer:
+        return
+    end = origin + (slide + 1) * query.slide
+    if query.kind == "count":
+        first, stop = max(0, end - query.window), end
+    else:
+        first = int(np.searchsorted(dataset.t, end - query.window - 1, side="left"))  # a row more each side:
+        stop = int(np.searchsorted(dataset.t, end, side="right"))                    # a superset is enough
+    columns = ("id",) if dataset.attribute else ("id", *dataset.features)
+    scores: dict[int, float] = {}
+    for chunk in read_rows(dataset.parquet, columns, first_row=first):
+        inside = chunk["seq"] < stop
+        ids = chunk["id"][inside]
+        if dataset.attribute:
+            values = np.zeros(len(ids))
+        else:
+            values = score(np.column_stack([chunk[name][inside] for name in dataset.features]).astype(np.float64),
+                           query.weights)
+        scores.update(zip(ids.tolist(), values.tolist()))
+        if not inside.all():
+            break
+    for object_id, stored in answer:
+        found = scores.get(object_id)
+        if found is None or not (dataset.attribute or np.isclose(found, stored, rtol=1e-12, atol=0.0)):
+            raise InputError(f"run {run_id}: dataset {dataset.name} no longer holds the rows its snapshots were "
+                             f"taken over (object {object_id} of query {query_id}'s answer at slide {slide} is not "
+                             "in that slide's window, or scores otherwise); was it ingested again? start a new run")
 
 
 def check_state(state: str, query: Query, spec: AlgorithmSpec, where: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -14,9 +15,14 @@ from typing import Iterator
 
 from pyspark.sql import SparkSession
 
+from .errors import InputError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_PACKAGES = ("engine", "pipelines")
 LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+MASTER_URL = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*\d+)?\])?|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
+                        r"|yarn|(spark|k8s)://\S+")
+"""The master URLs Spark accepts; any other stops its JVM with a Java stack trace."""
 
 
 @contextlib.contextmanager
@@ -61,6 +67,9 @@ def start_spark(app_name: str, master: str | None = None, *, light_jvm: bool = F
     master = master or os.environ.get("SPARK_MASTER")
     if master is None and not submitted():
         master = "local[*]"
+    if master is not None and not MASTER_URL.fullmatch(master):
+        raise InputError(f"Spark master {master!r} (--master or $SPARK_MASTER): expected local, local[N], local[*], "
+                         "local-cluster[N,C,M], spark://HOST:PORT, k8s://URL or yarn")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     java_options = f"-Dlog4j.configurationFile={LOG_CONFIG.as_uri()}"

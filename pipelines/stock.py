@@ -13,6 +13,7 @@ repeat an earlier line).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 from typing import Any, Sequence
@@ -47,7 +48,8 @@ REASONS = (
     "suspicious",
     "before_dataset_end",
 )
-"""Why a raw row is rejected, in the order the checks apply (a row gets the first that fits)."""
+"""Why a raw row is rejected, in the order the checks apply (a row gets the first that fits);
+``non_numeric`` also covers a price and size whose notional (price x size) is not a finite number."""
 
 
 def parse_file_name(path: Path) -> tuple[str, str]:
@@ -61,6 +63,10 @@ def parse_file_name(path: Path) -> tuple[str, str]:
     match = FILE_NAME.match(path.name)
     if match is None:
         raise InputError(f"{path}: not a trade file name (expected <symbol>_<yyyymmdd>_trade.zip)")
+    try:
+        dt.datetime.strptime(match["date"], "%Y%m%d")
+    except ValueError:
+        raise InputError(f"{path}: {match['date']} in the file name is not a date (yyyymmdd)") from None
     return match["symbol"].upper(), match["date"]
 
 
@@ -157,6 +163,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
         F.size(fields).alias("field_count"),
         F.col("date").cast("long").alias("date"),
         time_ms.alias("time_ms"), price.alias("price"), size.alias("size"), suspicious.alias("suspicious"),
+        (price / PRICE_SCALE * size).alias("notional"),
     )
     t = _epoch_ms(F.col("date"), F.col("time_ms"))
 
@@ -166,7 +173,8 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
 
     checks = [
         ("wrong_field_count", F.col("field_count") != FIELDS),
-        ("non_numeric", ~(finite("time_ms") & finite("price") & finite("size") & finite("suspicious"))),
+        ("non_numeric", ~(finite("time_ms") & finite("price") & finite("size") & finite("suspicious")
+                          & finite("notional"))),
         ("time_out_of_range", (F.col("time_ms") < 0) | (F.col("time_ms") >= MS_PER_DAY)),
         ("non_positive_price", F.col("price") <= 0),
         ("non_positive_size", F.col("size") <= 0),
@@ -184,7 +192,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
          + F.col("line")).alias("id"),
         "seq",
         "t",
-        (F.col("price") / PRICE_SCALE * F.col("size")).alias("notional"),
+        "notional",
         (F.col("price") / PRICE_SCALE).alias("price"),
         F.col("size").alias("size"),
         "symbol",

@@ -27,6 +27,9 @@ T_UNIT = "ordinal"
 PARTITION_BY = ()
 REASONS = ()
 DEFAULT_ROWS = 100_000
+MAX_DIMS = 100
+"""Most features (or streams) a generator makes: each is a column of the Spark plan, and
+``--dims 100000`` ran the ingest's JVM out of heap."""
 GENERATORS = {**generators.OBJECT_GENERATORS, **generators.ATTRIBUTE_GENERATORS}
 DIMENSION_ARGUMENT = {"correlated-streams": "streams"}
 """The generator argument that sets the number of features / streams (default ``d``)."""
@@ -60,6 +63,8 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
     seed = int(options.get("seed") or 0)
     if dims is not None and int(dims) <= 0:
         raise InputError(f"--dims must be positive, got {dims}")
+    if dims is not None and int(dims) > MAX_DIMS:
+        raise InputError(f"--dims must be at most {MAX_DIMS}: each is a Spark column; got {dims}")
     if seed < 0:
         raise InputError(f"--seed must be >= 0, got {seed}")
     return {"generator": generator, "rows": rows, "dims": None if dims is None else int(dims), "seed": seed,

@@ -14,6 +14,7 @@ import io
 import json
 import re
 import tarfile
+import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -219,6 +220,35 @@ def test_worldcup_ingest_is_an_attribute_stream_of_bytes_per_chunk(spark, tmp_pa
         in ingest.format_summary(summary)
 
 
+def test_worldcup_append_of_a_later_log_keeps_returning_clients(spark, tmp_path):
+    """Clients (the ids of an attribute stream) come back in every log: an appended later log
+    adds their new chunks, as one ingest of both logs would (with the first log's byte scale)."""
+    _, lines = worldcup_sample(tmp_path)
+    lines = lines[:WORLDCUP_LINES]
+    chunks = expected_chunks(lines)
+    split = sorted({t for t, _, _ in chunks})[len({t for t, _, _ in chunks}) // 2]  # a chunk start: no chunk spans it
+
+    def chunk_of(line):
+        when = dt.datetime.strptime(" ".join(line.split(",")[1:3]), "%d/%b/%Y %H:%M:%S")
+        return int(when.replace(tzinfo=dt.timezone.utc).timestamp() * 1000) // 5_000 * 5_000
+
+    earlier, later = tmp_path / "wc_earlier.csv", tmp_path / "wc_later.csv"
+    earlier.write_text("\n".join(line for line in lines if chunk_of(line) < split) + "\n", encoding="latin-1")
+    later.write_text("\n".join(line for line in lines if chunk_of(line) >= split) + "\n", encoding="latin-1")
+    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
+    ingest.ingest(spark, "worldcup", [earlier], db=db, out=out, **quiet)
+    summary = ingest.ingest(spark, "worldcup", [later], db=db, out=out, append=True, **quiet)
+
+    scale = max(value for (t, _, _), value in chunks.items() if t < split)
+    assert {client for t, _, client in chunks if t < split} & {client for t, _, client in chunks if t >= split}
+    table = ingest.read_dataset(summary.parquet)
+    expected = sorted((t, stream, client, min(data / scale, 1.0)) for (t, stream, client), data in chunks.items())
+    got = list(zip(*(table.column(name).to_pylist() for name in ("t", "stream", "id", "value"))))
+    assert [chunk[:3] for chunk in got] == [chunk[:3] for chunk in expected]
+    np.testing.assert_allclose([chunk[3] for chunk in got], [chunk[3] for chunk in expected], rtol=1e-12)
+    assert table.column("seq").to_pylist() == list(range(len(chunks)))
+
+
 def test_worldcup_sections_and_chunk_length_are_options(spark, tmp_path):
     path, lines = worldcup_sample(tmp_path)
     summary = ingest.ingest(spark, "worldcup", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
@@ -328,6 +358,47 @@ def test_csv_ingest_reads_quoted_fields_as_the_engine_does(spark, tmp_path):
         sorted((int(when), float(speed), float(load)) for when, speed, load in map(first_of.get, ("1", "2", "3", "7")))
 
 
+WIDE_LINES = [  # ids past 2**53 (a double's 53 bits would merge the first two), times over the whole int64 range
+    "id,t,x",
+    "9007199254740993,-9000000000000000000,1",
+    "9007199254740992,9000000000000000000,2",
+    "9223372036854775807,0,3",
+    "-9223372036854775808,1700000000000000001,4",
+    "12.0,1700000000000000000,5",         # an integral number is an integer
+    "9223372036854775808,5,6",            # non_integer: past int64
+    "1e19,6,7",                           # non_integer: past int64, written as a float
+    "7.5,7,8",                            # non_integer
+    "9007199254740993,8,9",               # duplicate_id of the first row, not of the second
+]
+
+
+def test_csv_ingest_keeps_64_bit_ids_and_times_exactly(spark, tmp_path):
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join(WIDE_LINES) + "\n")
+    summary = ingest.ingest(spark, "csv", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                            max_rejected=1.0, options={"id_column": "id", "time_column": "t", "feature_columns": "x"},
+                            **quiet)
+
+    assert summary.rejects == {"wrong_field_count": 0, "non_numeric": 0, "non_integer": 3, "duplicate_id": 1,
+                               "before_dataset_end": 0}
+    kept = [line.split(",") for line in WIDE_LINES[1:6]]
+    expected = sorted((int(t), int(float(i)) if "." in i else int(i), float(x)) for i, t, x in kept)
+    assert [(row["t"], row["id"], row["x"]) for row in ingest.read_dataset(summary.parquet).to_pylist()] == expected
+    assert ingest.read_dataset(summary.parquet).column("seq").to_pylist() == [0, 1, 2, 3, 4]
+
+
+def test_csv_blank_lines_are_no_rows_as_for_the_engine(spark, tmp_path):
+    path = tmp_path / "gaps.csv"  # a blank line between rows and one more at the end, as editors leave them
+    path.write_text("id,t,x\n1,10,0.5\n\n2,20,1.5\n3,30,2.5\n\n")
+    summary = ingest.ingest(spark, "csv", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                            options={"id_column": "id", "time_column": "t", "feature_columns": "x"}, **quiet)
+
+    table = cli.read_csv(str(path))
+    assert (summary.rows_read, summary.rows_rejected) == (3, 0)
+    assert [(row["id"], row["t"], row["x"]) for row in ingest.read_dataset(summary.parquet).to_pylist()] == [
+        (int(i), int(t), float(x)) for i, t, x in zip(*(table.columns[name] for name in ("id", "t", "x")))]
+
+
 # ---------------------------------------------------------------- synthetic
 
 def test_synthetic_object_and_attribute_streams_and_append(spark, tmp_path):
@@ -364,6 +435,7 @@ def test_synthetic_object_and_attribute_streams_and_append(spark, tmp_path):
     ({"rows": 0}, "--rows must be positive, got 0"),
     ({"rows": -5}, "--rows must be positive, got -5"),
     ({"dims": 0}, "--dims must be positive, got 0"),
+    ({"dims": 100_000}, "--dims must be at most 100: each is a Spark column; got 100000"),
     ({"seed": -1}, "--seed must be >= 0, got -1"),
 ])
 def test_synthetic_options_are_checked_before_generating(options, message):
@@ -387,6 +459,55 @@ def test_bad_names_and_options_are_refused_before_spark(tmp_path, family, option
     with pytest.raises(InputError, match=re.escape(message)):
         ingest.extract(family, inputs, db=tmp_path / "topk.duckdb", out=tmp_path / "datasets", name=name,
                        options=options, **quiet)
+
+
+@pytest.mark.parametrize("header, features, message", [
+    ("when,who,speed,SEQ", "speed,SEQ", "feature column(s) SEQ: a dataset's features must not be named id, seq, t "
+                                        "(its own columns)"),
+    ("when,who,id,speed", "id,speed", "feature column(s) id: "),
+    ("when,who,speed,Speed", "speed,Speed", "feature column(s) speed, Speed: "),
+    ("when,who,stream,value", "value,stream", "feature column(s) stream, value: "),  # read as an attribute stream
+])
+def test_csv_features_named_like_the_datasets_own_columns_are_refused(spark, tmp_path, header, features, message):
+    path = tmp_path / "sensors.csv"
+    path.write_text(f"{header}\n10,1,2,3\n20,2,4,1\n")
+    db = tmp_path / "topk.duckdb"
+    with pytest.raises(InputError, match=re.escape(message)):
+        ingest.ingest(spark, "csv", [path], db=db, out=tmp_path / "datasets",
+                      options={"id_column": "who", "time_column": "when", "feature_columns": features}, **quiet)
+    assert not db.exists() and not (tmp_path / "datasets").exists()
+
+
+def test_a_trade_file_named_for_a_day_that_does_not_exist_is_refused_before_spark(tmp_path):
+    for name in ("spy_20130230_trade.zip", "spy_00000000_trade.zip"):
+        with zipfile.ZipFile(tmp_path / name, "w") as archive:  # Spark's to_date failed on it, a Java traceback
+            archive.writestr("trades.csv", "34200000,1670000,100,P,20002000,0\n")
+        with pytest.raises(InputError, match=re.escape(f"{name[4:12]} in the file name is not a date (yyyymmdd)")):
+            ingest.extract("stock", [tmp_path / name], db=tmp_path / "topk.duckdb", out=tmp_path, **quiet)
+
+
+def test_a_trade_whose_notional_overflows_is_rejected_as_non_numeric(spark, tmp_path):
+    lines = ["34200000,1670000,100,P,20002000,0", "34201000,1e300,1e300,P,20002000,0",
+             "34202000,1e300,1,P,20002000,0"]
+    path = tmp_path / "spy_20131007_trade.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("trades.csv", "\n".join(lines) + "\n")
+    summary = ingest.ingest(spark, "stock", [path], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                            max_rejected=1.0, **quiet)
+
+    assert summary.rejects["non_numeric"] == 1
+    table = ingest.read_dataset(summary.parquet)
+    assert table.column("price").to_pylist() == [167.0, 1e300 / 10_000]
+    assert np.isfinite(np.column_stack([table.column(name).to_numpy() for name in ("notional", "price", "size")])).all()
+
+
+def test_csv_append_with_another_time_unit_is_refused():
+    dataset = {"id_column": "who", "time_column": "when", "features": ["speed"], "t_unit": "ordinal"}
+    options = {"id_column": "who", "time_column": "when", "feature_columns": "speed"}
+    assert csvfile.settings(options, dataset) == dataset
+    assert csvfile.settings({**options, "time_unit": "ordinal"}, dataset) == dataset
+    with pytest.raises(InputError, match="the dataset was ingested with t_unit=ordinal"):
+        csvfile.settings({**options, "time_unit": "ms"}, dataset)
 
 
 def test_a_csv_file_name_becomes_a_safe_dataset_name():

@@ -4,8 +4,11 @@ appends as new parts, several symbols in one dataset, and the refusals that leav
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import time
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -293,3 +296,39 @@ def test_ingest_cli_unreadable_input_is_one_line_and_status_2(tmp_path, kind, me
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and message in done.stderr
     assert not (tmp_path / "topk.duckdb").exists()
+
+
+def test_a_database_file_that_is_not_duckdb_is_refused_before_spark(tmp_path):
+    db = tmp_path / "notes.duckdb"
+    db.write_text("my notes, not a database\n")
+    with pytest.raises(StoreError, match=f"cannot open {re.escape(str(db))}: "):
+        ingest.extract("synthetic:time-u", db=db, out=tmp_path / "datasets", options={"rows": 5}, log=lambda _: None)
+    assert db.read_text() == "my notes, not a database\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_spark_job_ends_the_ingest_with_one_line(tmp_path, signum):
+    """Ctrl-C (Spark's own SIGINT handler raises KeyboardInterrupt inside a py4j call) or a
+    scheduler's SIGTERM: one line, status 128 + signal, and nothing published."""
+    db, out, log = tmp_path / "topk.duckdb", tmp_path / "datasets", tmp_path / "stdout.txt"
+    with open(log, "w") as stdout:
+        process = subprocess.Popen([sys.executable, "-m", "pipelines.ingest", "synthetic:time-u", "--rows", "1000000",
+                                    "--dims", "3", "--db", str(db), "--out", str(out), "--master", "local[2]"],
+                                   cwd=PROJECT_ROOT, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        while process.poll() is None and "[ingest] cleaning on Spark" not in log.read_text():
+            time.sleep(0.1)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=300)
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (f"[ingest] stopped by {signal.Signals(signum).name}: whatever it had begun to "
+                                    "publish is completed or dropped by the next writer of the database")
+    assert not db.exists() and (not out.exists() or list(out.iterdir()) == [])
+
+
+def test_an_out_that_is_a_file_is_refused_before_spark(tmp_path):
+    out = tmp_path / "datasets"
+    out.write_text("a file where the datasets' directory should be\n")  # failed after Spark: NotADirectoryError
+    with pytest.raises(InputError, match=re.escape(f"--out {out}: not a directory")):
+        ingest.extract("synthetic:time-u", db=tmp_path / "topk.duckdb", out=out, options={"rows": 5},
+                       log=lambda _: None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import engine
-from pipelines import ingest, replay, replay_load, replay_tasks, store
+from pipelines import ingest, replay, replay_config, replay_job, replay_load, replay_tasks, store
 from pipelines.errors import InputError
 from tests.pipelines.conftest import trade_lines, write_trade_zip
 
@@ -207,6 +208,26 @@ def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir
     assert rows_of(db, "runs", "status, reason", run_id) == [("finished", None)]
 
 
+def test_resume_refuses_a_dataset_ingested_again_with_other_rows(spark, trades, tmp_path):
+    """A count window's boundaries do not depend on the rows: a dataset ingested again under its
+    name from another day (as many rows or more) must not be continued as if it were the same."""
+    db = tmp_path / "topk.duckdb"
+    ingest.ingest(spark, "stock", [trades[0]], db=db, out=tmp_path, name="again", **quiet)
+    config = tmp_path / "again.json"
+    config.write_text(json.dumps({"name": "again", "dataset": "again", "snapshot_every": SNAPSHOT_EVERY,
+                                  "queries": QUERIES[:1], "algorithms": ALGORITHMS}))
+    first = replay.replay(spark, config, db=db, **quiet)
+    other_day = write_trade_zip(tmp_path, "SPY", "20131009", trade_lines(DAY1_ROWS + 300, seed=9))
+    ingest.ingest(spark, "stock", [other_day], db=db, out=tmp_path, name="again", **quiet)
+    before = table_counts(db)
+    with pytest.raises(InputError, match="dataset again no longer holds the rows its snapshots were taken over"):
+        replay.replay(spark, config, db=db, resume=True, run_id=first.run_id, **quiet)
+    assert table_counts(db) == before
+
+    ingest.ingest(spark, "stock", [trades[0]], db=db, out=tmp_path, name="again", **quiet)  # the same rows again
+    assert replay.replay(spark, config, db=db, resume=True, run_id=first.run_id, **quiet).slides_written == 0
+
+
 def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
     config = write_config(tmp_path, "direct", "full", snapshot_every=SNAPSHOT_EVERY)
     data = json.loads(config.read_text())
@@ -229,6 +250,18 @@ def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
      "k (11) is larger than the count window (10)"),
     ({"queries": [{"weights": {"price": 0.0}, "k": 1, "window": 10, "slide": 5}]}, "every weight is 0"),
     ({"queries": [{"weights": [0, 0, 0], "k": 1, "window": 10, "slide": 5, "kind": "time"}]}, "every weight is 0"),
+    ({"name": "../../elsewhere"}, "config: name '../../elsewhere': use letters"),
+    ({"name": ["demo"]}, "'name' must be a string, got ['demo']"),
+    ({"name": "é" * 150}, "at most 200 bytes"),  # 300 bytes: its staging directory's name would be too long
+    ({"shards": 1_000_000}, "shards must be at most 1,024"),
+    ({"queries": [{"weights": {"price": True}, "k": 1, "window": 10, "slide": 5}]}, "weights must be numbers"),
+    ({"queries": [{"weights": ["1", 0, 0], "k": 1, "window": 10, "slide": 5}]}, "weights must be numbers"),
+    ({"queries": [{"weights": [1, 0, 0], "k": 1, "window": 2**70, "slide": 2**70}]},
+     "window must be at most 9,223,372,036,854,775,807"),
+    ({"queries": [{"weights": [1, 0, 0], "k": 10**30, "window": 60_000, "slide": 1_000, "kind": "time"}]},
+     "k must be at most 9,223,372,036,854,775,807"),
+    ({"volume": 1}, "config: top level: unknown key(s) volume"),
+    ({"keep_snapshots": 10**30}, "keep_snapshots must be at most 9,223,372,036,854,775,807"),
 ])
 def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, full_run, tmp_path, capsys, change, message):
     """Refused before Spark starts, leaving the database exactly as it was."""
@@ -240,6 +273,45 @@ def test_replay_cli_bad_config_is_one_line_and_status_2(store_dir, full_run, tmp
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
     assert table_counts(db) == before
+
+
+@pytest.mark.parametrize("run_id", ["..", "../victim", "ABSOLUTE", ".hidden", "a/b"])
+def test_a_run_id_that_is_not_one_file_name_is_refused_before_anything_is_deleted(spark, store_dir, tmp_path, run_id):
+    """The run id names the staging directory the replay empties and removes: ``..`` or an
+    absolute path would have removed the database's own directory, or any other."""
+    home, victim = tmp_path / "home", tmp_path / "victim"
+    for directory in (home, victim, home / "topk.duckdb.staging"):
+        directory.mkdir()
+        (directory / "keep.txt").write_text("precious")
+    db = home / "topk.duckdb"
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "full", "family": "stock", "features": ["notional", "price", "size"],
+                                           "parquet": str(store_dir / "full.parquet")})
+    run_id = str(victim) if run_id == "ABSOLUTE" else run_id
+    with pytest.raises(InputError, match=re.escape(f"--run-id {run_id!r}: use letters")):
+        replay.replay(spark, write_config(home, "direct", "full"), db=db, run_id=run_id, **quiet)
+    for directory in (home, victim, home / "topk.duckdb.staging"):
+        assert (directory / "keep.txt").read_text() == "precious"
+    assert table_counts(db) == {"runs": 0, "queries": 0, "answers": 0, "slide_metrics": 0, "snapshots": 0}
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def broken(:\n", "SyntaxError: "),
+    ("raise RuntimeError('no licence server')\n", "RuntimeError: no licence server"),
+])
+def test_a_plugin_that_fails_to_import_is_refused_naming_it(tmp_path, monkeypatch, source, message):
+    (tmp_path / "shaky_plugin.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = {"name": "p", "dataset": "d", "plugins": ["shaky_plugin"], "algorithms": [{"name": "oracle"}],
+              "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
+    with pytest.raises(InputError, match=re.escape(f"config: plugin 'shaky_plugin' cannot be imported ({message}")):
+        replay_config.parse_config(config, ["x"])
+
+
+def test_a_config_name_may_hold_any_letters():
+    config = {"name": "démo über 2", "dataset": "d", "algorithms": [{"name": "oracle"}],
+              "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
+    assert replay_config.parse_config(config, ["x"]).name == "démo über 2"
 
 
 EDITED_SNAPSHOTS = [
@@ -406,6 +478,86 @@ def test_sigterm_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark
         stored = [(slide, rank, object_id) for _, label, slide, _, rank, object_id, _
                   in rows_of(db, "answers", ANSWER_COLUMNS, "long-run") if label == algorithm]
         assert stored == expected, algorithm
+
+
+def answers_loaded(db, query_id):
+    """Answer rows of query ``query_id`` in ``db`` (0 while the replay holds the file for a load)."""
+    try:
+        with duckdb.connect(str(db), read_only=True) as con:
+            return con.execute("SELECT count(*) FROM answers WHERE query_id = ?", [query_id]).fetchone()[0]
+    except duckdb.Error:
+        return 0
+
+
+def test_a_replay_killed_by_sigkill_mid_run_resumes_to_the_answers_of_an_uninterrupted_run(spark, tmp_path):
+    """A real ``python -m pipelines.replay`` killed with SIGKILL once query 0 has answers loaded and
+    query 1 none (its tasks start after query 0's, which have more slides), so mid-run: no handler
+    runs, the run stays ``running``, its staging directory and its JVM are left behind. The resumed
+    run's answers equal the engine's, slide by slide, and no slide is stored twice."""
+    db, rows = tmp_path / "topk.duckdb", 120_000
+    rng = np.random.default_rng(5)
+    table = pa.table({"id": np.arange(rows) * 3 + 1, "seq": np.arange(rows), "t": np.arange(rows) * 7 // 3,
+                      "price": np.round(rng.random(rows), 2)})  # rounded: many tied scores
+    pq.write_table(table, tmp_path / "killed.parquet", row_group_size=20_000)
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "killed", "family": "test", "features": ["price"],
+                                           "parquet": str(tmp_path / "killed.parquet")})
+    queries = [{"weights": [1.0], "k": 3, "window": 200, "slide": 2, "kind": "count"},
+               {"weights": [-1.0], "k": 4, "window": 1_400, "slide": 7, "kind": "time"}]
+    config = tmp_path / "killed.json"
+    config.write_text(json.dumps({"name": "killed", "dataset": "killed", "shards": 2, "snapshot_every": 400,
+                                  "queries": queries, "algorithms": [{"name": "oracle"}, {"name": "mintopk"}]}))
+    process = subprocess.Popen(replay_command("--config", config, "--db", db, "--run-id", "killed-run", "--master",
+                                              "local[2]"), cwd=Path(__file__).parents[2], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while process.poll() is None and not answers_loaded(db, 0) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait(timeout=60) == -signal.SIGKILL
+    assert rows_of(db, "runs", "status", "killed-run") == [("running",)]
+    stored_before = answers_loaded(db, 0), answers_loaded(db, 1)
+    assert stored_before[0] > 0 and stored_before[1] == 0
+
+    resumed = replay.replay(spark, config, db=db, resume=True, run_id="killed-run", **quiet)
+    assert resumed.resumed and rows_of(db, "runs", "status", "killed-run") == [("finished",)]
+    x = table.column("price").to_numpy()
+    for query_id, spec in enumerate(queries):
+        query = engine.Query(**spec)
+        oracle, expected = engine.create("oracle", query), []
+        for batch in engine.slides((table.column("id").to_numpy(), table.column("t").to_numpy(), x), query):
+            oracle.process(batch)
+            answer = oracle.topk()
+            expected += [(batch.index, rank + 1, int(i), float(score))
+                         for rank, (i, score) in enumerate(zip(answer.ids, answer.scores))]
+        for algorithm in ("oracle", "mintopk"):
+            stored = [(slide, rank, object_id, score) for q, label, slide, _, rank, object_id, score
+                      in rows_of(db, "answers", ANSWER_COLUMNS, "killed-run") if (q, label) == (query_id, algorithm)]
+            assert stored == expected, (query_id, algorithm)
+    assert answers_loaded(db, 1) > 0
+
+
+def test_ctrl_c_marks_the_run_interrupted_stopped_by_sigint(spark, tmp_path, monkeypatch):
+    """Spark's own SIGINT handler raises KeyboardInterrupt, not the command's Interrupted: the
+    run's reason must still say what stopped it, as for SIGTERM."""
+    db = tmp_path / "topk.duckdb"
+    pq.write_table(pa.table({"id": np.arange(20), "seq": np.arange(20), "t": np.arange(20), "x": np.arange(20.0)}),
+                   tmp_path / "small.parquet")
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "small", "family": "test", "features": ["x"],
+                                           "parquet": str(tmp_path / "small.parquet")})
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps({"dataset": "small", "algorithms": [{"name": "oracle"}],
+                                  "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}))
+    plan = replay.prepare(config, db=db, run_id="ctrl-c")
+
+    def pressed_ctrl_c(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(replay_job, "run_job", pressed_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        replay.execute(spark, plan, **quiet)
+    assert rows_of(db, "runs", "status, reason", "ctrl-c") == [("interrupted", "stopped by SIGINT")]
 
 
 def test_replay_on_a_local_cluster_gives_the_same_answers(store_dir, full_run, tmp_path):

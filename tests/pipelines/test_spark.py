@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pyspark
+import pytest
+
+from pipelines import store
+from pipelines.spark import PROJECT_ROOT
 
 from pipelines.spark_daemon import use_installed_pyspark
 
@@ -35,3 +45,29 @@ def test_only_the_installed_packages_own_zip_leaves_the_path(tmp_path):
 def test_without_an_installed_pyspark_the_path_is_kept(tmp_path):
     path = [str(tmp_path / "lib" / "pyspark.zip"), str(tmp_path)]
     assert use_installed_pyspark(path) == path
+
+
+@pytest.mark.parametrize("master", ["nonsense://x", "local[abc]", "local[0]", "spark://"])
+def test_a_master_spark_cannot_take_is_one_line_and_status_2_before_any_jvm(tmp_path, master):
+    """Spark's own refusal is a Java stack trace from its JVM, then a Python traceback."""
+    db = tmp_path / "topk.duckdb"
+    pq.write_table(pa.table({"id": np.arange(8), "seq": np.arange(8), "t": np.arange(8), "x": np.ones(8)}),
+                   tmp_path / "small.parquet")
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "small", "family": "test", "features": ["x"],
+                                           "parquet": str(tmp_path / "small.parquet")})
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps({"dataset": "small", "algorithms": [{"name": "oracle"}],
+                                  "queries": [{"weights": [1.0], "k": 1, "window": 2, "slide": 1}]}))
+    commands = (["pipelines.replay", "--config", str(config)],
+                ["pipelines.ingest", "synthetic:time-u", "--rows", "5", "--out", str(tmp_path / "datasets")])
+    for command in commands:
+        done = subprocess.run([sys.executable, "-m", *command, "--db", str(db), "--master", master], cwd=PROJECT_ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines() == [f"error: Spark master {master!r} (--master or $SPARK_MASTER): expected "
+                                            "local, local[N], local[*], local-cluster[N,C,M], spark://HOST:PORT, "
+                                            "k8s://URL or yarn"]
+    with store.connection(db) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    assert not (tmp_path / "datasets").exists()
