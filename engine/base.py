@@ -173,6 +173,10 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
 
     >>> coerce_param("sao", "memory", 500, "300")
     300
+    >>> coerce_param("mintopk", "prefilter", True, -3)
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter prefilter of mintopk must be bool, got -3
     >>> coerce_param("sao", "memory", 500, 2**63)
     Traceback (most recent call last):
     ...
@@ -186,7 +190,7 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
                 if lowered not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError
                 return lowered in ("true", "1", "yes")
-            if not isinstance(value, (bool, int)):
+            if not isinstance(value, (bool, int)) or value not in (0, 1):
                 raise ValueError
             return bool(value)
         if kind is int:
