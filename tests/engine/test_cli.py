@@ -457,19 +457,26 @@ def test_a_time_gap_past_max_slides_is_refused_naming_its_line_and_a_higher_limi
     assert [line["ids"] for line in read_lines(output)] == [[2, 1], [2, 1], [], []]
 
 
+def start_writing_forever(source: Path, output: Path) -> subprocess.Popen:
+    """A real ``engine run`` writing empty slides across ``source``'s gap of 10**12 time units
+    (as good as endless), once its temporary output beside ``output`` holds some."""
+    child = subprocess.Popen([sys.executable, "-m", "engine", "run", "--algorithm", "oracle", "--k", "2", "--window",
+                              "10", "--slide", "1", "--kind", "time", "--input", str(source), "--output", str(output),
+                              "--max-slides", str(10**13)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(path.name.endswith(".tmp") and path.stat().st_size for path in output.parent.iterdir()):
+        assert child.poll() is None and time.monotonic() < deadline, child.stderr.read() if child.poll() else "slow"
+        time.sleep(0.05)
+    return child
+
+
 def test_sigterm_removes_the_temporary_output_and_keeps_the_old_one(tmp_path):
     """A run killed by SIGTERM (a scheduler, ``timeout``) unwinds like Ctrl-C: no temporary file."""
     source = tmp_path / "gap.csv"
     source.write_text("id,t,a\n1,0,0.5\n2,1,0.7\n3,1000000000000,0.9\n")
     output = tmp_path / "out.jsonl"
     output.write_text(PREVIOUS_OUTPUT)
-    child = subprocess.Popen([sys.executable, "-m", "engine", "run", "--algorithm", "oracle", "--k", "2", "--window",
-                              "10", "--slide", "1", "--kind", "time", "--input", str(source), "--output", str(output),
-                              "--max-slides", str(10**13)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not any(path.name.endswith(".tmp") and path.stat().st_size for path in tmp_path.iterdir()):
-        assert child.poll() is None and time.monotonic() < deadline, child.stderr.read() if child.poll() else "slow"
-        time.sleep(0.05)
+    child = start_writing_forever(source, output)
     child.send_signal(signal.SIGTERM)
     assert child.wait(timeout=60) == 128 + signal.SIGTERM
     assert "Traceback" not in child.stderr.read()
@@ -483,13 +490,7 @@ def test_the_next_write_removes_the_temporary_output_of_a_killed_run(tmp_path):
     source = tmp_path / "gap.csv"
     source.write_text("id,t,a\n1,0,0.5\n2,1,0.7\n3,1000000000000,0.9\n")
     output = tmp_path / "out.jsonl"
-    child = subprocess.Popen([sys.executable, "-m", "engine", "run", "--algorithm", "oracle", "--k", "2", "--window",
-                              "10", "--slide", "1", "--kind", "time", "--input", str(source), "--output", str(output),
-                              "--max-slides", str(10**13)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not any(path.name.endswith(".tmp") and path.stat().st_size for path in tmp_path.iterdir()):
-        assert child.poll() is None and time.monotonic() < deadline, child.stderr.read() if child.poll() else "slow"
-        time.sleep(0.05)
+    child = start_writing_forever(source, output)
     child.kill()
     child.wait(timeout=60)
     orphans = [path.name for path in tmp_path.iterdir() if path.name.endswith(".tmp")]

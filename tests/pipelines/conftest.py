@@ -1,13 +1,18 @@
-"""Fixtures for the pipelines suites: one local SparkSession and tiny trade files."""
+"""Fixtures for the pipelines suites: one local SparkSession, tiny trade files and a tiny
+replayable dataset."""
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from pipelines import store
 from pipelines.spark import start_spark
 
 MARKET_OPEN_MS = 34_200_000
@@ -36,3 +41,17 @@ def trade_lines(rows: int, seed: int, start_ms: int = MARKET_OPEN_MS, max_gap_ms
     prices = 1_670_000 + 100 * rng.integers(-50, 50, rows)
     sizes = rng.choice([100, 200, 300, 500, 1_000], rows)
     return [f"{t},{p},{s},P,20002000,0" for t, p, s in zip(times, prices, sizes)]
+
+
+def small_replay(directory: Path, rows: int, window: int, slide: int) -> tuple[Path, Path]:
+    """A database holding the dataset ``small`` (``rows`` objects, one feature ``x`` equal to
+    the row number) and a config replaying it through the oracle, top 1: ``(db, config)``."""
+    directory = Path(directory)
+    db, data, config = directory / "topk.duckdb", directory / "small.parquet", directory / "small.json"
+    pq.write_table(pa.table({"id": np.arange(rows), "seq": np.arange(rows), "t": np.arange(rows),
+                             "x": np.arange(rows, dtype=np.float64)}), data)
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "small", "family": "test", "features": ["x"], "parquet": str(data)})
+    config.write_text(json.dumps({"dataset": "small", "algorithms": [{"name": "oracle"}],
+                                  "queries": [{"weights": [1.0], "k": 1, "window": window, "slide": slide}]}))
+    return db, config

@@ -20,7 +20,7 @@ import pytest
 import engine
 from pipelines import ingest, replay, replay_config, replay_job, replay_load, replay_tasks, store
 from pipelines.errors import InputError
-from tests.pipelines.conftest import trade_lines, write_trade_zip
+from tests.pipelines.conftest import small_replay, trade_lines, write_trade_zip
 
 QUERIES = [
     {"weights": {"notional": 1.0}, "k": 4, "window": 60, "slide": 20, "kind": "count"},
@@ -540,15 +540,7 @@ def test_a_replay_killed_by_sigkill_mid_run_resumes_to_the_answers_of_an_uninter
 def test_ctrl_c_marks_the_run_interrupted_stopped_by_sigint(spark, tmp_path, monkeypatch):
     """Spark's own SIGINT handler raises KeyboardInterrupt, not the command's Interrupted: the
     run's reason must still say what stopped it, as for SIGTERM."""
-    db = tmp_path / "topk.duckdb"
-    pq.write_table(pa.table({"id": np.arange(20), "seq": np.arange(20), "t": np.arange(20), "x": np.arange(20.0)}),
-                   tmp_path / "small.parquet")
-    with store.connection(db) as con:
-        store.insert_row(con, "datasets", {"name": "small", "family": "test", "features": ["x"],
-                                           "parquet": str(tmp_path / "small.parquet")})
-    config = tmp_path / "small.json"
-    config.write_text(json.dumps({"dataset": "small", "algorithms": [{"name": "oracle"}],
-                                  "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}))
+    db, config = small_replay(tmp_path, rows=20, window=4, slide=2)
     plan = replay.prepare(config, db=db, run_id="ctrl-c")
 
     def pressed_ctrl_c(*_):

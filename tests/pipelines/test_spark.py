@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pyspark
 import pytest
 
 from pipelines import store
 from pipelines.spark import PROJECT_ROOT
-
 from pipelines.spark_daemon import use_installed_pyspark
+from tests.pipelines.conftest import small_replay
 
 
 def pyspark_of_a_worker(_rows):
@@ -50,15 +46,7 @@ def test_without_an_installed_pyspark_the_path_is_kept(tmp_path):
 @pytest.mark.parametrize("master", ["nonsense://x", "local[abc]", "local[0]", "spark://"])
 def test_a_master_spark_cannot_take_is_one_line_and_status_2_before_any_jvm(tmp_path, master):
     """Spark's own refusal is a Java stack trace from its JVM, then a Python traceback."""
-    db = tmp_path / "topk.duckdb"
-    pq.write_table(pa.table({"id": np.arange(8), "seq": np.arange(8), "t": np.arange(8), "x": np.ones(8)}),
-                   tmp_path / "small.parquet")
-    with store.connection(db) as con:
-        store.insert_row(con, "datasets", {"name": "small", "family": "test", "features": ["x"],
-                                           "parquet": str(tmp_path / "small.parquet")})
-    config = tmp_path / "small.json"
-    config.write_text(json.dumps({"dataset": "small", "algorithms": [{"name": "oracle"}],
-                                  "queries": [{"weights": [1.0], "k": 1, "window": 2, "slide": 1}]}))
+    db, config = small_replay(tmp_path, rows=8, window=2, slide=1)
     commands = (["pipelines.replay", "--config", str(config)],
                 ["pipelines.ingest", "synthetic:time-u", "--rows", "5", "--out", str(tmp_path / "datasets")])
     for command in commands:
