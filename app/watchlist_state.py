@@ -63,7 +63,12 @@ def parse_query(kind: str, k: int, window: str, slide: str, weights: Sequence[fl
         n, s = units.parse_count(str(window), "window"), units.parse_count(str(slide), "slide")
     else:
         n, s = units.parse_duration(str(window), t_unit, "window"), units.parse_duration(str(slide), t_unit, "slide")
-    query = engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind)
+    return within_slide_limit(engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind))
+
+
+def within_slide_limit(query: engine.Query) -> engine.Query:
+    """``query``; ``ValueError`` when its window spans more slides than the page runs
+    (:data:`app.units.MAX_SLIDES_PER_WINDOW`)."""
     problem = units.slides_per_window_problem(query.window, query.slide)
     if problem is not None:
         raise ValueError(problem)
@@ -104,9 +109,7 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
                                  slide=int(slide), kind=kind)
             if query.window > units.MAX_LENGTH:
                 raise ValueError(f"window must be at most {units.MAX_LENGTH:,}, got {query.window:,}")
-            problem = units.slides_per_window_problem(query.window, query.slide)
-            if problem is not None:
-                raise ValueError(problem)
+            within_slide_limit(query)
         except ValueError as exc:
             notes.append(f"query {number} ({part}) left out: {exc}")
             continue

@@ -119,8 +119,6 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
     bodies, numbers, fields, positions, widths = [], [], [], [], []
     for path in paths:
         header, raws, starts, split = records(read_lines(path))
-        kept = [row for row, raw in enumerate(raws) if raw]  # blank lines are no rows, as for the engine's CLI
-        raws, starts, split = [raws[i] for i in kept], [starts[i] for i in kept], [split[i] for i in kept]
         header = [name.strip() for name in header]
         if header or raws:
             missing = [name for name in wanted if name not in header]
@@ -139,6 +137,7 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
 def records(lines: list[str]) -> tuple[list[str], list[str], list[int], list[str | None]]:
     r"""The header's fields, then per row its text, the line it starts on and its fields joined
     by :data:`FIELD_SEPARATOR` (``None`` when the file has no quote: Spark splits on commas).
+    A blank line is no row, as for the engine's CLI.
 
     A quoted field may span lines. When one is still open at the end of the file (a stray
     quote), the lines from its row on are read one by one: a line that closes its quotes is a
@@ -148,18 +147,20 @@ def records(lines: list[str]) -> tuple[list[str], list[str], list[int], list[str
     Examples
     --------
     >>> records(['a,"b, c"', '1,"x ""y"" z"', '2,"two', 'lines"', '', '3,4'])
-    (['a', 'b, c'], ['1,"x ""y"" z"', '2,"two\nlines"', '', '3,4'], [2, 3, 5, 6], ['1\x1fx "y" z', '2\x1ftwo\nlines', '', '3\x1f4'])
+    (['a', 'b, c'], ['1,"x ""y"" z"', '2,"two\nlines"', '3,4'], [2, 3, 6], ['1\x1fx "y" z', '2\x1ftwo\nlines', '3\x1f4'])
     >>> records(['t,x', '1,"2', '3,4', '"5",6'])
     (['t', 'x'], ['1,"2', '3,4', '"5",6'], [2, 3, 4], [None, '3\x1f4', '5\x1f6'])
     >>> records(['t,x', '3,4', '1,"2'])
     (['t', 'x'], ['3,4', '1,"2'], [2, 3], ['3\x1f4', None])
-    >>> records(['t,x', '1,2'])
-    (['t', 'x'], ['1,2'], [2], [None])
+    >>> records(['t,x', '1,2', '', '3,4'])
+    (['t', 'x'], ['1,2', '3,4'], [2, 4], [None, None])
     """
     if not lines:
         return [], [], [], []
     if not any('"' in line for line in lines):
-        return lines[0].split(","), lines[1:], list(range(2, len(lines) + 1)), [None] * (len(lines) - 1)
+        numbered = [(number, line) for number, line in enumerate(lines[1:], 2) if line]
+        return (lines[0].split(","), [line for _, line in numbered], [number for number, _ in numbered],
+                [None] * len(numbered))
     reader = csv.reader(line + "\n" for line in lines)
     spans, first = [], 0
     for row in reader:
@@ -169,7 +170,8 @@ def records(lines: list[str]) -> tuple[list[str], list[str], list[int], list[str
         first = spans.pop()[0]
         spans += [(i, i + 1, next(csv.reader([lines[i]]), []) if _closed(lines[i:i + 1]) else None)
                   for i in range(first, len(lines))]
-    header, rows = spans[0][2], spans[1:]
+    header = spans[0][2]
+    rows = [(start, end, row) for start, end, row in spans[1:] if end - start > 1 or lines[start]]
     return (lines[0].split(",") if header is None else header,
             ["\n".join(lines[start:end]) for start, end, _ in rows],
             [start + 1 for start, _, _ in rows],
