@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import heapq
 import json
 import math
@@ -599,7 +600,7 @@ def write_atomically(path: str, lines: Iterator[str]) -> None:
     """
     target = os.path.realpath(path)
     directory = os.path.dirname(target)
-    prefix = f".{os.path.basename(target)}."
+    prefix = temporary_prefix(os.path.basename(target))
     remove_orphans(directory, prefix)
     try:
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}.", suffix=".tmp")
@@ -615,6 +616,30 @@ def write_atomically(path: str, lines: Iterator[str]) -> None:
         if isinstance(exc, OSError):
             raise CommandError(f"{path}: cannot write: {exc.strerror or exc}") from None
         raise
+
+
+NAME_BYTES = 255
+"""The longest file name most file systems take (``NAME_MAX``), in bytes."""
+
+TEMPORARY_PART = 32
+"""Bytes a temporary file's name adds after its prefix: writer pid, random part, ``.tmp``."""
+
+
+def temporary_prefix(name: str) -> str:
+    """``.<name>.``: the start of the temporary files' names of output ``name``.  A name too long
+    to take the temporary part keeps its first 160 bytes and a digest of the whole, so an output
+    of up to ``NAME_BYTES`` bytes can still be written and two outputs keep apart (``O(len(name))``).
+
+    >>> temporary_prefix("out.jsonl")
+    '.out.jsonl.'
+    >>> len(os.fsencode(temporary_prefix("x" * 255)))
+    179
+    """
+    prefix = f".{name}."
+    encoded = os.fsencode(name)
+    if len(os.fsencode(prefix)) + TEMPORARY_PART <= NAME_BYTES:
+        return prefix
+    return f".{os.fsdecode(encoded[:160])}~{hashlib.sha256(encoded).hexdigest()[:16]}."
 
 
 ORPHAN_NAME = re.compile(r"(\d+)\.[^.]+\.tmp")

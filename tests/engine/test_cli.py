@@ -484,6 +484,25 @@ def test_sigterm_removes_the_temporary_output_and_keeps_the_old_one(tmp_path):
     assert output.read_text() == PREVIOUS_OUTPUT
 
 
+def test_an_output_name_of_up_to_255_bytes_is_written(tmp_path):
+    """The temporary file's name adds a pid and a random part to the output's: an output name
+    the file system takes must not become one it refuses.  Two long names alike in their first
+    200 bytes keep their temporary files apart, and a killed writer's is still found."""
+    source = tmp_path / "gap.csv"
+    source.write_text("id,t,a\n1,0,0.5\n2,1,0.7\n3,2,0.9\n")
+    names = ["é" * 100 + "a" * 49 + ".jsonl", "é" * 100 + "b" * 49 + ".jsonl"]
+    assert [len(os.fsencode(name)) for name in names] == [255, 255]
+    assert cli.temporary_prefix(names[0]) != cli.temporary_prefix(names[1])
+    orphan = tmp_path / f"{cli.temporary_prefix(names[0])}999999999.abcdefgh.tmp"
+    orphan.write_text("partial")
+    for name in names:
+        result = run_cli("run", "--algorithm", "oracle", "--k", "2", "--window", "2", "--slide", "1", "--input",
+                         str(source), "--output", str(tmp_path / name))
+        assert result.returncode == 0, result.stderr
+        assert [json.loads(line)["ids"] for line in (tmp_path / name).read_text().splitlines()] == [[1], [2, 1], [3, 2]]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["gap.csv", *names])
+
+
 def test_the_next_write_removes_the_temporary_output_of_a_killed_run(tmp_path):
     """SIGKILL cannot be unwound: the killed run's temporary file stays until the next run
     writing the same output removes it. Files of running writers and of other outputs stay."""
