@@ -188,6 +188,8 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
             if not isinstance(value, (bool, int)) or value not in (0, 1):
                 raise ValueError
             return bool(value)
+        if isinstance(value, str) and kind in (int, float) and not (value.isascii() and "_" not in value):
+            raise ValueError  # int and float also read 1_000 and non-ASCII digits
         if kind is int:
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError

@@ -981,6 +981,8 @@ def print_algorithms(out: TextIO) -> None:
 
 def _weights_argument(text: str) -> tuple[float, ...]:
     try:
+        if not _plain_digits(text):
+            raise ValueError
         return tuple(float(part) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
@@ -993,11 +995,22 @@ def _param_argument(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def whole_number(text: str) -> int:
+    """An argparse type: an integer written in ASCII digits (``int`` alone also reads ``1_000``
+    and ``١٢``, which the input files may not hold)."""
+    try:
+        if not _plain_digits(text):
+            raise ValueError
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
 def positive_count(text: str) -> int:
     """An argparse type: a whole number >= 1."""
     try:
-        value = int(text)
-    except ValueError:
+        value = whole_number(text)
+    except argparse.ArgumentTypeError:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
@@ -1072,10 +1085,10 @@ def build_parser() -> argparse.ArgumentParser:
                             help="a registered algorithm (see 'python -m engine list')")
     run_parser.add_argument("--param", action="append", default=[], type=_param_argument, metavar="KEY=VALUE",
                             help="an algorithm parameter; repeat for several")
-    run_parser.add_argument("--k", required=True, type=int, help="answer size, >= 1")
-    run_parser.add_argument("--window", required=True, type=int, metavar="N",
+    run_parser.add_argument("--k", required=True, type=whole_number, help="answer size, >= 1")
+    run_parser.add_argument("--window", required=True, type=whole_number, metavar="N",
                             help="window length: objects (count) or time units (time)")
-    run_parser.add_argument("--slide", required=True, type=int, metavar="S", help="slide length; must divide N")
+    run_parser.add_argument("--slide", required=True, type=whole_number, metavar="S", help="slide length; must divide N")
     run_parser.add_argument("--kind", choices=KINDS, default="count", help="window kind (default: count)")
     run_parser.add_argument("--weights", type=_weights_argument, metavar="W0,W1,...",
                             help="one weight per feature or stream (default: all ones); "

@@ -161,6 +161,29 @@ def test_numbers_only_python_reads_are_refused(tmp_path, capsys, field, column):
     assert_refused(status, message, [f"{source} line 3", f"column {column}", repr(field), "is not"])
 
 
+@pytest.mark.parametrize("flag,value,problem", [
+    ("--k", "1_0", "argument --k: expected a whole number, got '1_0'"),
+    ("--window", "١٠", "argument --window: expected a whole number, got '١٠'"),
+    ("--weights", "1_000", "argument --weights: expected numbers separated by commas, got '1_000'"),
+    ("--max-slides", "1_000", "argument --max-slides: must be a whole number >= 1, got '1_000'"),
+    ("--param", "memory=1_00", "--param: parameter memory of sao must be int, got '1_00'"),
+    ("--param", "memory=５", "--param: parameter memory of sao must be int, got '５'"),
+])
+def test_flags_refuse_numbers_only_python_reads(tmp_path, capsys, flag, value, problem):
+    """The command line takes the numbers the input files may hold, not 1_000 or Unicode digits."""
+    source = write_rows(tmp_path / "data.csv", "id,t,x", [(1, 1, 0.5), (2, 2, 0.25)])
+    args = {"--k": "1", "--window": "10", "--slide": "5", flag: value}
+    command = ["run", "--algorithm", "sao", *(part for pair in args.items() for part in pair),
+               "--input", str(source), "--output", str(tmp_path / "out.jsonl")]
+    try:
+        status = cli.main(command)
+    except SystemExit as exit:  # argparse refuses a flag's value itself
+        status = exit.code
+    message = capsys.readouterr().err
+    assert status == 2 and problem in message.splitlines()[-1], message
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 def test_parquet_text_numbers_only_python_reads_are_refused(tmp_path, capsys):
     import pyarrow
     import pyarrow.parquet
