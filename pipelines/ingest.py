@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import hashlib
 import os
 import re
 import shutil
@@ -117,6 +118,8 @@ class Extracted:
     max_rejected: float
     existing: dict[str, Any] | None
     """The dataset appended to (``None`` when the dataset is built afresh)."""
+    digests: list[str]
+    """The SHA-256 of every input, in order: what identifies a file already ingested."""
 
 
 @dataclass(frozen=True)
@@ -215,9 +218,10 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         raise InputError(f"dataset {name!r} has features {existing['features']}, the inputs give {list(raw.features)}")
     log(f"[ingest] {raw.table.num_rows:,} rows read from {len(inputs) or 'the generator'}"
         f"{' file(s)' if inputs else ''}")
+    digests = _new_contents(name, inputs, existing)
     parquet = Path(existing["parquet"]) if existing else Path(out).resolve() / f"{name}.parquet"
     return Extracted(family_name=family_name, family=family, name=name, inputs=inputs, raw=raw, db=Path(db),
-                     parquet=parquet, max_rejected=max_rejected, existing=existing)
+                     parquet=parquet, max_rejected=max_rejected, existing=existing, digests=digests)
 
 
 def transform_and_load(spark: SparkSession, extracted: Extracted, *,
@@ -392,6 +396,7 @@ def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected:
     record = {
         "name": name, "family": extracted.family_name,
         "source_files": (existing["source_files"] if existing else []) + [str(p.resolve()) for p in extracted.inputs],
+        "source_digests": (existing["source_digests"] if existing else []) + extracted.digests,
         "rows_read": extracted.raw.table.num_rows + (existing["rows_read"] if existing else 0),
         "rows_rejected": sum(rejects.values()) + (existing["rows_rejected"] if existing else 0),
         "rejects": {reason: previous[reason] + rejects[reason] for reason in family.reasons},
@@ -431,10 +436,11 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
     with store.connection(db) as con:
         found = con.execute(
             "SELECT family, source_files, rows_read, rows_rejected, coalesce(rows_merged, 0), rejects, features, "
-            "t_min, t_max, parquet, params FROM datasets WHERE name = ?", [name]).fetchone()
+            "t_min, t_max, parquet, params, source_digests FROM datasets WHERE name = ?", [name]).fetchone()
     if found is None:
         raise InputError(f"no dataset {name!r} in {db} to append to; ingest it without --append first")
-    family, sources, rows_read, rows_rejected, rows_merged, rejects, features, t_min, t_max, parquet, params = found
+    family, sources, rows_read, rows_rejected, rows_merged, rejects, features, t_min, t_max, parquet, params, \
+        digests = found
     if family != family_name:
         raise InputError(f"dataset {name!r} is a {family} dataset, not {family_name}")
     if not Path(parquet).is_dir():
@@ -446,13 +452,39 @@ def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Pa
         raise InputError(f"dataset {name!r}: its Parquet directory {parquet} holds {rows:,} rows, its record "
                          f"{rows_read - rows_rejected - rows_merged:,}; ingest it again without --append")
     sources = store.from_json(sources)
-    seen = {Path(source).name for source in sources}
-    repeated = [str(path) for path in inputs if path.name in seen]
-    if repeated:
-        raise InputError(f"already in dataset {name!r}: {', '.join(repeated)}")
-    return {"source_files": sources, "rows_read": rows_read, "rows_rejected": rows_rejected,
+    digests = store.from_json(digests) or []
+    return {"source_files": sources, "source_digests": digests + [None] * (len(sources) - len(digests)),
+            "rows_read": rows_read, "rows_rejected": rows_rejected,
             "rejects": store.from_json(rejects), "features": store.from_json(features), "t_min": t_min,
             "t_max": t_max, "parquet": parquet, "params": store.from_json(params) or {}, "rows": rows}
+
+
+def _new_contents(name: str, inputs: Sequence[Path], existing: dict[str, Any] | None) -> list[str]:
+    """The inputs' SHA-256 digests, refusing an input whose content is another input's or a file's
+    already in the dataset appended to, whatever its name: a daily feed may reuse one file name.
+    A file ingested before digests were kept (``None``) is recognised by its name, as it was then."""
+    digests = [file_digest(path) for path in inputs]
+    ingested = {}
+    if existing:
+        for source, digest in zip(existing["source_files"], existing["source_digests"]):
+            ingested[digest or Path(source).name] = source
+    given: dict[str, Path] = {}
+    for path, digest in zip(inputs, digests):
+        if digest in ingested:
+            raise InputError(f"already in dataset {name!r}: {path} (its content is {ingested[digest]}'s, "
+                             "ingested before)")
+        if path.name in ingested:
+            raise InputError(f"already in dataset {name!r}: {path}")
+        if digest in given:
+            raise InputError(f"{path}: the same content as {given[digest]}, given twice")
+        given[digest] = path
+    return digests
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes (``O(size)``)."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def dataset_rows(parquet: str | Path) -> int:

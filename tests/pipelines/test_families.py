@@ -513,3 +513,30 @@ def test_csv_append_with_another_time_unit_is_refused():
 def test_a_csv_file_name_becomes_a_safe_dataset_name():
     assert csvfile.default_name([Path("/data/my trips (2).csv.gz")]) == "my-trips--2-"
     assert csvfile.default_name([Path("/data/.csv")]) == "csv"
+
+
+def test_csv_append_of_a_daily_feed_reusing_one_file_name(spark, tmp_path):
+    """An append is refused for a file whose content is already in the dataset, whatever its name,
+    and taken for a new file of a name already ingested (a feed writing ``latest.csv`` every day)."""
+    monday, tuesday = tmp_path / "mon" / "latest.csv", tmp_path / "tue" / "latest.csv"
+    for path, first in ((monday, 1), (tuesday, 3)):
+        path.parent.mkdir()
+        path.write_text(f"id,t,x\n{first},{10 * first},0.5\n{first + 1},{10 * first + 5},0.25\n")
+    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
+    options = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
+    ingest.ingest(spark, "csv", [monday], db=db, out=out, name="feed", options=options, **quiet)
+    summary = ingest.ingest(spark, "csv", [tuesday], db=db, out=out, name="feed", append=True, options=options,
+                            **quiet)
+    assert [row["id"] for row in ingest.read_dataset(summary.parquet).to_pylist()] == [1, 2, 3, 4]
+
+    copy = tmp_path / "copy_of_tuesday.csv"
+    copy.write_bytes(tuesday.read_bytes())
+    with pytest.raises(InputError, match=rf"already in dataset 'feed': {copy} \(its content is {tuesday}'s"):
+        ingest.ingest(spark, "csv", [copy], db=db, out=out, name="feed", append=True, options=options, **quiet)
+    with pytest.raises(InputError, match=f"{copy}: the same content as {tuesday}, given twice"):
+        ingest.ingest(spark, "csv", [tuesday, copy], db=db, out=out, name="again", options=options, **quiet)
+    with duckdb.connect(str(db)) as con:
+        sources, digests = con.execute("SELECT source_files, source_digests FROM datasets WHERE name = 'feed'").fetchone()
+    assert json.loads(sources) == [str(monday), str(tuesday)]
+    assert json.loads(digests) == [ingest.file_digest(monday), ingest.file_digest(tuesday)]
+    assert summary.rows_total == 4
