@@ -27,6 +27,7 @@ import engine
 from app import units
 from app.data import Trace
 from app.presets import describe_weights
+from app.tables import score_text
 from engine.multi import SharedTopK
 
 SHOWN_IDS = 10
@@ -354,7 +355,7 @@ class Watch:
                 "slide": None if result is None else result.slide,
                 "end": "–" if result is None else end_text(result.end, q.kind),
                 "top ids": " ".join(str(i) for i in ids[:SHOWN_IDS]) + more,
-                "scores": " ".join(f"{s:.4g}" for s in scores[:SHOWN_IDS]) + more,
+                "scores": " ".join(score_text(s) for s in scores[:SHOWN_IDS]) + more,
                 "alone": int(alone.engine.stats()["candidates"]),
                 "= MinTopK": "–" if result is None else "✓" if same else "✗ differs",
             })

@@ -146,7 +146,7 @@ def render(watch: Watch, profile: presets.Profile) -> None:
         "end": st.column_config.TextColumn(width="small", help="that slide's boundary: a time, or for a count "
                                            "window the row it ends before (with the time of the row before it)"),
         "top ids": st.column_config.TextColumn(width="medium", help="ids of the answer, best first"),
-        "scores": st.column_config.TextColumn(width="medium", help="their scores (4 significant digits)"),
+        "scores": st.column_config.TextColumn(width="medium", help="their scores (6 significant digits, as on the Live page)"),
         "alone": st.column_config.NumberColumn(width=55, help="candidates one MinTopK keeps for this query alone"),
         "= MinTopK": st.column_config.TextColumn("MinTopK", width=70, help="✓: the shared answer is that MinTopK's"),
     })
