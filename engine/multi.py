@@ -261,7 +261,7 @@ class _Group:
 class SharedTopK:
     """Many continuous top-k queries over one stream, sharing their candidate structures.
 
-    Queries with equal weights form a *group*: one super-top-k list (a skip list, ranked by
+    Queries with equal weights (bit for bit, :func:`group_key`) form a *group*: one super-top-k list (a skip list, ranked by
     ``(score, seq)``) holds every record any of them may still answer with.  Within a group,
     the queries with the same ``(kind, window, slide)`` form a *family*, kept at their largest
     ``k``: per record, the family's window marks ``start <= end`` (MinTopK's career, Lemma
@@ -279,7 +279,8 @@ class SharedTopK:
     added.  A query joining a family that exists (same weights, kind, window and slide, and
     ``k`` at most the family's) answers over the whole window at once.  Otherwise it starts a
     new family whose windows hold only what arrives from then on (:meth:`since`): the records
-    discarded before cannot be recovered exactly.  Removing a query never disturbs the others.
+    discarded before cannot be recovered exactly.  Its answers are the whole stream's from its
+    slide ``window / slide`` on, at the latest.  Removing a query never disturbs the others.
 
     Parameters
     ----------

@@ -240,10 +240,10 @@ def random_case(seed: int):
 
 
 def test_restored_at_every_piece_continues_with_equal_answers_and_stats():
-    """Seeds 10, 26, 32 and 44 remove a family and add one later: the new one took the freed
-    slot, which a restored executor (families rebuilt in the state's order) did not, so it
-    visited families in another order and its answer_skips and lbp_skips drifted."""
-    for seed in (10, 26, 32, 44, 46, 50, 52, 3, 7):
+    """These seeds remove a family and add one later: the new one took the freed slot, which a
+    restored executor (families rebuilt in the state's order) did not, so it visited families
+    in another order and its answer_skips and lbp_skips drifted from the uninterrupted run's."""
+    for seed in (10, 26, 32, 44, 46, 50, 52):
         queries, (ids, t, x), cuts, events = random_case(seed)
         drive(queries, ids, t, x, cuts, events, restore_every_piece=True)
 
