@@ -317,6 +317,8 @@ class SharedTopK:
         self._next_handle = 0
         self._next_seq = 0
         self._t_last: int | None = None
+        self._arrivals = 0
+        """Rows taken by :meth:`answers` (each group counts them again as ``scored``)."""
         self._dimensions: int | None = None
         for query in queries:
             self.add(query)
@@ -460,6 +462,7 @@ class SharedTopK:
                     self._answered[handle] = first + n
             stored += len(best_ids)
         self._next_seq = stream_end
+        self._arrivals += m
         self._t_last = latest
         if not columns:
             empty = np.zeros(0, np.int64)
@@ -523,7 +526,10 @@ class SharedTopK:
         ``bytes`` models every record at ``RECORD_WORDS`` plus two marks per family of its group,
         and two words (``tkc``, ``lbp``) per window; ``measured_bytes`` is the arrays' allocated
         size, the latest answers' arrays (kept up to date as they change) and the workload's
-        Python objects (priced on one query: ``O(d)``).
+        Python objects (priced on one query: ``O(d)``).  ``arrivals`` counts the rows taken; the
+        work counters are summed over the groups present, each of which takes every row:
+        ``scored`` (rows taken by each group, summed) ``= prefiltered + discarded + inserted``;
+        ``answers`` counts the windows answered, once per family whatever its queries.
         """
         out = {"queries": len(self._queries), "groups": len(self._groups), "families": 0, "windows": 0,
                "candidates": 0, "retained": 0, "bytes": 0, "measured_bytes": 0}
@@ -540,6 +546,7 @@ class SharedTopK:
         out["retained"] = out["candidates"]
         out["measured_bytes"] += self._last_bytes + self._python_bytes()
         out.update(zip(COUNTER_NAMES, counters.tolist()))
+        out["scored"], out["arrivals"] = out["arrivals"], self._arrivals
         return out
 
     def _python_bytes(self) -> int:
@@ -617,7 +624,7 @@ class SharedTopK:
         last = {str(h): {"slide": r.slide, "end": r.end, "position": r.position, "ids": r.answer.ids.tolist(),
                          "scores": floats_out(r.answer.scores), "seq": r.answer.seq.tolist()}
                 for h, r in self._last.items()}
-        return {"next_seq": self._next_seq, "t_last": self._t_last,
+        return {"next_seq": self._next_seq, "t_last": self._t_last, "arrivals": self._arrivals,
                 "next_handle": self._next_handle, "dimensions": self._dimensions,
                 "answered": {str(h): n for h, n in self._answered.items()}, "last": last, "groups": groups}
 
@@ -669,6 +676,9 @@ class SharedTopK:
             assert handle not in self._queries, f"query {handle} is listed twice"
             self._queries[handle] = Query.from_dict(fields)
         self._next_seq = int(data["next_seq"])
+        self._arrivals = int(data["arrivals"]) if "arrivals" in data else max(  # states written before it was kept
+            (int(group["counters"]["arrivals"]) for group in data["groups"]), default=0)
+        assert self._arrivals >= 0, "a negative number of arrivals"
         self._t_last = None if data["t_last"] is None else int(data["t_last"])
         self._next_handle = int(data["next_handle"])
         self._dimensions = None if data["dimensions"] is None else int(data["dimensions"])

@@ -419,3 +419,22 @@ def test_run_many_equals_the_unshared_run_with_equal_weights_written_differently
         assert done.returncode == 0, done.stderr
         outputs.append(output.read_text())
     assert "-0.0" in outputs[1] and outputs[0] == outputs[1]
+
+
+def test_stats_count_the_rows_once_and_the_work_per_group():
+    """``arrivals`` is the rows taken (it was summed over the groups: 300 for 100 rows and three
+    weight vectors, and 0 once every query was removed); ``scored`` is the groups' share."""
+    rng = np.random.default_rng(6)
+    executor = SharedTopK([Q([1.0, 0.0], 3, 10, 5), Q([0.0, 1.0], 2, 6, 3), Q([1.0, 1.0], 1, 4, 4, "time")])
+    executor.process(np.arange(100), np.arange(100), rng.random((100, 2)))
+    stats = executor.stats()
+    assert (stats["arrivals"], stats["scored"]) == (100, 300)
+    assert stats["scored"] == stats["prefiltered"] + stats["discarded"] + stats["inserted"]
+    executor.remove(1)
+    executor.process(np.arange(100, 150), np.arange(100, 150), rng.random((50, 2)))
+    assert (executor.stats()["arrivals"], executor.stats()["scored"]) == (150, 300)  # the groups present
+    restored = SharedTopK.restore(json.loads(json.dumps(executor.to_state())))
+    assert restored.stats() == executor.stats()
+    for handle in (0, 2):
+        executor.remove(handle)
+    assert executor.stats()["arrivals"] == 150
