@@ -261,11 +261,12 @@ class _Group:
 class SharedTopK:
     """Many continuous top-k queries over one stream, sharing their candidate structures.
 
-    Queries with equal weights (bit for bit, :func:`group_key`) form a *group*: one super-top-k list (a skip list, ranked by
-    ``(score, seq)``) holds every record any of them may still answer with.  Within a group,
-    the queries with the same ``(kind, window, slide)`` form a *family*, kept at their largest
-    ``k``: per record, the family's window marks ``start <= end`` (MinTopK's career, Lemma
-    4.3); per window of the family, ``tkc`` and ``lbp``.  A query answers with the first
+    Queries with equal weights (bit for bit, :func:`group_key`) form a *group*: one super-top-k
+    list (a skip list, ranked by ``(score, seq)``) holds every record any of them may still
+    answer with.  Within a group, the queries with the same ``(kind, window, slide)`` form a
+    *family*, kept at their largest ``k``: per record, the family's window marks
+    ``start <= end`` (MinTopK's career, Lemma 4.3); per window of the family, ``tkc`` and
+    ``lbp``.  A query answers with the first
     ``min(k, tkc)`` records of its family's answer.  Every answer is exact.
 
     Costs (``MTK`` records in a group, ``F`` families, ``C_f = window / slide``): an arrival
@@ -700,7 +701,8 @@ class SharedTopK:
                 first = self._queries[members[0]]
                 assert (row["kind"], row["window"], row["slide"]) == (first.kind, first.window, first.slide), \
                     f"a family of query {members[0]} with another kind, window or slide"
-                assert 0 <= row["since"] <= self._next_seq, f"a family of query {members[0]} since {row['since']}"
+                assert 0 <= row["since"] <= self._next_seq, \
+                    f"a family of query {members[0]} since arrival {row['since']}, outside 0..{self._next_seq}"
                 family = group.new_family(first.kind, first.window, first.slide, int(row["k"]), int(row["since"]),
                                           None)
                 group.fam[family, CURRENT] = UNSET if row["current"] is None else int(row["current"])

@@ -438,3 +438,14 @@ def test_stats_count_the_rows_once_and_the_work_per_group():
     for handle in (0, 2):
         executor.remove(handle)
     assert executor.stats()["arrivals"] == 150
+
+
+def test_a_state_written_before_arrivals_was_kept_restores():
+    rng = np.random.default_rng(7)
+    executor = SharedTopK([Q([1.0], 2, 6, 3), Q([-1.0], 1, 4, 2)])
+    executor.process(np.arange(40), np.arange(40), rng.random(40))
+    state = executor.to_state()
+    del state["data"]["arrivals"]
+    state = pack(NAME, state["query"], state["params"], state["data"])
+    restored = SharedTopK.restore(json.loads(json.dumps(state)))
+    assert restored.stats() == executor.stats() and restored.stats()["arrivals"] == 40
