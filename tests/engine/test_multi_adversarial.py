@@ -288,7 +288,7 @@ TAMPERED = {  # each was accepted, or raised something else than StateError, bef
     "a window that is not its queries'": (lambda s: family(s).update(window=20), "another kind, window or slide"),
     "current beyond int64": (lambda s: family(s).update(current=2 ** 70), "OverflowError"),
     "a mark beyond int64": (lambda s: group(s)["objects"][0][3][0].__setitem__(1, 2 ** 70), "OverflowError"),
-    "since below 0": (lambda s: family(s).update(since=-1), "since -1"),
+    "since below 0": (lambda s: family(s).update(since=-1), "since arrival -1, outside 0..77"),
     "next_seq below the records'": (lambda s: s["data"].update(next_seq=5), "seq out of range"),
     "a count boundary left unanswered": (lambda s: family(s).update(current=10), "count boundary left unanswered"),
     "dimensions": (lambda s: s["data"].update(dimensions=5), "dimensions"),
