@@ -11,6 +11,8 @@ family's answer.  Design and its justification: ``docs/algorithms/multi.md``.
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any, Iterable, NamedTuple
 
 import numpy as np
@@ -21,7 +23,7 @@ from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, C
                             E_OFFSET, E_POSITION, E_WINDOW, EMITS, FREE_TOP, HEAD, K, KIND, LEVEL, LEVELS,
                             LIVE, NEVER, NEXT_SEQ, NONE, OFFSET, OID, OUTS, SEQ, SINCE, SLIDE, SPAN, TIME,
                             TIME_KIND, UNSET, WINDOW)
-from .memory import OBJECT_FIELDS, WORD, array_bytes
+from .memory import OBJECT_FIELDS, WORD, array_bytes, deep_size
 from .query import Query
 from .ranking import Answer, score
 from .stream import as_object_stream, check_scores, time_margin, time_range_problem
@@ -37,6 +39,19 @@ _KINDS = {"count": COUNT_KIND, "time": TIME_KIND}
 _INITIAL_NODES = 256
 _INITIAL_FAMILIES = 4
 _EMIT_ROOM = 1 << 14
+
+
+def group_key(weights: tuple[float, ...]) -> tuple[int, ...]:
+    """The key of a weights group: the weights' bits (``O(d)``).
+
+    Weights equal as numbers but for the sign of a zero (``[1, 0]`` and ``[1, -0.0]``) rank
+    every object alike but score some ``0.0`` against ``-0.0``, so they are two groups: every
+    query's scores are those of its own weights, bit for bit.
+
+    >>> group_key((1.0, 0.0)) == group_key((1, 0)), group_key((1.0, 0.0)) == group_key((1.0, -0.0))
+    (True, False)
+    """
+    return tuple(np.asarray(weights, np.float64).view(np.int64).tolist())
 
 
 class Result(NamedTuple):
@@ -91,6 +106,7 @@ class _Group:
 
     def __init__(self, weights: tuple[float, ...], next_seq: int) -> None:
         self.weights = weights
+        self.key = group_key(weights)
         self.scores = np.zeros(_INITIAL_NODES)
         self.nodes = np.zeros((_INITIAL_NODES, kernel.NODE_COLUMNS), np.int64)
         self.forward = np.full((_INITIAL_NODES, LEVELS), NONE, np.int64)
@@ -156,10 +172,15 @@ class _Group:
         return family
 
     def drop_family(self, family: int) -> None:
-        """Remove a family and compact the window rings: ``O(MTK log MTK + windows)``."""
+        """Remove a family, move the later families down one slot and compact the window rings:
+        ``O(MTK log MTK + capacity F + windows)``.
+
+        The active families stay in slots ``0..F-1`` in the order they were created, the order a
+        restored state rebuilds them in: the kernel visits families by slot, so a restored
+        executor answers and evicts in the same order and its counters continue exactly.
+        """
         kernel.drop_family(self.scores, self.nodes, self.forward, self.free, self.meta, self.start, self.end,
                            self.fam, family)
-        self.end[HEAD, family] = kernel.ALWAYS
         del self.members[family]
         tkc, lbp, offset = [], [], 0
         for other in self.families():
@@ -168,9 +189,16 @@ class _Group:
             lbp.append(self.lbp[lo:lo + span])
             self.fam[other, OFFSET] = offset
             offset += span
-        self.fam[family] = 0
         self.tkc = np.concatenate(tkc) if tkc else np.zeros(0, np.int64)
         self.lbp = np.concatenate(lbp) if lbp else np.zeros(0, np.int64)
+        self.fam[family:-1] = self.fam[family + 1:]
+        self.fam[-1] = 0
+        self.start[:, family:-1] = self.start[:, family + 1:]
+        self.start[:, -1] = 0
+        self.end[:, family:-1] = self.end[:, family + 1:]
+        self.end[:, -1] = NEVER
+        self.end[HEAD, -1] = kernel.ALWAYS
+        self.members = {other - (other > family): handles for other, handles in self.members.items()}
 
     def families(self) -> list[int]:
         return [int(f) for f in np.flatnonzero(self.fam[:, ACTIVE] == 1)]
@@ -233,11 +261,12 @@ class _Group:
 class SharedTopK:
     """Many continuous top-k queries over one stream, sharing their candidate structures.
 
-    Queries with equal weights form a *group*: one super-top-k list (a skip list, ranked by
-    ``(score, seq)``) holds every record any of them may still answer with.  Within a group,
-    the queries with the same ``(kind, window, slide)`` form a *family*, kept at their largest
-    ``k``: per record, the family's window marks ``start <= end`` (MinTopK's career, Lemma
-    4.3); per window of the family, ``tkc`` and ``lbp``.  A query answers with the first
+    Queries with equal weights (bit for bit, :func:`group_key`) form a *group*: one super-top-k
+    list (a skip list, ranked by ``(score, seq)``) holds every record any of them may still
+    answer with.  Within a group, the queries with the same ``(kind, window, slide)`` form a
+    *family*, kept at their largest ``k``: per record, the family's window marks
+    ``start <= end`` (MinTopK's career, Lemma 4.3); per window of the family, ``tkc`` and
+    ``lbp``.  A query answers with the first
     ``min(k, tkc)`` records of its family's answer.  Every answer is exact.
 
     Costs (``MTK`` records in a group, ``F`` families, ``C_f = window / slide``): an arrival
@@ -251,7 +280,8 @@ class SharedTopK:
     added.  A query joining a family that exists (same weights, kind, window and slide, and
     ``k`` at most the family's) answers over the whole window at once.  Otherwise it starts a
     new family whose windows hold only what arrives from then on (:meth:`since`): the records
-    discarded before cannot be recovered exactly.  Removing a query never disturbs the others.
+    discarded before cannot be recovered exactly.  Its answers are the whole stream's from its
+    slide ``window / slide`` on, at the latest.  Removing a query never disturbs the others.
 
     Parameters
     ----------
@@ -276,14 +306,20 @@ class SharedTopK:
     name = NAME
 
     def __init__(self, queries: Iterable[Query] = ()) -> None:
-        self._groups: dict[tuple[float, ...], _Group] = {}
+        self._groups: dict[tuple[int, ...], _Group] = {}
+        """:func:`group_key` of the weights -> the group."""
         self._queries: dict[int, Query] = {}
-        self._placement: dict[int, tuple[tuple[float, ...], int]] = {}
+        self._placement: dict[int, tuple[tuple[int, ...], int]] = {}
+        """handle -> (its group's key, its family's slot)."""
         self._answered: dict[int, int] = {}
         self._last: dict[int, Result] = {}
+        self._last_bytes = 0
+        """Bytes of the latest answers' arrays (kept as they change, for ``stats``)."""
         self._next_handle = 0
         self._next_seq = 0
         self._t_last: int | None = None
+        self._arrivals = 0
+        """Rows taken by :meth:`answers` (each group counts them again as ``scored``)."""
         self._dimensions: int | None = None
         for query in queries:
             self.add(query)
@@ -301,14 +337,15 @@ class SharedTopK:
             raise ValueError(f"the workload has {self._dimensions} feature(s) but the query has "
                              f"{query.dimensions} weight(s)")
         self._dimensions = query.dimensions
-        group = self._groups.get(query.weights)
+        key = group_key(query.weights)
+        group = self._groups.get(key)
         if group is None:
-            group = self._groups[query.weights] = _Group(query.weights, self._next_seq)
+            group = self._groups[key] = _Group(query.weights, self._next_seq)
         family = self._family_for(group, query)
         handle = self._next_handle
         self._next_handle += 1
         self._queries[handle] = query
-        self._placement[handle] = (query.weights, family)
+        self._placement[handle] = (group.key, family)
         self._answered[handle] = 0
         group.members[family].append(handle)
         return handle
@@ -329,18 +366,22 @@ class SharedTopK:
         return group.new_family(query.kind, query.window, query.slide, query.k, self._next_seq, self._t_last)
 
     def remove(self, handle: int) -> None:
-        """Remove a query; its family goes when its last query does (``O(MTK log MTK)``)."""
+        """Remove a query; its family goes when its last query does (``O(MTK log MTK)``, and
+        ``O(capacity F + queries)`` to move the later families down a slot)."""
         if handle not in self._queries:
             raise ValueError(f"no query with handle {handle!r}")
-        weights, family = self._placement.pop(handle)
+        key, family = self._placement.pop(handle)
         del self._queries[handle], self._answered[handle]
-        self._last.pop(handle, None)
-        group = self._groups[weights]
+        self._drop_last(handle)
+        group = self._groups[key]
         group.members[family].remove(handle)
         if not group.members[family]:
             group.drop_family(family)
+            for later, handles in group.members.items():
+                if later >= family:
+                    self._placement.update((h, (key, later)) for h in handles)
             if not group.members:
-                del self._groups[weights]
+                del self._groups[key]
 
     @property
     def queries(self) -> dict[int, Query]:
@@ -350,8 +391,10 @@ class SharedTopK:
     def since(self, handle: int) -> int:
         """The first arrival (its ``seq``) the query's windows can hold: 0 unless it started a
         new family mid-stream (``O(1)``)."""
-        weights, family = self._placement[handle]
-        return int(self._groups[weights].fam[family, SINCE])
+        if handle not in self._queries:
+            raise ValueError(f"no query with handle {handle!r}")
+        key, family = self._placement[handle]
+        return int(self._groups[key].fam[family, SINCE])
 
     # ------------------------------------------------------------------ the stream
 
@@ -397,7 +440,7 @@ class SharedTopK:
         records: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         stored = 0
         with np.errstate(over="ignore", invalid="ignore"):
-            group_values = [score(x, weights) for weights in self._groups]
+            group_values = [score(x, group.weights) for group in self._groups.values()]
         for values in group_values:
             check_scores(values)
         for group, values in zip(self._groups.values(), group_values):
@@ -420,6 +463,7 @@ class SharedTopK:
                     self._answered[handle] = first + n
             stored += len(best_ids)
         self._next_seq = stream_end
+        self._arrivals += m
         self._t_last = latest
         if not columns:
             empty = np.zeros(0, np.int64)
@@ -430,8 +474,22 @@ class SharedTopK:
                           *(np.concatenate(column) for column in zip(*records)))
         handles, from_last = np.unique(answers.query[::-1], return_index=True)
         for handle, i in zip(handles.tolist(), (len(order) - 1 - from_last).tolist()):
-            self._last[handle] = answers.result(i)
+            self._keep_last(handle, answers.result(i))
         return answers
+
+    def _keep_last(self, handle: int, result: Result) -> None:
+        """Keep ``result`` as the query's latest answer, in arrays of its own (a view would keep
+        the whole call's answers alive, for as long as the query does not answer again): ``O(k)``."""
+        answer = result.answer
+        kept = Answer(answer.ids.copy(), answer.scores.copy(), answer.seq.copy())
+        self._drop_last(handle)
+        self._last[handle] = result._replace(answer=kept)
+        self._last_bytes += array_bytes([kept.ids, kept.scores, kept.seq])
+
+    def _drop_last(self, handle: int) -> None:
+        old = self._last.pop(handle, None)
+        if old is not None:
+            self._last_bytes -= array_bytes([old.answer.ids, old.answer.scores, old.answer.seq])
 
     def _check_time_order(self, t: np.ndarray, time_now: int | None) -> None:
         if len(t) and time_now is not None and t[-1] > time_now:
@@ -464,11 +522,15 @@ class SharedTopK:
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
     def stats(self) -> dict[str, Any]:
-        """Records, families, windows, modelled and measured bytes and counters (``O(groups)``).
+        """Records, families, windows, modelled and measured bytes and counters (``O(groups + d)``).
 
         ``bytes`` models every record at ``RECORD_WORDS`` plus two marks per family of its group,
-        and two words (``tkc``, ``lbp``) per window; ``measured_bytes`` is the arrays'
-        allocated size.
+        and two words (``tkc``, ``lbp``) per window; ``measured_bytes`` is the arrays' allocated
+        size, the latest answers' arrays (kept up to date as they change) and the workload's
+        Python objects (priced on one query: ``O(d)``).  ``arrivals`` counts the rows taken; the
+        work counters are summed over the groups present, each of which takes every row:
+        ``scored`` (rows taken by each group, summed) ``= prefiltered + discarded + inserted``;
+        ``answers`` counts the windows answered, once per family whatever its queries.
         """
         out = {"queries": len(self._queries), "groups": len(self._groups), "families": 0, "windows": 0,
                "candidates": 0, "retained": 0, "bytes": 0, "measured_bytes": 0}
@@ -483,28 +545,60 @@ class SharedTopK:
             out["measured_bytes"] += array_bytes(group.arrays())
             counters += group.counters
         out["retained"] = out["candidates"]
+        out["measured_bytes"] += self._last_bytes + self._python_bytes()
         out.update(zip(COUNTER_NAMES, counters.tolist()))
+        out["scored"], out["arrivals"] = out["arrivals"], self._arrivals
         return out
+
+    def _python_bytes(self) -> int:
+        """The workload's Python objects, ``O(d)``: the tables by handle at their size, and per
+        query its :class:`Query`, placement and place in its family's list, per latest answer
+        its ``Result`` and ``Answer`` (their arrays apart), each priced on one of them."""
+        tables = (self._queries, self._placement, self._answered, self._last)
+        total = sum(sys.getsizeof(table) for table in tables)
+        if self._queries:
+            query = next(iter(self._queries.values()))
+            total += len(self._queries) * (deep_size(query) + sys.getsizeof((0, 0)) + WORD)
+        if self._last:
+            result = next(iter(self._last.values()))
+            arrays = (result.answer.ids, result.answer.scores, result.answer.seq)
+            total += len(self._last) * deep_size(result, exclude=arrays)
+        return total
 
     # ------------------------------------------------------------------ invariants
 
     def check(self) -> None:
         """Assert every invariant: list order and links, skip levels, marks, ``tkc`` and ``lbp``
-        of every window of every family, careers (``O(MTK (levels + families + windows))``)."""
-        for weights, group in self._groups.items():
-            _check_group(group, self._next_seq)
-            assert sorted(h for members in group.members.values() for h in members) == \
-                sorted(h for h, (w, _) in self._placement.items() if w == weights), "query placement"
+        of every window of every family, careers, each query in a family of its weights, kind,
+        window and slide, the stream position every family has answered up to, the handles and
+        answer counts (``O(MTK (levels + families + windows) + queries)``)."""
+        assert set(self._placement) == set(self._queries) == set(self._answered), "handles"
+        assert all(h < self._next_handle for h in self._queries), "a handle at or above the next one"
+        assert set(self._last) <= set(self._queries), "a latest answer of no query"
+        for h, n in self._answered.items():
+            assert n >= 0 and (self._last[h].slide == n - 1 if n else h not in self._last), f"query {h}: answers"
+        assert all(q.dimensions == self._dimensions for q in self._queries.values()), "dimensions"
+        for key, group in self._groups.items():
+            assert group_key(group.weights) == key, "group key"
+            _check_group(group, self._next_seq, self._t_last)
+            assert group.members, "a group without queries"
             for family, members in group.members.items():
-                assert members == sorted(members), "members out of order"
-                assert all(self._queries[h].k <= group.fam[family, K] for h in members), "query k above its family's"
+                assert all(a < b for a, b in zip(members, members[1:])), "members out of order or twice"
+                row = group.fam[family]
+                for h in members:
+                    q = self._queries[h]
+                    assert self._placement[h] == (key, family), f"query {h}: placement"
+                    assert q.weights == group.weights, f"query {h} is in the group of other weights"
+                    assert (_KINDS[q.kind], q.window, q.slide) == (row[KIND], row[WINDOW], row[SLIDE]), \
+                        f"query {h} is in a family of another kind, window or slide"
+                    assert q.k <= row[K], f"query {h}: k above its family's"
 
     # ------------------------------------------------------------------ state
 
     def dump_state(self) -> dict[str, Any]:
         """The working state as plain JSON data (``O(MTK F + windows)``)."""
         groups = []
-        for weights, group in self._groups.items():
+        for group in self._groups.values():
             families = group.families()
             ranked = group.ranked_nodes()
             objects = [[float(group.scores[n]), *group.nodes[n, [SEQ, OID, TIME]].tolist(),
@@ -524,14 +618,14 @@ class SharedTopK:
                                   "window": int(row[WINDOW]), "slide": int(row[SLIDE]), "k": int(row[K]),
                                   "since": int(row[SINCE]), "current": None if row[CURRENT] == UNSET else int(row[CURRENT]),
                                   "windows": windows, "queries": list(group.members[f])})
-            groups.append({"weights": list(weights), "families": described,
+            groups.append({"weights": list(group.weights), "families": described,
                            "scores": floats_out([o[0] for o in objects]),
                            "objects": [o[1:] for o in objects],
                            "counters": dict(zip(COUNTER_NAMES, group.counters.tolist()))})
         last = {str(h): {"slide": r.slide, "end": r.end, "position": r.position, "ids": r.answer.ids.tolist(),
                          "scores": floats_out(r.answer.scores), "seq": r.answer.seq.tolist()}
                 for h, r in self._last.items()}
-        return {"next_seq": self._next_seq, "t_last": self._t_last,
+        return {"next_seq": self._next_seq, "t_last": self._t_last, "arrivals": self._arrivals,
                 "next_handle": self._next_handle, "dimensions": self._dimensions,
                 "answered": {str(h): n for h, n in self._answered.items()}, "last": last, "groups": groups}
 
@@ -568,37 +662,53 @@ class SharedTopK:
         if not valid:
             raise StateError("state is corrupt: its checksum does not match its data")
         try:
+            assert state["params"] == {}, "the shared executor takes no parameters"
             executor = cls()
             executor._load(state["query"], state["data"])
             executor.check()
-        except (AssertionError, KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+        except (AssertionError, KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as error:
             raise StateError(f"state of the shared executor is corrupt: {type(error).__name__}: {error}") from None
         return executor
 
     def _load(self, workload: dict[str, Any], data: dict[str, Any]) -> None:
         for entry in workload["queries"]:
             fields = {key: value for key, value in entry.items() if key != "handle"}
-            self._queries[int(entry["handle"])] = Query.from_dict(fields)
+            handle = int(entry["handle"])
+            assert handle not in self._queries, f"query {handle} is listed twice"
+            self._queries[handle] = Query.from_dict(fields)
         self._next_seq = int(data["next_seq"])
+        self._arrivals = int(data["arrivals"]) if "arrivals" in data else max(  # states written before it was kept
+            (int(group["counters"]["arrivals"]) for group in data["groups"]), default=0)
+        assert self._arrivals >= 0, "a negative number of arrivals"
         self._t_last = None if data["t_last"] is None else int(data["t_last"])
         self._next_handle = int(data["next_handle"])
         self._dimensions = None if data["dimensions"] is None else int(data["dimensions"])
         self._answered = {int(h): int(n) for h, n in data["answered"].items()}
-        assert set(self._answered) == set(self._queries), "answered counts do not match the queries"
         for h, r in data["last"].items():
             answer = Answer(np.asarray(r["ids"], np.int64), floats_in(r["scores"]), np.asarray(r["seq"], np.int64))
-            self._last[int(h)] = Result(int(h), int(r["slide"]), int(r["end"]), int(r["position"]), answer)
+            assert len(answer.ids) == len(answer.scores) == len(answer.seq), f"query {h}: latest answer"
+            self._keep_last(int(h), Result(int(h), int(r["slide"]), int(r["end"]), int(r["position"]), answer))
         for described in data["groups"]:
             weights = tuple(float(w) for w in described["weights"])
-            group = self._groups[weights] = _Group(weights, self._next_seq)
+            group = _Group(weights, self._next_seq)
+            key = group.key
+            assert key not in self._groups, f"two groups of weights {list(weights)}"
+            self._groups[key] = group
             families = []
             for row in described["families"]:
-                family = group.new_family(row["kind"], int(row["window"]), int(row["slide"]), int(row["k"]),
-                                          int(row["since"]), None)
+                members = [int(h) for h in row["queries"]]
+                assert members and all(h in self._queries for h in members), "a family of no or unknown queries"
+                first = self._queries[members[0]]
+                assert (row["kind"], row["window"], row["slide"]) == (first.kind, first.window, first.slide), \
+                    f"a family of query {members[0]} with another kind, window or slide"
+                assert 0 <= row["since"] <= self._next_seq, \
+                    f"a family of query {members[0]} since arrival {row['since']}, outside 0..{self._next_seq}"
+                family = group.new_family(first.kind, first.window, first.slide, int(row["k"]), int(row["since"]),
+                                          None)
                 group.fam[family, CURRENT] = UNSET if row["current"] is None else int(row["current"])
-                group.members[family] = [int(h) for h in row["queries"]]
-                for h in group.members[family]:
-                    self._placement[h] = (weights, family)
+                group.members[family] = members
+                for h in members:
+                    self._placement[h] = (key, family)
                 families.append(family)
             objects = described["objects"]
             values = floats_in(described["scores"])
@@ -621,17 +731,14 @@ class SharedTopK:
                 current, span, offset = group.fam[family, CURRENT], group.fam[family, SPAN], group.fam[family, OFFSET]
                 assert len(row["windows"]) == (0 if current == UNSET else span), "wrong number of windows"
                 for position, (count, lowest) in enumerate(row["windows"]):
+                    assert lowest is None or 0 <= lowest < len(slots), "a window's lowest record is not in the list"
                     slot = offset + (current + position) % span
                     group.tkc[slot] = int(count)
                     group.lbp[slot] = NONE if lowest is None else int(slots[int(lowest)])
             group.counters[:] = [int(described["counters"][name]) for name in COUNTER_NAMES]
-        placed = set(self._placement)
-        assert placed == set(self._queries), "a query is in no family, or a family names an unknown query"
-        for h, (weights, _) in self._placement.items():
-            assert self._queries[h].weights == weights, f"query {h} is in the group of other weights"
 
 
-def _check_group(group: _Group, next_seq: int) -> None:
+def _check_group(group: _Group, next_seq: int, t_last: int | None) -> None:
     """The invariants of one group (see :meth:`SharedTopK.check`)."""
     assert group.meta[NEXT_SEQ] == next_seq, "group and stream disagree on seq"
     ranked = group.ranked_nodes()
@@ -639,12 +746,12 @@ def _check_group(group: _Group, next_seq: int) -> None:
     assert group.meta[FREE_TOP] + len(ranked) + 1 == len(group.scores), "free slots"
     keys = [(float(group.scores[n]), int(group.nodes[n, SEQ])) for n in ranked]
     assert all(a > b for a, b in zip(keys, keys[1:])), "list not ranked by (score, seq)"
+    assert all(math.isfinite(value) and 0 <= seq < next_seq for value, seq in keys), "a score or seq out of range"
     above = HEAD
     for node in ranked:
         assert group.nodes[node, ABOVE] == above, "broken link up"
         assert group.nodes[node, LEVEL] == kernel.node_level(int(group.nodes[node, SEQ])), "skip level"
         above = node
-    position = {node: i for i, node in enumerate(ranked)}
     for level in range(LEVELS):
         chain, node = [], int(group.forward[HEAD, level])
         while node != NONE:
@@ -652,7 +759,16 @@ def _check_group(group: _Group, next_seq: int) -> None:
             node = int(group.forward[node, level])
         assert chain == [n for n in ranked if group.nodes[n, LEVEL] > level], f"skip level {level} chain"
     families = group.families()
-    assert sorted(group.members) == families, "families without queries or queries without family"
+    assert sorted(group.members) == families == list(range(len(families))), \
+        "families without queries, queries without family, or families not in slots 0..F-1"
+    for f in families:
+        row = group.fam[f]
+        assert 0 <= row[SINCE] <= next_seq and row[SPAN] * row[SLIDE] == row[WINDOW], f"family {f}: since or span"
+        if row[KIND] == COUNT_KIND:
+            assert row[CURRENT] == next_seq // row[SLIDE] + 1, f"family {f}: a count boundary left unanswered"
+        else:
+            assert row[CURRENT] == UNSET or (t_last is not None and row[CURRENT] == t_last // row[SLIDE] + 1), \
+                f"family {f}: a time boundary left unanswered"
     for node in ranked:
         careers = 0
         for f in range(group.fam.shape[0]):
@@ -684,4 +800,4 @@ def _check_group(group: _Group, next_seq: int) -> None:
             assert len(members) == row[K] or len(members) == len(alive), f"family {f} window {window}: not full"
 
 
-__all__ = ["Answers", "Result", "SharedTopK", "NAME"]
+__all__ = ["Answers", "Result", "SharedTopK", "NAME", "group_key"]
