@@ -146,7 +146,7 @@ def to_url(dataset: str, algorithms: Sequence[str], query: engine.Query, params:
     """
     out = {"ds": dataset, "alg": ",".join(algorithms), "kind": query.kind, "k": str(query.k),
            "window": typed(query.window, query.kind, t_unit), "slide": typed(query.slide, query.kind, t_unit),
-           "w": ",".join(f"{w:g}" for w in query.weights)}
+           "w": units.weights_text(query.weights)}
     if at is not None:
         out["at"] = str(at)
     if speed is not None:

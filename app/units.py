@@ -119,6 +119,16 @@ def unit_label(t_unit: str) -> str:
     return t_unit if t_unit in MS_PER else "time units"
 
 
+def weights_text(weights) -> str:
+    """Weights for a link, each as short as ``:g`` writes it when that reads back as the same
+    float, else in full (``repr``): a link must give back the query it was made from.
+
+    >>> weights_text([1.0, -0.0, 0.5, 0.123456789, 0.1 + 0.05])
+    '1,-0,0.5,0.123456789,0.15000000000000002'
+    """
+    return ",".join(f"{w:g}" if float(f"{w:g}") == w else repr(float(w)) for w in weights)
+
+
 def format_duration(value: int, t_unit: str) -> str:
     """``value`` (in ``t_unit``) in the largest unit that shows it exactly.
 

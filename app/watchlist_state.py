@@ -82,7 +82,7 @@ def to_url(queries: Sequence[engine.Query]) -> str:
     >>> to_url([engine.Query([1.0, -0.5], k=5, window=200, slide=50)])
     'count:5:200:50:1,-0.5'
     """
-    return ";".join(f"{q.kind}:{q.k}:{q.window}:{q.slide}:{','.join(f'{w:g}' for w in q.weights)}"
+    return ";".join(f"{q.kind}:{q.k}:{q.window}:{q.slide}:{units.weights_text(q.weights)}"
                     for q in queries)
 
 

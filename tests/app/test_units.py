@@ -299,6 +299,19 @@ def test_url_parameters_round_trip():
     assert live_state.from_url({"k": "-3", "w": "1", "kind": "sideways", "p.tma.bogus": "1"}, prof) == {}
 
 
+def test_links_give_back_the_weights_bit_for_bit():
+    """A weight a slider or a typed value gives (0.15000000000000002, 0.123456789, -0.0) comes back
+    from the link as the same float: rounded, it was another query, scored otherwise."""
+    prof = presets.profile("x", "synthetic", ("a", "b", "c"), "ordinal")
+    weights = [0.1 + 0.05, 0.123456789, -0.0]
+    q = engine.Query(weights=weights, k=4, window=600, slide=30)
+    params = live_state.to_url("x", ["oracle"], q, {}, "ordinal", None)
+    back = live_state.query_of(live_state.from_url(params, prof), prof)
+    shared = watchlist_state.from_url(watchlist_state.to_url([q]), 3)
+    for got in (back.weights, shared[0].weights):
+        assert np.array(got).view(np.int64).tolist() == np.array(weights).view(np.int64).tolist()
+
+
 def test_cancel_puts_back_the_values_of_the_setup_shown():
     prof = presets.profile("spy", "stock", ("notional", "price", "size"), "ms")
     q = engine.Query(weights=[0.0, 1.0, -0.5], k=3, window=600_000, slide=30_000, kind="time")
