@@ -60,8 +60,8 @@ def as_object_stream(ids, t, x, dimensions: int | None = None, weights=None):
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     t = np.ascontiguousarray(t, dtype=np.int64)
     x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)
+    if x.ndim == 1:  # one feature per row; no rows at all have the query's features
+        x = x.reshape(len(x), 1 if len(x) or dimensions is None else dimensions)
     if x.ndim != 2:
         raise ValueError(f"features must be a 1-D or 2-D array, got {x.ndim} dimensions")
     x = np.ascontiguousarray(x)

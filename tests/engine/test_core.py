@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import engine
+from engine.multi import SharedTopK
 
 
 @pytest.mark.parametrize("fields,message", [
@@ -198,3 +199,17 @@ def test_every_algorithm_refuses_a_slide_out_of_order_and_changes_nothing(name):
         clean.process(batch)
         assert tried.topk().ids.tolist() == clean.topk().ids.tolist()
         assert tried.to_state() == clean.to_state()
+
+
+def test_an_empty_piece_given_as_plain_lists_fits_a_query_of_several_features():
+    """``[]`` for the features of no rows is read as no rows of the query's ``d`` features, not of
+    one feature (which a two-feature workload refused)."""
+    ids, t, x = engine.stream.as_object_stream([], [], [], dimensions=2)
+    assert x.shape == (0, 2) and len(ids) == len(t) == 0
+    shared = SharedTopK()
+    shared.add(engine.Query(weights=[1.0, 2.0], k=2, window=4, slide=2))
+    assert shared.process([], [], []) == []
+    assert [result.answer.ids.tolist() for result in shared.process([1, 2], [0, 1], [[1.0, 0.0], [0.0, 1.0]])] \
+        == [[2, 1]]
+    with pytest.raises(ValueError, match="2 weight"):
+        engine.stream.as_object_stream([1], [0], [0.5], dimensions=2)
