@@ -33,6 +33,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CACHE = ROOT / "var" / "bench-cache"
 
 
+def trace_files(pattern: str) -> list[pathlib.Path]:
+    """The files matching ``pattern`` in the data directory, else the same files shipped in ``sample_data/``."""
+    return sorted(pathlib.Path(data_dir()).glob(pattern)) or sorted((ROOT / "sample_data").glob(pattern))
+
+
 def stock_files(quick: bool) -> list[pathlib.Path]:
     """The sample SPY day (quick) or every SPY and BAC day of the data directory (full)."""
     shared = sorted(pathlib.Path(data_dir()).glob("stock/*_trade.zip"))
@@ -77,7 +82,7 @@ def taxi():
     Trips with non-positive duration, zero distance or an implausible speed (> 100 mph) are
     left out.  ``t`` is seconds since the first pickup.
     """
-    files = sorted(pathlib.Path(data_dir()).glob("taxi/yellow_tripdata_sample_2019-*.csv.gz"))
+    files = trace_files("taxi/yellow_tripdata_sample_2019-*.csv.gz")
     frame = pd.concat(pd.read_csv(f, usecols=["pickup_datetime", "dropoff_datetime", "trip_distance"],
                                   parse_dates=["pickup_datetime", "dropoff_datetime"]) for f in files)
     hours = (frame["dropoff_datetime"] - frame["pickup_datetime"]).dt.total_seconds() / 3600.0
@@ -168,7 +173,7 @@ def worldcup_table():
     bytes, the section is the first URL path segment (sections outside the ingest's list go to
     ``other``), ``chunk`` = milliseconds since the epoch // ``delta t``.
     """
-    path = pathlib.Path(data_dir()) / "worldcup" / "wc_day6_1_sample.tar.bz2"
+    path, = trace_files("worldcup/wc_day6_1_sample.tar.bz2")
     cached = CACHE / f"worldcup-chunks-{WORLDCUP_CHUNK_MS}-{'-'.join(WORLDCUP_SECTIONS)}.parquet"
     if cached.exists() and cached.stat().st_mtime >= path.stat().st_mtime:
         return pd.read_parquet(cached)

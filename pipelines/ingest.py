@@ -605,7 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for other in (signal.SIGINT, signal.SIGTERM):
             signal.signal(other, signal.SIG_IGN)  # one signal unwinds; later ones wait for the cleanup
         received.append(signum)
-        raise KeyboardInterrupt
+        raise SignalStop  # not a KeyboardInterrupt: py4j would log one, with its traceback
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -620,6 +620,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for signum, action in previous.items():
             signal.signal(signum, action)
+
+
+class SignalStop(BaseException):
+    """SIGINT or SIGTERM arrived: the ingest unwinds (a BaseException, so that no handler on the way catches it)."""
 
 
 def _after_ctrl_c(error: BaseException | None) -> bool:

@@ -7,8 +7,10 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import Iterator
@@ -75,6 +77,7 @@ def start_spark(app_name: str, master: str | None = None, *, light_jvm: bool = F
     java_options = f"-Dlog4j.configurationFile={LOG_CONFIG.as_uri()}"
     if light_jvm:
         java_options += " -XX:TieredStopAtLevel=1"
+    sigint = signal.getsignal(signal.SIGINT)
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
@@ -92,6 +95,8 @@ def start_spark(app_name: str, master: str | None = None, *, light_jvm: bool = F
         .config("spark.driver.extraJavaOptions", java_options)
         .getOrCreate()
     )
+    if sigint is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, sigint)  # pyspark's handler calls the JVM from inside a py4j call: tracebacks
     spark.sparkContext.setLogLevel("ERROR")
     _ship_packages(spark)
     return spark

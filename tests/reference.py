@@ -1,7 +1,7 @@
 """An independent reference for the conformance tests: plain Python, nothing shared with the engine.
 
-It implements ALGORITHMS.md section 0 from the text, not from the engine's code: no
-``engine.slides``, ``engine.score``, ``top_indices`` or ``Answer``.  Scores are ``w . x``
+It implements the documented semantics (``docs/CONTRACTS.md``) from the text, not from the
+engine's code: no ``engine.slides``, ``engine.score``, ``top_indices`` or ``Answer``.  Scores are ``w . x``
 summed feature by feature in order (the documented way, so equal inputs give bit-equal
 scores); the window of every slide is rebuilt from scratch and sorted by the documented total
 order: score descending, and among equal scores the newer object (larger ``seq``) first.

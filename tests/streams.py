@@ -10,7 +10,7 @@ import engine
 
 
 def adversarial_scores(shape: str, m: int, rng: np.random.Generator) -> np.ndarray:
-    """Scores of one of the adversarial shapes of SPEC section 8."""
+    """Scores of one of the adversarial shapes the conformance tests run every exact algorithm on."""
     i = np.arange(m, dtype=np.float64)
     if shape == "uniform":
         return rng.random(m)

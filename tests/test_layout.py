@@ -1,4 +1,4 @@
-"""SPEC section 1: what each package may import; state is never pickled."""
+"""The layout (README, Layout): what each package may import; state is never pickled."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ ALLOWED = {
     "pipelines": {"engine", "pipelines", "pyspark", "duckdb", "pyarrow", "numpy", "pandas"},
     "app": {"engine", "app", "duckdb", "altair", "streamlit", "numpy", "pandas"},
 }
-# SPEC 4 asks the engine's CLI to read Parquet input: it imports pyarrow lazily, in that branch only.
+# The engine's CLI reads Parquet input (docs/CONTRACTS.md): it imports pyarrow lazily, in that branch only.
 EXTRA = {"engine/cli.py": {"pyarrow"}}
 FORBIDDEN_EVERYWHERE = {"pickle", "dill", "cloudpickle", "shelve", "marshal"}
 

@@ -1,4 +1,4 @@
-"""The headless CLI, ``python -m engine`` (SPEC section 4): answers, registry listing, bad input."""
+"""The headless CLI, ``python -m engine`` (``docs/CONTRACTS.md``): answers, registry listing, bad input."""
 
 from __future__ import annotations
 

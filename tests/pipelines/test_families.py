@@ -152,7 +152,7 @@ def test_taxi_header_only_file_is_refused(spark, tmp_path):
 
 WORLDCUP_LINES = 3_000
 NOTICE_SHA256 = "e137f8f15ce5363e6efa4ddd61bd1430c87c93b9d97db828eeaf6d85ff79f445"
-"""Of the notice as distributed with the data (``/work/shared/data/worldcup``)."""
+"""Of the notice as distributed with the data (``sample_data/worldcup/HP_COPYRIGHT_NOTICE.txt``)."""
 WORLDCUP_DIRT = ["abc,30/Apr/1998,22:00:05,/images/a.gif,200,10",
                  "7,31/Apr/1998,22:00:05,/images/a.gif,200,10",
                  "7,30/Apr/1998,22:00:05,/images/a.gif,200,many",

@@ -59,3 +59,18 @@ def test_a_master_spark_cannot_take_is_one_line_and_status_2_before_any_jvm(tmp_
     with store.connection(db) as con:
         assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
     assert not (tmp_path / "datasets").exists()
+
+
+def test_starting_spark_keeps_the_callers_sigint_handler():
+    """pyspark installs a SIGINT handler that calls the JVM; a Ctrl-C while the main thread waits
+    in a py4j call (an ingest's write) then printed py4j's tracebacks before the one line."""
+    script = ("import signal\n"
+              "from pipelines.spark import start_spark\n"
+              "def mine(signum, frame): raise KeyboardInterrupt\n"
+              "signal.signal(signal.SIGINT, mine)\n"
+              "spark = start_spark('sigint', 'local[1]')\n"
+              "print(signal.getsignal(signal.SIGINT) is mine)\n"
+              "spark.stop()\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "True"
