@@ -279,8 +279,8 @@ def main(argv=None) -> int:
                              "Spark ones; none: --only)")
     parser.add_argument("--with-spark", action="store_true",
                         help=f"with --quick, run the Spark modules too ({', '.join(SPARK_MODULES)})")
-    parser.add_argument("--db", type=pathlib.Path, default=DEFAULT_DB, help="DuckDB file for bench_results")
-    parser.add_argument("--results", type=pathlib.Path, default=RESULTS, help="directory of the CSV files")
+    parser.add_argument("--db", type=pathlib.Path, default=DEFAULT_DB, help=f"DuckDB file for bench_results (default: {DEFAULT_DB})")
+    parser.add_argument("--results", type=pathlib.Path, default=RESULTS, help=f"directory of the CSV files (default: {RESULTS})")
     parser.add_argument("--data-dir", type=pathlib.Path, default=None,
                         help=f"directory of the public traces larger than sample_data/ (default ${DATA_ENV}, "
                              f"else var/data).\n{DATA_SOURCES}")
