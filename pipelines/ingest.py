@@ -536,7 +536,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-rejected", type=parse_share, default=DEFAULT_MAX_REJECTED, metavar="SHARE",
                         help="refuse the ingest when more than this share of rows is rejected "
                              "(default 0.05; 5%% also works)")
-    parser.add_argument("--master", help="Spark master (default: $SPARK_MASTER, else the one spark-submit was given, else local[*])")
+    parser.add_argument("--master", help="Spark master (default: $SPARK_MASTER, else the one spark-submit was "
+                                         "given, else local[*])")
     locks.add_wait_option(parser)
     family = parser.add_argument_group("family options")
     family.add_argument("--id-column", help="csv: the id column")

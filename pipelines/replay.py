@@ -128,7 +128,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--resume", action="store_true",
                         help="continue the latest run of this config from its last snapshot")
     parser.add_argument("--run-id", help="run to start or resume (default: <config name>-<UTC time>)")
-    parser.add_argument("--master", help="Spark master (default: $SPARK_MASTER, else the one spark-submit was given, else local[*])")
+    parser.add_argument("--master", help="Spark master (default: $SPARK_MASTER, else the one spark-submit was "
+                                         "given, else local[*])")
     parser.add_argument("--max-slides", type=positive_count, default=MAX_SLIDES, metavar="N",
                         help="refuse a time query whose slides outnumber both the rows and N, nearly all empty, "
                              f"as a gap in t makes them (default: {MAX_SLIDES:,})")
