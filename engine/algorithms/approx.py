@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,11 @@ from .eaa import EAA
 UNSEEN_VALUES = ("mean", "max")
 """What one occurrence not seen yet adds to a best score, times its probability: the window's
 mean value in that stream (its expected value), or the largest value, 1 (the paper's formula)."""
+
+FIRST_SLIDES = 16
+"""Slides the counters have room for at first, doubled when full: a window holds at most
+``n / s + 1`` slides' counters, but ``n / s`` may be a billion (a day in milliseconds with a
+slide of 1 ms), far more slides than a stream passes."""
 
 
 @register
@@ -81,7 +85,7 @@ class Approx(EAA):
             raise ValueError(f"unseen_value must be one of {', '.join(UNSEEN_VALUES)}, "
                              f"got {self.params['unseen_value']!r}")
         self._sketches = SlidingSketches(d, bitmaps=self.params["bitmaps"])
-        self._counter_arrays = self._empty_counters(math.ceil(self.q.window / self.q.slide) + 1)
+        self._counter_arrays = self._empty_counters(min(FIRST_SLIDES, self.q.windows_per_object + 1))
         self._held = 0
         self._start = 0
         self._occurrences = 1

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..attributes import AttributeAlgorithm
 from ..base import WORD
-from ..jsondata import floats_in, ints_in
+from ..jsondata import floats_in, floats_out, ints_in
 from ..kernels import eaa as kernel
 from ..kernels import incomplete as table
 from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, EARLIER_RECORD, ERROR, ERROR_COUNT, ERROR_OID,
@@ -280,7 +280,7 @@ class EAA(AttributeAlgorithm):
         out = []
         for record in self._valid_records().tolist():
             stored = [[int(instances[row, UID]), int(instances[row, KEY]), int(instances[row, SEQ]),
-                       sums[row].tolist(), counts[row].tolist(), float(best[row]),
+                       sums[row].tolist(), counts[row].tolist(), floats_out([best[row]])[0],
                        sorted(dominators[row, :instances[row, DC]].tolist())] for row in self._chain(record)]
             out.append([int(records[record, ID]), int(records[record, NEWEST_SEQ]), occurrences[record].tolist(),
                         stored, int(records[record, NEWEST_KEY])])
