@@ -192,3 +192,51 @@ def test_approx_keeps_no_counters_for_empty_slides():
             inside = t[(t >= batch.end - query.window) & (t < batch.end)]
             assert approx.stats()["sketch_bytes"] == sketch + 8 * 2 * d * len(np.unique(inside))
     assert approx.stats()["measured_bytes"] < 150_000
+
+
+# ------------------------------------------------------------------ the command line
+
+def run_cli(capsys, *args: str) -> tuple[int, str]:
+    from engine import cli
+
+    status = cli.main(list(args))
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["oracle-incomplete", "sla", "eaa", "approx"])
+@pytest.mark.parametrize("shape,kind", [("tiny and signed zero", "count"), ("extreme ids", "time"),
+                                        ("extreme times", "time"), ("never complete", "count")])
+def test_the_command_line_answers_attribute_files_as_the_definition(tmp_path, capsys, name, shape, kind):
+    """A CSV of the stream (``repr`` of every number: ``-0.0``, ``5e-324``, int64 limits) through
+    ``python -m engine run``: one line per slide, the exact algorithms' ids and scores those of
+    the definition; ``eaa`` with the per-window promise of the window's length."""
+    data, d = stream_of(shape, kind, np.random.default_rng(3))
+    source, output = tmp_path / "tuples.csv", tmp_path / "answers.jsonl"
+    source.write_text("id,stream,value,t\n" + "".join(f"{i!r},{s!r},{v!r},{t!r}\n" for i, s, v, t in
+                                                       zip(*(column.tolist() for column in data))))
+    weights = ",".join(["1", "0.5", "2"][:d] + ["1"] * (d - 3))
+    query = engine.Query(weights=[float(w) for w in weights.split(",")], k=3, window=12, slide=4, kind=kind)
+    params = ["--param", "occurrences=90", "--param", "occurrences_per=window"] if name == "eaa" else []
+    status, message = run_cli(capsys, "run", "--algorithm", name, "--k", "3", "--window", "12", "--slide", "4",
+                              "--kind", kind, "--weights", weights, "--input", str(source), "--output", str(output),
+                              *params)
+    assert status == 0, message
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    expected = reference(data, query)
+    assert [line["end"] for line in lines] == [end for end, _, _ in expected]
+    for line, (end, ids, scores) in zip(lines, expected):
+        if name == "approx":
+            assert len(line["ids"]) <= len(ids)
+        else:
+            assert (line["ids"], line["scores"]) == (ids, scores), end
+
+
+def test_a_negative_stream_number_is_refused_with_a_sensible_range(tmp_path, capsys):
+    """Every stream number negative: the message said "not a stream number in 0..-1"."""
+    source = tmp_path / "tuples.csv"
+    source.write_text("id,stream,value,t\n1,-1,0.5,0\n")
+    status, message = run_cli(capsys, "run", "--algorithm", "sla", "--k", "1", "--window", "2", "--slide", "1",
+                              "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert status == 2 and len(message.splitlines()) == 1
+    assert message == f"error: {source} line 2: column stream: -1 is not a stream number in 0..0\n"
+    assert not (tmp_path / "out.jsonl").exists()
