@@ -87,8 +87,12 @@ class OracleIncomplete(AttributeAlgorithm):
         return self._answer
 
     def query(self, weights, k: int) -> Answer:
-        """The top ``k`` valid objects under any non-negative ``weights`` (``O(n log n + n d)``)."""
+        """The top ``k`` valid objects under any non-negative ``weights``, one per stream
+        (``O(n log n + n d)``)."""
         query = self.q.with_weights(weights)
+        if query.dimensions != self.q.dimensions:
+            raise ValueError(f"weights must hold one weight per stream ({self.q.dimensions}), "
+                             f"got {query.dimensions}")
         check_weights(query, self.name)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")

@@ -194,6 +194,20 @@ def test_approx_keeps_no_counters_for_empty_slides():
     assert approx.stats()["measured_bytes"] < 150_000
 
 
+@pytest.mark.parametrize("weights", [[1.0], [1.0, 1.0, 1.0]])
+def test_the_brute_force_answers_other_weights_only_one_per_stream(weights):
+    """``query`` with one weight for two streams ranked by stream 0 alone (object 1, whose
+    window sum is 1.0, over object 2's 0.9 in stream 1 only), silently; three weights raised an
+    ``IndexError``."""
+    query = engine.Query(weights=[1.0, 1.0], k=2, window=4, slide=2)
+    oracle = engine.create("oracle-incomplete", query)
+    for batch in engine.slides(([1, 2, 1, 3], [0, 1, 1, 0], [0.5, 0.9, 0.5, 0.2], range(4)), query):
+        oracle.process(batch)
+    with pytest.raises(ValueError, match=f"weights must hold one weight per stream \\(2\\), got {len(weights)}"):
+        oracle.query(weights, 1)
+    assert oracle.query([0.0, 1.0], 1).ids.tolist() == [2]
+
+
 # ------------------------------------------------------------------ the command line
 
 def run_cli(capsys, *args: str) -> tuple[int, str]:
