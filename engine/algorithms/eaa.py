@@ -277,10 +277,11 @@ class EAA(AttributeAlgorithm):
         newest key) by newest tuple (``O(N (d + k) + V log V)`` for ``V`` valid objects)."""
         instances, sums, counts, _, best, dominators, _ = self._instance_arrays
         records, occurrences = self._record_arrays
+        bests = floats_out(best)  # an inf bound as "inf": weights near the largest float overflow it
         out = []
         for record in self._valid_records().tolist():
             stored = [[int(instances[row, UID]), int(instances[row, KEY]), int(instances[row, SEQ]),
-                       sums[row].tolist(), counts[row].tolist(), floats_out([best[row]])[0],
+                       sums[row].tolist(), counts[row].tolist(), bests[row],
                        sorted(dominators[row, :instances[row, DC]].tolist())] for row in self._chain(record)]
             out.append([int(records[record, ID]), int(records[record, NEWEST_SEQ]), occurrences[record].tolist(),
                         stored, int(records[record, NEWEST_KEY])])
