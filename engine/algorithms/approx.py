@@ -228,9 +228,9 @@ class Approx(EAA):
             counts, values = ints_in(counts, "slide_counts"), floats_in(values)
             if len(counts) != self.q.dimensions or len(values) != self.q.dimensions:
                 raise ValueError("slide counts have the wrong number of streams")
-            ends[i], tuples[i], sums[i] = int(end), counts, values
+            ends[i], tuples[i], sums[i] = ints_in([end], "slide_counts")[0], counts, values
         self._held = len(slides)
-        self._start = int(data["start"])
+        self._start = int(ints_in([data["start"]], "start")[0])
         self._estimate()
         super().load_state(data)
         self._measure()

@@ -208,6 +208,76 @@ def test_the_brute_force_answers_other_weights_only_one_per_stream(weights):
     assert oracle.query([0.0, 1.0], 1).ids.tolist() == [2]
 
 
+def state_after(name: str, kind: str = "count") -> tuple[dict, engine.Query]:
+    """A state of ``name`` after 30 slides of a correlated stream, as plain JSON data."""
+    from engine.generators import correlated_streams
+
+    query = engine.Query(weights=[1.0, 0.5, 2.0], k=3, window=40, slide=5, kind=kind)
+    params = {"occurrences": 50, "occurrences_per": "window"} if name == "eaa" else {}
+    algorithm = engine.create(name, query, **params)
+    for batch in list(engine.slides(correlated_streams(300, streams=3, seed=3, reuse=0.6, memory=10), query))[:30]:
+        algorithm.process(batch)
+    return json.loads(json.dumps(algorithm.to_state())), query
+
+
+def resealed(state: dict, change) -> dict:
+    """``state`` with ``change`` applied to its data and its checksum made again (a state edited
+    by someone who knows the format: only the structures' checks can refuse it)."""
+    from engine.jsondata import seal
+
+    data = json.loads(json.dumps(state["data"]))
+    change(data)
+    return seal({**{key: value for key, value in state.items() if key != "checksum"}, "data": data})
+
+
+def set_first_id(data):
+    data["ids"][0] = 2**63
+
+
+def set_counter(data):
+    data["counters"]["arrivals"] = 2**63
+
+
+def set_object_id(data):
+    data["records"][0][0] = 2**63
+
+
+def set_next_uid(data):
+    data["next_uid"] = -(2**63) - 1
+
+
+def set_start(data):
+    data["start"] = 2**64
+
+
+def set_slide_end(data):
+    data["slide_counts"][0][0] = 2**63
+
+
+@pytest.mark.parametrize("name,change", [("oracle-incomplete", set_first_id), ("sla", set_counter),
+                                         ("eaa", set_object_id), ("eaa", set_next_uid), ("approx", set_start),
+                                         ("approx", set_slide_end)])
+def test_a_state_holding_an_integer_beyond_int64_is_refused_as_corrupt(name, change):
+    """Such a state raised ``OverflowError`` from numpy, which ``engine.restore`` does not
+    report as a corrupt state."""
+    state, query = state_after(name)
+    with pytest.raises(engine.StateError, match="64-bit integers"):
+        engine.restore(resealed(state, change), query)
+
+
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_an_eaa_object_newer_than_the_window_is_refused(kind):
+    """An entry's newest seq or key moved beyond the window passed ``check()`` and was restored;
+    its next slide then broke the validity list's order."""
+    state, query = state_after("eaa", kind)
+
+    def future(data):
+        data["records"][-1][1 if kind == "count" else 4] = 10**6
+
+    with pytest.raises(engine.StateError, match="corrupt"):
+        engine.restore(resealed(state, future), query)
+
+
 # ------------------------------------------------------------------ the command line
 
 def run_cli(capsys, *args: str) -> tuple[int, str]:
