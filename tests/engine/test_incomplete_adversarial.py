@@ -278,6 +278,20 @@ def test_an_eaa_object_newer_than_the_window_is_refused(kind):
         engine.restore(resealed(state, future), query)
 
 
+def test_approx_refuses_more_streams_than_its_inclusion_exclusion_can_take():
+    """62 streams and objects seen in most of them: no slide finished in 10 minutes (2^|I|
+    unions per probability), and 64 streams overflow the seen-streams mask."""
+    with pytest.raises(ValueError, match="approx takes at most 12 streams, got 13: .*exponential"):
+        engine.create("approx", engine.Query(weights=[1.0] * 13, k=2, window=4, slide=2))
+    widest = engine.Query(weights=[1.0] * 12, k=2, window=24, slide=4)
+    approx = engine.create("approx", widest)
+    rng = np.random.default_rng(12)
+    for batch in engine.slides((rng.integers(0, 3, 96), np.arange(96) % 12, rng.random(96), np.arange(96)), widest):
+        approx.process(batch)
+    approx.check()
+    assert len(approx.topk()) == 2
+
+
 # ------------------------------------------------------------------ the command line
 
 def run_cli(capsys, *args: str) -> tuple[int, str]:
