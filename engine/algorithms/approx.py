@@ -60,7 +60,7 @@ class Approx(EAA):
     be dropped too early.
 
     ``retained`` counts instances; ``bytes`` adds the sketches (``d · bitmaps · 32``
-    timestamps) and ``2d`` counters per slide of the window (tuples and value sums per stream).
+    timestamps) and ``2d`` counters per non-empty slide of the window (tuples and value sums per stream).
     The sketches, the slide counters and the estimates are numpy arrays and their steps
     compiled kernels (:mod:`engine.kernels.fmsketch`, :mod:`engine.kernels.approx`); EAA's slide
     kernel makes each missing row of probabilities from the sketches, so a slide is four kernel
