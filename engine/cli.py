@@ -397,7 +397,7 @@ def attribute_stream(table: Table, weights: tuple[float, ...] | None, kind: str)
     t = numeric_column(table, "t", integer=True)
     if kind == "time":
         _check_time_order(table, t)
-    streams = len(weights) if weights is not None else int(stream.max()) + 1 if len(stream) else 1
+    streams = len(weights) if weights is not None else max(int(stream.max()) + 1, 1) if len(stream) else 1
     outside = np.flatnonzero((stream < 0) | (stream >= streams))
     if len(outside):
         row = int(outside[0])

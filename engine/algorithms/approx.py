@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,19 @@ from .eaa import EAA
 UNSEEN_VALUES = ("mean", "max")
 """What one occurrence not seen yet adds to a best score, times its probability: the window's
 mean value in that stream (its expected value), or the largest value, 1 (the paper's formula)."""
+
+MAX_STREAMS = 12
+"""The most streams approx takes.  A row of ``Pr(X_y = 1 | X_I = 1)`` for an object seen in the
+streams ``I`` costs ``O((d - |I|) 2^{|I|+1} B)`` (inclusion-exclusion over the unions of every
+subset, Section 4), doubling with every stream more: 60 objects seen in nearly every stream,
+window 300, 100 slides, took 1.2 s at ``d = 12``, 18 s at 16, and an object seen in 30 streams
+would take hours per row (the set ``I`` stops fitting the 64-bit mask that finds its row
+beyond 62 streams)."""
+
+FIRST_SLIDES = 16
+"""Slides the counters have room for at first, doubled when full: a window holds at most
+``n / s + 1`` slides' counters, but ``n / s`` may be a billion (a day in milliseconds with a
+slide of 1 ms), far more slides than a stream passes."""
 
 
 @register
@@ -48,7 +60,7 @@ class Approx(EAA):
     be dropped too early.
 
     ``retained`` counts instances; ``bytes`` adds the sketches (``d · bitmaps · 32``
-    timestamps) and ``2d`` counters per slide of the window (tuples and value sums per stream).
+    timestamps) and ``2d`` counters per non-empty slide of the window (tuples and value sums per stream).
     The sketches, the slide counters and the estimates are numpy arrays and their steps
     compiled kernels (:mod:`engine.kernels.fmsketch`, :mod:`engine.kernels.approx`); EAA's slide
     kernel makes each missing row of probabilities from the sketches, so a slide is four kernel
@@ -73,6 +85,10 @@ class Approx(EAA):
 
     def _reset_bounds(self) -> None:
         d = self.q.dimensions
+        if d > MAX_STREAMS:
+            raise ValueError(f"approx takes at most {MAX_STREAMS} streams, got {d}: its appearance probabilities "
+                             "come from inclusion-exclusion over every subset of the streams an object was seen in, "
+                             "exponential in them; use eaa or sla")
         if self.params["bitmaps"] < 1:
             raise ValueError(f"bitmaps must be >= 1, got {self.params['bitmaps']}")
         if self.params["repeats"] < 0:
@@ -81,7 +97,7 @@ class Approx(EAA):
             raise ValueError(f"unseen_value must be one of {', '.join(UNSEEN_VALUES)}, "
                              f"got {self.params['unseen_value']!r}")
         self._sketches = SlidingSketches(d, bitmaps=self.params["bitmaps"])
-        self._counter_arrays = self._empty_counters(math.ceil(self.q.window / self.q.slide) + 1)
+        self._counter_arrays = self._empty_counters(min(FIRST_SLIDES, self.q.windows_per_object + 1))
         self._held = 0
         self._start = 0
         self._occurrences = 1
@@ -224,9 +240,9 @@ class Approx(EAA):
             counts, values = ints_in(counts, "slide_counts"), floats_in(values)
             if len(counts) != self.q.dimensions or len(values) != self.q.dimensions:
                 raise ValueError("slide counts have the wrong number of streams")
-            ends[i], tuples[i], sums[i] = int(end), counts, values
+            ends[i], tuples[i], sums[i] = ints_in([end], "slide_counts")[0], counts, values
         self._held = len(slides)
-        self._start = int(data["start"])
+        self._start = int(ints_in([data["start"]], "start")[0])
         self._estimate()
         super().load_state(data)
         self._measure()

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..attributes import AttributeAlgorithm
 from ..base import WORD
-from ..jsondata import floats_in, ints_in
+from ..jsondata import floats_in, floats_out, ints_in
 from ..kernels import eaa as kernel
 from ..kernels import incomplete as table
 from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, EARLIER_RECORD, ERROR, ERROR_COUNT, ERROR_OID,
@@ -277,10 +277,11 @@ class EAA(AttributeAlgorithm):
         newest key) by newest tuple (``O(N (d + k) + V log V)`` for ``V`` valid objects)."""
         instances, sums, counts, _, best, dominators, _ = self._instance_arrays
         records, occurrences = self._record_arrays
+        bests = floats_out(best)  # an inf bound as "inf": weights near the largest float overflow it
         out = []
         for record in self._valid_records().tolist():
             stored = [[int(instances[row, UID]), int(instances[row, KEY]), int(instances[row, SEQ]),
-                       sums[row].tolist(), counts[row].tolist(), float(best[row]),
+                       sums[row].tolist(), counts[row].tolist(), bests[row],
                        sorted(dominators[row, :instances[row, DC]].tolist())] for row in self._chain(record)]
             out.append([int(records[record, ID]), int(records[record, NEWEST_SEQ]), occurrences[record].tolist(),
                         stored, int(records[record, NEWEST_KEY])])
@@ -303,7 +304,7 @@ class EAA(AttributeAlgorithm):
         meta = self._meta
         made, valid = [], []
         for oid, seq, record_counts, instance_rows, newest_key in stored_records:
-            oid = int(oid)
+            oid, seq = ints_in([oid, seq], "records").tolist()
             if table.find(self._keys, self._slots, oid) != -1:
                 raise ValueError(f"state lists object {oid} twice")
             record = int(meta[FREE_RECORD])
@@ -312,13 +313,14 @@ class EAA(AttributeAlgorithm):
                 if not instance_rows:
                     raise ValueError(f"object {oid} has no instance")
                 newest_key = seq if self.q.kind == "count" else instance_rows[-1][1]
-            records[record, [ID, NEWEST_SEQ, NEWEST_KEY]] = oid, int(seq), int(newest_key)
+            records[record, [ID, NEWEST_SEQ, NEWEST_KEY]] = oid, seq, int(ints_in([newest_key], "records")[0])
             records[record, kernel.RECORD_LINK] = -1
-            valid.append((int(seq), record))
+            valid.append((seq, record))
             occurrences[record] = ints_in(record_counts, "counts")
             table.insert(self._keys, self._slots, oid, record)
             meta[RECORDS] += 1
             for uid, key, created, instance_sums, instance_counts, instance_best, ids in instance_rows:
+                uid, key, created = ints_in([uid, key, created], "instances").tolist()
                 row = int(meta[FREE_INSTANCE])
                 meta[FREE_INSTANCE] = instances[row, kernel.LINK]
                 ids = sorted(set(ints_in(ids, "dominators").tolist()))
@@ -329,7 +331,7 @@ class EAA(AttributeAlgorithm):
                                      f"more than the {len(stored_records) - 1} other valid objects")
                 if self._untracked:  # a state written while dominance was tracked at this k
                     ids = []
-                instances[row, [OID, RECORD, KEY, SEQ, UID, DC]] = oid, record, int(key), int(created), int(uid), len(ids)
+                instances[row, [OID, RECORD, KEY, SEQ, UID, DC]] = oid, record, key, created, uid, len(ids)
                 instances[row, kernel.LINK] = -1
                 sums[row] = floats_in(instance_sums)
                 counts[row] = ints_in(instance_counts, "counts")
@@ -337,13 +339,13 @@ class EAA(AttributeAlgorithm):
                 best[row] = float(floats_in([instance_best])[0])
                 dominators[row, :len(ids)] = ids
                 meta[LINKS] += len(ids)
-                made.append((int(uid), row))
+                made.append((uid, row))
         for _, record in sorted(valid):
             kernel.list_record(records, meta, record)
         for _, row in sorted(made):
             kernel.link(instances, records, current, best, links, self._roots, meta, row)
-        meta[NEXT_UID] = int(data["next_uid"])
-        self._counters[:] = [int(data["counters"][name]) for name in COUNTERS]
+        meta[NEXT_UID] = ints_in([data["next_uid"]], "next_uid")[0]
+        self._counters[:] = ints_in([data["counters"][name] for name in COUNTERS], "counters")
         self._end = data["end"]
         self._answer = None
         self._answer_bytes = 0
@@ -382,10 +384,12 @@ class EAA(AttributeAlgorithm):
         assert meta[LAST_RECORD] == previous, "validity list end"
         in_table = np.sort(self._slots[self._slots != -1]).tolist()
         assert sorted(valid) == in_table and len(valid) == meta[RECORDS], "object count"
-        newest = records[valid, NEWEST_SEQ].tolist()
+        newest, newest_keys = records[valid, NEWEST_SEQ].tolist(), records[valid, NEWEST_KEY].tolist()
         assert all(a < b for a, b in zip(newest, newest[1:])), "validity list out of order"
+        assert self.q.kind == "time" or newest == newest_keys, "a count window's key is its seq"
         if self._end is not None and valid:
             assert records[valid[0], NEWEST_KEY] >= self._end - self.q.window, "an expired object is listed"
+            assert max(newest_keys) < self._end, "an object newer than the window is listed"
         assert meta[HELD] == sum(records[record, OLDEST] != -1 for record in valid), "objects with instances"
         valid_ids = set(records[valid, ID].tolist())
         assert dominators.shape[1] == self._width(), "room for dominators"

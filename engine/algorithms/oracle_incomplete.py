@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..attributes import AttributeAlgorithm, aggregate, check_weights
+from ..jsondata import floats_in, ints_in
 from ..memory import WORD, Footprint, Layout, deep_size
 from ..ranking import Answer, score, top_indices
 from ..registry import register
@@ -87,8 +88,12 @@ class OracleIncomplete(AttributeAlgorithm):
         return self._answer
 
     def query(self, weights, k: int) -> Answer:
-        """The top ``k`` valid objects under any non-negative ``weights`` (``O(n log n + n d)``)."""
+        """The top ``k`` valid objects under any non-negative ``weights``, one per stream
+        (``O(n log n + n d)``)."""
         query = self.q.with_weights(weights)
+        if query.dimensions != self.q.dimensions:
+            raise ValueError(f"weights must hold one weight per stream ({self.q.dimensions}), "
+                             f"got {query.dimensions}")
         check_weights(query, self.name)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
@@ -129,8 +134,8 @@ class OracleIncomplete(AttributeAlgorithm):
                 "value": w.view("value").tolist(), "t": w.view("t").tolist(), "seq": w.view("seq").tolist()}
 
     def load_state(self, data: dict[str, Any]) -> None:
-        columns = {name: np.asarray(data[name], dtype) for name, dtype in
-                   (("ids", np.int64), ("stream", np.int64), ("value", np.float64), ("t", np.int64), ("seq", np.int64))}
+        columns = {name: ints_in(data[name], name) for name in ("ids", "stream", "t", "seq")}
+        columns["value"] = floats_in(data["value"])
         if len({len(column) for column in columns.values()}) > 1:
             raise ValueError("state columns have different lengths")
         self._window.append(**columns)

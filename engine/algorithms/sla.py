@@ -242,7 +242,7 @@ class SLA(AttributeAlgorithm):
             scores[at], seqs[at], rows[at] = score, newest, row
             objects[row, IN_VIEW] = 1
         self._meta[VIEW] = len(entries)
-        self._counters[:] = [int(data["counters"][name]) for name in COUNTERS]
+        self._counters[:] = ints_in([data["counters"][name] for name in COUNTERS], "counters")
         self._end = data["end"]
 
     def _listed(self, stream: int) -> list[tuple[float, int]]:

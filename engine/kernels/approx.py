@@ -23,18 +23,21 @@ from .fmsketch import restrict, union
 
 @njit(cache=True)
 def count_slide(ends, tuples, sums, held, end, slide, start, stream, value):
-    """The slide ending at ``end`` appended to the counters, then the slides that began before
-    ``start`` dropped from the front; returns how many are held (``O(m + slides · d)``; the
-    arrays have room for one more slide)."""
-    ends[held] = end
-    tuples[held] = 0
-    sums[held] = 0.0
-    for j in range(len(stream)):
-        tuples[held, stream[j]] += 1
-        sums[held, stream[j]] += value[j]
-    held += 1
+    """The slide ending at ``end`` appended to the counters unless it is empty, then the slides
+    that began before ``start`` dropped from the front; returns how many are held
+    (``O(m + slides · d)``; the arrays have room for one more slide).  An empty slide (a time
+    window's) adds nothing to any total, so the rows stay as many as the window's non-empty
+    slides: at most its tuples, however many slides ``n / s`` is."""
+    if len(stream):
+        ends[held] = end
+        tuples[held] = 0
+        sums[held] = 0.0
+        for j in range(len(stream)):
+            tuples[held, stream[j]] += 1
+            sums[held, stream[j]] += value[j]
+        held += 1
     gone = 0
-    while gone < held - 1 and ends[gone] - slide < start:
+    while gone < held and ends[gone] - slide < start:
         gone += 1
     for i in range(gone, held):
         ends[i - gone] = ends[i]

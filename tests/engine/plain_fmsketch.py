@@ -101,9 +101,10 @@ class PlainEstimates:
         d = self.d
         self.start = start
         self.sketches.add(stream, ids, keys)
-        self.counts.append((end, np.bincount(stream, minlength=d).tolist(),
-                            np.bincount(stream, weights=value, minlength=d).tolist()))
-        while self.counts[0][0] - self.slide < start:
+        if len(stream):  # an empty slide adds nothing to any total: no row
+            self.counts.append((end, np.bincount(stream, minlength=d).tolist(),
+                                np.bincount(stream, weights=value, minlength=d).tolist()))
+        while self.counts and self.counts[0][0] - self.slide < start:
             self.counts.pop(0)
         self.unions.clear()
         self.probabilities.clear()
