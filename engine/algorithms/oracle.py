@@ -65,7 +65,9 @@ class Oracle(Algorithm):
     def query(self, weights, k: int) -> Answer:
         """The top ``k`` of the current window under any ``weights`` (``O(n d)``)."""
         weights = self.q.with_weights(weights).weights
-        if k < 1:
+        if len(weights) != self.q.dimensions:
+            raise ValueError(f"weights must hold one weight per feature ({self.q.dimensions}), got {len(weights)}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
         return self._ranked(score(self._window.view("x"), weights), k)
 

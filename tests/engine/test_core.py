@@ -213,3 +213,18 @@ def test_an_empty_piece_given_as_plain_lists_fits_a_query_of_several_features():
         == [[2, 1]]
     with pytest.raises(ValueError, match="2 weight"):
         engine.stream.as_object_stream([1], [0], [0.5], dimensions=2)
+
+
+@pytest.mark.parametrize("weights,k,message", [([1.0], 2, r"one weight per feature \(2\), got 1"),
+                                               ([1.0, 1.0, 1.0], 2, r"one weight per feature \(2\), got 3"),
+                                               ([1.0, 1.0], 0, "k must be an integer >= 1, got 0"),
+                                               ([1.0, 1.0], 2.5, "k must be an integer >= 1, got 2.5")])
+def test_the_oracle_answers_other_weights_only_of_its_features(weights, k, message):
+    """One weight for two features ranked by the first feature alone; three raised IndexError."""
+    q = engine.Query(weights=[1.0, 1.0], k=2, window=4, slide=2)
+    oracle = engine.create("oracle", q)
+    for batch in engine.slides((np.arange(4), np.arange(4), np.arange(8.0).reshape(4, 2)), q):
+        oracle.process(batch)
+    with pytest.raises(ValueError, match=message):
+        oracle.query(weights, k)
+    assert oracle.query([0.0, -1.0], 1).ids.tolist() == [0]
