@@ -667,18 +667,23 @@ class SAO(Algorithm):
         found is above the best place of the next layer; a place contributes its newest ``k``
         objects (it holds at most the query's ``k``: a larger ``k`` sees that many per point).
         ``O(Σ M_j d + k)`` over the layers searched; exact over the buffered objects before the
-        index is created.
+        index is created.  ``weights`` must hold one finite number per feature; weights under
+        which a score it computes overflows (huge weights times huge features) raise
+        ``ValueError``, as the stream's own weights do when a row arrives.
         """
         weights = self.q.with_weights(weights).weights
+        if len(weights) != self._d:
+            raise ValueError(f"weights must hold {self._d} numbers (one per feature), got {len(weights)}")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        k = min(int(k), sys.maxsize)  # nothing holds more; itertools.islice takes no more
         if not self._created:
-            return Answer.ranked(self._buffer.ids, score(self._buffer.x, weights), self._buffer.seq, k)
+            return Answer.ranked(self._buffer.ids, _scores(self._buffer.x, weights), self._buffer.seq, k)
         found_places, found_scores, found_counts = [], [], []
         kth = -math.inf
         count = 0
         for layer in self._layers:
-            scores = score(layer.places.raw, weights)
+            scores = _scores(layer.places.raw, weights)
             if count >= k and kth > scores.max():
                 break
             counts = np.array([len(self._objects[place]) for place in layer.places.ids.tolist()], np.int64)
@@ -692,7 +697,7 @@ class SAO(Algorithm):
                 reached = np.searchsorted(np.cumsum(np.concatenate(found_counts)[order]), k)
                 kth = float(every[order[reached]])
         reserve = self._reserve
-        ids, seq, values = reserve.ids.tolist(), reserve.seq.tolist(), score(reserve.x, weights).tolist()
+        ids, seq, values = reserve.ids.tolist(), reserve.seq.tolist(), _scores(reserve.x, weights).tolist()
         places = np.concatenate(found_places) if found_places else np.empty(0, np.int64)
         scores = np.concatenate(found_scores) if found_scores else np.empty(0)
         taken = 0
@@ -955,6 +960,16 @@ def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
     return first[order], rank[inverse.ravel()]
+
+
+def _scores(x: np.ndarray, weights) -> np.ndarray:
+    """``score(x, weights)``, refusing a score that overflows (``O(m d)``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = score(x, weights)
+    if not np.isfinite(values).all():
+        raise ValueError(f"the score x · w of a held object overflows under weights {list(weights)}; "
+                         "scale the weights down")
+    return values
 
 
 def _frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,8 @@ Cases (``n`` points in ``d`` dimensions):
   :mod:`engine.kernels.hull` (monotone chain; Quickhull), which answer in microseconds
   where Qhull spends about 90 µs setting up; a set they do not settle goes on as below.
 - Full rank, ``d >= 4`` (or a set the kernels found numerically inconsistent):
-  ``scipy.spatial.ConvexHull`` (Qhull).
+  ``scipy.spatial.ConvexHull`` (Qhull), after the rank test below; a hull Qhull returns that
+  leaves a point outside (beyond the containment tolerance) counts as a failure.
 - Flat (fewer than ``d + 1`` points, duplicates, collinear or coplanar sets): the hull of the
   points inside their affine span, computed in the span's coordinates, plus two half-spaces per
   direction orthogonal to the span.  A single distinct point is its own hull (the newest copy).
@@ -123,11 +124,9 @@ def convex_hull(points: np.ndarray) -> Hull:
     if d == 1:
         hull = _interval(points[:, 0], scale)
     else:
-        hull = None
-        if n >= d + 1:
-            hull = _compiled(points, scale) if d in (2, 3) else _qhull(points, None, scale)
+        hull = _compiled(points, scale) if n >= d + 1 and d in (2, 3) else None
         if hull is None:
-            hull = _degenerate(points, scale)
+            hull = _degenerate(points, scale, first=None if d >= 4 and n >= d + 1 else "QJ")
     if hull.exact:
         hull.center = points[hull.vertices].mean(axis=0)
     return hull
@@ -163,8 +162,11 @@ def layer_hull(points: np.ndarray) -> Hull:
     return hull
 
 
-def _degenerate(points: np.ndarray, scale: float) -> Hull:
-    """Flat sets in their affine span; else Qhull with joggling; else every point a vertex."""
+def _degenerate(points: np.ndarray, scale: float, first: str | None = "QJ") -> Hull:
+    """Flat sets in their affine span; else Qhull (with the options ``first``, then with
+    joggling); else every point a vertex.  The rank test comes before Qhull: on a nearly flat
+    set (a line or plane in 5-D with noise of 1e-13) Qhull can return a hull that leaves
+    points far outside without raising."""
     n, d = points.shape
     center = points.mean(axis=0)
     try:
@@ -175,7 +177,9 @@ def _degenerate(points: np.ndarray, scale: float) -> Hull:
     rank = int(np.count_nonzero(singular > max(RANK_TOLERANCE * largest, KERNEL_TOLERANCE * scale)))
     if rank < d:
         return _flat(points, center, basis, rank, scale)
-    hull = _qhull(points, "QJ", scale)
+    hull = _qhull(points, first, scale)
+    if hull is None and first is not None:
+        hull = _qhull(points, "QJ", scale)
     return _every_vertex(n, d, scale) if hull is None else hull
 
 
@@ -224,8 +228,11 @@ def _qhull(points: np.ndarray, options: str | None, scale: float) -> Hull | None
         hull = ConvexHull(points, qhull_options=options)
     except (QhullError, ValueError):
         return None
-    return Hull(np.sort(hull.vertices).astype(np.int64), hull.equations[:, :-1].copy(),
-                hull.equations[:, -1].copy(), hull.simplices.astype(np.int64), True, scale)
+    result = Hull(np.sort(hull.vertices).astype(np.int64), hull.equations[:, :-1].copy(),
+                  hull.equations[:, -1].copy(), hull.simplices.astype(np.int64), True, scale)
+    if (points @ result.normals.T + result.offsets).max() > result.tolerance:
+        return None  # a hull that leaves a point outside: Qhull's merging went wrong on a sliver
+    return result
 
 
 def _flat(points: np.ndarray, center: np.ndarray, basis: np.ndarray, rank: int, scale: float) -> Hull:
