@@ -191,3 +191,21 @@ def test_a_flat_hull_does_not_build_the_n_by_n_factor_of_its_svd(monkeypatch):
     assert hull.vertices.tolist() == sorted([int(np.argmin(line[:, 0])), int(np.argmax(line[:, 0]))])
     assert shapes and all(left[1] <= 3 for _, left in shapes), shapes
     assert convex_hull(line[:2]).vertices.tolist() == [0, 1]  # fewer points than features: full factors
+
+
+def test_a_million_layers_as_exactness_asks_costs_no_more_than_a_few():
+    """The doc's exactness condition is ``L > M``, so a user may set ``L`` in the millions; the
+    error-minimising quotas summed ``C_j`` afresh for every ``j`` (``O(L^2)``: 5 s at
+    ``L = 10^5``, minutes at ``10^6``, before the first slide was answered).  With
+    ``M = |window|`` and ``L > M`` the answers are the oracle's."""
+    from tests.streams import assert_same_answer
+
+    q = engine.Query(weights=[1.0, -0.5], k=4, window=30, slide=5)
+    x = np.random.default_rng(8).integers(0, 6, (150, 2)).astype(float)
+    alg, oracle = engine.create("sao", q, memory=30, layers=10 ** 6), engine.create("oracle", q)
+    for batch in engine.slides((np.arange(150), np.arange(150), x), q):
+        alg.process(batch)
+        oracle.process(batch)
+        alg.check()
+        assert_same_answer(oracle.topk(), alg.topk(), f"slide {batch.index}")
+    assert alg.stats()["created"] and sum(alg.stats()["layer_quotas"]) <= 30
