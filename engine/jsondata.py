@@ -100,7 +100,11 @@ def floats_in(values) -> np.ndarray:
 
 
 def ints_in(values, name: str) -> np.ndarray:
-    """A list of JSON integers as an int64 array (``ValueError`` on anything else)."""
+    """A list of JSON integers as an int64 array (``ValueError`` on anything else, an integer
+    beyond int64 included)."""
     if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
         raise ValueError(f"{name} must be a list of integers")
-    return np.asarray(values, np.int64)
+    try:
+        return np.asarray(values, np.int64)
+    except OverflowError:
+        raise ValueError(f"{name} must be integers within int64") from None

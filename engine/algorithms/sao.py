@@ -98,10 +98,7 @@ class _Rows:
             raise ValueError(f"records must be lists [seq, id, t, {d} features]")
         if not records:
             return cls.empty(d)
-        head = [r[:3] for r in records]
-        if any(isinstance(v, bool) or not isinstance(v, int) for row in head for v in row):
-            raise ValueError("seq, id and t must be integers")
-        columns = np.asarray(head, np.int64)
+        columns = ints_in([v for r in records for v in r[:3]], "seq, id and t").reshape(-1, 3)
         x = floats_in([v for r in records for v in r[3:]]).reshape(-1, d)
         return cls(columns[:, 0].copy(), columns[:, 1].copy(), columns[:, 2].copy(), x)
 
@@ -997,7 +994,10 @@ def _hull_in(data: dict[str, Any], rows: _Places, d: int) -> Hull:
         raise ValueError("a hull needs one offset per normal")
     cells = data["cells"]
     if cells is not None:
-        cells = np.array(cells, np.int64).reshape(len(cells), -1) if cells else np.empty((0, 2), np.int64)
+        if not isinstance(cells, list) or any(not isinstance(cell, list) for cell in cells):
+            raise ValueError("hull cells must be a list of lists of object positions")
+        cells = ints_in([v for cell in cells for v in cell], "hull cells").reshape(len(cells), -1) if cells \
+            else np.empty((0, 2), np.int64)
         if len(cells) and (cells.min() < 0 or cells.max() >= len(rows)):
             raise ValueError("hull cells must name objects of the layer")
     exact = data["exact"]

@@ -17,8 +17,8 @@ Cases (``n`` points in ``d`` dimensions):
   points inside their affine span, computed in the span's coordinates, plus two half-spaces per
   direction orthogonal to the span.  A single distinct point is its own hull (the newest copy).
 - Qhull still failing (precision on a nearly flat set): retried with ``qhull_options="QJ"``;
-  if that fails too (or the SVD does not converge, or a coordinate is not finite), every point
-  is a vertex and the containment test says "outside" for every point (``exact = False``).
+  if that fails too (or the SVD does not converge, or a coordinate is not finite or the points
+  minus their mean overflow), every point is a vertex and the containment test says "outside" for every point (``exact = False``).
 
 Points are expected in a canonical order (the SAO index sorts by ``seq``) so that the same set
 always gives the same hull.
@@ -168,11 +168,15 @@ def _degenerate(points: np.ndarray, scale: float, first: str | None = "QJ") -> H
     set (a line or plane in 5-D with noise of 1e-13) Qhull can return a hull that leaves
     points far outside without raising."""
     n, d = points.shape
-    center = points.mean(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        center = points.mean(axis=0)
+        centered = points - center
+    if not np.isfinite(centered).all():
+        return _every_vertex(n, d, scale)  # coordinates near the largest float: the SVD of inf hangs
     try:
         # every direction of the space is needed (the ones across the span), not the n x n left
         # factor: full_matrices=True costs O(n^2) per call, 2.5 ms at n = 500
-        _, singular, basis = np.linalg.svd(points - center, full_matrices=n < d)
+        _, singular, basis = np.linalg.svd(centered, full_matrices=n < d)
     except np.linalg.LinAlgError:
         return _every_vertex(n, d, scale)
     largest = singular[0] if len(singular) else 0.0
@@ -232,7 +236,9 @@ def _qhull(points: np.ndarray, options: str | None, scale: float) -> Hull | None
         return None
     result = Hull(np.sort(hull.vertices).astype(np.int64), hull.equations[:, :-1].copy(),
                   hull.equations[:, -1].copy(), hull.simplices.astype(np.int64), True, scale)
-    if (points @ result.normals.T + result.offsets).max() > result.tolerance:
+    with np.errstate(over="ignore", invalid="ignore"):
+        farthest = (points @ result.normals.T + result.offsets).max()
+    if not farthest <= result.tolerance:
         return None  # a hull that leaves a point outside: Qhull's merging went wrong on a sliver
     return result
 

@@ -209,3 +209,28 @@ def test_a_million_layers_as_exactness_asks_costs_no_more_than_a_few():
         alg.check()
         assert_same_answer(oracle.topk(), alg.topk(), f"slide {batch.index}")
     assert alg.stats()["created"] and sum(alg.stats()["layer_quotas"]) <= 30
+
+
+@pytest.mark.parametrize("field, value", [("shift", 1e308), ("seq", 10 ** 20), ("cell", 10 ** 20)])
+def test_a_corrupt_state_with_a_valid_checksum_is_refused_not_hung(field, value):
+    """Found by a fuzz of states altered and sealed again: a shift of 1e308 put every place near
+    the largest float, the points minus their mean overflowed and the hull's SVD of ``nan`` never
+    returned (the restore hung); an integer beyond int64 raised ``OverflowError`` through
+    ``restore``.  Each is now a ``StateError`` naming the corruption."""
+    from engine.jsondata import StateError, seal
+
+    q = engine.Query(weights=[1.0, -1.0, 0.5], k=3, window=40, slide=10)
+    alg = engine.create("sao", q, memory=12, layers=2)
+    x = np.random.default_rng(4).standard_normal((120, 3))
+    for batch in engine.slides((np.arange(120), np.arange(120), x), q):
+        alg.process(batch)
+    state = json.loads(json.dumps(alg.to_state()))
+    data = state["data"]
+    if field == "shift":
+        data["shift"][0] = value
+    elif field == "seq":
+        data["objects"][0][1] = value
+    else:
+        data["layers"][0]["hull"]["cells"][0][0] = value
+    with pytest.raises(StateError, match="corrupt"):
+        engine.restore(seal(state))
