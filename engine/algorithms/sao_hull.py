@@ -11,8 +11,9 @@ Cases (``n`` points in ``d`` dimensions):
   :mod:`engine.kernels.hull` (monotone chain; Quickhull), which answer in microseconds
   where Qhull spends about 90 µs setting up; a set they do not settle goes on as below.
 - Full rank, ``d >= 4`` (or a set the kernels found numerically inconsistent):
-  ``scipy.spatial.ConvexHull`` (Qhull), after the rank test below; a hull Qhull returns that
-  leaves a point outside (beyond the containment tolerance) counts as a failure.
+  ``scipy.spatial.ConvexHull`` (Qhull), after the rank test below; on a thin set (smallest
+  singular value below ``THIN`` times the largest) a hull Qhull returns that leaves a point
+  outside (beyond the containment tolerance) counts as a failure.
 - Flat (fewer than ``d + 1`` points, duplicates, collinear or coplanar sets): the hull of the
   points inside their affine span, computed in the span's coordinates, plus two half-spaces per
   direction orthogonal to the span.  A single distinct point is its own hull (the newest copy).
@@ -39,6 +40,10 @@ below the kernels' tolerance (a spread the kernels call flat is flat here too)."
 KERNEL_TOLERANCE = 1e-12
 """The compiled kernels count a point within this distance (times the coordinates' scale) of a
 facet's plane as on it."""
+
+THIN = 1e-6
+"""A full-rank set whose smallest singular value is below this fraction of the largest is thin:
+Qhull's hull of it is checked to contain every point (it is not, cheaply, on well-spread sets)."""
 
 CONTAINMENT_TOLERANCE = 1e-9
 """A point within this distance (times the coordinates' scale) of the hull counts as inside."""
@@ -183,7 +188,7 @@ def _degenerate(points: np.ndarray, scale: float, first: str | None = "QJ") -> H
     rank = int(np.count_nonzero(singular > max(RANK_TOLERANCE * largest, KERNEL_TOLERANCE * scale)))
     if rank < d:
         return _flat(points, center, basis, rank, scale)
-    hull = _qhull(points, first, scale)
+    hull = _qhull(points, first, scale, verify=bool(singular[-1] < THIN * largest))
     if hull is None and first is not None:
         hull = _qhull(points, "QJ", scale)
     return _every_vertex(n, d, scale) if hull is None else hull
@@ -226,8 +231,9 @@ def _compiled(points: np.ndarray, scale: float) -> Hull | None:
     return Hull(np.unique(facets), normals, offsets, facets, True, scale)
 
 
-def _qhull(points: np.ndarray, options: str | None, scale: float) -> Hull | None:
-    """Qhull's hull, or ``None`` where Qhull fails (imported here: ``scipy.spatial`` is slow to import)."""
+def _qhull(points: np.ndarray, options: str | None, scale: float, verify: bool = True) -> Hull | None:
+    """Qhull's hull, or ``None`` where Qhull fails (imported here: ``scipy.spatial`` is slow to import)
+    or, with ``verify``, returns a hull that leaves a point outside (``O(n f d)``)."""
     from scipy.spatial import ConvexHull, QhullError
 
     try:
@@ -236,10 +242,11 @@ def _qhull(points: np.ndarray, options: str | None, scale: float) -> Hull | None
         return None
     result = Hull(np.sort(hull.vertices).astype(np.int64), hull.equations[:, :-1].copy(),
                   hull.equations[:, -1].copy(), hull.simplices.astype(np.int64), True, scale)
-    with np.errstate(over="ignore", invalid="ignore"):
-        farthest = (points @ result.normals.T + result.offsets).max()
-    if not farthest <= result.tolerance:
-        return None  # a hull that leaves a point outside: Qhull's merging went wrong on a sliver
+    if verify:
+        with np.errstate(over="ignore", invalid="ignore"):
+            farthest = (np.einsum("ij,fj->if", points, result.normals) + result.offsets).max()
+        if not farthest <= result.tolerance:
+            return None  # Qhull's merging went wrong on a sliver
     return result
 
 
