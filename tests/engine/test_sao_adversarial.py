@@ -13,7 +13,7 @@ import pytest
 
 import engine
 from engine.algorithms.sao import ALLOCATIONS
-from engine.algorithms.sao_hull import convex_hull
+from engine.algorithms.sao_hull import _qhull, convex_hull
 
 
 def test_a_hull_qhull_gets_wrong_on_a_nearly_flat_set_is_not_taken():
@@ -27,6 +27,9 @@ def test_a_hull_qhull_gets_wrong_on_a_nearly_flat_set_is_not_taken():
     assert hull.exact
     assert (points @ hull.normals.T + hull.offsets).max() <= hull.tolerance
     assert hull.vertices.tolist() == sorted([int(np.argmin(along)), int(np.argmax(along))])
+    bad = _qhull(points, None, 1.0, verify=False)  # what Qhull itself makes of these points
+    assert (points @ bad.normals.T + bad.offsets).max() > 0.1
+    assert _qhull(points, None, 1.0) is None  # refused by the check of a thin set's hull
 
 
 def near_flat(seed: int) -> tuple[int, np.ndarray]:
