@@ -18,8 +18,9 @@ Cases (``n`` points in ``d`` dimensions):
   points inside their affine span, computed in the span's coordinates, plus two half-spaces per
   direction orthogonal to the span.  A single distinct point is its own hull (the newest copy).
 - Qhull still failing (precision on a nearly flat set): retried with ``qhull_options="QJ"``;
-  if that fails too (or the SVD does not converge, or a coordinate is not finite or the points
-  minus their mean overflow), every point is a vertex and the containment test says "outside" for every point (``exact = False``).
+  if that fails too (or the SVD does not converge, or a coordinate is not finite, or the
+  points minus their mean overflow), every point is a vertex and the containment test says
+  "outside" for every point (``exact = False``).
 
 Points are expected in a canonical order (the SAO index sorts by ``seq``) so that the same set
 always gives the same hull.
@@ -131,7 +132,7 @@ def convex_hull(points: np.ndarray) -> Hull:
     else:
         hull = _compiled(points, scale) if n >= d + 1 and d in (2, 3) else None
         if hull is None:
-            hull = _degenerate(points, scale, first=None if d >= 4 and n >= d + 1 else "QJ")
+            hull = _degenerate(points, scale, (None, "QJ") if d >= 4 and n >= d + 1 else ("QJ",))
     if hull.exact:
         hull.center = points[hull.vertices].mean(axis=0)
     return hull
@@ -167,11 +168,11 @@ def layer_hull(points: np.ndarray) -> Hull:
     return hull
 
 
-def _degenerate(points: np.ndarray, scale: float, first: str | None = "QJ") -> Hull:
-    """Flat sets in their affine span; else Qhull (with the options ``first``, then with
-    joggling); else every point a vertex.  The rank test comes before Qhull: on a nearly flat
-    set (a line or plane in 5-D with noise of 1e-13) Qhull can return a hull that leaves
-    points far outside without raising."""
+def _degenerate(points: np.ndarray, scale: float, tries: tuple[str | None, ...]) -> Hull:
+    """Flat sets in their affine span; else Qhull with each of the options ``tries`` in turn
+    until one succeeds; else every point a vertex.  The rank test comes before Qhull: on a
+    nearly flat set (a line or plane in 5-D with noise of 1e-13) Qhull can return a hull that
+    leaves points far outside without raising."""
     n, d = points.shape
     with np.errstate(over="ignore", invalid="ignore"):
         center = points.mean(axis=0)
@@ -188,10 +189,12 @@ def _degenerate(points: np.ndarray, scale: float, first: str | None = "QJ") -> H
     rank = int(np.count_nonzero(singular > max(RANK_TOLERANCE * largest, KERNEL_TOLERANCE * scale)))
     if rank < d:
         return _flat(points, center, basis, rank, scale)
-    hull = _qhull(points, first, scale, verify=bool(singular[-1] < THIN * largest))
-    if hull is None and first is not None:
-        hull = _qhull(points, "QJ", scale)
-    return _every_vertex(n, d, scale) if hull is None else hull
+    thin = bool(singular[-1] < THIN * largest)
+    for options in tries:
+        hull = _qhull(points, options, scale, verify=thin)
+        if hull is not None:
+            return hull
+    return _every_vertex(n, d, scale)
 
 
 def _every_vertex(n: int, d: int, scale: float) -> Hull:
