@@ -21,8 +21,6 @@ FORMAT_VERSION = 2
 """The state format this engine writes."""
 OLDEST_VERSION = 1
 """The oldest state format this engine reads (older formats are migrated on restore)."""
-INT64 = (-(2**63), 2**63 - 1)
-"""The integers a state may hold: every id, seq, time and counter is an int64."""
 
 
 class StateError(ValueError):
@@ -102,8 +100,11 @@ def floats_in(values) -> np.ndarray:
 
 
 def ints_in(values, name: str) -> np.ndarray:
-    """A list of JSON integers as an int64 array (``ValueError`` on anything else)."""
-    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) or not INT64[0] <= v <= INT64[1]
-                                           for v in values):
+    """A list of JSON integers as an int64 array (``ValueError`` on anything else, an integer
+    beyond int64 included)."""
+    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
         raise ValueError(f"{name} must be a list of 64-bit integers")
-    return np.asarray(values, np.int64)
+    try:
+        return np.asarray(values, np.int64)
+    except OverflowError:
+        raise ValueError(f"{name} must be a list of 64-bit integers") from None

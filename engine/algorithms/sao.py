@@ -42,7 +42,7 @@ def layer_quotas(memory: int, layers: int, allocation: str, rank_weights: str = 
 
     Error-minimising: ``N_j ∝ sqrt(C_j)``, ``C_j = Σ_{i=j..L} u_i p_ij`` with ``p_ij = 1/i``
     (paper, Appendix); uniform: ``N_j = M / L``.  Rounded by largest remainders; quotas never
-    increase inwards, so a zero quota (``M`` below about ``L``) can only be an inner one.  ``O(L^2)``.
+    increase inwards, so a zero quota (``M`` below about ``L``) can only be an inner one.  ``O(L log L)``.
 
     >>> layer_quotas(1000, 4, "dynamic-errmin")
     [385, 278, 204, 133]
@@ -54,7 +54,7 @@ def layer_quotas(memory: int, layers: int, allocation: str, rank_weights: str = 
     else:
         u = np.ones(layers) if rank_weights == "1" else 1.0 / np.arange(1, layers + 1)
         p = 1.0 / np.arange(1, layers + 1)
-        shares = np.sqrt(np.array([np.sum(u[j:] * p[j:]) for j in range(layers)]))
+        shares = np.sqrt(np.cumsum((u * p)[::-1])[::-1])  # C_j for every j at once: O(L), not O(L^2)
     real = memory * shares / shares.sum()
     quotas = np.floor(real).astype(np.int64)
     order = np.argsort(-(real - np.floor(real)), kind="stable")
@@ -98,10 +98,7 @@ class _Rows:
             raise ValueError(f"records must be lists [seq, id, t, {d} features]")
         if not records:
             return cls.empty(d)
-        head = [r[:3] for r in records]
-        if any(isinstance(v, bool) or not isinstance(v, int) for row in head for v in row):
-            raise ValueError("seq, id and t must be integers")
-        columns = np.asarray(head, np.int64)
+        columns = ints_in([v for r in records for v in r[:3]], "seq, id and t").reshape(-1, 3)
         x = floats_in([v for r in records for v in r[3:]]).reshape(-1, d)
         return cls(columns[:, 0].copy(), columns[:, 1].copy(), columns[:, 2].copy(), x)
 
@@ -303,7 +300,7 @@ class SAO(Algorithm):
         self._counters = dict.fromkeys(COUNTERS, 0)
 
     def _quotas(self) -> list[int]:
-        """Quotas of the layers that exist (planned for at least ``L``); ``O(L^2)`` once per count."""
+        """Quotas of the layers that exist (planned for at least ``L``); ``O(L log L)`` once per count."""
         planned = self.params["layers"] if self._static else max(self.params["layers"], len(self._layers))
         if planned not in self._quota_cache:
             self._quota_cache[planned] = layer_quotas(self._memory, planned, self.params["allocation"],
@@ -667,18 +664,23 @@ class SAO(Algorithm):
         found is above the best place of the next layer; a place contributes its newest ``k``
         objects (it holds at most the query's ``k``: a larger ``k`` sees that many per point).
         ``O(Σ M_j d + k)`` over the layers searched; exact over the buffered objects before the
-        index is created.
+        index is created.  ``weights`` must hold one finite number per feature; weights under
+        which a score it computes overflows (huge weights times huge features) raise
+        ``ValueError``, as the stream's own weights do when a row arrives.
         """
         weights = self.q.with_weights(weights).weights
+        if len(weights) != self._d:
+            raise ValueError(f"weights must hold {self._d} numbers (one per feature), got {len(weights)}")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        k = min(int(k), sys.maxsize)  # nothing holds more; itertools.islice takes no more
         if not self._created:
-            return Answer.ranked(self._buffer.ids, score(self._buffer.x, weights), self._buffer.seq, k)
+            return Answer.ranked(self._buffer.ids, _scores(self._buffer.x, weights), self._buffer.seq, k)
         found_places, found_scores, found_counts = [], [], []
         kth = -math.inf
         count = 0
         for layer in self._layers:
-            scores = score(layer.places.raw, weights)
+            scores = _scores(layer.places.raw, weights)
             if count >= k and kth > scores.max():
                 break
             counts = np.array([len(self._objects[place]) for place in layer.places.ids.tolist()], np.int64)
@@ -692,7 +694,7 @@ class SAO(Algorithm):
                 reached = np.searchsorted(np.cumsum(np.concatenate(found_counts)[order]), k)
                 kth = float(every[order[reached]])
         reserve = self._reserve
-        ids, seq, values = reserve.ids.tolist(), reserve.seq.tolist(), score(reserve.x, weights).tolist()
+        ids, seq, values = reserve.ids.tolist(), reserve.seq.tolist(), _scores(reserve.x, weights).tolist()
         places = np.concatenate(found_places) if found_places else np.empty(0, np.int64)
         scores = np.concatenate(found_scores) if found_scores else np.empty(0)
         taken = 0
@@ -957,6 +959,16 @@ def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first[order], rank[inverse.ravel()]
 
 
+def _scores(x: np.ndarray, weights) -> np.ndarray:
+    """``score(x, weights)``, refusing a score that overflows (``O(m d)``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = score(x, weights)
+    if not np.isfinite(values).all():
+        raise ValueError(f"the score x · w of a held object overflows under weights {list(weights)}; "
+                         "scale the weights down")
+    return values
+
+
 def _frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Shift and positive spread of the affine map into index coordinates: each feature's
     minimum and range over ``points`` (half the range where the range overflows; ``1`` for a
@@ -982,7 +994,10 @@ def _hull_in(data: dict[str, Any], rows: _Places, d: int) -> Hull:
         raise ValueError("a hull needs one offset per normal")
     cells = data["cells"]
     if cells is not None:
-        cells = np.array(cells, np.int64).reshape(len(cells), -1) if cells else np.empty((0, 2), np.int64)
+        if not isinstance(cells, list) or any(not isinstance(cell, list) for cell in cells):
+            raise ValueError("hull cells must be a list of lists of object positions")
+        cells = ints_in([v for cell in cells for v in cell], "hull cells").reshape(len(cells), -1) if cells \
+            else np.empty((0, 2), np.int64)
         if len(cells) and (cells.min() < 0 or cells.max() >= len(rows)):
             raise ValueError("hull cells must name objects of the layer")
     exact = data["exact"]

@@ -11,13 +11,16 @@ Cases (``n`` points in ``d`` dimensions):
   :mod:`engine.kernels.hull` (monotone chain; Quickhull), which answer in microseconds
   where Qhull spends about 90 µs setting up; a set they do not settle goes on as below.
 - Full rank, ``d >= 4`` (or a set the kernels found numerically inconsistent):
-  ``scipy.spatial.ConvexHull`` (Qhull).
+  ``scipy.spatial.ConvexHull`` (Qhull), after the rank test below; on a thin set (smallest
+  singular value below ``THIN`` times the largest) a hull Qhull returns that leaves a point
+  outside (beyond the containment tolerance) counts as a failure.
 - Flat (fewer than ``d + 1`` points, duplicates, collinear or coplanar sets): the hull of the
   points inside their affine span, computed in the span's coordinates, plus two half-spaces per
   direction orthogonal to the span.  A single distinct point is its own hull (the newest copy).
 - Qhull still failing (precision on a nearly flat set): retried with ``qhull_options="QJ"``;
-  if that fails too (or the SVD does not converge, or a coordinate is not finite), every point
-  is a vertex and the containment test says "outside" for every point (``exact = False``).
+  if that fails too (or the SVD does not converge, or a coordinate is not finite, or the
+  points minus their mean overflow), every point is a vertex and the containment test says
+  "outside" for every point (``exact = False``).
 
 Points are expected in a canonical order (the SAO index sorts by ``seq``) so that the same set
 always gives the same hull.
@@ -38,6 +41,10 @@ below the kernels' tolerance (a spread the kernels call flat is flat here too)."
 KERNEL_TOLERANCE = 1e-12
 """The compiled kernels count a point within this distance (times the coordinates' scale) of a
 facet's plane as on it."""
+
+THIN = 1e-6
+"""A full-rank set whose smallest singular value is below this fraction of the largest is thin:
+Qhull's hull of it is checked to contain every point (it is not, cheaply, on well-spread sets)."""
 
 CONTAINMENT_TOLERANCE = 1e-9
 """A point within this distance (times the coordinates' scale) of the hull counts as inside."""
@@ -123,11 +130,9 @@ def convex_hull(points: np.ndarray) -> Hull:
     if d == 1:
         hull = _interval(points[:, 0], scale)
     else:
-        hull = None
-        if n >= d + 1:
-            hull = _compiled(points, scale) if d in (2, 3) else _qhull(points, None, scale)
+        hull = _compiled(points, scale) if n >= d + 1 and d in (2, 3) else None
         if hull is None:
-            hull = _degenerate(points, scale)
+            hull = _degenerate(points, scale, (None, "QJ") if d >= 4 and n >= d + 1 else ("QJ",))
     if hull.exact:
         hull.center = points[hull.vertices].mean(axis=0)
     return hull
@@ -163,20 +168,33 @@ def layer_hull(points: np.ndarray) -> Hull:
     return hull
 
 
-def _degenerate(points: np.ndarray, scale: float) -> Hull:
-    """Flat sets in their affine span; else Qhull with joggling; else every point a vertex."""
+def _degenerate(points: np.ndarray, scale: float, tries: tuple[str | None, ...]) -> Hull:
+    """Flat sets in their affine span; else Qhull with each of the options ``tries`` in turn
+    until one succeeds; else every point a vertex.  The rank test comes before Qhull: on a
+    nearly flat set (a line or plane in 5-D with noise of 1e-13) Qhull can return a hull that
+    leaves points far outside without raising."""
     n, d = points.shape
-    center = points.mean(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        center = points.mean(axis=0)
+        centered = points - center
+    if not np.isfinite(centered).all():
+        return _every_vertex(n, d, scale)  # coordinates near the largest float: the SVD of inf hangs
     try:
-        _, singular, basis = np.linalg.svd(points - center, full_matrices=True)
+        # every direction of the space is needed (the ones across the span), not the n x n left
+        # factor: full_matrices=True costs O(n^2) per call, 2.5 ms at n = 500
+        _, singular, basis = np.linalg.svd(centered, full_matrices=n < d)
     except np.linalg.LinAlgError:
         return _every_vertex(n, d, scale)
     largest = singular[0] if len(singular) else 0.0
     rank = int(np.count_nonzero(singular > max(RANK_TOLERANCE * largest, KERNEL_TOLERANCE * scale)))
     if rank < d:
         return _flat(points, center, basis, rank, scale)
-    hull = _qhull(points, "QJ", scale)
-    return _every_vertex(n, d, scale) if hull is None else hull
+    thin = bool(singular[-1] < THIN * largest)
+    for options in tries:
+        hull = _qhull(points, options, scale, verify=thin)
+        if hull is not None:
+            return hull
+    return _every_vertex(n, d, scale)
 
 
 def _every_vertex(n: int, d: int, scale: float) -> Hull:
@@ -216,16 +234,23 @@ def _compiled(points: np.ndarray, scale: float) -> Hull | None:
     return Hull(np.unique(facets), normals, offsets, facets, True, scale)
 
 
-def _qhull(points: np.ndarray, options: str | None, scale: float) -> Hull | None:
-    """Qhull's hull, or ``None`` where Qhull fails (imported here: ``scipy.spatial`` is slow to import)."""
+def _qhull(points: np.ndarray, options: str | None, scale: float, verify: bool = True) -> Hull | None:
+    """Qhull's hull, or ``None`` where Qhull fails (imported here: ``scipy.spatial`` is slow to import)
+    or, with ``verify``, returns a hull that leaves a point outside (``O(n f d)``)."""
     from scipy.spatial import ConvexHull, QhullError
 
     try:
         hull = ConvexHull(points, qhull_options=options)
     except (QhullError, ValueError):
         return None
-    return Hull(np.sort(hull.vertices).astype(np.int64), hull.equations[:, :-1].copy(),
-                hull.equations[:, -1].copy(), hull.simplices.astype(np.int64), True, scale)
+    result = Hull(np.sort(hull.vertices).astype(np.int64), hull.equations[:, :-1].copy(),
+                  hull.equations[:, -1].copy(), hull.simplices.astype(np.int64), True, scale)
+    if verify:
+        with np.errstate(over="ignore", invalid="ignore"):
+            farthest = (np.einsum("ij,fj->if", points, result.normals) + result.offsets).max()
+        if not farthest <= result.tolerance:
+            return None  # Qhull's merging went wrong on a sliver
+    return result
 
 
 def _flat(points: np.ndarray, center: np.ndarray, basis: np.ndarray, rank: int, scale: float) -> Hull:
