@@ -491,6 +491,24 @@ def test_answer_columns_write_the_lines_json_dumps_writes():
     assert one_by_one == expected
 
 
+def add_remove_events(rng, starts, queries: int, query, events_per_piece=(0, 3), chance: float | None = None) -> dict:
+    """Queries added and removed before pieces: at each piece start (drawn with probability
+    ``chance`` when given), ``rng.integers(*events_per_piece)`` events, each removing a live query
+    (45 %) or adding ``query()``; ``{start: [("add", Query) or ("remove", handle), ...]}``."""
+    alive, next_handle, events = list(range(queries)), queries, {}
+    for lo in starts:
+        if chance is not None and rng.random() >= chance:
+            continue
+        for _ in range(rng.integers(*events_per_piece)):
+            if alive and rng.random() < 0.45:
+                events.setdefault(lo, []).append(("remove", alive.pop(rng.integers(len(alive)))))
+            else:
+                events.setdefault(lo, []).append(("add", query()))
+                alive.append(next_handle)
+                next_handle += 1
+    return events
+
+
 def stress_workload(seed: int):
     """A random workload (up to 15 queries over up to 3 weight vectors: mixed k, windows, slides
     and kinds), an adversarial stream cut in random pieces, queries added and removed between
@@ -511,15 +529,7 @@ def stress_workload(seed: int):
     t = random_times(str(rng.choice(TIMES_ALL)), m, rng)
     cuts = sorted(set(rng.integers(1, m + 1, rng.integers(1, 25)).tolist()) | {m})
     starts = [0] + cuts[:-1]
-    alive, next_handle, events = list(range(len(queries))), len(queries), {}
-    for lo in starts:
-        for _ in range(rng.integers(0, 3)):
-            if alive and rng.random() < 0.45:
-                events.setdefault(lo, []).append(("remove", alive.pop(rng.integers(len(alive)))))
-            else:
-                events.setdefault(lo, []).append(("add", query()))
-                alive.append(next_handle)
-                next_handle += 1
+    events = add_remove_events(rng, starts, len(queries), query)
     snapshot_at = starts[rng.integers(len(starts))] if rng.random() < 0.6 else None
     return queries, (np.arange(m, dtype=np.int64) + 1000, t, x), cuts, events, snapshot_at
 

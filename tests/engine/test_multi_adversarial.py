@@ -16,7 +16,7 @@ import pytest
 import engine
 from engine.jsondata import StateError, pack
 from engine.multi import NAME, SharedTopK, group_key
-from tests.engine.test_multi import run_cli, write_stream
+from tests.engine.test_multi import add_remove_events, run_cli, write_stream
 from tests.streams import COLUMNS, TIMES_ALL, random_column, random_times
 
 Q = engine.Query
@@ -226,16 +226,7 @@ def random_case(seed: int):
         cuts = list(range(1, m + 1))
     else:
         cuts = sorted(set(rng.integers(1, m + 1, rng.integers(1, 30)).tolist()) | {m})
-    alive, next_handle, events = list(range(len(queries))), len(queries), {}
-    for lo in [0] + cuts[:-1]:
-        if rng.random() < 0.3:
-            for _ in range(rng.integers(1, 3)):
-                if alive and rng.random() < 0.45:
-                    events.setdefault(lo, []).append(("remove", alive.pop(rng.integers(len(alive)))))
-                else:
-                    events.setdefault(lo, []).append(("add", query()))
-                    alive.append(next_handle)
-                    next_handle += 1
+    events = add_remove_events(rng, [0] + cuts[:-1], len(queries), query, events_per_piece=(1, 3), chance=0.3)
     return queries, (np.arange(m, dtype=np.int64) + 1000, t, x), cuts, events
 
 
