@@ -57,6 +57,15 @@ def default_name(paths: Sequence[Path], options: dict[str, Any] | None = None) -
     return re.sub(r"[^A-Za-z0-9_-]", "-", stem).lstrip("-_") or "csv"
 
 
+SETTING_FLAGS = {"id_column": "--id-column", "time_column": "--time-column", "features": "--feature-columns",
+                 "t_unit": "--time-unit"}
+"""The command-line flag of each column setting."""
+
+
+def _setting_text(value: Any) -> str:
+    return ",".join(value) if isinstance(value, list) else str(value)
+
+
 def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) -> dict[str, Any]:
     """The column choice: the dataset's when appending (options must agree), else the options."""
     options = options or {}
@@ -72,7 +81,10 @@ def settings(options: dict[str, Any] | None, existing: dict[str, Any] | None) ->
             given["t_unit"] = options["time_unit"]
         differing = [key for key, value in given.items() if existing[key] != value]
         if differing:
-            raise InputError(f"the dataset was ingested with {', '.join(f'{k}={existing[k]}' for k in differing)}")
+            had = ", ".join(f"{key}={_setting_text(existing[key])}" for key in differing)
+            asked = ", ".join(f"{SETTING_FLAGS[key]} {_setting_text(given[key])}" for key in differing)
+            raise InputError(f"the dataset was ingested with {had}, not {asked}: --append keeps the dataset's "
+                             "columns and time unit (leave the flag out, or ingest a new dataset under another --name)")
         return existing
     missing = [flag for flag, key in (("--id-column", "id_column"), ("--time-column", "time_column"),
                                       ("--feature-columns", "features")) if not chosen[key]]

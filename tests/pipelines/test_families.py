@@ -540,3 +540,14 @@ def test_csv_append_of_a_daily_feed_reusing_one_file_name(spark, tmp_path):
     assert json.loads(sources) == [str(monday), str(tuesday)]
     assert json.loads(digests) == [ingest.file_digest(monday), ingest.file_digest(tuesday)]
     assert summary.rows_total == 4
+
+
+def test_csv_append_with_other_columns_names_the_flags_to_leave_out():
+    dataset = {"id_column": "who", "time_column": "when", "features": ["speed", "load"], "t_unit": "ms"}
+    options = {"id_column": "id", "time_column": "when", "feature_columns": "speed", "time_unit": "s"}
+    with pytest.raises(InputError) as refused:
+        csvfile.settings(options, dataset)
+    assert str(refused.value) == ("the dataset was ingested with id_column=who, features=speed,load, t_unit=ms, "
+                                  "not --id-column id, --feature-columns speed, --time-unit s: --append keeps the "
+                                  "dataset's columns and time unit (leave the flag out, or ingest a new dataset under "
+                                  "another --name)")
