@@ -536,7 +536,8 @@ def test_csv_append_of_a_daily_feed_reusing_one_file_name(spark, tmp_path):
     with pytest.raises(InputError, match=f"{copy}: the same content as {tuesday}, given twice"):
         ingest.ingest(spark, "csv", [tuesday, copy], db=db, out=out, name="again", options=options, **quiet)
     with duckdb.connect(str(db)) as con:
-        sources, digests = con.execute("SELECT source_files, source_digests FROM datasets WHERE name = 'feed'").fetchone()
+        sources, digests = con.execute(
+            "SELECT source_files, source_digests FROM datasets WHERE name = 'feed'").fetchone()
     assert json.loads(sources) == [str(monday), str(tuesday)]
     assert json.loads(digests) == [ingest.file_digest(monday), ingest.file_digest(tuesday)]
     assert summary.rows_total == 4
