@@ -1003,6 +1003,7 @@ def _hull_in(data: dict[str, Any], rows: _Places, d: int) -> Hull:
     exact = data["exact"]
     if not isinstance(exact, bool):
         raise ValueError("exact must be true or false")
-    center = rows.x.mean(axis=0) if exact and len(rows) else None
+    with np.errstate(over="ignore"):  # a corrupt state's places may overflow; check() then refuses it
+        center = rows.x.mean(axis=0) if exact and len(rows) else None
     return Hull(np.arange(len(rows), dtype=np.int64), normals, offsets, cells, exact,
                 float(floats_in([data["scale"]])[0]), center)
