@@ -16,7 +16,7 @@ from .stream import Batch
 OBJECT_WORDS = sum(OBJECT_FIELDS.values())
 """Words every retained object costs before its values: id, seq and t (the cost model, ``docs/algorithms/memory.md``)."""
 
-__all__ = ["Algorithm", "OBJECT_WORDS", "WORD", "coerce_param"]
+__all__ = ["Algorithm", "OBJECT_WORDS", "WORD", "coerce_param", "plain_digits"]
 
 
 class Algorithm(abc.ABC):
@@ -167,6 +167,13 @@ class Algorithm(abc.ABC):
         return f"{type(self).__name__}({self.q!r}{params})"
 
 
+def plain_digits(text: str) -> bool:
+    """Whether ``text`` has only ASCII characters and no ``_``: Python's ``int`` and ``float``
+    (and numpy's parsers, which call them) also read ``1_000``, ``١٢`` and ``１２``, which no CSV
+    reader (Spark's cast in ``pipelines.ingest`` among them) takes for numbers."""
+    return text.isascii() and "_" not in text
+
+
 def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
     """Convert ``value`` (possibly a CLI string) to the type of ``default``.
 
@@ -188,8 +195,8 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
             if not isinstance(value, (bool, int)) or value not in (0, 1):
                 raise ValueError
             return bool(value)
-        if isinstance(value, str) and kind in (int, float) and not (value.isascii() and "_" not in value):
-            raise ValueError  # int and float also read 1_000 and non-ASCII digits
+        if isinstance(value, str) and kind in (int, float) and not plain_digits(value):
+            raise ValueError
         if kind is int:
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError

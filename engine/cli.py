@@ -38,7 +38,7 @@ from typing import Iterator, Sequence, TextIO
 import numpy as np
 
 from .attributes import check_weights
-from .base import Algorithm, coerce_param
+from .base import Algorithm, coerce_param, plain_digits
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import Answer, score
@@ -238,13 +238,6 @@ def column_values(column) -> np.ndarray:
 
 # ------------------------------------------------------------------------ converting columns
 
-def _plain_digits(text: str) -> bool:
-    """Whether ``text`` has only ASCII characters and no ``_``: Python's ``int`` and ``float``
-    (and numpy's parsers, which call them) also read ``1_000``, ``١٢`` and ``１２``, which no CSV
-    reader (Spark's cast in ``pipelines.ingest`` among them) takes for numbers."""
-    return text.isascii() and "_" not in text
-
-
 def cut(text: str, limit: int = 80) -> str:
     """``text``, its middle cut out when longer than ``limit`` characters (for messages).
 
@@ -271,7 +264,7 @@ def shown(text: str, limit: int = 40) -> str:
 def _text_problem(text: str, integer: bool) -> str | None:
     """Why ``text`` is not a finite float (or an int64 when ``integer``); ``None`` if it is."""
     try:
-        if not _plain_digits(text):
+        if not plain_digits(text):
             raise ValueError
         number = int(text) if integer else float(text)
     except ValueError:
@@ -287,7 +280,7 @@ def _convert_text(texts: Sequence[str], integer: bool) -> tuple[np.ndarray | Non
     """Parse strings at C speed; on failure scan them one by one for the first bad row."""
     try:
         values = np.array(texts, dtype=np.int64 if integer else np.float64)
-        if not _plain_digits("".join(texts)):
+        if not plain_digits("".join(texts)):
             raise ValueError
     except (ValueError, OverflowError):
         return None, next(row for row, text in enumerate(texts) if _text_problem(text, integer))
@@ -981,7 +974,7 @@ def print_algorithms(out: TextIO) -> None:
 
 def _weights_argument(text: str) -> tuple[float, ...]:
     try:
-        if not _plain_digits(text):
+        if not plain_digits(text):
             raise ValueError
         return tuple(float(part) for part in text.split(","))
     except ValueError:
@@ -999,7 +992,7 @@ def whole_number(text: str) -> int:
     """An argparse type: an integer written in ASCII digits (``int`` alone also reads ``1_000``
     and ``١٢``, which the input files may not hold)."""
     try:
-        if not _plain_digits(text):
+        if not plain_digits(text):
             raise ValueError
         return int(text)
     except ValueError:
