@@ -16,7 +16,7 @@ from .stream import Batch
 OBJECT_WORDS = sum(OBJECT_FIELDS.values())
 """Words every retained object costs before its values: id, seq and t (the cost model, ``docs/algorithms/memory.md``)."""
 
-__all__ = ["Algorithm", "OBJECT_WORDS", "WORD", "coerce_param", "plain_digits"]
+__all__ = ["Algorithm", "OBJECT_WORDS", "WORD", "check_answer_size", "coerce_param", "plain_digits"]
 
 
 class Algorithm(abc.ABC):
@@ -165,6 +165,18 @@ class Algorithm(abc.ABC):
     def __repr__(self) -> str:
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())
         return f"{type(self).__name__}({self.q!r}{params})"
+
+
+def check_answer_size(k: Any) -> None:
+    """Refuse the ``k`` of an ad-hoc ``query(weights, k)`` unless it is an integer >= 1 (``O(1)``).
+
+    >>> check_answer_size(2.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must be an integer >= 1, got 2.5
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
 
 
 def plain_digits(text: str) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import Algorithm
+from ..base import Algorithm, check_answer_size
 from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, owned_bytes
 from ..ranking import Answer, score, top_indices
 from ..registry import register
@@ -67,8 +67,7 @@ class Oracle(Algorithm):
         weights = self.q.with_weights(weights).weights
         if len(weights) != self.q.dimensions:
             raise ValueError(f"weights must hold one weight per feature ({self.q.dimensions}), got {len(weights)}")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        check_answer_size(k)
         return self._ranked(score(self._window.view("x"), weights), k)
 
     def _ranked(self, scores: np.ndarray, k: int) -> Answer:

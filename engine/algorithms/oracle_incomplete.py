@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..attributes import AttributeAlgorithm, aggregate, check_weights
+from ..base import check_answer_size
 from ..jsondata import floats_in, ints_in
 from ..memory import WORD, Footprint, Layout, deep_size
 from ..ranking import Answer, score, top_indices
@@ -95,8 +96,7 @@ class OracleIncomplete(AttributeAlgorithm):
             raise ValueError(f"weights must hold one weight per stream ({self.q.dimensions}), "
                              f"got {query.dimensions}")
         check_weights(query, self.name)
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        check_answer_size(k)
         w = self._window
         objects, attributes, newest = aggregate(w.view("ids"), w.view("stream"), w.view("value"),
                                                 w.view("seq"), self.q.dimensions)

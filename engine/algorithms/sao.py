@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import OBJECT_WORDS, WORD, Algorithm
+from ..base import OBJECT_WORDS, WORD, Algorithm, check_answer_size
 from ..memory import PY_INT, array_bytes, deep_size, python_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 from ..ranking import Answer, score
@@ -671,8 +671,7 @@ class SAO(Algorithm):
         weights = self.q.with_weights(weights).weights
         if len(weights) != self._d:
             raise ValueError(f"weights must hold {self._d} numbers (one per feature), got {len(weights)}")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        check_answer_size(k)
         k = min(int(k), sys.maxsize)  # nothing holds more; itertools.islice takes no more
         if not self._created:
             return Answer.ranked(self._buffer.ids, _scores(self._buffer.x, weights), self._buffer.seq, k)
