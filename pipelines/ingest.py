@@ -464,16 +464,19 @@ def _new_contents(name: str, inputs: Sequence[Path], existing: dict[str, Any] | 
     already in the dataset appended to, whatever its name: a daily feed may reuse one file name.
     A file ingested before digests were kept (``None``) is recognised by its name, as it was then."""
     digests = [file_digest(path) for path in inputs]
-    ingested = {}
-    if existing:
-        for source, digest in zip(existing["source_files"], existing["source_digests"]):
-            ingested[digest or Path(source).name] = source
+    sources = zip(existing["source_files"], existing["source_digests"]) if existing else ()
+    ingested, undigested = {}, set()
+    for source, digest in sources:
+        if digest is None:
+            undigested.add(Path(source).name)
+        else:
+            ingested[digest] = source
     given: dict[str, Path] = {}
     for path, digest in zip(inputs, digests):
         if digest in ingested:
             raise InputError(f"already in dataset {name!r}: {path} (its content is {ingested[digest]}'s, "
                              "ingested before)")
-        if path.name in ingested:
+        if path.name in undigested:
             raise InputError(f"already in dataset {name!r}: {path}")
         if digest in given:
             raise InputError(f"{path}: the same content as {given[digest]}, given twice")

@@ -552,3 +552,17 @@ def test_csv_append_with_other_columns_names_the_flags_to_leave_out():
                                   "not --id-column id, --feature-columns speed, --time-unit s: --append keeps the "
                                   "dataset's columns and time unit (leave the flag out, or ingest a new dataset under "
                                   "another --name)")
+
+
+def test_csv_append_to_a_dataset_recorded_before_digests_recognises_its_files_by_name(spark, tmp_path):
+    monday, tuesday = tmp_path / "mon" / "latest.csv", tmp_path / "tue" / "latest.csv"
+    for path, first in ((monday, 1), (tuesday, 3)):
+        path.parent.mkdir()
+        path.write_text(f"id,t,x\n{first},{10 * first},0.5\n{first + 1},{10 * first + 5},0.25\n")
+    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
+    options = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
+    ingest.ingest(spark, "csv", [monday], db=db, out=out, name="feed", options=options, **quiet)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE datasets SET source_digests = NULL WHERE name = 'feed'")
+    with pytest.raises(InputError, match=f"^already in dataset 'feed': {tuesday}$"):
+        ingest.ingest(spark, "csv", [tuesday], db=db, out=out, name="feed", append=True, options=options, **quiet)
