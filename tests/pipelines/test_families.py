@@ -515,16 +515,25 @@ def test_a_csv_file_name_becomes_a_safe_dataset_name():
     assert csvfile.default_name([Path("/data/.csv")]) == "csv"
 
 
-def test_csv_append_of_a_daily_feed_reusing_one_file_name(spark, tmp_path):
-    """An append is refused for a file whose content is already in the dataset, whatever its name,
-    and taken for a new file of a name already ingested (a feed writing ``latest.csv`` every day)."""
+DAILY_FEED = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
+
+
+def daily_feed_after_monday(spark, tmp_path: Path):
+    """Two days of a feed writing ``latest.csv`` (in ``mon/`` and ``tue/``), and the dataset
+    ``feed`` ingested from Monday's: ``(monday, tuesday, db, out, options)``."""
     monday, tuesday = tmp_path / "mon" / "latest.csv", tmp_path / "tue" / "latest.csv"
     for path, first in ((monday, 1), (tuesday, 3)):
         path.parent.mkdir()
         path.write_text(f"id,t,x\n{first},{10 * first},0.5\n{first + 1},{10 * first + 5},0.25\n")
     db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
-    options = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
-    ingest.ingest(spark, "csv", [monday], db=db, out=out, name="feed", options=options, **quiet)
+    ingest.ingest(spark, "csv", [monday], db=db, out=out, name="feed", options=DAILY_FEED, **quiet)
+    return monday, tuesday, db, out, DAILY_FEED
+
+
+def test_csv_append_of_a_daily_feed_reusing_one_file_name(spark, tmp_path):
+    """An append is refused for a file whose content is already in the dataset, whatever its name,
+    and taken for a new file of a name already ingested (a feed writing ``latest.csv`` every day)."""
+    monday, tuesday, db, out, options = daily_feed_after_monday(spark, tmp_path)
     summary = ingest.ingest(spark, "csv", [tuesday], db=db, out=out, name="feed", append=True, options=options,
                             **quiet)
     assert [row["id"] for row in ingest.read_dataset(summary.parquet).to_pylist()] == [1, 2, 3, 4]
@@ -555,13 +564,7 @@ def test_csv_append_with_other_columns_names_the_flags_to_leave_out():
 
 
 def test_csv_append_to_a_dataset_recorded_before_digests_recognises_its_files_by_name(spark, tmp_path):
-    monday, tuesday = tmp_path / "mon" / "latest.csv", tmp_path / "tue" / "latest.csv"
-    for path, first in ((monday, 1), (tuesday, 3)):
-        path.parent.mkdir()
-        path.write_text(f"id,t,x\n{first},{10 * first},0.5\n{first + 1},{10 * first + 5},0.25\n")
-    db, out = tmp_path / "topk.duckdb", tmp_path / "datasets"
-    options = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
-    ingest.ingest(spark, "csv", [monday], db=db, out=out, name="feed", options=options, **quiet)
+    monday, tuesday, db, out, options = daily_feed_after_monday(spark, tmp_path)
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE datasets SET source_digests = NULL WHERE name = 'feed'")
     with pytest.raises(InputError, match=f"^already in dataset 'feed': {tuesday}$"):
