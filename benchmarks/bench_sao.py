@@ -33,21 +33,13 @@ import numpy as np
 import pandas as pd
 
 import engine
-from benchmarks.common import DATA_ENV, data_dir, table
+from benchmarks.common import DATA_ENV, table
+from benchmarks.workloads import trade_files
 from engine.generators import drifting_gaussian, skewed_uniform
 from engine.metrics import relative_error, weighted_range_error
 
 SLIDE = 1000
 QUERIES = 100
-SAMPLE_DATA = pathlib.Path(__file__).resolve().parent.parent / "sample_data"
-
-
-def stock_dir() -> pathlib.Path:
-    """Where the trade files are: ``stock/`` of the data directory when it holds them, else ``sample_data/``."""
-    folder = pathlib.Path(data_dir()) / "stock"
-    return folder if any(folder.glob("*_trade.zip")) else SAMPLE_DATA
-
-
 def trades(paths: list[pathlib.Path]):
     """Trades of the given files in time order (then file, then line), as the stock ingest derives
     them: ``notional`` (dollars), ``price`` (dollars), ``size`` (shares); suspicious, non-positive
@@ -70,8 +62,8 @@ def trades(paths: list[pathlib.Path]):
 
 
 def market_files(symbols: tuple[str, ...], days: int) -> list[pathlib.Path]:
-    """The first ``days`` trading days of ``symbols`` found in :func:`stock_dir`."""
-    paths = sorted(stock_dir().glob("*_trade.zip"))
+    """The first ``days`` trading days of ``symbols`` among :func:`benchmarks.workloads.trade_files`."""
+    paths = trade_files()
     dates = sorted({p.name.split("_")[1] for p in paths})[:days]
     return [p for p in paths if p.name.split("_")[0] in symbols and p.name.split("_")[1] in dates]
 

@@ -38,12 +38,20 @@ def trace_files(pattern: str) -> list[pathlib.Path]:
     return sorted(pathlib.Path(data_dir()).glob(pattern)) or sorted((ROOT / "sample_data").glob(pattern))
 
 
+def trade_files() -> list[pathlib.Path]:
+    """The trade files (``*_trade.zip``) in ``stock/`` of the data directory, else those shipped
+    in ``sample_data/`` (which keeps them at its top level)."""
+    return (sorted(pathlib.Path(data_dir()).glob("stock/*_trade.zip"))
+            or sorted((ROOT / "sample_data").glob("*_trade.zip")))
+
+
 def stock_files(quick: bool) -> list[pathlib.Path]:
-    """The sample SPY day (quick) or every SPY and BAC day of the data directory (full)."""
-    shared = sorted(pathlib.Path(data_dir()).glob("stock/*_trade.zip"))
-    if quick or not shared:
+    """The sample SPY day (quick, or when the data directory holds no trades) or every trade file
+    of the data directory (full)."""
+    files = trade_files()
+    if quick or files[0].parent == ROOT / "sample_data":
         return sorted((ROOT / "sample_data").glob("spy_*_trade.zip"))[:1]
-    return shared
+    return files
 
 
 REGULAR_HOURS_MS = (9 * 3_600_000 + 30 * 60_000, 16 * 3_600_000)
