@@ -7,10 +7,12 @@ Two sections (column ``section``), one process and the same batches for every al
   stays flat too, so only a growing ``C_nw`` separates the algorithms), on uniformly random
   scores and on a decreasing trend (a little noise, ``benchmarks.common.decreasing_stream``)
   where every slide expires the best objects: TMA and SMA rescan at every slide, the one-pass
-  algorithms keep the window, MinTopK reaches its ``C_nw * k`` worst case.  Each run
-  processes one window as warm-up, then times ``process`` + ``topk`` per slide (CPU time) over
-  one full window turnover or 200 slides, whichever is more (``common.required_slides``), and
-  further while ``BUDGET`` seconds last.  Reported: objects/s, the average
+  algorithms keep the window, MinTopK reaches its ``C_nw * k`` worst case.  Each run loads
+  the algorithm's compiled kernels (``common.warm_up``), processes one window untimed, then
+  times ``process`` + ``topk`` per slide (CPU time) over every later slide of the stream: one
+  full window turnover or 200 slides, whichever is more (``common.required_slides``), four
+  windows at ``C_nw`` below 1,000; the same slides for every algorithm, every answer checked
+  against the oracle's (``agrees_with_oracle``; a row that disagrees is an error, not a figure).  Reported: objects/s, the average
   candidates after each timed slide, rescans per timed slide, and both memory figures at the
   end, in bytes: ``bytes`` (the cost model, from each structure's declared layout) and
   ``measured_bytes`` (the real size of the structures).
@@ -31,15 +33,13 @@ import tracemalloc
 import numpy as np
 
 import engine
-from benchmarks.common import decreasing_stream, required_slides, table, uniform_stream
+from benchmarks.common import agreement, decreasing_stream, required_slides, table, uniform_stream, warm_up
 
 ALGORITHMS = ["mintopk", "pretopk", "kskyband", "tma", "sma", "oracle"]
 DISTRIBUTIONS = {"uniform": uniform_stream, "decreasing": decreasing_stream}
 SLIDE = 100
 WINDOWS = (10, 100, 1000)
 K = 10
-BUDGET = 1.0
-QUICK_BUDGET = 0.2
 KSKYBAND_TARGET = 1_000_000
 """objects/s the k-skyband must reach on the issue-12 workload."""
 
@@ -47,36 +47,38 @@ COLUMNS = ["section", "case", "algorithm", "c_nw", "objects_per_s", "target", "v
            "rescans_per_slide", "bytes", "measured_bytes", "traced_bytes", "model_vs_measured", "measured_vs_traced"]
 
 
-def measure(name: str, query: engine.Query, batches: list, warmup: int, budget: float) -> dict:
-    """Warm up over ``warmup`` slides, then time the query's minimum of slides (and more while the
-    budget lasts)."""
-    minimum = required_slides(query.window, query.slide)
+def measure(name: str, query: engine.Query, batches: list, warmup: int) -> dict:
+    """Load ``name``'s kernels (:func:`~benchmarks.common.warm_up`), fill ``warmup`` slides untimed,
+    then time every later slide of ``batches``: every algorithm of a case over the same slides."""
+    warm_up(name)
     alg = engine.create(name, query)
     for batch in batches[:warmup]:
         alg.process(batch)
         alg.topk()
     before = alg.stats().get("rescans", 0)
-    elapsed, objects, slides, candidates = 0.0, 0, 0, []
+    elapsed, objects, slides, candidates, answers = 0.0, 0, 0, [], []
     for batch in batches[warmup:]:
         start = time.process_time()
         alg.process(batch)
-        alg.topk()
+        answer = alg.topk()
         elapsed += time.process_time() - start
         objects += len(batch)
         slides += 1
         candidates.append(alg.stats()["candidates"])
-        if elapsed >= budget and slides >= minimum:
-            break
+        answers.append(answer)
     stats = alg.stats()
     rescans = stats.get("rescans", 0) - before
     return {"objects_per_s": objects / elapsed if elapsed > 0 else float("inf"),
             "avg_candidates": float(np.mean(candidates)), "rescans": int(rescans), "timed_slides": slides,
             "rescans_per_slide": rescans / slides, "bytes": stats["bytes"], "measured_bytes": stats["measured_bytes"],
-            "model_vs_measured": stats["bytes"] / stats["measured_bytes"]}
+            "model_vs_measured": stats["bytes"] / stats["measured_bytes"], "answers": answers}
+
+
+def without_answers(found: dict) -> dict:
+    return {key: value for key, value in found.items() if key != "answers"}
 
 
 def windows_sweep(quick: bool) -> list[dict]:
-    budget = QUICK_BUDGET if quick else BUDGET
     rows = []
     for distribution, generate in DISTRIBUTIONS.items():
         for c_nw in WINDOWS[:2] if quick else WINDOWS:
@@ -84,11 +86,13 @@ def windows_sweep(quick: bool) -> list[dict]:
             longest = max(required_slides(n, SLIDE) * SLIDE, 4 * n if c_nw < 1000 else 0)
             q = engine.Query(weights=[1.0], k=K, window=n, slide=SLIDE)
             batches = list(engine.slides(generate(n + longest), q))
-            found = {name: measure(name, q, batches, c_nw, budget) for name in ALGORITHMS}
+            found = {name: measure(name, q, batches, c_nw) for name in ALGORITHMS}
+            truth = found["oracle"]["answers"]
             for name, r in found.items():
                 rows.append({"bench": "competitors", "section": "c_nw", "algorithm": name,
                              "case": f"{distribution} n={n} s={SLIDE} k={K}", "n": n, "s": SLIDE, "k": K,
-                             "c_nw": c_nw, "distribution": distribution, **r,
+                             "c_nw": c_nw, "distribution": distribution, **without_answers(r),
+                             **agreement(truth, r["answers"]),
                              "vs_mintopk": r["objects_per_s"] / found["mintopk"]["objects_per_s"]})
             print(f"  {distribution} C_nw={c_nw} done", flush=True)
     return rows
@@ -99,11 +103,11 @@ def memory_table(quick: bool) -> list[dict]:
     slides = n // s + required_slides(n, s)
     q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
     batches = list(engine.slides(uniform_stream(n + s * (slides - n // s), seed=12), q))
-    rows = []
+    rows, truth = [], measure("oracle", q, batches, n // s)["answers"]
     for info in engine.available():
         if info.stream != "single":
             continue
-        speed = measure(info.name, q, batches, n // s, QUICK_BUDGET if quick else BUDGET)
+        speed = measure(info.name, q, batches, n // s)
         gc.collect()
         tracemalloc.start()
         alg = engine.create(info.name, q)
@@ -125,7 +129,8 @@ def memory_table(quick: bool) -> list[dict]:
                      "bytes": stats["bytes"],
                      "measured_bytes": stats["measured_bytes"], "traced_bytes": traced,
                      "model_vs_measured": stats["bytes"] / stats["measured_bytes"],
-                     "measured_vs_traced": stats["measured_bytes"] / traced})
+                     "measured_vs_traced": stats["measured_bytes"] / traced,
+                     **agreement(truth, speed["answers"])})
     return rows
 
 

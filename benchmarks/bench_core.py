@@ -16,7 +16,8 @@ Columns: ``objects_per_s`` (objects of the whole run over its CPU seconds), ``vs
 ``stats()`` included), ``us_per_slide`` (``process`` + ``topk``, CPU µs per slide, from a
 second run of the same slides with the CPU clock read around the calls and the clock's own
 cost, calibrated, subtracted), ``stats_us_per_slide`` (``stats()``, likewise), ``stats_share``
-(``stats()`` over ``process`` + ``topk``).  CPU time, not wall time: on a shared machine the
+(``stats()`` over ``process`` + ``topk``), ``agrees_with_oracle`` (every answer of the second
+run against the oracle's, untimed; a row that disagrees is an error, never a figure).  CPU time, not wall time: on a shared machine the
 wall clock also counts the time the process waited.
 
 Targets (issue 17): at (a) MinTopK >= 10x the oracle, SAP >= 3x MinTopK, k-skyband, SMA and
@@ -31,7 +32,7 @@ import time
 import numpy as np
 
 import engine
-from benchmarks.common import table, uniform_stream
+from benchmarks.common import agreement, table, uniform_stream, warm_up
 
 CASES = {"a": (100_000, 10, 100), "b": (100_000, 1_000, 10)}
 QUICK_CASES = {"a": (10_000, 10, 100), "b": (100_000, 1_000, 10)}
@@ -67,22 +68,6 @@ def clock_cost() -> float:
     return best
 
 
-def warm_up(name: str) -> None:
-    """Compile (or load from numba's cache) every kernel ``name`` can call, before any timing:
-    three window turnovers of small count windows with uniform and monotone scores reach every
-    step (partition and unit ends, S-AVL builds, rescans, the dynamic partitions' test with
-    ``k > 10``), whatever the timed case's sizes."""
-    for window, slide, k in ((200, 10, 5), (2_000, 100, 10), (300, 1, 3), (600, 20, 20)):
-        q = engine.Query(weights=[1.0], k=k, window=window, slide=slide)
-        m = 3 * window
-        for x in (uniform_stream(m, seed=3)[2], -np.arange(m, dtype=np.float64)[:, None]):
-            alg = engine.create(name, q)
-            for batch in engine.slides((np.arange(m), np.arange(m), x), q):
-                alg.process(batch)
-                alg.topk()
-                alg.stats()
-
-
 def whole_run(name: str, query: engine.Query, batches: list, budget: float) -> dict:
     """CPU seconds of the whole run; then, in a second run, the CPU time of process + topk and of
     stats() at every slide, each read around its calls, the clock's own cost subtracted."""
@@ -95,23 +80,25 @@ def whole_run(name: str, query: engine.Query, batches: list, budget: float) -> d
         if number % 256 == 255 and time.process_time() - started > budget:
             raise TooSlow(f"over {budget:.0f} s of CPU after {number + 1} of {len(batches)} slides")
     cpu = time.process_time() - started
-    alg, clock, work, monitor = engine.create(name, query), time.process_time_ns, 0, 0
+    alg, clock, work, monitor, answers = engine.create(name, query), time.process_time_ns, 0, 0, []
     for batch in batches:
         t0 = clock()
         alg.process(batch)
-        alg.topk()
+        answer = alg.topk()
         t1 = clock()
         alg.stats()
         t2 = clock()
         work += t1 - t0
         monitor += t2 - t1
+        answers.append(answer)
     slides = len(batches)
     overhead = clock_cost() * slides
     work, monitor = max(work - overhead, 0.0) / 1e3, max(monitor - overhead, 0.0) / 1e3
     objects = sum(len(batch) for batch in batches)
     return {"objects_per_s": objects / cpu, "cpu_us_per_slide": 1e6 * cpu / slides,
             "us_per_slide": work / slides, "stats_us_per_slide": monitor / slides,
-            "stats_share": monitor / work if work else float("nan"), "seconds": cpu, "slides": slides}
+            "stats_share": monitor / work if work else float("nan"), "seconds": cpu, "slides": slides,
+            "answers": answers}
 
 
 def run(quick: bool = False, only: list[str] | None = None) -> list[dict]:
@@ -122,20 +109,24 @@ def run(quick: bool = False, only: list[str] | None = None) -> list[dict]:
         q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
         rows_after_fill = max(n, MIN_SLIDES_AFTER_FILL[quick] * s)          # at least one turnover
         batches = list(engine.slides(uniform_stream(n + rows_after_fill, seed=17), q))
-        found, case_rows = {}, []
+        found, case_rows, truth = {}, [], None
         for name in names:
             row = {"bench": "core", "case": f"({label}) uniform n={n} s={s} k={k}", "algorithm": name,
                    "n": n, "s": s, "k": k, "c_nw": n // s, "distribution": "uniform", "quick": quick}
             try:
                 warm_up(name)
                 row.update(whole_run(name, q, batches, BUDGET[quick]), status="ok")
-                found[name] = row
+                answers = row.pop("answers")
+                truth = truth if name != "oracle" else answers
+                row.update(agreement(truth, answers))
+                if row["status"] == "ok":
+                    found[name] = row
             except TooSlow as slow:
                 row["status"] = f"skipped: {slow}"
             case_rows.append(row)
         for row in case_rows:
             for base, key in (("oracle", "vs_oracle"), ("mintopk", "vs_mintopk")):
-                if "objects_per_s" in row and base in found:
+                if row.get("status") == "ok" and base in found:
                     row[key] = row["objects_per_s"] / found[base]["objects_per_s"]
         rows += case_rows
     return rows

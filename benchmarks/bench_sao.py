@@ -33,8 +33,7 @@ import numpy as np
 import pandas as pd
 
 import engine
-from benchmarks.bench_core import warm_up
-from benchmarks.common import DATA_ENV, table
+from benchmarks.common import DATA_ENV, table, warm_up
 from benchmarks.workloads import trade_files
 from engine.generators import drifting_gaussian, skewed_uniform
 from engine.metrics import relative_error, weighted_range_error

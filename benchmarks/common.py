@@ -55,6 +55,7 @@ class Measurement:
     max_candidates: int
     model_bytes: int
     stats: dict
+    answers: list                         # the answer after every timed slide
 
 
 def uniform_stream(m: int, d: int = 1, seed: int = 1):
@@ -68,9 +69,9 @@ def decreasing_stream(m: int, d: int = 1, seed: int = 1):
     return np.arange(m), np.arange(m), (trend[:, None] + 1e-3 * rng.random((m, d)))
 
 
-def timed_pass(alg, filling: list, timed: list, after_slide: Callable[[object], None] | None = None) -> float:
+def timed_pass(alg, filling: list, timed: list, after_slide: Callable[[object, object], None] | None = None) -> float:
     """Answer every slide of ``filling`` untimed, then of ``timed``: the CPU seconds of ``process`` +
-    ``topk`` over ``timed``; ``after_slide(alg)`` runs untimed after each timed slide."""
+    ``topk`` over ``timed``; ``after_slide(alg, answer)`` runs untimed after each timed slide."""
     for batch in filling:
         alg.process(batch)
         alg.topk()
@@ -78,23 +79,83 @@ def timed_pass(alg, filling: list, timed: list, after_slide: Callable[[object], 
     for batch in timed:
         start = time.process_time()
         alg.process(batch)
-        alg.topk()
+        answer = alg.topk()
         elapsed += time.process_time() - start
         if after_slide is not None:
-            after_slide(alg)
+            after_slide(alg, answer)
     return elapsed
 
 
+def first_disagreement(expected: list, got: list) -> int | None:
+    """The first slide where ``got``'s answer is not ``expected``'s (scores rank by rank, equal
+    scores may swap ids; a different length disagrees), ``None`` when every slide agrees.  A
+    timed algorithm's answers are checked against the oracle's, so that a faster algorithm
+    answering wrongly is reported, not ranked.
+
+    >>> a = engine.Answer(np.array([1, 2]), np.array([3.0, 2.0]), np.array([1, 2]))
+    >>> b = engine.Answer(np.array([1, 5]), np.array([3.0, 1.0]), np.array([1, 5]))
+    >>> first_disagreement([a, a], [a, a]), first_disagreement([a, a], [a, b]), first_disagreement([a], [a, a])
+    (None, 1, 1)
+    """
+    for slide, (want, answer) in enumerate(zip(expected, got)):
+        if len(want) != len(answer) or engine.metrics.disagreements(want, answer).any():
+            return slide
+    return None if len(expected) == len(got) else min(len(expected), len(got))
+
+
+def agreement(expected: list | None, got: list) -> dict:
+    """Row fields for :func:`first_disagreement`: ``agrees_with_oracle`` and, when it does not,
+    a ``status`` that keeps the row out of every comparison (``expected`` ``None``: not checked)."""
+    if expected is None:
+        return {}
+    slide = first_disagreement(expected, got)
+    if slide is None:
+        return {"agrees_with_oracle": True}
+    return {"agrees_with_oracle": False, "status": f"error: answer differs from the oracle's at timed slide {slide}"}
+
+
+_WARMED: set = set()
+
+
+def warm_up(name: str, **params) -> None:
+    """Compile (or load from numba's cache) every kernel ``name`` (with ``params``) can call,
+    before any timing: three window turnovers of small count windows with uniform and monotone
+    scores reach every step (partition and unit ends, S-AVL builds, rescans, the dynamic
+    partitions' test with ``k > 10``, ``k = 1``), whatever the timed case's sizes.  Once per
+    process and (algorithm, params): every module that times an algorithm calls it first, so
+    that a module run alone (``benchmarks.run --only``) charges no competitor numba's load."""
+    key = (name, tuple(sorted(params.items())))
+    if key in _WARMED:
+        return
+    for window, slide, k in ((200, 10, 5), (2_000, 100, 10), (300, 1, 3), (600, 20, 20), (500, 10, 1)):
+        q = engine.Query(weights=[1.0], k=k, window=window, slide=slide)
+        m = 3 * window
+        for x in (uniform_stream(m, seed=3)[2], -np.arange(m, dtype=np.float64)[:, None]):
+            alg = engine.create(name, q, **params)
+            for batch in engine.slides((np.arange(m), np.arange(m), x), q):
+                alg.process(batch)
+                alg.topk()
+                alg.stats()
+    _WARMED.add(key)
+
+
 def measure(name: str, query: engine.Query, batches: list, warmup: int, params=None) -> Measurement:
-    """Process ``batches``, answering every slide; time (CPU) only the slides after ``warmup``."""
+    """Process ``batches``, answering every slide; time (CPU) only the slides after ``warmup``
+    (``name``'s kernels loaded first: :func:`warm_up`)."""
+    warm_up(name, **(params or {}))
     alg = engine.create(name, query, **(params or {}))
     timed = batches[warmup:]
-    sizes = []
-    elapsed = timed_pass(alg, batches[:warmup], timed, lambda alg: sizes.append(alg.stats()["candidates"]))
+    sizes, answers = [], []
+
+    def after_slide(alg, answer):
+        sizes.append(alg.stats()["candidates"])
+        answers.append(answer)
+
+    elapsed = timed_pass(alg, batches[:warmup], timed, after_slide)
     objects = sum(len(b) for b in timed)
     stats = alg.stats()
     return Measurement(objects / elapsed, len(timed) / elapsed, float(np.mean(sizes)), int(max(sizes)),
-                       stats["bytes"], stats)
+                       stats["bytes"], stats, answers)
 
 
 def peak_memory(name: str, query: engine.Query, batches: list, params=None) -> int:

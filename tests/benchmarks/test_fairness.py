@@ -1,0 +1,193 @@
+"""Fairness of the benchmark modules: every competitor timed over the same work, none charged
+numba's kernel load, none ranked on wrong answers.  Untimed: these tests check what is timed and
+compared, never how fast.
+
+* :func:`benchmarks.common.warm_up` must load every kernel a timed case can reach (checked in a
+  fresh interpreter per algorithm: kernels loaded earlier in this process would hide a gap);
+* each module calls it for every algorithm it times, before timing (a module run alone,
+  ``benchmarks.run --only``, must not charge one competitor the cache load: a slide's
+  process + topk is tens of microseconds, loading one kernel milliseconds);
+* every algorithm of a ``bench_competitors`` case is timed over the same slides;
+* an algorithm whose answers differ from the oracle's gets an error row, never a figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import engine
+from benchmarks import bench_competitors, bench_core, bench_mintopk, bench_multi, bench_sap, common
+from benchmarks.common import ROOT, agreement, first_disagreement, uniform_stream
+
+EXACT_SINGLE = [info.name for info in engine.available() if info.exact and info.stream == "single"]
+
+REACH = """
+import json, sys
+import numpy as np
+from numba.core.registry import CPUDispatcher
+import engine
+from benchmarks import workloads
+from benchmarks.common import decreasing_stream, uniform_stream, warm_up
+
+def signatures():
+    return {(module, name, str(sig)) for module, space in list(sys.modules.items())
+            if module.startswith("engine.kernels.") for name, value in vars(space).items()
+            if isinstance(value, CPUDispatcher) for sig in value.overloads}
+
+name = sys.argv[1]
+warm_up(name)
+before = signatures()
+
+def run(query, data):
+    alg = engine.create(name, query)
+    for batch in engine.slides(data, query):
+        alg.process(batch)
+        alg.topk()
+        alg.stats()
+
+# the modules' shapes, small: k = 1 .. 100, C_nw = 10 .. 100, uniform and decreasing scores
+for n, s, k in ((1_000, 10, 10), (10_000, 100, 100), (1_000, 100, 10), (5_000, 50, 1)):
+    query = engine.Query(weights=[1.0], k=k, window=n, slide=s)
+    run(query, uniform_stream(3 * n))
+    run(query, decreasing_stream(3 * n))
+ids, t, x = workloads.stock(True, regular_hours=True)          # time windows (bench_mintopk arrival)
+run(engine.Query(weights=[1.0], k=100, window=100_000, slide=10_000, kind="time"), (ids[:20_000], t[:20_000], x[:20_000]))
+print(json.dumps(sorted(f"{module}.{kernel}" for module, kernel, _ in signatures() - before)))
+"""
+
+
+@pytest.mark.parametrize("name", EXACT_SINGLE)
+def test_warm_up_loads_every_kernel_a_timed_case_reaches(name):
+    """In a fresh interpreter, after ``warm_up(name)`` no timed shape loads another kernel
+    signature (before ``k = 1`` joined the warm-up, SAP's ``offer_slides`` for ``k = 1`` did)."""
+    done = subprocess.run([sys.executable, "-c", REACH, name], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.fixture
+def warmed(monkeypatch):
+    """Record every ``warm_up`` call of the benchmark modules (the real one still runs)."""
+    calls = []
+    real = common.warm_up
+
+    def record(name, **params):
+        calls.append((name, params))
+        real(name, **params)
+
+    for module in (common, bench_competitors, bench_core, bench_mintopk, bench_multi, bench_sap):
+        if hasattr(module, "warm_up"):
+            monkeypatch.setattr(module, "warm_up", record)
+    return calls
+
+
+def small_case(n=1_000, s=100, k=5, slides=12):
+    q = engine.Query(weights=[1.0], k=k, window=n, slide=s)
+    return q, list(engine.slides(uniform_stream(n + slides * s, seed=4), q)), n // s
+
+
+def test_competitors_load_kernels_and_time_the_same_slides(warmed):
+    q, batches, warmup = small_case()
+    found = {name: bench_competitors.measure(name, q, batches, warmup) for name in ("oracle", "mintopk", "sma")}
+    assert [name for name, _ in warmed] == ["oracle", "mintopk", "sma"]
+    # every algorithm over every slide after the fill: no per-algorithm budget cuts one short
+    assert {r["timed_slides"] for r in found.values()} == {len(batches) - warmup}
+    assert all(first_disagreement(found["oracle"]["answers"], r["answers"]) is None for r in found.values())
+
+
+def test_common_measure_loads_kernels_and_keeps_the_answers(warmed):
+    q, batches, warmup = small_case()
+    got = common.measure("pretopk", q, batches, warmup, {"prefilter": False})
+    assert warmed == [("pretopk", {"prefilter": False})]
+    assert len(got.answers) == len(batches) - warmup
+
+
+def test_sap_module_loads_kernels_of_each_variant(warmed):
+    q, batches, warmup = small_case()
+    bench_sap.measure(bench_sap.with_partitions(5), q, batches, warmup, delay=False, savl=False)
+    assert warmed == [("sap-equal", {"delay": False, "savl": False})]
+
+
+def test_mintopk_module_loads_kernels_before_each_section(warmed, monkeypatch):
+    monkeypatch.setattr(bench_mintopk, "PRETOPK_KS", (1,))
+    rows = bench_mintopk.pretopk_against_k(quick=True)
+    assert {row["algorithm"] for row in rows} <= {name for name, params in warmed if params == {"prefilter": False}}
+    warmed.clear()
+    monkeypatch.setattr(bench_mintopk, "ARRIVAL_SLIDES_MS", (0, 100_000))
+    rows = bench_mintopk.arrival(quick=True)
+    assert {row["algorithm"] for row in rows} == {name for name, _ in warmed} == set(bench_mintopk.ARRIVAL_ALGORITHMS)
+
+
+def test_multi_engine_section_loads_mintopk_before_timing_it(warmed):
+    queries = [engine.Query((1.0, 0.0), k=3, window=500, slide=50)]
+    bench_multi.structures(queries, 2_000)
+    assert ("mintopk", {}) in warmed
+
+
+def test_first_disagreement_catches_a_wrong_answer():
+    a = engine.Answer(np.array([1, 2]), np.array([3.0, 2.0]), np.array([1, 2]))
+    swapped = engine.Answer(np.array([2, 1]), np.array([3.0, 2.0]), np.array([2, 1]))   # ties may swap ids
+    wrong = engine.Answer(np.array([1, 5]), np.array([3.0, 1.0]), np.array([1, 5]))
+    short = engine.Answer(np.array([1]), np.array([3.0]), np.array([1]))
+    assert first_disagreement([a, a], [a, swapped]) is None
+    assert first_disagreement([a, a, a], [a, a, wrong]) == 2
+    assert first_disagreement([a], [short]) == 0
+    assert first_disagreement([a, a], [a]) == 1
+    assert agreement(None, [wrong]) == {}
+    assert agreement([a], [a]) == {"agrees_with_oracle": True}
+    assert agreement([a], [wrong])["status"].startswith("error: answer differs from the oracle's")
+
+
+class Wrong:
+    """MinTopK with its answers cut to k - 1 objects: faster to report, and wrong."""
+
+    def __init__(self, query):
+        self._inner = engine.create("mintopk", query)
+
+    def process(self, batch):
+        self._inner.process(batch)
+
+    def topk(self):
+        answer = self._inner.topk()
+        return engine.Answer(answer.ids[:-1], answer.scores[:-1], answer.seq[:-1])
+
+    def stats(self):
+        return self._inner.stats()
+
+    _stats = stats
+
+
+def test_core_reports_a_wrong_algorithm_as_an_error(monkeypatch):
+    """bench_core checks every answer of an algorithm against the oracle's: a wrong one is an
+    error row and gets no ratio, so no target reads it."""
+    real_create = engine.create
+    monkeypatch.setattr(bench_core, "exact_single_stream", lambda: ["oracle", "wrong", "mintopk"])
+    monkeypatch.setattr(bench_core, "QUICK_CASES", {"t": (1_000, 100, 5)})
+    monkeypatch.setattr(bench_core, "MIN_SLIDES_AFTER_FILL", {True: 20, False: 20})
+    monkeypatch.setattr(bench_core, "warm_up", lambda name, **params: None)
+    monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q) if name == "wrong" else real_create(name, q, **p))
+    rows = {row["algorithm"]: row for row in bench_core.run(quick=True)}
+    assert rows["wrong"]["status"].startswith("error: answer differs")
+    assert rows["wrong"]["agrees_with_oracle"] is False
+    assert rows["mintopk"]["status"] == "ok" and rows["mintopk"]["agrees_with_oracle"] is True
+    assert "vs_oracle" not in rows["wrong"] and "vs_oracle" in rows["mintopk"]
+
+
+def test_competitors_report_a_wrong_algorithm_as_an_error(monkeypatch):
+    real_create = engine.create
+    monkeypatch.setattr(bench_competitors, "ALGORITHMS", ["mintopk", "wrong", "oracle"])
+    monkeypatch.setattr(bench_competitors, "DISTRIBUTIONS", {"uniform": uniform_stream})
+    monkeypatch.setattr(bench_competitors, "WINDOWS", (10,))
+    monkeypatch.setattr(bench_competitors, "warm_up", lambda name, **params: None)
+    monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q) if name == "wrong" else real_create(name, q, **p))
+    rows = {row["algorithm"]: row for row in bench_competitors.windows_sweep(quick=True)}
+    assert rows["wrong"]["status"].startswith("error: answer differs")
+    assert rows["mintopk"]["agrees_with_oracle"] is True and "status" not in rows["mintopk"]
+    assert "answers" not in rows["mintopk"]
