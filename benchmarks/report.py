@@ -656,13 +656,19 @@ def _judge_target(target: dict, rows: pd.DataFrame, out: dict) -> dict:
         return out
     present = mine.dropna(subset=[metric])
     aggregate = target.get("aggregate")
+    if aggregate is None and len(present) > 1:        # never judge on whichever row happens to come first
+        out["why"] = ambiguous(present)
+        return out
     value = float(present[metric].max() if aggregate == "max" else present[metric].min() if aggregate == "min"
                   else present[metric].iloc[0])
     context = []
     if "relative_to" in target:
-        other = ok(rows[rows["algorithm"] == target["relative_to"]])
+        other = ok(rows[rows["algorithm"] == target["relative_to"]]).dropna(subset=[metric])
         if other.empty:
             out["why"] = f"no successful {target['relative_to']} run"
+            return out
+        if len(other) > 1:
+            out["why"] = ambiguous(other)
             return out
         base = float(other[metric].iloc[0])
         context.append(f"{target['algorithm']} {fmt(value)} vs {target['relative_to']} {fmt(base)}")
@@ -699,6 +705,14 @@ def _judge_target(target: dict, rows: pd.DataFrame, out: dict) -> dict:
             context.append(target["shortfall"])
     out["why"] = "; ".join(context)
     return out
+
+
+def ambiguous(rows: pd.DataFrame) -> str:
+    """Why a target is not judged: its ``where`` matches several rows of one algorithm (a target
+    names one row, or says how to aggregate them)."""
+    cases = sorted({str(c) for c in rows["case"].dropna()}) if "case" in rows else []
+    return (f"{len(rows)} rows match the target's case" + (f" ({'; '.join(cases[:3])})" if cases else "")
+            + ": a target reads one row, or names an aggregate")
 
 
 def _log_growth(target: dict, rows: pd.DataFrame, out: dict) -> dict:

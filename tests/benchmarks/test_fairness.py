@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import engine
@@ -30,6 +31,7 @@ EXACT_SINGLE = [info.name for info in engine.available() if info.exact and info.
 REACH = """
 import json, sys
 import numpy as np
+import pandas as pd
 from numba.core.registry import CPUDispatcher
 import engine
 from benchmarks import workloads
@@ -191,3 +193,24 @@ def test_competitors_report_a_wrong_algorithm_as_an_error(monkeypatch):
     assert rows["wrong"]["status"].startswith("error: answer differs")
     assert rows["mintopk"]["agrees_with_oracle"] is True and "status" not in rows["mintopk"]
     assert "answers" not in rows["mintopk"]
+
+
+def test_a_target_matching_several_rows_is_not_judged_on_the_first():
+    """A target whose ``where`` matches two rows of its algorithm (here two runs of the case with
+    different figures) is not met by whichever row comes first: it says so, unjudged."""
+    from benchmarks import report
+    target = {"id": "t", "issue": 12, "text": "k-skyband at least 1,000,000 objects/s",
+              "where": {"family": "sap", "workload": "time-u", "n": 100_000, "s": 1_000, "k": 10},
+              "algorithm": "kskyband", "metric": "objects_per_s", "at_least": 1_000_000}
+    row = {"family": "sap", "workload": "time-u", "n": 100_000, "s": 1_000, "k": 10, "status": "ok", "quick": False}
+    grid = pd.DataFrame([{**row, "case": "run 1", "algorithm": "kskyband", "objects_per_s": 2e6},
+                         {**row, "case": "run 2", "algorithm": "kskyband", "objects_per_s": 5e5}])
+    out = report.evaluate_target(target, grid, {"kskyband"})
+    assert out["verdict"] == "not measured" and "2 rows match" in out["why"]
+    relative = {**target, "relative_to": "mintopk", "at_least": 1.5}
+    grid = pd.DataFrame([{**row, "case": "run 1", "algorithm": "kskyband", "objects_per_s": 2e6},
+                         {**row, "case": "run 1", "algorithm": "mintopk", "objects_per_s": 1e6},
+                         {**row, "case": "run 2", "algorithm": "mintopk", "objects_per_s": 4e6}])
+    out = report.evaluate_target(relative, grid, {"kskyband", "mintopk"})
+    assert out["verdict"] == "not measured" and "2 rows match" in out["why"]
+    assert report.evaluate_target(relative, grid.iloc[:2], {"kskyband", "mintopk"})["verdict"] == "met"
