@@ -240,3 +240,24 @@ def test_replay_baselines_load_kernels_before_timing(monkeypatch, tmp_path):
     events.clear()
     bench_replay.sao_shard_cpu(("tiny", path), query, 20, 1)
     assert events[0] == ("sao", len(bench_replay.FEATURES)) and ("create", "sao") in events[1:]
+
+
+def test_harness_reports_an_exact_algorithm_with_wrong_answers_as_an_error(monkeypatch):
+    """The grid records ``agrees_with_oracle``; an exact algorithm that disagrees at some timed
+    slide is an error row (no objects/s ratio, never ``ok``), whatever its speed."""
+    from benchmarks import harness
+    from benchmarks.registry import Case
+
+    wrong = engine.AlgorithmInfo("wrong", True, "single", "mintopk, answers cut short", {})
+    real_create = engine.create
+    real_available = engine.available
+    monkeypatch.setattr(engine, "available", lambda: [*real_available(), wrong])
+    monkeypatch.setattr(harness, "algorithms", lambda stream, family=None, only=():
+                        [i for i in engine.available() if i.name in ("mintopk", "wrong")])
+    monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q) if name == "wrong" else real_create(name, q, **p))
+    monkeypatch.setattr(harness, "settings", lambda quick: {"repeats": 1, "budget": 0.0, "fill_limit": 600.0,
+                                                           "repeat_budget": 600.0})
+    rows = {row["algorithm"]: row for row in harness.run_case(Case("sap", "default", "time-u", 40, 3, 10), True)}
+    assert rows["mintopk"]["status"] == "ok" and rows["mintopk"]["agrees_with_oracle"] and "vs_oracle" in rows["mintopk"]
+    assert rows["wrong"]["agrees_with_oracle"] is False
+    assert rows["wrong"]["status"].startswith("error:") and "vs_oracle" not in rows["wrong"]
