@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import engine
-from benchmarks.common import table
+from benchmarks.common import first_disagreement, table
 from engine.generators import correlated_streams
 
 WORLDCUP_SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "worldcup" / "wc_day6_1_sample.tar.bz2"
@@ -90,10 +90,13 @@ def max_occurrences(ids: np.ndarray, stream: np.ndarray, keys: np.ndarray, windo
 
 
 def evaluate(algorithms: dict, precision: list, error: list, sizes: dict) -> None:
-    """One evaluated slide: EAA must equal the brute force; approx's precision and error against
-    it, and every algorithm's retained size, are appended."""
+    """One evaluated slide: EAA must equal the brute force, SLA (also exact, also timed) must
+    agree with it rank by rank; approx's precision and error against it, and every algorithm's
+    retained size, are appended."""
     exact, approximate = algorithms["oracle-incomplete"].topk(), algorithms["approx"].topk()
     assert np.array_equal(algorithms["eaa"].topk().ids, exact.ids), "eaa differs from the brute force"
+    if "sla" in algorithms:
+        assert first_disagreement([exact], [algorithms["sla"].topk()]) is None, "sla differs from the brute force"
     precision.append(engine.metrics.precision(exact, approximate))
     error.append(engine.metrics.absolute_error(exact, approximate))
     for name, algorithm in algorithms.items():

@@ -261,3 +261,21 @@ def test_harness_reports_an_exact_algorithm_with_wrong_answers_as_an_error(monke
     assert rows["mintopk"]["status"] == "ok" and rows["mintopk"]["agrees_with_oracle"] and "vs_oracle" in rows["mintopk"]
     assert rows["wrong"]["agrees_with_oracle"] is False
     assert rows["wrong"]["status"].startswith("error:") and "vs_oracle" not in rows["wrong"]
+
+
+def test_incomplete_module_checks_sla_against_the_brute_force(monkeypatch):
+    """bench_incomplete times SLA beside EAA: a wrong SLA stops the module (as a wrong EAA does)."""
+    from benchmarks import bench_incomplete
+
+    real_create = engine.create
+
+    class WrongSLA(Wrong):
+        params: dict = {}
+
+        def __init__(self, query):
+            self._inner = real_create("sla", query)
+
+    monkeypatch.setattr(engine, "create", lambda name, q, **p: WrongSLA(q) if name == "sla" else real_create(name, q, **p))
+    monkeypatch.setattr(bench_incomplete, "EVALUATIONS", 3)
+    with pytest.raises(AssertionError, match="sla differs"):
+        bench_incomplete.run_case(2, 100, 3, 0.5)
