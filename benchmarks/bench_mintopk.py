@@ -22,7 +22,9 @@ Three sections (column ``section``), all on uniformly random scores (d = 1):
 
 Every timed section covers one full window turnover or 200 slides, whichever is more
 (``benchmarks.common.required_slides``); ``timed_slides`` says how many.  Every algorithm's
-compiled kernels are loaded before it is timed (``benchmarks.common.warm_up``).
+compiled kernels are loaded before it is timed (``benchmarks.common.warm_up``), and every timed
+answer is checked against the oracle's (``agrees_with_oracle``; a row that disagrees is an
+error, never a figure).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 
 import engine
 from benchmarks import workloads
-from benchmarks.common import agreement, measure, peak_memory, required_slides, table, uniform_stream, warm_up
+from benchmarks.common import agreement, exact_answers, measure, peak_memory, required_slides, table, uniform_stream, warm_up
 
 CASES = [(100_000, 1_000, 10), (10_000, 10, 10), (100_000, 100, 10), (100_000, 1_000, 100), (10_000, 1_000, 10)]
 ALGORITHMS = ["oracle", "mintopk", "pretopk"]
@@ -68,25 +70,18 @@ def foundation(quick: bool) -> list[dict]:
     return rows
 
 
-def timed(alg, batches, warmup: int) -> tuple[float, int, list[int]]:
-    """CPU seconds and objects of the slides after ``warmup``, candidates after each."""
-    for batch in batches[:warmup]:
-        alg.process(batch)
-        alg.topk()
-    return timed_after(alg, batches[warmup:])
-
-
-def timed_after(alg, batches) -> tuple[float, int, list[int]]:
-    """CPU seconds and objects of ``batches``, candidates after each."""
-    elapsed, objects, sizes = 0.0, 0, []
+def timed_after(alg, batches) -> tuple[float, int, list[int], list]:
+    """CPU seconds and objects of ``batches``, candidates and the answer after each."""
+    elapsed, objects, sizes, answers = 0.0, 0, [], []
     for batch in batches:
         start = time.process_time()
         alg.process(batch)
-        alg.topk()
+        answer = alg.topk()
         elapsed += time.process_time() - start
         objects += len(batch)
         sizes.append(alg.stats()["candidates"])
-    return elapsed, objects, sizes
+        answers.append(answer)
+    return elapsed, objects, sizes, answers
 
 
 def pretopk_against_k(quick: bool) -> list[dict]:
@@ -102,6 +97,7 @@ def pretopk_against_k(quick: bool) -> list[dict]:
         timed_slides = required_slides(n, s)
         batches = list(engine.slides(uniform_stream(n + s * timed_slides, seed=3), q))
         expected = k / s * (1 + np.log(c_nw * s / k))
+        truth = exact_answers(q, batches, c_nw)
         for name in ("pretopk", "mintopk"):
             warm_up(name, prefilter=False)
             alg = engine.create(name, q, prefilter=False)
@@ -111,14 +107,15 @@ def pretopk_against_k(quick: bool) -> list[dict]:
                 alg.topk()
             if name == "pretopk":
                 before = {key: alg.stats()[key] for key in before}
-            elapsed, objects, sizes = timed_after(alg, batches[c_nw:])
+            elapsed, objects, sizes, answers = timed_after(alg, batches[c_nw:])
             stats = alg.stats()
             row = {"bench": "mintopk", "section": "pretopk-k", "case": f"uniform n={n} s={s} k={k} prefilter=False",
                    "algorithm": name, "n": n, "s": s, "k": k, "c_nw": c_nw, "distribution": "uniform",
                    "objects_per_s": objects / elapsed, "us_per_object": 1e6 * elapsed / objects,
                    "timed_slides": len(sizes),
                    "avg_candidates": float(np.mean(sizes)), "avg_candidates_per_k": float(np.mean(sizes)) / k,
-                   "max_candidates": int(max(sizes)), "bytes": stats["bytes"], "measured_bytes": stats["measured_bytes"]}
+                   "max_candidates": int(max(sizes)), "bytes": stats["bytes"], "measured_bytes": stats["measured_bytes"],
+                   **agreement(truth, answers)}
             if name == "pretopk":
                 offered = stats["offered"] - before["offered"]
                 row.update(entries_per_object=(stats["entries"] - before["entries"]) / offered,
@@ -143,18 +140,20 @@ def arrival(quick: bool) -> list[dict]:
         warmup = ARRIVAL_WINDOW_MS // slide
         timed = batches[warmup:warmup + required_slides(ARRIVAL_WINDOW_MS, slide)]
         sizes = np.array([len(b) for b in timed])
+        truth = exact_answers(q, batches[:warmup + len(timed)], warmup)
         for name in ARRIVAL_ALGORITHMS:
             warm_up(name)
             alg = engine.create(name, q)
             for batch in batches[:warmup]:
                 alg.process(batch)
                 alg.topk()
-            times = []
+            times, answers = [], []
             for batch in timed:
                 start = time.process_time()
                 alg.process(batch)
-                alg.topk()
+                answer = alg.topk()
                 times.append(1000 * (time.process_time() - start))
+                answers.append(answer)
             times = np.array(times)
             rows.append({"bench": "mintopk", "section": "arrival", "algorithm": name, "distribution": "spy-day",
                          "case": f"spy time window 1000 s, slide {slide // 1000} s, k={ARRIVAL_K}",
@@ -164,7 +163,8 @@ def arrival(quick: bool) -> list[dict]:
                          "objects_per_s": sizes.sum() / (times.sum() / 1000) if times.sum() > 0 else float("inf"),
                          "response_ms_mean": float(times.mean()), "response_ms_std": float(times.std()),
                          "response_ms_min": float(times.min()), "response_ms_max": float(times.max()),
-                         "response_cv": float(times.std() / times.mean()) if times.mean() > 0 else float("nan")})
+                         "response_cv": float(times.std() / times.mean()) if times.mean() > 0 else float("nan"),
+                         **agreement(truth, answers)})
     return rows
 
 

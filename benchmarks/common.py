@@ -103,6 +103,17 @@ def first_disagreement(expected: list, got: list) -> int | None:
     return None if len(expected) == len(got) else min(len(expected), len(got))
 
 
+def exact_answers(query: engine.Query, batches: list, warmup: int) -> list:
+    """The oracle's answers after every slide of ``batches`` past the first ``warmup`` (untimed)."""
+    oracle, answers = engine.create("oracle", query), []
+    for number, batch in enumerate(batches):
+        oracle.process(batch)
+        answer = oracle.topk()
+        if number >= warmup:
+            answers.append(answer)
+    return answers
+
+
 def agreement(expected: list | None, got: list) -> dict:
     """Row fields for :func:`first_disagreement`: ``agrees_with_oracle`` and, when it does not,
     a ``status`` that keeps the row out of every comparison (``expected`` ``None``: not checked)."""

@@ -147,11 +147,16 @@ def test_first_disagreement_catches_a_wrong_answer():
     assert agreement([a], [wrong])["status"].startswith("error: answer differs from the oracle's")
 
 
-class Wrong:
-    """MinTopK with its answers cut to k - 1 objects: faster to report, and wrong."""
+CREATE = engine.create
 
-    def __init__(self, query):
-        self._inner = engine.create("mintopk", query)
+
+class Wrong:
+    """An exact algorithm (default MinTopK) with its answers cut to k - 1 objects: wrong."""
+
+    params: dict = {}
+
+    def __init__(self, query, inner: str = "mintopk", **params):
+        self._inner = CREATE(inner, query, **params)
 
     def process(self, batch):
         self._inner.process(batch)
@@ -269,13 +274,21 @@ def test_incomplete_module_checks_sla_against_the_brute_force(monkeypatch):
 
     real_create = engine.create
 
-    class WrongSLA(Wrong):
-        params: dict = {}
-
-        def __init__(self, query):
-            self._inner = real_create("sla", query)
-
-    monkeypatch.setattr(engine, "create", lambda name, q, **p: WrongSLA(q) if name == "sla" else real_create(name, q, **p))
+    monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q, "sla") if name == "sla" else real_create(name, q, **p))
     monkeypatch.setattr(bench_incomplete, "EVALUATIONS", 3)
     with pytest.raises(AssertionError, match="sla differs"):
         bench_incomplete.run_case(2, 100, 3, 0.5)
+
+
+def test_mintopk_module_checks_every_section_against_the_oracle(monkeypatch):
+    """PreTopK against k and the arrival section: each timed answer against the oracle's; a wrong
+    algorithm is an error row."""
+    real_create = engine.create
+    monkeypatch.setattr(bench_mintopk, "PRETOPK_KS", (1,))
+    monkeypatch.setattr(bench_mintopk, "warm_up", lambda name, **params: None)
+    rows = bench_mintopk.pretopk_against_k(quick=True)
+    assert rows and all(row["agrees_with_oracle"] and "status" not in row for row in rows)
+    monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q, name, **p) if name == "pretopk"
+                        else real_create(name, q, **p))
+    rows = bench_mintopk.pretopk_against_k(quick=True)
+    assert {row["algorithm"]: row.get("status", "ok")[:6] for row in rows} == {"pretopk": "error:", "mintopk": "ok"}
