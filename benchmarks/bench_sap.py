@@ -30,7 +30,7 @@ import numpy as np
 
 import engine
 from benchmarks import workloads
-from benchmarks.common import required_slides, table, warm_up
+from benchmarks.common import agreement, exact_answers, required_slides, table, warm_up
 from engine.algorithms.sap.equal import SAPEqual
 
 N, K, S = 100_000, 100, 100
@@ -66,20 +66,23 @@ def stream(dataset: str, m: int, quick: bool):
     return workloads.object_stream(dataset, m, N, quick)
 
 
-def measure(variant: type, query: engine.Query, batches: list, warmup: int, **params) -> dict:
+def measure(variant: type, query: engine.Query, batches: list, warmup: int, truth: list | None = None,
+            **params) -> dict:
     """Fill ``warmup`` slides untimed (kernels loaded first: ``common.warm_up``), then time every
-    later slide: ``process`` + ``topk``, CPU seconds."""
+    later slide: ``process`` + ``topk``, CPU seconds; each answer checked against ``truth`` (the
+    oracle's, :func:`benchmarks.common.agreement`)."""
     warm_up("sap-equal", **params)
     alg = variant(query, **params)
     for batch in batches[:warmup]:
         alg.process(batch)
         alg.topk()
-    elapsed, objects, candidates, retained = 0.0, 0, [], []
+    elapsed, objects, candidates, retained, answers = 0.0, 0, [], [], []
     for batch in batches[warmup:]:
         start = time.process_time()
         alg.process(batch)
-        alg.topk()
+        answer = alg.topk()
         elapsed += time.process_time() - start
+        answers.append(answer)
         objects += len(batch)
         light = alg._stats()
         candidates.append(light["candidates"])
@@ -88,7 +91,7 @@ def measure(variant: type, query: engine.Query, batches: list, warmup: int, **pa
     return {"objects_per_s": objects / elapsed, "us_per_object": 1e6 * elapsed / objects,
             "avg_candidates": float(np.mean(candidates)), "avg_retained": float(np.mean(retained)),
             "savl_builds": totals["savl_builds"], "savl_dropped": totals["savl_dropped"],
-            "timed_slides": len(batches) - warmup}
+            "timed_slides": len(batches) - warmup, **agreement(truth, answers)}
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -98,20 +101,24 @@ def run(quick: bool = False) -> list[dict]:
     star = m_star(N, S, K)
     for dataset in DATASETS[:2] if quick else DATASETS:
         batches = list(engine.slides(stream(dataset, N + S * required_slides(N, S), quick), query))
-        found = {}
+        found, truth = {}, exact_answers(query, batches, warmup)
         for m in QUICK_PARTITIONS if quick else PARTITIONS:
             for variant, params in VARIANTS.items():
                 if quick and m != star and variant != "algo1-savl":
                     continue
-                measured = measure(with_partitions(m), query, batches, warmup, **params)
-                if variant == "algo1-savl":
+                measured = measure(with_partitions(m), query, batches, warmup, truth, **params)
+                if variant == "algo1-savl" and measured.get("agrees_with_oracle", True):
                     found[m] = measured
                 rows.append({"bench": "sap", "section": "table2", "case": f"{dataset} n={N} k={K} s={S} m={m}",
                              "dataset": dataset, "algorithm": "sap-equal", "variant": variant, "n": N, "k": K,
                              "s": S, "m": m, "m_star": star, **measured})
+        summary = {"bench": "sap", "section": "summary", "case": f"{dataset} n={N} k={K} s={S}", "dataset": dataset,
+                   "algorithm": "sap-equal", "n": N, "k": K, "s": S, "m_star": star}
+        if star not in found:
+            rows.append({**summary, "status": "error: m* answered wrongly (see its table2 row)"})
+            continue
         best = min(found, key=lambda m: found[m]["us_per_object"])
-        rows.append({"bench": "sap", "section": "summary", "case": f"{dataset} n={N} k={K} s={S}", "dataset": dataset,
-                     "algorithm": "sap-equal", "n": N, "k": K, "s": S, "m_star": star, "best_m": best,
+        rows.append({**summary, "best_m": best,
                      "mstar_over_best": found[star]["us_per_object"] / found[best]["us_per_object"]})
     return rows
 

@@ -292,3 +292,12 @@ def test_mintopk_module_checks_every_section_against_the_oracle(monkeypatch):
                         else real_create(name, q, **p))
     rows = bench_mintopk.pretopk_against_k(quick=True)
     assert {row["algorithm"]: row.get("status", "ok")[:6] for row in rows} == {"pretopk": "error:", "mintopk": "ok"}
+
+
+def test_sap_module_checks_each_variant_against_the_oracle():
+    q, batches, warmup = small_case()
+    truth = common.exact_answers(q, batches, warmup)
+    good = bench_sap.measure(bench_sap.with_partitions(5), q, batches, warmup, truth, savl=False)
+    assert good["agrees_with_oracle"] is True and "status" not in good
+    bad = bench_sap.measure(bench_sap.with_partitions(5), q, batches, warmup, [truth[0]] * len(truth), savl=False)
+    assert bad["agrees_with_oracle"] is False and bad["status"].startswith("error:")
