@@ -301,3 +301,17 @@ def test_sap_module_checks_each_variant_against_the_oracle():
     assert good["agrees_with_oracle"] is True and "status" not in good
     bad = bench_sap.measure(bench_sap.with_partitions(5), q, batches, warmup, [truth[0]] * len(truth), savl=False)
     assert bad["agrees_with_oracle"] is False and bad["status"].startswith("error:")
+
+
+def test_competitors_memory_table_checks_exact_algorithms_only(monkeypatch):
+    """An approximate index (SAO) in the memory table is not an error for differing from the oracle."""
+    exact = next(i for i in engine.available() if i.name == "mintopk")
+    approximate = engine.AlgorithmInfo("wrong", False, "single", "approximate", {})
+    monkeypatch.setattr(engine, "available", lambda: [exact, approximate])
+    real_create = engine.create
+    monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q) if name == "wrong" else real_create(name, q, **p))
+    monkeypatch.setattr(bench_competitors, "warm_up", lambda name, **params: None)
+    monkeypatch.setattr(bench_competitors, "required_slides", lambda n, s: 3)
+    rows = {row["algorithm"]: row for row in bench_competitors.memory_table(quick=True)}
+    assert rows["mintopk"]["agrees_with_oracle"] is True
+    assert "status" not in rows["wrong"] and "agrees_with_oracle" not in rows["wrong"]
