@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import time
 
-
 import engine
 from benchmarks.common import agreement, table, uniform_stream, warm_up
 
