@@ -43,6 +43,10 @@ class MissingData(Exception):
     """Something the page needs is not there yet; the message tells the user what to do."""
 
 
+class DatabaseBusy(MissingData):
+    """The database is there but another process (a pipeline writing) holds it for the moment."""
+
+
 @dataclass(frozen=True, eq=False)
 class Trace:
     """An object stream in arrival order, as the engine takes it.
@@ -120,21 +124,31 @@ def query(db: Path, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
     MissingData
         When the file does not exist, cannot be opened, or lacks a table the query reads.
     """
+    if db.is_dir():
+        raise MissingData(f"`{db}` is a folder, not a DuckDB database file: point `--db` or `TOPK_DB` at the "
+                          f"database file (`make run` writes `{DEFAULT_DB}`).")
     if not db.is_file():
         raise MissingData(f"No database at `{db}` yet. {INGEST_HINT}")
     try:
         # No replacement scans: a missing table must not resolve to a Python variable of that name.
         with duckdb.connect(str(db), read_only=True, config={"python_enable_replacements": False}) as con:
             return con.execute(sql, list(params)).df()
-    except (duckdb.CatalogException, duckdb.BinderException) as exc:  # a table or a column is missing
+    except duckdb.CatalogException as exc:  # a table is missing
         raise MissingData(f"The database `{db}` is not filled in yet ({exc.args[0].splitlines()[0]}). "
                           f"{INGEST_HINT}") from None
+    except duckdb.BinderException as exc:  # a column is missing
+        raise MissingData(f"The database `{db}` lacks a column the dashboard reads "
+                          f"({exc.args[0].splitlines()[0]}): it was written by an older version of the pipelines. "
+                          "Ingest and replay again into a new database file (`make run`), and point `--db` or "
+                          "`TOPK_DB` at it.") from None
     except duckdb.IOException as exc:
         if "not a valid DuckDB database file" in str(exc):
             raise MissingData(f"`{db}` is not a DuckDB database (an empty or foreign file). Move it away and "
                               f"run `make run`, or point `--db` or `TOPK_DB` at the database it writes.") from None
-        raise MissingData(f"Cannot open the database `{db}` (a pipeline may be writing to it; "
-                          f"reload in a moment): {exc}") from None
+        if "lock" in str(exc).lower():
+            raise DatabaseBusy(f"The database `{db}` is held by another process for the moment (a pipeline "
+                               f"writing to it): reload in a moment. ({' '.join(str(exc).split())})") from None
+        raise MissingData(f"Cannot open the database `{db}`: {' '.join(str(exc).split())}") from None
 
 
 def datasets(db: Path) -> pd.DataFrame:
@@ -142,11 +156,18 @@ def datasets(db: Path) -> pd.DataFrame:
     return query(db, "SELECT * FROM datasets ORDER BY name")
 
 
-def dataset_choices(db: Path) -> tuple[list[str], str | None]:
+def dataset_choices(db: Path, shown: str | None = None) -> tuple[list[str], str | None]:
     """Every dataset a page can open: the ingested ones, then the built-in streams; and, when
-    the database has none, why (a message naming the file and how to fill it)."""
+    the database has none, why (a message naming the file and how to fill it).
+
+    While another process holds the database (:class:`DatabaseBusy`), the dataset ``shown``
+    (already loaded by the page) stays a choice, so that a pipeline writing for a moment does
+    not replace the view with a built-in stream."""
     try:
         return datasets(db)["name"].tolist() + list(BUILT_IN), None
+    except DatabaseBusy as busy:
+        kept = [shown] if shown is not None and shown not in BUILT_IN else []
+        return kept + list(BUILT_IN), str(busy) + (f" `{shown}` stays on screen as it was loaded." if kept else "")
     except MissingData as missing:
         return list(BUILT_IN), f"{missing} Meanwhile the built-in synthetic stream is available."
 

@@ -185,13 +185,14 @@ separated by commas: left out'])
     if params.get("kind") in ("count", "time"):
         values["kind"] = params["kind"]
     elif "kind" in params:
-        notes.append(f"kind = {params['kind']} is neither count nor time: left out")
-    if str(params.get("k", "")).isdecimal() and int(params["k"]) >= 1:
-        values["k"] = min(K_MAX, int(params["k"]))
-        if int(params["k"]) > K_MAX:
-            notes.append(f"k = {params['k']} is more than {K_MAX}: k = {K_MAX} is used")
+        notes.append(f"kind = {units.shorten(params['kind'])} is neither count nor time: left out")
+    k = units.link_number(params.get("k", ""))
+    if k is not None and k >= 1:
+        values["k"] = min(K_MAX, k)
+        if k > K_MAX:
+            notes.append(f"k = {units.shorten(params['k'])} is more than {K_MAX}: k = {K_MAX} is used")
     elif "k" in params:
-        notes.append(f"k = {params['k']} is not a whole number >= 1: left out")
+        notes.append(f"k = {units.shorten(params['k'])} is not a whole number >= 1: left out")
     for field, default in zip(("window", "slide"), profile.defaults(values.get("kind", "count"))):
         if params.get(field):
             values[field] = str(params[field])
@@ -199,14 +200,17 @@ separated by commas: left out'])
             values[field] = default
     if "w" in params:
         try:
+            if not engine.base.plain_digits(str(params["w"])):
+                raise ValueError
             weights = [float(w) for w in str(params["w"]).split(",")]
             if len(weights) != len(profile.features) or not all(math.isfinite(w) for w in weights):
                 raise ValueError
             values.update({weight_key(f): max(-1.0, min(1.0, w)) for f, w in zip(profile.features, weights)})
             if any(abs(w) > 1 for w in weights):
-                notes.append(f"w = {params['w']} has weights outside [-1, 1]: brought to the nearest of -1 and 1")
+                notes.append(f"w = {units.shorten(params['w'])} has weights outside [-1, 1]: brought to the nearest "
+                             "of -1 and 1")
         except ValueError:
-            notes.append(f"w = {params['w']} is not {len(profile.features)} finite numbers "
+            notes.append(f"w = {units.shorten(params['w'])} is not {len(profile.features)} finite numbers "
                          f"({', '.join(profile.features)}) separated by commas: left out")
     defaults = {info.name: info.defaults for info in engine.available()}
     for key, value in params.items():
@@ -214,11 +218,12 @@ separated by commas: left out'])
         if len(parts) != 3 or parts[0] != "p":
             continue
         if parts[2] not in defaults.get(parts[1], {}):
-            notes.append(f"{key}: {parts[1]} has no parameter {parts[2]}: left out")
+            notes.append(f"{units.shorten(key)}: {units.shorten(parts[1])} has no parameter "
+                         f"{units.shorten(parts[2])}: left out")
             continue
         try:
             values[param_key(parts[1], parts[2])] = engine.base.coerce_param(parts[1], parts[2],
                                                                             defaults[parts[1]][parts[2]], value)
         except ValueError as exc:
-            notes.append(f"{key} = {value}: {exc}: left out")
+            notes.append(f"{key} = {units.shorten(value)}: {units.shorten(str(exc), 200)}: left out")
     return values
