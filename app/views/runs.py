@@ -72,9 +72,6 @@ def summary(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 st.title("Runs")
-for picked in ("run_id", "query_id", "run_slide"):  # kept when a run stops early (the database busy for a moment)
-    if picked in st.session_state:
-        st.session_state[picked] = st.session_state[picked]
 db = data.db_path()
 try:
     runs = data.runs(db)
