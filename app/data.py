@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.units import shorten
 from engine.generators import correlated_streams
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,6 +173,17 @@ def dataset_choices(db: Path, shown: str | None = None) -> tuple[list[str], str 
         return list(BUILT_IN), f"{missing} Meanwhile the built-in synthetic stream is available."
 
 
+REPEATED = "_repeated"
+"""Key of :func:`open_session`'s pending parameters that holds :func:`repeated_params`' note."""
+
+
+def repeated_params() -> str:
+    """A note naming the URL parameters given more than once (the page takes the last), else ``""``."""
+    counts = {key: len(st.query_params.get_all(key)) for key in st.query_params}
+    return "; ".join(f"{shorten(key)} is given {count} times: the last ({shorten(st.query_params[key])}) is used"
+                     for key, count in counts.items() if count > 1)
+
+
 def open_session(names: Sequence[str], *, started: str, url: str, playing: str, dataset: str) -> dict[str, str]:
     """A page's session keys: on the session's first run the URL decides the view (its
     parameters are kept under ``url`` until the page applies them, playback starts paused);
@@ -181,6 +193,8 @@ def open_session(names: Sequence[str], *, started: str, url: str, playing: str, 
     if started not in ss:
         ss[started] = True
         ss[url] = {key: st.query_params[key] for key in st.query_params}
+        if repeated := repeated_params():
+            ss[url][REPEATED] = repeated
         ss[playing] = False
     pending: dict[str, str] = ss.get(url) or {}
     if pending.get("ds") in names:

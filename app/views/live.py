@@ -487,6 +487,8 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `
         elif "speed" in pending:
             url_notes.append(f"speed = {units.shorten(pending['speed'])} is not one of {', '.join(map(str, SPEEDS))}: "
                              "left out")
+        if pending.get(data.REPEATED):
+            url_notes.append(pending[data.REPEATED])
         if url_notes:
             st.warning("This link's view is shown with changes: " + "; ".join(url_notes) + ".",
                        icon=":material/link:")

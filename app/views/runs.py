@@ -84,6 +84,8 @@ if runs.empty:
 
 labels = {r.run_id: run_label(r) for r in runs.itertuples()}
 if "run_id" not in st.session_state:  # the URL's run, else the latest run of `make run`'s demo
+    if repeated := data.repeated_params():
+        st.warning(f"This link's view is shown with changes: {repeated}.", icon=":material/link:")
     wanted = st.query_params.get("run")
     demo = data.demo_run(db, presets.demo())
     if wanted in labels or demo in labels:

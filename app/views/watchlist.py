@@ -213,6 +213,8 @@ if watch is None or watch.trace.name != trace.name:
             url_notes.append(f"row {shown_at} is past the trace's {len(trace):,} rows: its end is shown")
     elif "at" in pending:
         url_notes.append(f"at = {units.shorten(pending['at'])} is not a number of rows: the start is shown")
+    if pending.get(data.REPEATED):
+        url_notes.append(pending[data.REPEATED])
     if url_notes:
         more = f"; and {len(url_notes) - NOTES_SHOWN:,} more" if len(url_notes) > NOTES_SHOWN else ""
         st.warning("This link's view is shown with changes: " + "; ".join(url_notes[:NOTES_SHOWN]) + more + ".",

@@ -593,3 +593,12 @@ def test_a_pipeline_holding_the_database_for_a_moment_changes_no_view(app, demo_
         assert not app.exception and "is held by another process" in app.info[0].value
     app.run()
     assert app.selectbox(key="run_id").value == OTHER_RUN and app.query_params["run"] == OTHER_RUN
+
+
+def test_a_link_repeating_a_parameter_says_which_value_is_used(app):
+    app.query_params.update({"k": ["5", "7"], "w": ["1,0,0", "0,1,0", "0,0,1"]})
+    app.run()
+    assert app.number_input(key="k").value == 7
+    assert [app.slider(key=live_state.weight_key(f"x_{j}")).value for j in range(3)] == [0.0, 0.0, 1.0]
+    assert "k is given 2 times: the last (7) is used; w is given 3 times: the last (0,0,1) is used" in warnings(app)
+    assert app.query_params["k"] == "7"

@@ -277,3 +277,11 @@ def test_a_folder_or_an_older_schema_in_place_of_the_database_is_named(app, miss
     assert "lacks a column the dashboard reads" in page.warning[0].value
     assert "written by an older version of the pipelines" in page.warning[0].value
     assert "not filled in yet" not in page.warning[0].value
+
+
+def test_a_runs_link_repeating_a_parameter_says_which_value_is_used(app, demo_db):
+    app.switch_page("views/runs.py")
+    app.query_params.update({"run": [DEMO_RUN, OTHER_RUN]})
+    app.run()
+    assert not app.exception and app.query_params["run"] == OTHER_RUN
+    assert f"run is given 2 times: the last ({OTHER_RUN}) is used" in app.warning[0].value

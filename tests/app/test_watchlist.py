@@ -324,3 +324,9 @@ def test_a_link_with_thousands_of_bad_queries_names_the_first_few():
     assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
     note = app.warning[0].value
     assert note.count("left out") == 5 and note.endswith("; and 2,995 more.")
+
+
+def test_a_link_repeating_a_parameter_says_which_value_is_used():
+    app = open_page(q=["count:5:200:50:1,1,1", "count:4:300:60:1,0,-1"])
+    assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
+    assert "q is given 2 times: the last (count:4:300:60:1,0,-1) is used" in app.warning[0].value
