@@ -162,8 +162,9 @@ def to_url(dataset: str, algorithms: Sequence[str], query: engine.Query, params:
 def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | None = None) -> dict[str, Any]:
     """Widget values (session-state keys) from URL parameters about ``profile``'s dataset.
 
-    Unknown or malformed parameters are skipped (a shared link from an older page version must
-    still open) and values outside a widget's range are brought into it (``k`` to at most
+    Unknown or malformed parameters (an algorithm parameter its engine refuses among them) are
+    skipped (a shared link from an older page version must still open) and values outside a
+    widget's range are brought into it (``k`` to at most
     :data:`K_MAX`, weights to ``[-1, 1]``); ``notes``, when given, receives one line per
     parameter skipped or changed, for the page to show. Window and slide are passed as typed:
     their widgets show their own validation messages; with a kind but without them, they are the
@@ -222,8 +223,11 @@ separated by commas: left out'])
                          f"{units.shorten(parts[2])}: left out")
             continue
         try:
-            values[param_key(parts[1], parts[2])] = engine.base.coerce_param(parts[1], parts[2],
-                                                                            defaults[parts[1]][parts[2]], value)
-        except ValueError as exc:
-            notes.append(f"{key} = {units.shorten(value)}: {units.shorten(str(exc), 200)}: left out")
+            coerced = engine.base.coerce_param(parts[1], parts[2], defaults[parts[1]][parts[2]], value)
+            engine.create(parts[1], engine.Query(weights=[1.0] * max(1, len(profile.features)), k=1, window=1, slide=1),
+                          **{parts[2]: coerced})  # refuses a value out of the parameter's range
+            values[param_key(parts[1], parts[2])] = coerced
+        except (ValueError, MemoryError) as exc:
+            why = str(exc) if isinstance(exc, ValueError) else f"needs more memory than the server has ({exc})"
+            notes.append(f"{key} = {units.shorten(value)}: {units.shorten(why, 200)}: left out")
     return values

@@ -488,9 +488,9 @@ def test_an_attribute_window_counts_its_objects_not_its_tuples(app):
 
 
 def test_a_parameter_sizing_arrays_beyond_the_machine_is_shown_next_to_it(app):
-    app.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "alg": "oracle-incomplete,approx",
-                             "p.approx.bitmaps": "1000000000"})  # 715 GiB of bitmaps
+    app.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "alg": "oracle-incomplete,approx"})
     app.run()
+    app.number_input(key="param_approx_bitmaps").set_value(1_000_000_000).run()  # 715 GiB of bitmaps
     assert not app.exception, app.exception
     assert any(e.value.startswith("approx: these parameters need more memory than the server has")
                for e in app.error)
@@ -624,3 +624,21 @@ def test_a_dataset_without_rows_says_so(app, missing_db, tmp_path):
                                 "or ingest rows into this one."
         assert app.get("progress")[0].proto.text.startswith("No slide processed yet")
     assert app.button(key="play").disabled and app.button(key="step").disabled
+
+
+def test_a_link_with_a_parameter_its_engine_refuses_leaves_it_out(app):
+    app.query_params.update({"alg": "oracle,sao", "p.sao.memory": "-1", "p.sao.layers": "2"})
+    app.run()
+    assert not app.exception and not app.error
+    assert app.number_input(key=live_state.param_key("sao", "memory")).value == 500  # the default
+    assert app.number_input(key=live_state.param_key("sao", "layers")).value == 2
+    assert "p.sao.memory = -1: parameter memory of sao must be >= 1, got -1: left out" in warnings(app)
+    page = AppTest.from_file(ENTRY, default_timeout=60)
+    page.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "alg": "oracle-incomplete,approx",
+                              "p.approx.bitmaps": "1000000000"})  # 715 GiB of bitmaps
+    page.run()
+    assert not page.exception and not page.error and page.number_input(key="param_approx_bitmaps").value == 64
+    assert "p.approx.bitmaps = 1000000000: needs more memory than the server has (Unable to allocate" in warnings(page)
+    assert app.query_params["p.sao.layers"] == "2" and "p.sao.memory" not in app.query_params
+    app.number_input(key=live_state.param_key("sao", "memory")).set_value(0).run()  # typed: shown, not dropped
+    assert "parameter memory of sao must be >= 1, got 0" in app.error[-1].value
