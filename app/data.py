@@ -479,6 +479,8 @@ def ingest_counts(db: Path, name: str) -> str:
     if found.empty:
         return ""
     row = found.iloc[0].to_dict()
+    if pd.isna(row.get("rows_read")) or pd.isna(row.get("rows_rejected")):  # a dataset row of an older layout
+        return ""
     rejects = json.loads(row["rejects"]) if isinstance(row.get("rejects"), str) else dict(row.get("rejects") or {})
     reasons = ", ".join(f"{reason} {count:,}" for reason, count in rejects.items() if count)
     merged = row.get("rows_merged")
