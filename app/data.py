@@ -250,13 +250,21 @@ def read_parquet(path: str, features: tuple[str, ...] = ()) -> dict[str, np.ndar
     but not used. ``features`` (from the ``datasets`` row) picks the feature columns; without
     it, every column after ``t`` that is not a partition column.
     """
-    with duckdb.connect() as con:
-        relation = con.sql("SELECT * FROM read_parquet(?, hive_partitioning = true, union_by_name = true) "
-                           "ORDER BY seq", params=[parquet_source(path)])
-        names = relation.columns
-        columns = relation.fetchnumpy()
+    try:
+        with duckdb.connect() as con:
+            relation = con.sql("SELECT * FROM read_parquet(?, hive_partitioning = true, union_by_name = true) "
+                               "ORDER BY seq", params=[parquet_source(path)])
+            names = relation.columns
+            columns = relation.fetchnumpy()
+    except duckdb.Error as exc:
+        raise MissingData(f"The Parquet data `{path}` cannot be read ({' '.join(str(exc).split())}). "
+                          f"{INGEST_HINT}") from None
     if not features:
         features = tuple(c for c in names[3:] if c not in ("date", "symbol", "stream", "value"))
+    absent = [c for c in ("id", "t", *(() if "stream" in columns else features)) if c not in columns]
+    if absent:
+        raise MissingData(f"The Parquet data `{path}` lacks the column(s) {', '.join(absent)} that its dataset "
+                          f"names (it holds {', '.join(names)}). {INGEST_HINT}")
     out = {"id": np.asarray(columns["id"], dtype=np.int64), "t": np.asarray(columns["t"], dtype=np.int64)}
     if "stream" in columns and "value" in columns:
         out["stream"] = np.asarray(columns["stream"], dtype=np.int64)

@@ -271,9 +271,13 @@ class Watch:
                              f"{MAX_SLIDES:,} the page answers: choose a longer slide")
         handle = self.shared.add(query)
         since = self.shared.since(handle)
-        self.watched[handle] = Watched(handle, query, since)
-        self.alone[handle] = Alone(self.trace, query, since, self.rows)
-        self.alone[handle].advance(self.rows)
+        try:
+            alone = Alone(self.trace, query, since, self.rows)
+            alone.advance(self.rows)
+        except ValueError:  # the stream refused (a time going backwards, a value not finite): not watched
+            self.shared.remove(handle)
+            raise
+        self.watched[handle], self.alone[handle] = Watched(handle, query, since), alone
         return handle
 
     def remove(self, handle: int) -> None:

@@ -551,3 +551,16 @@ def test_a_live_run_keeps_the_metrics_of_its_last_slides_only():
     frame = run.metrics_frame(20)
     assert frame["slide"].tolist() == [s for s in range(run.current - 19, run.current + 1) for _ in range(2)]
     assert (frame["precision"] == 1.0).all()
+
+
+def test_parquet_data_unlike_its_catalogue_row_raises_friendly_messages(filled_db, tmp_path):
+    import duckdb
+
+    with duckdb.connect(str(filled_db)) as con:  # the demo's features renamed since its Parquet was written
+        con.execute("UPDATE datasets SET features = '[\"notional\", \"volume\"]'")
+    with pytest.raises(data.MissingData, match=r"lacks the column\(s\) volume that its dataset names \(it holds "
+                                               r"id, seq, t, notional, size\)"):
+        data.load_trace(filled_db, "demo")
+    (tmp_path / "demo.parquet").write_text("not Parquet")
+    with pytest.raises(data.MissingData, match="demo.parquet` cannot be read"):
+        data.load_trace(filled_db, "demo")

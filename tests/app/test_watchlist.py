@@ -330,3 +330,16 @@ def test_a_link_repeating_a_parameter_says_which_value_is_used():
     app = open_page(q=["count:5:200:50:1,1,1", "count:4:300:60:1,0,-1"])
     assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
     assert "q is given 2 times: the last (count:4:300:60:1,0,-1) is used" in app.warning[0].value
+
+
+def test_a_query_the_stream_refuses_is_not_half_added():
+    """Times going backwards refuse a time window: that query is not watched, the others go on."""
+    trace = data.Trace("back", np.arange(40), np.r_[np.arange(20), np.arange(20)], np.arange(40.0)[:, None] % 13,
+                       ("a",), "ordinal")
+    watch = Watch(trace)
+    with pytest.raises(ValueError, match="t decreases"):
+        watch.add(engine.Query([1.0], k=2, window=10, slide=5, kind="time"))
+    assert watch.watched == {} and watch.alone == {} and watch.shared.stats()["groups"] == 0
+    handle = watch.add(engine.Query([1.0], k=2, window=10, slide=5))
+    watch.advance(len(trace))
+    assert watch.table()["#"].tolist() == [handle] and watch.answer(handle).ids.tolist() == [38, 37]
