@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.units import shorten
 from engine.generators import correlated_streams
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +42,10 @@ INGEST_HINT = "Run `make run` to ingest the sample traces and replay them."
 
 class MissingData(Exception):
     """Something the page needs is not there yet; the message tells the user what to do."""
+
+
+class DatabaseBusy(MissingData):
+    """The database is there but another process (a pipeline writing) holds it for the moment."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,21 +125,31 @@ def query(db: Path, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
     MissingData
         When the file does not exist, cannot be opened, or lacks a table the query reads.
     """
+    if db.is_dir():
+        raise MissingData(f"`{db}` is a folder, not a DuckDB database file: point `--db` or `TOPK_DB` at the "
+                          f"database file (`make run` writes `{DEFAULT_DB}`).")
     if not db.is_file():
         raise MissingData(f"No database at `{db}` yet. {INGEST_HINT}")
     try:
         # No replacement scans: a missing table must not resolve to a Python variable of that name.
         with duckdb.connect(str(db), read_only=True, config={"python_enable_replacements": False}) as con:
             return con.execute(sql, list(params)).df()
-    except (duckdb.CatalogException, duckdb.BinderException) as exc:  # a table or a column is missing
+    except duckdb.CatalogException as exc:  # a table is missing
         raise MissingData(f"The database `{db}` is not filled in yet ({exc.args[0].splitlines()[0]}). "
                           f"{INGEST_HINT}") from None
+    except duckdb.BinderException as exc:  # a column is missing
+        raise MissingData(f"The database `{db}` lacks a column the dashboard reads "
+                          f"({exc.args[0].splitlines()[0]}): it was written by an older version of the pipelines. "
+                          "Ingest and replay again into a new database file (`make run`), and point `--db` or "
+                          "`TOPK_DB` at it.") from None
     except duckdb.IOException as exc:
         if "not a valid DuckDB database file" in str(exc):
             raise MissingData(f"`{db}` is not a DuckDB database (an empty or foreign file). Move it away and "
                               f"run `make run`, or point `--db` or `TOPK_DB` at the database it writes.") from None
-        raise MissingData(f"Cannot open the database `{db}` (a pipeline may be writing to it; "
-                          f"reload in a moment): {exc}") from None
+        if "lock" in str(exc).lower():
+            raise DatabaseBusy(f"The database `{db}` is held by another process for the moment (a pipeline "
+                               f"writing to it): reload in a moment. ({' '.join(str(exc).split())})") from None
+        raise MissingData(f"Cannot open the database `{db}`: {' '.join(str(exc).split())}") from None
 
 
 def datasets(db: Path) -> pd.DataFrame:
@@ -142,13 +157,31 @@ def datasets(db: Path) -> pd.DataFrame:
     return query(db, "SELECT * FROM datasets ORDER BY name")
 
 
-def dataset_choices(db: Path) -> tuple[list[str], str | None]:
+def dataset_choices(db: Path, shown: str | None = None) -> tuple[list[str], str | None]:
     """Every dataset a page can open: the ingested ones, then the built-in streams; and, when
-    the database has none, why (a message naming the file and how to fill it)."""
+    the database has none, why (a message naming the file and how to fill it).
+
+    While another process holds the database (:class:`DatabaseBusy`), the dataset ``shown``
+    (already loaded by the page) stays a choice, so that a pipeline writing for a moment does
+    not replace the view with a built-in stream."""
     try:
         return datasets(db)["name"].tolist() + list(BUILT_IN), None
+    except DatabaseBusy as busy:
+        kept = [shown] if shown is not None and shown not in BUILT_IN else []
+        return kept + list(BUILT_IN), str(busy) + (f" `{shown}` stays on screen as it was loaded." if kept else "")
     except MissingData as missing:
         return list(BUILT_IN), f"{missing} Meanwhile the built-in synthetic stream is available."
+
+
+REPEATED = "_repeated"
+"""Key of :func:`open_session`'s pending parameters that holds :func:`repeated_params`' note."""
+
+
+def repeated_params() -> str:
+    """A note naming the URL parameters given more than once (the page takes the last), else ``""``."""
+    counts = {key: len(st.query_params.get_all(key)) for key in st.query_params}
+    return "; ".join(f"{shorten(key)} is given {count} times: the last ({shorten(st.query_params[key])}) is used"
+                     for key, count in counts.items() if count > 1)
 
 
 def open_session(names: Sequence[str], *, started: str, url: str, playing: str, dataset: str) -> dict[str, str]:
@@ -160,6 +193,8 @@ def open_session(names: Sequence[str], *, started: str, url: str, playing: str, 
     if started not in ss:
         ss[started] = True
         ss[url] = {key: st.query_params[key] for key in st.query_params}
+        if repeated := repeated_params():
+            ss[url][REPEATED] = repeated
         ss[playing] = False
     pending: dict[str, str] = ss.get(url) or {}
     if pending.get("ds") in names:
@@ -215,13 +250,21 @@ def read_parquet(path: str, features: tuple[str, ...] = ()) -> dict[str, np.ndar
     but not used. ``features`` (from the ``datasets`` row) picks the feature columns; without
     it, every column after ``t`` that is not a partition column.
     """
-    with duckdb.connect() as con:
-        relation = con.sql("SELECT * FROM read_parquet(?, hive_partitioning = true, union_by_name = true) "
-                           "ORDER BY seq", params=[parquet_source(path)])
-        names = relation.columns
-        columns = relation.fetchnumpy()
+    try:
+        with duckdb.connect() as con:
+            relation = con.sql("SELECT * FROM read_parquet(?, hive_partitioning = true, union_by_name = true) "
+                               "ORDER BY seq", params=[parquet_source(path)])
+            names = relation.columns
+            columns = relation.fetchnumpy()
+    except duckdb.Error as exc:
+        raise MissingData(f"The Parquet data `{path}` cannot be read ({' '.join(str(exc).split())}). "
+                          f"{INGEST_HINT}") from None
     if not features:
         features = tuple(c for c in names[3:] if c not in ("date", "symbol", "stream", "value"))
+    absent = [c for c in ("id", "t", *(() if "stream" in columns else features)) if c not in columns]
+    if absent:
+        raise MissingData(f"The Parquet data `{path}` lacks the column(s) {', '.join(absent)} that its dataset "
+                          f"names (it holds {', '.join(names)}). {INGEST_HINT}")
     out = {"id": np.asarray(columns["id"], dtype=np.int64), "t": np.asarray(columns["t"], dtype=np.int64)}
     if "stream" in columns and "value" in columns:
         out["stream"] = np.asarray(columns["stream"], dtype=np.int64)
@@ -444,6 +487,8 @@ def ingest_counts(db: Path, name: str) -> str:
     if found.empty:
         return ""
     row = found.iloc[0].to_dict()
+    if pd.isna(row.get("rows_read")) or pd.isna(row.get("rows_rejected")):  # a dataset row of an older layout
+        return ""
     rejects = json.loads(row["rejects"]) if isinstance(row.get("rejects"), str) else dict(row.get("rejects") or {})
     reasons = ", ".join(f"{reason} {count:,}" for reason, count in rejects.items() if count)
     merged = row.get("rows_merged")

@@ -162,8 +162,9 @@ def to_url(dataset: str, algorithms: Sequence[str], query: engine.Query, params:
 def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | None = None) -> dict[str, Any]:
     """Widget values (session-state keys) from URL parameters about ``profile``'s dataset.
 
-    Unknown or malformed parameters are skipped (a shared link from an older page version must
-    still open) and values outside a widget's range are brought into it (``k`` to at most
+    Unknown or malformed parameters (an algorithm parameter its engine refuses among them) are
+    skipped (a shared link from an older page version must still open) and values outside a
+    widget's range are brought into it (``k`` to at most
     :data:`K_MAX`, weights to ``[-1, 1]``); ``notes``, when given, receives one line per
     parameter skipped or changed, for the page to show. Window and slide are passed as typed:
     their widgets show their own validation messages; with a kind but without them, they are the
@@ -185,13 +186,14 @@ separated by commas: left out'])
     if params.get("kind") in ("count", "time"):
         values["kind"] = params["kind"]
     elif "kind" in params:
-        notes.append(f"kind = {params['kind']} is neither count nor time: left out")
-    if str(params.get("k", "")).isdecimal() and int(params["k"]) >= 1:
-        values["k"] = min(K_MAX, int(params["k"]))
-        if int(params["k"]) > K_MAX:
-            notes.append(f"k = {params['k']} is more than {K_MAX}: k = {K_MAX} is used")
+        notes.append(f"kind = {units.shorten(params['kind'])} is neither count nor time: left out")
+    k = units.link_number(params.get("k", ""))
+    if k is not None and k >= 1:
+        values["k"] = min(K_MAX, k)
+        if k > K_MAX:
+            notes.append(f"k = {units.shorten(params['k'])} is more than {K_MAX}: k = {K_MAX} is used")
     elif "k" in params:
-        notes.append(f"k = {params['k']} is not a whole number >= 1: left out")
+        notes.append(f"k = {units.shorten(params['k'])} is not a whole number >= 1: left out")
     for field, default in zip(("window", "slide"), profile.defaults(values.get("kind", "count"))):
         if params.get(field):
             values[field] = str(params[field])
@@ -199,14 +201,17 @@ separated by commas: left out'])
             values[field] = default
     if "w" in params:
         try:
+            if not engine.base.plain_digits(str(params["w"])):
+                raise ValueError
             weights = [float(w) for w in str(params["w"]).split(",")]
             if len(weights) != len(profile.features) or not all(math.isfinite(w) for w in weights):
                 raise ValueError
             values.update({weight_key(f): max(-1.0, min(1.0, w)) for f, w in zip(profile.features, weights)})
             if any(abs(w) > 1 for w in weights):
-                notes.append(f"w = {params['w']} has weights outside [-1, 1]: brought to the nearest of -1 and 1")
+                notes.append(f"w = {units.shorten(params['w'])} has weights outside [-1, 1]: brought to the nearest "
+                             "of -1 and 1")
         except ValueError:
-            notes.append(f"w = {params['w']} is not {len(profile.features)} finite numbers "
+            notes.append(f"w = {units.shorten(params['w'])} is not {len(profile.features)} finite numbers "
                          f"({', '.join(profile.features)}) separated by commas: left out")
     defaults = {info.name: info.defaults for info in engine.available()}
     for key, value in params.items():
@@ -214,11 +219,15 @@ separated by commas: left out'])
         if len(parts) != 3 or parts[0] != "p":
             continue
         if parts[2] not in defaults.get(parts[1], {}):
-            notes.append(f"{key}: {parts[1]} has no parameter {parts[2]}: left out")
+            notes.append(f"{units.shorten(key)}: {units.shorten(parts[1])} has no parameter "
+                         f"{units.shorten(parts[2])}: left out")
             continue
         try:
-            values[param_key(parts[1], parts[2])] = engine.base.coerce_param(parts[1], parts[2],
-                                                                            defaults[parts[1]][parts[2]], value)
-        except ValueError as exc:
-            notes.append(f"{key} = {value}: {exc}: left out")
+            coerced = engine.base.coerce_param(parts[1], parts[2], defaults[parts[1]][parts[2]], value)
+            engine.create(parts[1], engine.Query(weights=[1.0] * max(1, len(profile.features)), k=1, window=1, slide=1),
+                          **{parts[2]: coerced})  # refuses a value out of the parameter's range
+            values[param_key(parts[1], parts[2])] = coerced
+        except (ValueError, MemoryError) as exc:
+            why = str(exc) if isinstance(exc, ValueError) else f"needs more memory than the server has ({exc})"
+            notes.append(f"{key} = {units.shorten(value)}: {units.shorten(why, 200)}: left out")
     return values

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 from time import perf_counter
@@ -19,6 +20,9 @@ REFERENCE = "oracle"
 """The exact reference of object streams."""
 REFERENCES = {"single": "oracle", "incomplete": "oracle-incomplete"}
 """The exact reference per kind of stream (the pipeline's choice too)."""
+HISTORY_SLIDES = 1000
+"""Slides of metrics a :class:`LiveRun` keeps (the page draws the last 500): playing a long trace
+with a short slide must not grow the session's memory with every slide."""
 
 
 def reference_for(trace: Trace) -> str:
@@ -128,8 +132,9 @@ class LiveRun:
     exact
         The oracle's current answer.
     history
-        One dict per (slide, algorithm): ``slide, end, algorithm, candidates, retained, bytes,
-        seconds, precision, error, measured_bytes`` (``slide`` numbered as above).
+        One dict per (slide, algorithm) of the last :data:`HISTORY_SLIDES` slides: ``slide, end,
+        algorithm, candidates, retained, bytes, seconds, precision, error, measured_bytes``
+        (``slide`` numbered as above).
     """
 
     def __init__(self, trace: Trace, setup: Setup, first_slide: int = 0) -> None:
@@ -159,7 +164,7 @@ class LiveRun:
         self.end: int | None = None
         self.answers = {name: engine.Answer.empty() for name in setup.algorithms}
         self.exact = engine.Answer.empty()
-        self.history: list[dict[str, Any]] = []
+        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY_SLIDES * len(setup.algorithms))
 
     @property
     def oracle(self) -> engine.Algorithm:
@@ -250,7 +255,7 @@ class LiveRun:
 
     def metrics_frame(self, last: int) -> pd.DataFrame:
         """The history of the last ``last`` slides as a DataFrame (``ms`` = seconds * 1000)."""
-        rows = self.history[-last * len(self.setup.algorithms):] if self.history else []
+        rows = list(self.history)[-last * len(self.setup.algorithms):] if self.history else []
         frame = pd.DataFrame(rows, columns=["slide", "end", "algorithm", "candidates", "retained", "bytes",
                                             "measured_bytes", "seconds", "precision", "error"])
         return frame.assign(ms=frame["seconds"] * 1e3)

@@ -51,10 +51,10 @@ def parse_count(text: str, what: str = "value") -> int:
     if not match:
         raise ValueError(f'{what}: "{text.strip()}" is not a number of objects (try 10000 or 10k)')
     value = float(match.group(1).replace(",", "").replace("_", "")) * COUNT_SUFFIX[match.group(2).lower()]
+    if value > MAX_LENGTH:  # before the whole-number test: a number too long for a float reads as inf
+        raise ValueError(f"{what} must be at most {MAX_LENGTH:,} objects, got {shorten(text.strip())}")
     if not value.is_integer() or value < 1:
-        raise ValueError(f"{what} must be a whole number >= 1, got {text.strip()}")
-    if value > MAX_LENGTH:
-        raise ValueError(f"{what} must be at most {MAX_LENGTH:,} objects, got {text.strip()}")
+        raise ValueError(f"{what} must be a whole number >= 1, got {shorten(text.strip())}")
     return int(value)
 
 
@@ -87,10 +87,10 @@ def parse_duration(text: str, t_unit: str, what: str = "value") -> int:
         value = number * MS_PER[UNIT_NAMES[unit]] / MS_PER[t_unit]
     else:
         raise ValueError(f'{what}: unknown unit "{match.group(2)}" (try {example_durations(t_unit)})')
-    if not value.is_integer() or value < 1:
-        raise ValueError(f"{what} must be a whole number of {unit_label(t_unit)} >= 1, got {clean}")
     if value > MAX_LENGTH:
-        raise ValueError(f"{what} must be at most {MAX_LENGTH:,} {unit_label(t_unit)}, got {clean}")
+        raise ValueError(f"{what} must be at most {MAX_LENGTH:,} {unit_label(t_unit)}, got {shorten(clean)}")
+    if not value.is_integer() or value < 1:
+        raise ValueError(f"{what} must be a whole number of {unit_label(t_unit)} >= 1, got {shorten(clean)}")
     return int(value)
 
 
@@ -117,6 +117,40 @@ def example_durations(t_unit: str) -> str:
 def unit_label(t_unit: str) -> str:
     """The clock's unit in words (``"ms"`` or ``"time units"``)."""
     return t_unit if t_unit in MS_PER else "time units"
+
+
+SHOWN_CHARACTERS = 40
+"""Most characters of a typed or linked value repeated in a message."""
+LINK_NUMBER_MAX = 10**18
+"""Largest number :func:`link_number` gives back: every count a link holds (k, a slide, a row) is
+checked against a far smaller bound, and Python refuses to read integers of more than 4,300 digits."""
+
+
+def shorten(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    """``text`` for a message: cut after ``limit`` characters, saying how long it was.
+
+    >>> shorten("30 min"), shorten("9" * 5000, 8)
+    ('30 min', '99999999… (5,000 characters)')
+    """
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def link_number(text: str) -> int | None:
+    """A whole number ``>= 0`` written in a link with the digits 0-9 only, else ``None``; one
+    beyond :data:`LINK_NUMBER_MAX` (however many digits) reads as ``LINK_NUMBER_MAX + 1``.
+
+    Python's ``int`` also reads ``١٢`` and ``１２`` (which no page writes into a link) and refuses
+    more than 4,300 digits with a ``ValueError``.
+
+    >>> link_number("12"), link_number("-1"), link_number("１２"), link_number("1e3"), link_number("9" * 5000) > 10**18
+    (12, None, None, None, True)
+    """
+    text = str(text)
+    if not (text.isascii() and text.isdecimal()):
+        return None
+    digits = text.lstrip("0")
+    return LINK_NUMBER_MAX + 1 if len(digits) > len(str(LINK_NUMBER_MAX)) else min(int(text), LINK_NUMBER_MAX + 1)
 
 
 def weights_text(weights) -> str:

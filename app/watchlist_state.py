@@ -100,22 +100,25 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
     notes = [] if notes is None else notes
     out = []
     for number, part in enumerate(str(text).split(";") if text else [], 1):
+        shown = units.shorten(part)
         try:
             kind, k, window, slide, weights = part.split(":")
         except ValueError:
-            notes.append(f"query {number} ({part}) left out: not kind:k:window:slide:weights")
+            notes.append(f"query {number} ({shown}) left out: not kind:k:window:slide:weights")
             continue
         try:
+            if not engine.base.plain_digits(part):
+                raise ValueError("numbers are written with the digits 0-9")
             query = engine.Query(weights=[float(w) for w in weights.split(",")], k=int(k), window=int(window),
                                  slide=int(slide), kind=kind)
             if query.window > units.MAX_LENGTH:
                 raise ValueError(f"window must be at most {units.MAX_LENGTH:,}, got {query.window:,}")
             within_slide_limit(query)
         except ValueError as exc:
-            notes.append(f"query {number} ({part}) left out: {exc}")
+            notes.append(f"query {number} ({shown}) left out: {units.shorten(str(exc), 200)}")
             continue
         if query.dimensions != dimensions:
-            notes.append(f"query {number} ({part}) left out: {query.dimensions} weight(s), not {dimensions}")
+            notes.append(f"query {number} ({shown}) left out: {query.dimensions} weight(s), not {dimensions}")
             continue
         out.append(query)
     return out
@@ -268,9 +271,13 @@ class Watch:
                              f"{MAX_SLIDES:,} the page answers: choose a longer slide")
         handle = self.shared.add(query)
         since = self.shared.since(handle)
-        self.watched[handle] = Watched(handle, query, since)
-        self.alone[handle] = Alone(self.trace, query, since, self.rows)
-        self.alone[handle].advance(self.rows)
+        try:
+            alone = Alone(self.trace, query, since, self.rows)
+            alone.advance(self.rows)
+        except ValueError:  # the stream refused (a time going backwards, a value not finite): not watched
+            self.shared.remove(handle)
+            raise
+        self.watched[handle], self.alone[handle] = Watched(handle, query, since), alone
         return handle
 
     def remove(self, handle: int) -> None:

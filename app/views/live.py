@@ -435,7 +435,7 @@ PAGE_START = perf_counter()
 st.title("Live")
 
 db = data.db_path()
-names, missing = data.dataset_choices(db)
+names, missing = data.dataset_choices(db, ss.live_run.trace.name if "live_run" in ss else None)
 if missing:
     st.info(missing)
 
@@ -467,25 +467,28 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `
     if pending:
         url_notes: list[str] = []
         if pending.get("ds") not in (None, trace.name):
-            url_notes.append(f"its dataset `{pending['ds']}` is not in `{db}`: `{trace.name}` is shown")
+            url_notes.append(f"its dataset `{units.shorten(pending['ds'])}` is not in `{db}`: `{trace.name}` is shown")
         from_link = live_state.from_url(pending, profile, url_notes)
         apply_values(from_link)
         if trace.stream == "incomplete" and any(from_link.get(live_state.weight_key(f), 0.0) < 0
                                                 for f in trace.features):
-            url_notes.append(f"w = {pending['w']} has negative weights, which an attribute stream's monotone "
+            url_notes.append(f"w = {units.shorten(pending['w'])} has negative weights, which an attribute stream's monotone "
                              "scores cannot take: they became 0")
         if pending.get("alg"):
             named = list(dict.fromkeys(a.strip() for a in pending["alg"].split(",")))
             unknown = [a for a in named if a not in catalogue]
             if unknown:
-                url_notes.append(f"alg: {', '.join(unknown)} left out (the algorithms of this dataset's stream: "
+                url_notes.append(f"alg: {units.shorten(', '.join(unknown))} left out (the algorithms of this dataset's stream: "
                                  f"{', '.join(catalogue)})")
             if len(unknown) < len(named):
                 ss.algorithms = [a for a in named if a in catalogue]
-        if str(pending.get("speed", "")).isdecimal() and int(pending["speed"]) in SPEEDS:
-            ss.speed = int(pending["speed"])
+        if units.link_number(pending.get("speed", "")) in SPEEDS:
+            ss.speed = units.link_number(pending["speed"])
         elif "speed" in pending:
-            url_notes.append(f"speed = {pending['speed']} is not one of {', '.join(map(str, SPEEDS))}: left out")
+            url_notes.append(f"speed = {units.shorten(pending['speed'])} is not one of {', '.join(map(str, SPEEDS))}: "
+                             "left out")
+        if pending.get(data.REPEATED):
+            url_notes.append(pending[data.REPEATED])
         if url_notes:
             st.warning("This link's view is shown with changes: " + "; ".join(url_notes) + ".",
                        icon=":material/link:")
@@ -577,7 +580,10 @@ if setup is not None:
         st.warning("Every weight is 0, so every object scores 0 and the answer is simply the newest objects. "
                    "Give at least one feature a weight.", icon=":material/warning:")
     span = len(trace) if kind == "count" else int(trace.t[-1] - trace.t[0]) + 1 if len(trace) else 0
-    if q.window > span:
+    if not len(trace):
+        st.warning(f"The dataset `{trace.name}` holds no rows: there is no slide to show. Pick another dataset, or "
+                   "ingest rows into this one.", icon=":material/warning:")
+    elif q.window > span:
         shown_span = live_state.typed(span, kind, trace.t_unit)
         st.warning(f"The window ({live_state.typed(q.window, kind, trace.t_unit)}) is longer than the whole trace "
                    f"({shown_span}): no window is ever full.", icon=":material/warning:")
@@ -592,18 +598,19 @@ if setup is None:
                "the sidebar).", icon=":material/edit_note:")
 elif run is None or run.setup != setup:
     at = None
-    if pending.get("at", "").isdecimal():
-        at = int(pending["at"])
+    if units.link_number(pending.get("at", "")) is not None:
+        at = units.link_number(pending["at"])
         last = engine.stream.slide_count(trace.t, setup.query) - 1
         if at > last:
-            st.warning(f"This link shows slide {at:,}, but the trace ends at slide {last:,} for this query: "
+            shown_at = units.shorten(f"{int(pending['at']):,}" if at <= units.LINK_NUMBER_MAX else pending["at"])
+            st.warning(f"This link shows slide {shown_at}, but the trace ends at slide {last:,} for this query: "
                        "its last slide is shown." if last >= 0 else
-                       f"This link shows slide {at:,}, but the trace holds no complete slide of this query.",
+                       f"This link shows slide {shown_at}, but the trace holds no complete slide of this query.",
                        icon=":material/link:")
             at = last if last >= 0 else None
     elif "at" in pending:
-        st.warning(f"This link's slide (at = {pending['at']}) is not a slide number: the first window is shown.",
-                   icon=":material/link:")
+        st.warning(f"This link's slide (at = {units.shorten(pending['at'])}) is not a slide number: the first window "
+                   "is shown.", icon=":material/link:")
     try:
         run = ss.live_run = rebuild(None if ss.pop("restart", False) else run, trace, setup, at)
         ss.url_pending = {}

@@ -84,12 +84,15 @@ if runs.empty:
 
 labels = {r.run_id: run_label(r) for r in runs.itertuples()}
 if "run_id" not in st.session_state:  # the URL's run, else the latest run of `make run`'s demo
+    if repeated := data.repeated_params():
+        st.warning(f"This link's view is shown with changes: {repeated}.", icon=":material/link:")
     wanted = st.query_params.get("run")
     demo = data.demo_run(db, presets.demo())
     if wanted in labels or demo in labels:
         st.session_state.run_id = wanted if wanted in labels else demo
     if wanted is not None and wanted not in labels:
-        st.warning(f"This link's run `{wanted}` is not in `{db}`: another run is shown.", icon=":material/link:")
+        st.warning(f"This link's run `{units.shorten(wanted)}` is not in `{db}`: another run is shown.",
+                   icon=":material/link:")
 run_id = st.selectbox("Run", list(labels), format_func=labels.get, key="run_id")
 run = runs[runs.run_id == run_id].iloc[0]
 info = data.dataset_info(db, run.dataset)
@@ -102,11 +105,11 @@ if queries.empty:
 query_labels = {int(r.query_id): describe(r, info["features"], info["t_unit"], info["family"])
                 for _, r in queries.iterrows()}
 if "query_id" not in st.session_state and "query" in st.query_params:
-    if str(st.query_params["query"]).isdecimal() and int(st.query_params["query"]) in query_labels:
-        st.session_state.query_id = int(st.query_params["query"])
+    if units.link_number(st.query_params["query"]) in query_labels:
+        st.session_state.query_id = units.link_number(st.query_params["query"])
     else:
-        st.warning(f"This link's query #{st.query_params['query']} is not one of run `{run_id}`'s: its first "
-                   "query is shown.", icon=":material/link:")
+        st.warning(f"This link's query #{units.shorten(st.query_params['query'])} is not one of run `{run_id}`'s: "
+                   "its first query is shown.", icon=":material/link:")
 query_id = st.selectbox("Query", list(query_labels), key="query_id", format_func=query_labels.get)
 query = queries[queries.query_id == query_id].iloc[0]
 st.caption(f"Dataset `{run.dataset}` · {run.shards} shard(s) on `{run.spark_master}` · status {run.status}"
@@ -121,12 +124,12 @@ if metrics.empty:
 
 first, last = int(metrics.slide.min()), int(metrics.slide.max())
 if "run_slide" not in st.session_state:
-    wanted = st.query_params.get("slide", "")
-    st.session_state.run_slide = int(wanted) if str(wanted).isdecimal() else last
+    wanted = units.link_number(st.query_params.get("slide", ""))
+    st.session_state.run_slide = last if wanted is None else wanted
     if "run" in st.query_params and "slide" in st.query_params and not (
-            str(wanted).isdecimal() and first <= int(wanted) <= last):  # a Runs link's slide, out of the run
-        st.warning(f"This link's slide {wanted} is not one of this query's ({first:,} to {last:,}): the last is "
-                   "shown.", icon=":material/link:")
+            wanted is not None and first <= wanted <= last):  # a Runs link's slide, out of the run
+        st.warning(f"This link's slide {units.shorten(st.query_params['slide'])} is not one of this query's "
+                   f"({first:,} to {last:,}): the last is shown.", icon=":material/link:")
 if not first <= st.session_state.run_slide <= last:
     st.session_state.run_slide = last
 slide = st.slider("Slide (numbered from 0 at the start of the dataset, as on Live)", first, last,

@@ -23,6 +23,7 @@ from app.watchlist_state import Watch, from_url, parse_query, records_chart, to_
 TICK = 1.0  # seconds between two playback ticks
 BUDGET = 0.6  # most seconds of engine work per tick
 SPEEDS = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000]  # rows per second
+NOTES_SHOWN = 5  # most changes to a link named one by one in its warning
 SEEDED = 2  # presets watched when a dataset is opened without queries in the URL (plus one sharing the first's list)
 
 ss = st.session_state
@@ -171,7 +172,7 @@ st.caption("Several continuous top-k queries on the same stream, run by one shar
 st.page_link("views/live.py", label="One query, every algorithm compared: the Live page", icon=":material/play_circle:")
 
 db = data.db_path()
-names, missing = data.dataset_choices(db)
+names, missing = data.dataset_choices(db, ss.wl_watch.trace.name if "wl_watch" in ss else None)
 if missing:
     st.info(missing)
 
@@ -196,7 +197,7 @@ profile = presets.profile(trace.name, trace.family, trace.features, trace.t_unit
 if watch is None or watch.trace.name != trace.name:
     url_notes: list[str] = []
     if pending.get("ds") not in (None, trace.name):
-        url_notes.append(f"its dataset `{pending['ds']}` is not in `{db}`: `{trace.name}` is shown")
+        url_notes.append(f"its dataset `{units.shorten(pending['ds'])}` is not in `{db}`: `{trace.name}` is shown")
     queries = from_url(pending["q"], len(trace.features), url_notes) if "q" in pending else seed_queries(profile)
     watch = ss.wl_watch = Watch(trace)
     for query in queries:
@@ -204,14 +205,20 @@ if watch is None or watch.trace.name != trace.name:
             watch.add(query)
         except ValueError as exc:
             url_notes.append(f"query {to_url([query])} left out: {exc}")
-    if str(pending.get("at", "")).isdecimal():
-        watch.advance(int(pending["at"]))
-        if int(pending["at"]) > len(trace):
-            url_notes.append(f"row {int(pending['at']):,} is past the trace's {len(trace):,} rows: its end is shown")
+    at = units.link_number(pending.get("at", ""))
+    if at is not None:
+        watch.advance(at)
+        if at > len(trace):
+            shown_at = units.shorten(f"{at:,}" if at <= units.LINK_NUMBER_MAX else pending["at"])
+            url_notes.append(f"row {shown_at} is past the trace's {len(trace):,} rows: its end is shown")
     elif "at" in pending:
-        url_notes.append(f"at = {pending['at']} is not a number of rows: the start is shown")
+        url_notes.append(f"at = {units.shorten(pending['at'])} is not a number of rows: the start is shown")
+    if pending.get(data.REPEATED):
+        url_notes.append(pending[data.REPEATED])
     if url_notes:
-        st.warning("This link's view is shown with changes: " + "; ".join(url_notes) + ".", icon=":material/link:")
+        more = f"; and {len(url_notes) - NOTES_SHOWN:,} more" if len(url_notes) > NOTES_SHOWN else ""
+        st.warning("This link's view is shown with changes: " + "; ".join(url_notes[:NOTES_SHOWN]) + more + ".",
+                   icon=":material/link:")
     ss.wl_url = {}
     ss.wl_playing = False
     form_defaults(profile)

@@ -253,3 +253,47 @@ def test_a_newcomer_meets_the_demo_its_run_and_the_report(chromium, demo_db, tmp
                 screenshot(fresh, tmp_path, "benchmarks")
             finally:
                 browser.close()
+
+
+def test_hostile_links_a_busy_database_and_a_shared_view_in_the_browser(chromium, server, tmp_path):
+    """Links with values no page writes give a warning in the page, never an exception box; a pipeline
+    holding the database keeps the view; a link made from a view changed live reopens that view."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from .test_live import database_held
+
+    long = "9" * 5000  # more digits than Python's int() reads
+    links = [(f"/?ds=demo&k={long}&at={long}&speed={long}&w=%EF%BC%91,1", "is more than 1000: k = 1000 is used"),
+             (f"/watchlist?ds=demo&at={long}&q=count:%EF%BC%92:300:60:1,0", "written with the digits 0-9"),
+             (f"/runs?run=run-1&query={long}&slide={long}", "(5,000 characters) is not one of run")]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            for link, note in links:
+                page.goto(server + link)
+                expect(page.get_by_test_id("stAlertContentWarning").filter(has_text=note)).to_be_visible(timeout=60_000)
+                expect(page.get_by_test_id("stException")).to_have_count(0)
+
+            page.goto(f"{server}/?ds=demo&kind=count&window=200&slide=50&k=4&w=0.5,-1")
+            expect(page.get_by_text(re.compile(r"^Slide 3 ·"))).to_be_visible(timeout=60_000)
+            weight = page.get_by_test_id("stSidebar").get_by_role("slider").first
+            weight.focus()
+            weight.press("ArrowLeft")  # 0.5 - 0.05: a value a link writes in full (0.45)
+            expect(page).to_have_url(re.compile(r"w=0.45%2C-1"), timeout=30_000)
+            with database_held(os.environ["TOPK_DB"]):
+                page.get_by_role("button", name="Step").click()
+                expect(page.get_by_text(re.compile(r"^Slide 4 ·"))).to_be_visible(timeout=30_000)
+                expect(page.get_by_text("is held by another process")).to_be_visible()
+                expect(page).to_have_url(re.compile(r"ds=demo&.*k=4&.*w=0.45%2C-1&at=4"))
+            query = engine.Query(weights=[0.45, -1.0], k=4, window=RUN_QUERY.window, slide=RUN_QUERY.slide)
+            answer = oracle_answers(data.load_trace(Path(os.environ["TOPK_DB"]), "demo").arrays, query, 5)[-1]
+            assert table_ids(page, 1) == answer.ids.tolist()
+
+            shared = browser.new_page(viewport={"width": 1400, "height": 2000})
+            shared.goto(page.url)
+            expect(shared.get_by_text(re.compile(r"^Slide 4 ·"))).to_be_visible(timeout=60_000)
+            assert table_ids(shared, 1) == answer.ids.tolist() and shared.url == page.url
+            expect(shared.get_by_test_id("stAlertContentWarning")).to_have_count(0)
+        finally:
+            browser.close()

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
+from pathlib import Path
+
 import duckdb
 import numpy as np
 from streamlit.testing.v1 import AppTest
@@ -9,7 +14,9 @@ from streamlit.testing.v1 import AppTest
 import engine
 from app import data, live_state, tables
 
-from .conftest import DEMO, DEMO_RUN, ENTRY, demo_trace, oracle_answers
+from .conftest import DEMO, DEMO_RUN, ENTRY, OTHER_RUN, demo_trace, oracle_answers
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SYNTHETIC = data.synthetic_uniform()
 DEFAULT = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=50, kind="count")
@@ -481,9 +488,9 @@ def test_an_attribute_window_counts_its_objects_not_its_tuples(app):
 
 
 def test_a_parameter_sizing_arrays_beyond_the_machine_is_shown_next_to_it(app):
-    app.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "alg": "oracle-incomplete,approx",
-                             "p.approx.bitmaps": "1000000000"})  # 715 GiB of bitmaps
+    app.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "alg": "oracle-incomplete,approx"})
     app.run()
+    app.number_input(key="param_approx_bitmaps").set_value(1_000_000_000).run()  # 715 GiB of bitmaps
     assert not app.exception, app.exception
     assert any(e.value.startswith("approx: these parameters need more memory than the server has")
                for e in app.error)
@@ -507,3 +514,131 @@ def test_a_link_with_a_kind_but_no_lengths_uses_that_kinds_lengths(app, demo_db)
     assert (app.text_input(key="window").value, app.text_input(key="slide").value) == ("30 min", "1 min")
     query = engine.Query(weights=[1.0, 0.0, 0.0], k=10, window=1_800_000, slide=60_000, kind="time")
     assert_shows(app, expected(query, query.windows_per_object, demo_trace()), algorithms=("mintopk", "sap"))
+
+
+LONG = "9" * 5000
+"""A number longer than the 4,300 digits Python's ``int`` reads (it raises ``ValueError``)."""
+
+
+def test_a_link_with_numbers_too_long_or_in_other_digits_says_what_it_changed(app):
+    app.query_params.update({"k": LONG, "at": LONG, "speed": LONG, "w": "１,1,1", "window": LONG})
+    app.run()
+    assert not app.exception, app.exception
+    assert app.number_input(key="k").value == live_state.K_MAX
+    note = warnings(app)
+    assert f"k = {'9' * 40}… (5,000 characters) is more than {live_state.K_MAX}" in note
+    assert "speed = 9999" in note and "(5,000 characters) is not one of" in note
+    assert "w = １,1,1 is not 3 finite numbers" in note
+    assert app.text_input(key="window").value == LONG  # as linked, with its message below it
+    assert f"window must be at most 1,000,000,000,000 objects, got {'9' * 40}… (5,000 characters)" in [
+        e.value for e in app.error]
+    assert len(warnings(app)) < 1000
+    app.text_input(key="window").set_value("1000").run()
+    last = len(SYNTHETIC) // DEFAULT.slide - 1
+    assert slide_shown(app) == last  # the linked slide, past the end: the last one
+    assert_shows(app, expected(engine.Query(weights=DEFAULT.weights, k=live_state.K_MAX, window=1000, slide=50),
+                               last + 1))
+    assert "This link shows slide 9999" in warnings(app) and f"the trace ends at slide {last}" in warnings(app)
+
+    page = AppTest.from_file(ENTRY, default_timeout=60)
+    page.query_params.update({"k": "５"})  # int() reads it; a page never writes it
+    page.run()
+    assert page.number_input(key="k").value == DEFAULT.k and "k = ５ is not a whole number" in warnings(page)
+
+
+HOLD_THE_DATABASE = """
+import sys
+from pipelines import store
+with store.connection(sys.argv[1]) as con:  # as a replay or ingest writing holds it
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes the pipe
+"""
+
+
+@contextlib.contextmanager
+def database_held(db):
+    """Another process holding ``db`` read-write (DuckDB lets no other process open it meanwhile)."""
+    writer = subprocess.Popen([sys.executable, "-c", HOLD_THE_DATABASE, str(db)], cwd=ROOT, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "held\n"
+        yield
+    finally:
+        writer.stdin.close()
+        assert writer.wait(timeout=60) == 0
+
+
+def test_a_pipeline_holding_the_database_for_a_moment_changes_no_view(app, demo_db):
+    """A replay writes in short transactions; a page run meanwhile keeps its dataset and query (Live) and its
+    run (Runs), and says why the database could not be read."""
+    app.run()
+    app.number_input(key="k").set_value(7).run()
+    assert app.selectbox(key="dataset").value == "spy" and app.query_params["k"] == "7"
+    with database_held(demo_db):
+        app.button(key="step").click().run()
+        assert not app.exception
+        assert f"The database `{demo_db}` is held by another process" in app.info[0].value
+        assert "`spy` stays on screen" in app.info[0].value
+        assert app.selectbox(key="dataset").value == "spy" and app.number_input(key="k").value == 7
+        assert app.query_params["ds"] == "spy" and app.query_params["k"] == "7"
+        shown = slide_shown(app)
+    app.button(key="step").click().run()
+    assert not app.info and slide_shown(app) == shown + 1
+    assert app.selectbox(key="dataset").value == "spy" and app.number_input(key="k").value == 7
+
+    app.switch_page("views/runs.py").run()
+    app.selectbox(key="run_id").set_value(OTHER_RUN).run()
+    with database_held(demo_db):
+        app.run()
+        assert not app.exception and "is held by another process" in app.info[0].value
+    app.run()
+    assert app.selectbox(key="run_id").value == OTHER_RUN and app.query_params["run"] == OTHER_RUN
+
+
+def test_a_link_repeating_a_parameter_says_which_value_is_used(app):
+    app.query_params.update({"k": ["5", "7"], "w": ["1,0,0", "0,1,0", "0,0,1"]})
+    app.run()
+    assert app.number_input(key="k").value == 7
+    assert [app.slider(key=live_state.weight_key(f"x_{j}")).value for j in range(3)] == [0.0, 0.0, 1.0]
+    assert "k is given 2 times: the last (7) is used; w is given 3 times: the last (0,0,1) is used" in warnings(app)
+    assert app.query_params["k"] == "7"
+
+
+def test_a_dataset_without_rows_says_so(app, missing_db, tmp_path):
+    from pipelines import store
+
+    parquet = tmp_path / "empty.parquet"
+    with duckdb.connect(str(missing_db)) as con:
+        for statement in store.SCHEMA:
+            con.execute(statement)
+        con.execute(f"COPY (SELECT 1::BIGINT AS id, 0::BIGINT AS seq, 0::BIGINT AS t, 1.0::DOUBLE AS a LIMIT 0) "
+                    f"TO '{parquet}' (FORMAT parquet)")
+        con.execute("INSERT INTO datasets (name, family, source_files, rows_read, rows_rejected, rejects, features, "
+                    "t_unit, ingested_at, parquet) VALUES ('nothing', 'csv', '[]', 0, 0, '{}', '[\"a\"]', 'ms', now(), ?)",
+                    [str(parquet)])
+    app.run()
+    for kind in ("count", "time"):
+        app.radio(key="kind").set_value(kind).run()
+        assert not app.exception and not app.error
+        assert warnings(app) == "The dataset `nothing` holds no rows: there is no slide to show. Pick another dataset, " \
+                                "or ingest rows into this one."
+        assert app.get("progress")[0].proto.text.startswith("No slide processed yet")
+    assert app.button(key="play").disabled and app.button(key="step").disabled
+
+
+def test_a_link_with_a_parameter_its_engine_refuses_leaves_it_out(app):
+    app.query_params.update({"alg": "oracle,sao", "p.sao.memory": "-1", "p.sao.layers": "2"})
+    app.run()
+    assert not app.exception and not app.error
+    assert app.number_input(key=live_state.param_key("sao", "memory")).value == 500  # the default
+    assert app.number_input(key=live_state.param_key("sao", "layers")).value == 2
+    assert "p.sao.memory = -1: parameter memory of sao must be >= 1, got -1: left out" in warnings(app)
+    page = AppTest.from_file(ENTRY, default_timeout=60)
+    page.query_params.update({"ds": data.SYNTHETIC_ATTRIBUTES, "alg": "oracle-incomplete,approx",
+                              "p.approx.bitmaps": "1000000000"})  # 715 GiB of bitmaps
+    page.run()
+    assert not page.exception and not page.error and page.number_input(key="param_approx_bitmaps").value == 64
+    assert "p.approx.bitmaps = 1000000000: needs more memory than the server has (Unable to allocate" in warnings(page)
+    assert app.query_params["p.sao.layers"] == "2" and "p.sao.memory" not in app.query_params
+    app.number_input(key=live_state.param_key("sao", "memory")).set_value(0).run()  # typed: shown, not dropped
+    assert "parameter memory of sao must be >= 1, got 0" in app.error[-1].value

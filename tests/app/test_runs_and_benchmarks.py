@@ -225,6 +225,11 @@ def test_a_runs_link_to_what_is_not_there_says_what_is_shown_instead(app, demo_d
             ({"run": DEMO_RUN, "query": "²", "slide": "²"}, (DEMO_RUN, 0, 23), "query #² is not one of"),
             ({"run": DEMO_RUN, "query": "0", "slide": "999999"}, (DEMO_RUN, 0, 23),
              "slide 999999 is not one of this query's (0 to 23)"),
+            ({"run": DEMO_RUN, "query": "9" * 5000, "slide": "9" * 5000}, (DEMO_RUN, 0, 23),  # beyond int()'s digits
+             f"query #{'9' * 40}… (5,000 characters) is not one of"),
+            ({"run": DEMO_RUN, "query": "0", "slide": "9" * 5000}, (DEMO_RUN, 0, 23),
+             f"slide {'9' * 40}… (5,000 characters) is not one of this query's (0 to 23)"),
+            ({"run": DEMO_RUN, "query": "0", "slide": "１２"}, (DEMO_RUN, 0, 23), "slide １２ is not one of"),
             ({"run": OTHER_RUN, "query": "0", "slide": "5"}, (OTHER_RUN, 0, 5), None)]:
         page = AppTest.from_file(ENTRY, default_timeout=60)
         page.switch_page("views/runs.py")
@@ -255,3 +260,28 @@ def test_a_failed_run_shows_its_reason(app, filled_db):
     app.run()
     assert not app.exception
     assert "failed" in app.warning[0].value and "task 3 failed: disk full" in app.warning[0].value
+
+
+def test_a_folder_or_an_older_schema_in_place_of_the_database_is_named(app, missing_db, tmp_path):
+    missing_db.mkdir()
+    app.run()
+    assert not app.exception
+    assert f"`{missing_db}` is a folder, not a DuckDB database file" in app.info[0].value
+    missing_db.rmdir()
+    with duckdb.connect(str(missing_db)) as con:  # datasets as written before family and t_unit were recorded
+        con.execute("CREATE TABLE datasets(name VARCHAR, rows_read BIGINT, features JSON, parquet VARCHAR)")
+        con.execute(f"INSERT INTO datasets VALUES ('old', 10, '[\"a\"]', '{tmp_path / 'old.parquet'}')")
+    page = AppTest.from_file(ENTRY, default_timeout=60)
+    page.run()
+    assert not page.exception
+    assert "lacks a column the dashboard reads" in page.warning[0].value
+    assert "written by an older version of the pipelines" in page.warning[0].value
+    assert "not filled in yet" not in page.warning[0].value
+
+
+def test_a_runs_link_repeating_a_parameter_says_which_value_is_used(app, demo_db):
+    app.switch_page("views/runs.py")
+    app.query_params.update({"run": [DEMO_RUN, OTHER_RUN]})
+    app.run()
+    assert not app.exception and app.query_params["run"] == OTHER_RUN
+    assert f"run is given 2 times: the last ({OTHER_RUN}) is used" in app.warning[0].value

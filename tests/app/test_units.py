@@ -540,3 +540,27 @@ def test_ingest_counts_say_what_was_rejected_and_merged(tmp_path):
     assert data.ingest_counts(db, "worldcup") == ("200,000 rows read, 3 rejected (bad_size 3), 40,293 merged into one "
                                                   "tuple per client, section and 5 s chunk.")
     assert data.ingest_counts(db, "absent") == ""
+
+
+def test_a_live_run_keeps_the_metrics_of_its_last_slides_only():
+    query = engine.Query(weights=[1.0, 0.0, 0.0], k=2, window=2, slide=1)
+    setup = session.Setup(data.SYNTHETIC, query, ("oracle", "mintopk"))
+    run = session.LiveRun(data.synthetic_uniform(rows=3 * session.HISTORY_SLIDES), setup)
+    assert run.step(3 * session.HISTORY_SLIDES) == 3 * session.HISTORY_SLIDES
+    assert len(run.history) == 2 * session.HISTORY_SLIDES  # one row per algorithm and slide
+    frame = run.metrics_frame(20)
+    assert frame["slide"].tolist() == [s for s in range(run.current - 19, run.current + 1) for _ in range(2)]
+    assert (frame["precision"] == 1.0).all()
+
+
+def test_parquet_data_unlike_its_catalogue_row_raises_friendly_messages(filled_db, tmp_path):
+    import duckdb
+
+    with duckdb.connect(str(filled_db)) as con:  # the demo's features renamed since its Parquet was written
+        con.execute("UPDATE datasets SET features = '[\"notional\", \"volume\"]'")
+    with pytest.raises(data.MissingData, match=r"lacks the column\(s\) volume that its dataset names \(it holds "
+                                               r"id, seq, t, notional, size\)"):
+        data.load_trace(filled_db, "demo")
+    (tmp_path / "demo.parquet").write_text("not Parquet")
+    with pytest.raises(data.MissingData, match="demo.parquet` cannot be read"):
+        data.load_trace(filled_db, "demo")

@@ -304,3 +304,42 @@ def test_a_slide_far_too_short_for_its_window_is_not_added():
     assert app.error[0].value == ("Not added: the window spans 100,000,000,000 slides, more than the 100,000 "
                                   "allowed: choose a longer slide")
     assert len(table(app)) == 3
+
+
+def test_a_link_with_numbers_too_long_or_in_other_digits_opens_with_a_word():
+    long = "9" * 5000  # int() refuses more than 4,300 digits
+    app = open_page(q=f"count:4:300:60:1,0,-1;count:{long}:300:60:1,0,0;count:２:300:60:1,0,0", at=long)
+    assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
+    assert rows_delivered(app) == len(SYNTHETIC)
+    note = app.warning[0].value
+    assert f"row {'9' * 40}… (5,000 characters) is past the trace's 20,000 rows" in note
+    assert f"query 2 (count:{'9' * 34}… (5,019 characters)) left out" in note
+    assert "query 3 (count:２:300:60:1,0,0) left out: numbers are written with the digits 0-9" in note
+    assert len(note) < 1000
+    assert assert_rows_equal_the_oracle(app) == 1
+
+
+def test_a_link_with_thousands_of_bad_queries_names_the_first_few():
+    app = open_page(q=";".join(["count:0:200:50:1,1,1"] * 3000) + ";count:4:300:60:1,0,-1")
+    assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
+    note = app.warning[0].value
+    assert note.count("left out") == 5 and note.endswith("; and 2,995 more.")
+
+
+def test_a_link_repeating_a_parameter_says_which_value_is_used():
+    app = open_page(q=["count:5:200:50:1,1,1", "count:4:300:60:1,0,-1"])
+    assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
+    assert "q is given 2 times: the last (count:4:300:60:1,0,-1) is used" in app.warning[0].value
+
+
+def test_a_query_the_stream_refuses_is_not_half_added():
+    """Times going backwards refuse a time window: that query is not watched, the others go on."""
+    trace = data.Trace("back", np.arange(40), np.r_[np.arange(20), np.arange(20)], np.arange(40.0)[:, None] % 13,
+                       ("a",), "ordinal")
+    watch = Watch(trace)
+    with pytest.raises(ValueError, match="t decreases"):
+        watch.add(engine.Query([1.0], k=2, window=10, slide=5, kind="time"))
+    assert watch.watched == {} and watch.alone == {} and watch.shared.stats()["groups"] == 0
+    handle = watch.add(engine.Query([1.0], k=2, window=10, slide=5))
+    watch.advance(len(trace))
+    assert watch.table()["#"].tolist() == [handle] and watch.answer(handle).ids.tolist() == [38, 37]
