@@ -3,10 +3,17 @@ never a traceback. Expectations are written out here, not computed by the pipeli
 
 from __future__ import annotations
 
+import json
+import re
+
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
 from engine import cli
-from pipelines import ingest
+from pipelines import ingest, replay
+from pipelines.errors import StoreError
 
 quiet = dict(log=lambda _: None)
 CSV_OPTIONS = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
@@ -59,3 +66,25 @@ def test_a_csv_with_lone_carriage_returns_and_a_long_stray_quote_keeps_every_goo
     closed.write_bytes(head.replace('"4.5', '"4.5"').encode())
     table = cli.read_csv(str(closed))
     assert list(table.numbers) == [2, 3, 4, 5] and list(table.columns["t"]) == ["10", "20", "30", "40"]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet", "json"])
+def test_a_data_file_given_as_the_database_is_refused_before_spark_and_left_unchanged(tmp_path, suffix):
+    """DuckDB opens a CSV, Parquet or JSON file as a database of one table, and keeps the tables
+    created beside it in memory: an ingest recording its dataset there would report success and
+    record nothing."""
+    data = tmp_path / f"trips.{suffix}"
+    if suffix == "parquet":
+        pq.write_table(pa.table({"id": [1, 2], "t": [1, 2], "x": [0.5, 1.5]}), data)
+    else:
+        data.write_text("id,t,x\n1,1,0.5\n2,2,1.5\n" if suffix == "csv" else '[{"id": 1, "t": 1, "x": 0.5}]\n')
+    before = data.read_bytes()
+    message = f"cannot open {re.escape(str(data))}: the file exists, but it is not a DuckDB database file"
+    with pytest.raises(StoreError, match=message):
+        ingest.extract("synthetic:time-u", db=data, out=tmp_path / "datasets", options={"rows": 5}, **quiet)
+    config = tmp_path / "replay.json"
+    config.write_text(json.dumps({"dataset": "trips", "algorithms": [{"name": "oracle"}],
+                                  "queries": [{"weights": [1.0], "k": 1, "window": 2, "slide": 1}]}))
+    with pytest.raises(StoreError, match=message):
+        replay.prepare(config, db=data)
+    assert data.read_bytes() == before
