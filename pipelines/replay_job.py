@@ -38,8 +38,12 @@ PROGRESS_SECONDS = 5.0
 """How often the driver logs progress inside the job."""
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived: the replay stops at its last complete snapshot."""
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: the replay stops at its last complete snapshot.
+
+    A ``BaseException``, as ``KeyboardInterrupt``: raised by the signal handler inside a call
+    to the JVM, an ``Exception`` would be caught by py4j and reported as a ``Py4JError``.
+    """
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
