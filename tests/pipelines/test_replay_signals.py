@@ -9,7 +9,7 @@ import threading
 
 import duckdb
 
-from pipelines import replay
+from pipelines import replay, replay_job, store
 from tests.pipelines.conftest import small_replay
 
 
@@ -30,3 +30,22 @@ def test_sigterm_inside_a_call_to_the_jvm_stops_the_replay_with_one_line(spark, 
     assert capsys.readouterr().err == "[replay] stopped by SIGTERM: nothing was written\n"
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def test_sigterm_inside_a_duckdb_query_marks_the_run_interrupted_not_failed(spark, tmp_path, monkeypatch, capsys):
+    """DuckDB turns the exception the signal handler raises inside a query (a load, say) into
+    ``RuntimeError('Query interrupted')``: the run is still interrupted by SIGTERM, with one line."""
+    db, config = small_replay(tmp_path, rows=20, window=4, slide=2)
+
+    def a_long_load(spark, plan, summary, log):
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        with store.connection(plan.db) as con:
+            con.execute("SELECT count(*) FROM range(3_000_000_000) WHERE range % 7 = 3").fetchall()
+
+    monkeypatch.setattr(replay, "spark_session", lambda *_, **__: contextlib.nullcontext(spark))
+    monkeypatch.setattr(replay_job, "run_job", a_long_load)
+    assert replay.main(["--config", str(config), "--db", str(db), "--run-id", "loading"]) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == \
+        "[replay] stopped by SIGTERM: run loading marked interrupted; continue it with --resume\n"
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT status, reason FROM runs").fetchall() == [("interrupted", "stopped by SIGTERM")]
