@@ -32,7 +32,8 @@ def test_resume_refuses_a_row_changed_inside_the_snapshots_window(spark, tmp_pat
     write_dataset(data, x)
     with store.connection(db) as con:
         store.insert_row(con, "datasets", {"name": "rising", "family": "test", "features": ["x"], "parquet": str(data)})
-    config.write_text(json.dumps({"dataset": "rising", "shards": 2, "algorithms": [{"name": "oracle"}, {"name": "mintopk"}],
+    config.write_text(json.dumps({"dataset": "rising", "shards": 2,
+                                  "algorithms": [{"name": "oracle"}, {"name": "mintopk"}],
                                   "queries": [{"weights": [1.0], "k": 2, "window": window, "slide": slide,
                                                "kind": kind}]}))
     replay.replay(spark, config, db=db, run_id="rising-run", **quiet)
