@@ -152,8 +152,9 @@ def records(lines: list[str]) -> tuple[list[str], list[str], list[int], list[str
     A blank line is no row, as for the engine's CLI.
 
     A quoted field may span lines. When one is still open at the end of the file (a stray
-    quote), the lines from its row on are read one by one: a line that closes its quotes is a
-    row, one that does not is split on commas as if unquoted (``fields`` ``None``).
+    quote), or grows past the ``csv`` module's field size limit (128 KiB), the lines from its
+    row on are read one by one: a line that closes its quotes is a row, one that does not is
+    split on commas as if unquoted (``fields`` ``None``).
     ``O(characters)``, in C.
 
     Examples
@@ -174,14 +175,18 @@ def records(lines: list[str]) -> tuple[list[str], list[str], list[int], list[str
         return (lines[0].split(","), [line for _, line in numbered], [number for number, _ in numbered],
                 [None] * len(numbered))
     reader = csv.reader(line + "\n" for line in lines)
-    spans, first = [], 0
-    for row in reader:
-        spans.append((first, reader.line_num, row))
-        first = reader.line_num
-    if not _closed(lines[spans[-1][0]:]):
-        first = spans.pop()[0]
+    spans, first, stray = [], 0, None
+    try:
+        for row in reader:
+            spans.append((first, reader.line_num, row))
+            first = reader.line_num
+    except csv.Error:  # a field past csv's size limit: a quote left open over many lines
+        stray = first
+    if stray is None and not _closed(lines[spans[-1][0]:]):
+        stray = spans.pop()[0]
+    if stray is not None:
         spans += [(i, i + 1, next(csv.reader([lines[i]]), []) if _closed(lines[i:i + 1]) else None)
-                  for i in range(first, len(lines))]
+                  for i in range(stray, len(lines))]
     header = spans[0][2]
     rows = [(start, end, row) for start, end, row in spans[1:] if end - start > 1 or lines[start]]
     return (lines[0].split(",") if header is None else header,

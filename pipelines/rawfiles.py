@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import re
 import tarfile
 import zipfile
 from pathlib import Path
@@ -19,6 +20,9 @@ import pyarrow as pa
 
 from .errors import InputError
 
+LINE_END = re.compile(r"\r\n|\r|\n")
+r"""A line end: ``\r\n``, ``\n`` or a lone ``\r`` (universal newlines, as Python reads text files)."""
+
 NOTICE_SUFFIXES = (".txt", ".md")
 """Members of an archive that are documentation, not data (e.g. a copyright notice)."""
 
@@ -26,6 +30,9 @@ NOTICE_SUFFIXES = (".txt", ".md")
 def read_lines(path: Path, *, encoding: str = "utf-8") -> list[str]:
     """The text lines of ``path`` (decompressed), without line ends, a final empty line or a
     leading byte order mark (spreadsheets write one before the header).
+
+    A line ends at ``\\r\\n``, ``\\n`` or a lone ``\\r``, as Python's text files and the engine's
+    CLI have it, so the lines are numbered alike.
 
     Undecodable bytes are replaced (``U+FFFD``) rather than failing the file: a row with
     them is judged by the family's checks like any other.
@@ -37,12 +44,15 @@ def read_lines(path: Path, *, encoding: str = "utf-8") -> list[str]:
     >>> _ = path.write_bytes(gzip.compress(b"\\xef\\xbb\\xbfx,y\\r\\n1,2\\n"))
     >>> read_lines(path)
     ['x,y', '1,2']
+    >>> _ = path.write_bytes(gzip.compress(b"x,y\\r1,2\\r\\n3,4\\r"))
+    >>> read_lines(path)
+    ['x,y', '1,2', '3,4']
     """
     data = _read_bytes(Path(path))
-    lines = data.decode(encoding, errors="replace").removeprefix("\ufeff").split("\n")
+    lines = LINE_END.split(data.decode(encoding, errors="replace").removeprefix("\ufeff"))
     if lines and lines[-1] == "":
         lines.pop()
-    return [line.rstrip("\r") for line in lines]
+    return lines
 
 
 def _read_bytes(path: Path) -> bytes:

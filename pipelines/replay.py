@@ -40,7 +40,7 @@ from engine.stream import MAX_SLIDES
 
 from . import locks, store
 from .errors import exit_status
-from .replay_job import Interrupted, execute
+from .replay_job import Interrupted, execute, received_signals, stop_signal
 from .replay_load import ReplaySummary
 from .replay_plan import ReplayPlan, prepare, staging_directory
 from .spark import spark_session
@@ -109,8 +109,10 @@ def interruptible() -> Iterator[None]:
     def handler(signum, frame):
         for other in previous:
             signal.signal(other, signal.SIG_IGN)
+        received_signals.append(signum)
         raise Interrupted(signum)
 
+    received_signals.clear()
     for signum in previous:
         signal.signal(signum, handler)
     try:
@@ -163,12 +165,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with interruptible():
             return exit_status(job)
-    except (Interrupted, KeyboardInterrupt) as stop:
-        signum = getattr(stop, "signum", signal.SIGINT)
+    except BaseException as stop:  # noqa: BLE001 - a signal surfaces as whatever the call it hit raises (DuckDB's)
+        signum = stop_signal(stop)
+        if signum is None:
+            raise
         where = (f"run {executing[0].run_id} marked interrupted; continue it with --resume" if executing
                  else "nothing was written")
         print(f"[replay] stopped by {signal.Signals(signum).name}: {where}", file=sys.stderr)
         return 128 + signum
+    finally:
+        received_signals.clear()
 
 
 if __name__ == "__main__":

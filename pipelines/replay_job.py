@@ -38,12 +38,31 @@ PROGRESS_SECONDS = 5.0
 """How often the driver logs progress inside the job."""
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived: the replay stops at its last complete snapshot."""
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: the replay stops at its last complete snapshot.
+
+    A ``BaseException``, as ``KeyboardInterrupt``: raised by the signal handler inside a call
+    to the JVM, an ``Exception`` would be caught by py4j and reported as a ``Py4JError``.
+    """
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+received_signals: list[int] = []
+"""The signals received while :func:`pipelines.replay.interruptible` is active.  DuckDB turns
+the exception the signal handler raises inside a query into ``RuntimeError('Query
+interrupted')``, so the signal received, not the exception, says why the replay stopped."""
+
+
+def stop_signal(error: BaseException) -> int | None:
+    """The signal that stopped the replay with ``error``, or ``None`` when none did."""
+    if isinstance(error, Interrupted):
+        return error.signum
+    if isinstance(error, KeyboardInterrupt):  # Spark's own SIGINT handler raises it
+        return signal.SIGINT
+    return received_signals[0] if received_signals else None
 
 
 def execute(spark: SparkSession, plan: ReplayPlan, *, log: Callable[[str], None] = print) -> ReplaySummary:
@@ -60,10 +79,11 @@ def execute(spark: SparkSession, plan: ReplayPlan, *, log: Callable[[str], None]
     try:
         run_job(spark, plan, summary, log)
     except BaseException as error:
-        interrupted = isinstance(error, (Interrupted, KeyboardInterrupt))
-        reason = (f"stopped by {error}" if isinstance(error, Interrupted)  # Spark's SIGINT handler raises the other
-                  else "stopped by SIGINT" if isinstance(error, KeyboardInterrupt) else failure_reason(error))
-        replay_load.mark(plan.db, plan.run_id, "interrupted" if interrupted else "failed", reason)
+        signum = stop_signal(error)
+        reason = f"stopped by {signal.Signals(signum).name}" if signum else failure_reason(error)
+        replay_load.mark(plan.db, plan.run_id, "interrupted" if signum else "failed", reason)
+        if signum and not isinstance(error, (Interrupted, KeyboardInterrupt)):
+            raise Interrupted(signum) from None
         raise
     return summary
 

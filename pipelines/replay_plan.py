@@ -265,14 +265,18 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
             if any(last_seq != expected_last_seq for _, last_seq, _ in found.values()) or next_slide > total:
                 raise InputError(f"run {resumed_run}: dataset {dataset.name} no longer holds the rows its "
                                  "snapshots were taken over (was it re-ingested?); start a new run")
-            check_rows_unchanged(con, resumed_run, query_id, query, config.reference, dataset, origin, next_slide - 1)
             states = {key: state for key, (_, _, state) in found.items()}
+            windows = {}
             for (label, shard), state in states.items():
                 where = f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}"
                 if specs[label].name == SHARED:
                     check_shared_state(state, [config.queries[i] for i in group_of(config.queries, query_id)], where)
                 else:
-                    check_state(state, query, specs[label], where)
+                    restored = check_state(state, query, specs[label], where)
+                    if label == config.reference and not dataset.attribute:
+                        windows[shard] = restored
+            check_rows_unchanged(con, resumed_run, query_id, query, config.reference, dataset, origin, next_slide - 1,
+                                 windows, config.shards)
         segment_slides = config.snapshot_every or max(1, -(-SEGMENT_ROWS * total // max(dataset.rows, 1)))
         first_row = last_seq_before(query, dataset.t, origin + next_slide * query.slide) + 1
         progress.append(QueryProgress(query_id=query_id, query=query, origin=origin, next_slide=next_slide,
@@ -282,18 +286,23 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
 
 
 def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, reference: str, dataset: Dataset,
-                         origin: int, slide: int) -> None:
+                         origin: int, slide: int, windows: dict[int, engine.Algorithm] | None = None,
+                         shards: int = 1) -> None:
     """Refuse to resume over a dataset that no longer holds the rows the snapshots covered.
 
     A count window's boundaries do not depend on the rows, so a dataset ingested again under
     its name (other rows, as many or more) would pass the ``last_seq`` check and be continued
     silently. The reference's stored answer at the snapshots' slide must therefore still be
-    the dataset's: each of its objects among the rows of that slide's window, scoring as stored
-    (object streams; ``O(window)`` rows read).
+    the dataset's: each of its objects among the rows of that slide's window, scoring as stored.
+    For object streams, ``windows`` (the reference's restored snapshot per shard: the oracle,
+    which holds its whole window) must moreover hold exactly the dataset's rows of that window
+    and shard, ids and scores alike: a row changed, added or removed inside the window, even
+    one outside the answer, would make the continued answers differ from a run over the
+    dataset (``O(window · d)``).
     """
     answer = con.execute("SELECT object_id, score FROM answers WHERE run_id = ? AND query_id = ? AND algorithm = ? "
                          "AND slide = ? ORDER BY rank", [run_id, query_id, reference, slide]).fetchall()
-    if not answer:
+    if not answer and not windows:
         return
     end = origin + (slide + 1) * query.slide
     if query.kind == "count":
@@ -301,8 +310,9 @@ def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, referenc
     else:
         first = int(np.searchsorted(dataset.t, end - query.window - 1, side="left"))  # a row more each side:
         stop = int(np.searchsorted(dataset.t, end, side="right"))                    # a superset is enough
-    columns = ("id",) if dataset.attribute else ("id", *dataset.features)
+    columns = ("id",) if dataset.attribute else ("id", "t", *dataset.features)
     scores: dict[int, float] = {}
+    rows: dict[int, tuple[int, float]] = {}  # seq -> (id, score) of the rows inside the window
     for chunk in read_rows(dataset.parquet, columns, first_row=first):
         inside = chunk["seq"] < stop
         ids = chunk["id"][inside]
@@ -312,20 +322,36 @@ def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, referenc
             values = score(np.column_stack([chunk[name][inside] for name in dataset.features]).astype(np.float64),
                            query.weights)
         scores.update(zip(ids.tolist(), values.tolist()))
+        if windows:
+            seq, t = chunk["seq"][inside], chunk["t"][inside]
+            kept = (seq >= end - query.window) if query.kind == "count" else (t >= end - query.window) & (t < end)
+            rows.update(zip(seq[kept].tolist(), zip(ids[kept].tolist(), values[kept].tolist())))
         if not inside.all():
             break
     for object_id, stored in answer:
         found = scores.get(object_id)
         if found is None or not (dataset.attribute or np.isclose(found, stored, rtol=1e-12, atol=0.0)):
-            raise InputError(f"run {run_id}: dataset {dataset.name} no longer holds the rows its snapshots were "
-                             f"taken over (object {object_id} of query {query_id}'s answer at slide {slide} is not "
-                             "in that slide's window, or scores otherwise); was it ingested again? start a new run")
+            _refuse_changed_rows(run_id, dataset, f"object {object_id} of query {query_id}'s answer at slide {slide} "
+                                                  "is not in that slide's window, or scores otherwise")
+    for shard, reference_state in sorted((windows or {}).items()):
+        held = reference_state.query(query.weights, max(1, reference_state.stats()["retained"]))
+        mine = {s: row for s, row in rows.items() if s % shards == shard}
+        if len(held.ids) != len(mine) or any(
+                mine.get(s, (None,))[0] != object_id or not np.isclose(mine[s][1], value, rtol=1e-12, atol=0.0)
+                for s, object_id, value in zip(held.seq.tolist(), held.ids.tolist(), held.scores.tolist())):
+            _refuse_changed_rows(run_id, dataset, f"the window of query {query_id} at slide {slide} (shard {shard}) "
+                                                  "holds other rows than the reference's snapshot of it")
 
 
-def check_state(state: str, query: Query, spec: AlgorithmSpec, where: str) -> None:
+def _refuse_changed_rows(run_id: str, dataset: Dataset, what: str) -> None:
+    raise InputError(f"run {run_id}: dataset {dataset.name} no longer holds the rows its snapshots were taken over "
+                     f"({what}); was it ingested again? start a new run")
+
+
+def check_state(state: str, query: Query, spec: AlgorithmSpec, where: str) -> engine.Algorithm:
     """Restore a snapshot once on the driver, as the task will, so that a bad one stops the run before Spark does."""
     try:
-        engine.restore(json.loads(state), query, algorithm=spec.name, params=spec.params)
+        return engine.restore(json.loads(state), query, algorithm=spec.name, params=spec.params)
     except (ValueError, TypeError) as error:
         raise InputError(f"{where} cannot be restored: {error}") from None
 

@@ -96,6 +96,7 @@ def connect(path: str | Path = DEFAULT_DB, *, wait_seconds: float | None = None)
     wait_seconds = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_other_files(path)
     deadline = time.monotonic() + wait_seconds
     while True:
         try:
@@ -111,6 +112,31 @@ def connect(path: str | Path = DEFAULT_DB, *, wait_seconds: float | None = None)
             raise StoreError(f"cannot open {path}: {one_line(error)}") from None
     ensure_schema(con)
     return con
+
+
+DUCKDB_MAGIC = (8, b"DUCK")
+"""Where a DuckDB database file says what it is: bytes 8-11 of its header."""
+
+
+def _refuse_other_files(path: Path) -> None:
+    """Refuse an existing file that is not a DuckDB database (``O(1)``).
+
+    DuckDB itself refuses most such files, but opens a CSV, Parquet or JSON file as a database
+    of one read-only table and keeps every table created beside it in memory: a dataset
+    recorded there would be lost when the connection closes, silently.  An empty file is a
+    new database, as for DuckDB.
+    """
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(DUCKDB_MAGIC[0] + len(DUCKDB_MAGIC[1]))
+    except (FileNotFoundError, IsADirectoryError):
+        return  # DuckDB creates the first and names the second
+    except OSError as error:
+        raise StoreError(f"cannot open {path}: {one_line(error)}") from None
+    offset, magic = DUCKDB_MAGIC
+    if header and header[offset:] != magic:
+        raise StoreError(f"cannot open {path}: the file exists, but it is not a DuckDB database file (give --db a "
+                         ".duckdb file)")
 
 
 def one_line(error: BaseException) -> str:

@@ -136,7 +136,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
     parsed = raw.select(
         "source_index", "source_file", "line", "raw", count.alias("field_count"),
         F.when(client_text.rlike(r"^\d{1,18}$"), client_text.cast("long")).alias("client"),
-        F.unix_millis(F.try_to_timestamp(F.concat_ws(" ", fields.getItem(1), fields.getItem(2)),
+        F.unix_millis(F.try_to_timestamp(F.concat_ws(" ", F.get(fields, 1), F.get(fields, 2)),
                                          F.lit(TIME_FORMAT))).alias("request_ms"),
         F.when(size_text == "-", F.lit(0.0))
          .when(size_text.rlike(r"^\d{1,15}$"), size_text.cast("double")).alias("bytes"),
