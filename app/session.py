@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from functools import lru_cache
 from time import perf_counter
 from typing import Any, Callable, Iterator
 
@@ -14,6 +13,7 @@ import pandas as pd
 import engine
 from engine import metrics
 from engine.attributes import aggregate
+from engine.warmup import load_kernels
 from app.data import Trace
 
 REFERENCE = "oracle"
@@ -90,24 +90,6 @@ def warm_start_slide(trace: Trace, query: engine.Query, rows: int) -> int:
     return max(0, (last - query.window - first_boundary(trace, query)) // query.slide - 1)
 
 
-@lru_cache(maxsize=None)
-def warm_kernels(name: str, dimensions: int) -> None:
-    """Load (or, on a fresh clone, compile) the compiled kernels of ``name`` once per process,
-    untimed: a tiny object stream through three window turnovers reaches every kernel, so no
-    slide's "ms / slide" pays for loading them (SAO with a budget small enough for the stream
-    to fill, so its hull kernels run).  Attribute-stream algorithms have none."""
-    if engine.registry.algorithm_class(name).stream != "single":
-        return
-    q = engine.Query(weights=[1.0] * dimensions, k=3, window=40, slide=4)
-    rows = 3 * q.window
-    x = np.random.default_rng(0).random((rows, dimensions))
-    alg = engine.create(name, q, **({"memory": 12} if name == "sao" else {}))
-    for batch in engine.slides((np.arange(rows), np.arange(rows), x), q):
-        alg.process(batch)
-        alg.topk()
-        alg.stats()
-
-
 class LiveRun:
     """The selected algorithms plus the exact reference (the oracle) over one trace.
 
@@ -143,7 +125,7 @@ class LiveRun:
         q = setup.query
         self.reference = reference_for(trace)
         for name in dict.fromkeys((self.reference, *setup.algorithms)):
-            warm_kernels(name, max(1, len(trace.features)))
+            load_kernels(name, len(q.weights))
         self.engines = {name: engine.create(name, q, **setup.params.get(name, {}))
                         for name in dict.fromkeys((self.reference, *setup.algorithms))}
         self._error = metrics.absolute_error if trace.stream == "incomplete" else metrics.relative_error

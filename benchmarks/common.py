@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 import engine
+from engine.warmup import load_kernels as warm_up  # noqa: F401 - the modules load kernels through it
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -123,31 +124,6 @@ def agreement(expected: list | None, got: list) -> dict:
     if slide is None:
         return {"agrees_with_oracle": True}
     return {"agrees_with_oracle": False, "status": f"error: answer differs from the oracle's at timed slide {slide}"}
-
-
-_WARMED: set = set()
-
-
-def warm_up(name: str, **params) -> None:
-    """Compile (or load from numba's cache) every kernel ``name`` (with ``params``) can call,
-    before any timing: three window turnovers of small count windows with uniform and monotone
-    scores reach every step (partition and unit ends, S-AVL builds, rescans, the dynamic
-    partitions' test with ``k > 10``, ``k = 1``), whatever the timed case's sizes.  Once per
-    process and (algorithm, params): every module that times an algorithm calls it first, so
-    that a module run alone (``benchmarks.run --only``) charges no competitor numba's load."""
-    key = (name, tuple(sorted(params.items())))
-    if key in _WARMED:
-        return
-    for window, slide, k in ((200, 10, 5), (2_000, 100, 10), (300, 1, 3), (600, 20, 20), (500, 10, 1)):
-        q = engine.Query(weights=[1.0], k=k, window=window, slide=slide)
-        m = 3 * window
-        for x in (uniform_stream(m, seed=3)[2], -np.arange(m, dtype=np.float64)[:, None]):
-            alg = engine.create(name, q, **params)
-            for batch in engine.slides((np.arange(m), np.arange(m), x), q):
-                alg.process(batch)
-                alg.topk()
-                alg.stats()
-    _WARMED.add(key)
 
 
 def measure(name: str, query: engine.Query, batches: list, warmup: int, params=None) -> Measurement:

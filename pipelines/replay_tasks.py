@@ -40,6 +40,7 @@ import engine
 from engine import Batch, Query
 from engine.cli import column_values
 from engine.stream import as_attribute_stream, as_object_stream
+from engine.warmup import load_kernels
 
 CHUNK_ROWS = 1 << 16
 """Rows per chunk a task reads at a time (datasets not cached)."""
@@ -487,6 +488,7 @@ def run_task(task: ReplayTask) -> Iterator[dict[str, Any]]:
     for module in task.plugins:
         importlib.import_module(module)
     query = Query.from_dict(task.query)
+    load_kernels(task.algorithm, len(query.weights))    # untimed: no slide's seconds pays numba's load
     algorithm = (engine.restore(json.loads(task.state), query, algorithm=task.algorithm, params=task.params)
                  if task.state is not None else engine.create(task.algorithm, query, **task.params))
     chunks = dataset_chunks(task.source, ("id", "t", *task.columns), task.first_row,
