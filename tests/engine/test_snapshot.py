@@ -219,3 +219,35 @@ def test_a_run_restored_at_every_slide_keeps_every_figure_of_stats(name, kind):
             assert np.array_equal(chained.topk().ids, uninterrupted.topk().ids)
             if when == "before":
                 chained = engine.restore(json.loads(chained.to_state_text()[0]), q, algorithm=name, params={})
+
+
+def first_leaves(value, path=()):
+    """The path to every field of a state's data, following the first item of each list."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from first_leaves(item, (*path, key))
+    elif isinstance(value, list) and value:
+        yield from first_leaves(value[0], (*path, 0))
+    else:
+        yield path
+
+
+@pytest.mark.parametrize("name", SINGLE_EXACT)
+@pytest.mark.parametrize("bad", [2**70, -2**70, [], {}, "x"])
+def test_restore_refuses_data_edited_field_by_field_with_a_state_error(name, bad):
+    """A field beyond int64, or of another type, resealed so that the checksum matches, is a
+    StateError naming the algorithm, never a raw OverflowError or AttributeError (a mapping
+    replaced by a list)."""
+    _, state = sample_state(name)
+    paths = [path for path in first_leaves(state["data"]) if path] + [(key,) for key in state["data"]]
+    for path in paths:
+        broken = copy.deepcopy(state)
+        *parents, last = path
+        holder = broken["data"]
+        for key in parents:
+            holder = holder[key]
+        holder[last] = bad
+        try:
+            engine.restore(json.loads(json.dumps(engine.jsondata.seal(broken))))
+        except engine.StateError as error:
+            assert f"state of {name} is corrupt" in str(error)
