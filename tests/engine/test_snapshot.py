@@ -233,12 +233,14 @@ def first_leaves(value, path=()):
 
 
 @pytest.mark.parametrize("name", SINGLE_EXACT)
-@pytest.mark.parametrize("bad", [2**70, -2**70, [], {}, "x"])
+@pytest.mark.parametrize("bad", [2**70, -2**70, 1e300, [], {}, "x"])
 def test_restore_refuses_data_edited_field_by_field_with_a_state_error(name, bad):
-    """A field beyond int64, or of another type, resealed so that the checksum matches, is a
-    StateError naming the algorithm, never a raw OverflowError or AttributeError (a mapping
-    replaced by a list)."""
-    _, state = sample_state(name)
+    """A field beyond int64 (``1e300`` is a float that ``int`` would take), or of another type,
+    resealed so that the checksum matches, is a StateError naming the algorithm, never a raw
+    OverflowError or AttributeError (a mapping replaced by a list); a state it does not refuse
+    continues without one."""
+    q, state = sample_state(name)
+    more = list(engine.slides((np.arange(40), np.arange(40), np.cos(np.arange(40.0))), q, seq_start=60))
     paths = [path for path in first_leaves(state["data"]) if path] + [(key,) for key in state["data"]]
     for path in paths:
         broken = copy.deepcopy(state)
@@ -248,6 +250,20 @@ def test_restore_refuses_data_edited_field_by_field_with_a_state_error(name, bad
             holder = holder[key]
         holder[last] = bad
         try:
-            engine.restore(json.loads(json.dumps(engine.jsondata.seal(broken))))
+            restored = engine.restore(json.loads(json.dumps(engine.jsondata.seal(broken))))
         except engine.StateError as error:
             assert f"state of {name} is corrupt" in str(error)
+            continue
+        for batch in more:
+            restored.process(batch)
+
+
+@pytest.mark.parametrize("name, field", [("pretopk", "current"), ("mintopk", "current"), ("sap-equal", "slide"),
+                                         ("sap-equal", "serial"), ("sap", "serial")])
+def test_restore_refuses_a_slide_number_that_is_not_an_integer(name, field):
+    _, state = sample_state(name)
+    for bad in (True, 12.0):
+        broken = copy.deepcopy(state)
+        broken["data"][field] = bad
+        with pytest.raises(engine.StateError, match=f"state of {name} is corrupt: ValueError: {field} must be"):
+            engine.restore(engine.jsondata.seal(broken))

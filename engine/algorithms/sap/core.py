@@ -21,7 +21,7 @@ import numpy as np
 
 from ...base import Algorithm
 from ...memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, deep_size
-from ...jsondata import floats_in, floats_out
+from ...jsondata import floats_in, floats_out, ints_in
 from ...ranking import Answer, score
 from ...stream import Batch
 from ...kernels import sap as kernels
@@ -1042,8 +1042,8 @@ class SAPBase(Algorithm):
 
     def load_state(self, data: dict[str, Any]) -> None:
         self._C.load(data["candidates"])
-        self._slide = None if data["slide"] is None else int(data["slide"])
-        self._serial = int(data["serial"])
+        self._slide = None if data["slide"] is None else int(ints_in([data["slide"]], "slide")[0])
+        self._serial = int(ints_in([data["serial"]], "serial")[0])
         for row in data["raw"]:
             if len(row) != 5:
                 raise ValueError("a raw slide must be [slide, scores, seq, ids, t]")
