@@ -467,6 +467,9 @@ def test_measured_bytes_is_close_to_tracemalloc(name):
     rng = np.random.default_rng(7)
     m = 15_000
     batches = list(engine.slides((np.arange(m), np.arange(m), -np.arange(m) / m + 0.2 * rng.random(m)), q))
+    warm = engine.create(name, q)  # untraced: numba loads the kernels (megabytes) on their first call
+    for batch in batches[:600]:
+        warm.process(batch)
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
