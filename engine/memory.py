@@ -216,8 +216,8 @@ def deep_size(root: object, exclude: tuple = ()) -> int:
         total += sys.getsizeof(obj)
         if isinstance(obj, _ATOMS) or isinstance(obj, np.generic):
             continue
-        if isinstance(obj, dict):
-            stack.extend(obj.keys())
+        if isinstance(obj, dict):  # string keys are names (attributes, counters): interned, shared
+            stack.extend(key for key in obj if type(key) is not str)
             stack.extend(obj.values())
         elif isinstance(obj, (list, tuple, set, frozenset, deque)):
             stack.extend(obj)

@@ -91,7 +91,7 @@ def restore(state: Any, query: Query | None = None, *, algorithm: str | None = N
         restored = cls(stored_query, **stored_params)
         restored.load_state(document["data"])
         restored.check()
-    except (AssertionError, KeyError, IndexError, TypeError, ValueError) as error:
+    except (AssertionError, AttributeError, KeyError, IndexError, OverflowError, TypeError, ValueError) as error:
         raise StateError(f"state of {cls.name} is corrupt: {type(error).__name__}: {error}") from None
     return restored
 

@@ -17,8 +17,6 @@ class WindowBuffer:
     Examples
     --------
     >>> import numpy as np
-
-from .memory import array_bytes, deep_size
     >>> buf = WindowBuffer({"seq": np.int64, "score": np.float64})
     >>> buf.append(seq=np.arange(5), score=np.ones(5))
     >>> buf.expire_before("seq", 3)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Algorithm
+from ..jsondata import ints_in
 from ..kernels import mintopk as kernel
 from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
 from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
@@ -152,7 +153,7 @@ class MinTopK(Algorithm):
 
     def load_state(self, data: dict[str, Any]) -> None:
         """Read :meth:`dump_state` data (the layout is unchanged since format 1)."""
-        self._current = data["current"]
+        self._current = None if data["current"] is None else int(ints_in([data["current"]], "current")[0])
         objects = data["objects"]
         self._reserve(len(objects))
         row_of = {}

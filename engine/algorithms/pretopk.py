@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Algorithm
+from ..jsondata import ints_in
 from ..kernels import pretopk as kernel
 from ..kernels.pretopk import COUNTERS, DISTINCT, ID, MEMBERSHIPS, NONE, REFS, SEQ, T
 from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
@@ -169,7 +170,7 @@ class PreTopK(Algorithm):
     def load_state(self, data: dict[str, Any]) -> None:
         """Read :meth:`dump_state` data (the layout is unchanged since format 1: each set's
         members, whatever the width of the arrays that held them)."""
-        self._current = data["current"]
+        self._current = None if data["current"] is None else int(ints_in([data["current"]], "current")[0])
         self._reserve(len(data["objects"]))
         row_of = {}
         for seq, oid, t in data["objects"]:

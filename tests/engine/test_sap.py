@@ -17,7 +17,7 @@ from engine.algorithms.sap.dynamic import eta, max_partition_slides, split_test,
 from engine.algorithms.sap.enhanced import zeta_max, zeta_star
 from engine.algorithms.sap.equal import equal_partition_slides
 from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
-from engine.memory import deep_size
+from engine.memory import PY_INT, deep_size
 from tests.streams import assert_same_answer, check_against_oracle
 
 VARIANTS = ["sap-equal", "sap-dynamic", "sap"]
@@ -429,7 +429,9 @@ def test_stats_count_every_structure(name):
     # the O(1) measured figure: the footprints plus the other attributes, walked for real here
     owners = tuple(owner for part in parts for owner in part.owners)
     rest = deep_size(alg.__dict__, exclude=(alg.q, alg.params, *owners))
-    assert abs(stats["measured_bytes"] - sum(part.measured for part in parts) - rest) <= 0.05 * rest
+    # the counters, walked once at creation while small shared ints, have since grown (28 B each)
+    slack = 0.05 * rest + PY_INT * len(alg._events)
+    assert abs(stats["measured_bytes"] - sum(part.measured for part in parts) - rest) <= slack
     # the counts kept as the structures change are those of the structures
     assert stats["retained"] == len(alg._C) + alg._raw_size - sum(p.in_c for p in alg._parts if p.raw) \
         + (len(alg._M) if alg._parts and not alg._parts[0].raw else 0)
@@ -467,6 +469,9 @@ def test_measured_bytes_is_close_to_tracemalloc(name):
     rng = np.random.default_rng(7)
     m = 15_000
     batches = list(engine.slides((np.arange(m), np.arange(m), -np.arange(m) / m + 0.2 * rng.random(m)), q))
+    warm = engine.create(name, q)  # untraced: numba loads the kernels (megabytes) on their first call
+    for batch in batches[:600]:
+        warm.process(batch)
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]

@@ -189,3 +189,81 @@ def test_restore_rejects_inconsistent_data_even_with_a_matching_checksum(name):
 def test_restore_rejects_garbage(state):
     with pytest.raises(engine.StateError):
         engine.restore(state)
+
+
+SINGLE_EXACT = [info.name for info in engine.available() if info.exact and info.stream == "single"]
+
+
+def without_measured(stats):
+    return {key: value for key, value in stats.items() if key != "measured_bytes"}
+
+
+@pytest.mark.parametrize("name", SINGLE_EXACT)
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_a_run_restored_at_every_slide_keeps_every_figure_of_stats(name, kind):
+    """Restored again and again (a restored run snapshotted once more), every figure of
+    ``stats()`` but the measured one, the modelled ``bytes`` among them, stays the
+    uninterrupted run's: SAP shares a partition's top with the unit it came from."""
+    rng = np.random.default_rng(5)
+    m = 600
+    t = np.sort(rng.integers(0, 400, m)) if kind == "time" else np.arange(m)
+    q = engine.Query(weights=[1.0, -0.5], k=5, window=60, slide=6 if kind == "count" else 4, kind=kind)
+    data = (np.arange(m), t, np.column_stack([rng.random(m), rng.integers(0, 3, m)]))
+    uninterrupted, chained = engine.create(name, q), engine.create(name, q)
+    for batch in engine.slides(data, q):
+        uninterrupted.process(batch)
+        chained.process(batch)
+        for when in ("before", "after"):
+            assert without_measured(chained.stats()) == without_measured(uninterrupted.stats()), \
+                f"{name}: slide {batch.index}, {when} restoring"
+            assert np.array_equal(chained.topk().ids, uninterrupted.topk().ids)
+            if when == "before":
+                chained = engine.restore(json.loads(chained.to_state_text()[0]), q, algorithm=name, params={})
+
+
+def first_leaves(value, path=()):
+    """The path to every field of a state's data, following the first item of each list."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from first_leaves(item, (*path, key))
+    elif isinstance(value, list) and value:
+        yield from first_leaves(value[0], (*path, 0))
+    else:
+        yield path
+
+
+@pytest.mark.parametrize("name", SINGLE_EXACT)
+@pytest.mark.parametrize("bad", [2**70, -2**70, 1e300, [], {}, "x"])
+def test_restore_refuses_data_edited_field_by_field_with_a_state_error(name, bad):
+    """A field beyond int64 (``1e300`` is a float that ``int`` would take), or of another type,
+    resealed so that the checksum matches, is a StateError naming the algorithm, never a raw
+    OverflowError or AttributeError (a mapping replaced by a list); a state it does not refuse
+    continues without one."""
+    q, state = sample_state(name)
+    more = list(engine.slides((np.arange(40), np.arange(40), np.cos(np.arange(40.0))), q, seq_start=60))
+    paths = [path for path in first_leaves(state["data"]) if path] + [(key,) for key in state["data"]]
+    for path in paths:
+        broken = copy.deepcopy(state)
+        *parents, last = path
+        holder = broken["data"]
+        for key in parents:
+            holder = holder[key]
+        holder[last] = bad
+        try:
+            restored = engine.restore(json.loads(json.dumps(engine.jsondata.seal(broken))))
+        except engine.StateError as error:
+            assert f"state of {name} is corrupt" in str(error)
+            continue
+        for batch in more:
+            restored.process(batch)
+
+
+@pytest.mark.parametrize("name, field", [("pretopk", "current"), ("mintopk", "current"), ("sap-equal", "slide"),
+                                         ("sap-equal", "serial"), ("sap", "serial")])
+def test_restore_refuses_a_slide_number_that_is_not_an_integer(name, field):
+    _, state = sample_state(name)
+    for bad in (True, 12.0):
+        broken = copy.deepcopy(state)
+        broken["data"][field] = bad
+        with pytest.raises(engine.StateError, match=f"state of {name} is corrupt: ValueError: {field} must be"):
+            engine.restore(engine.jsondata.seal(broken))

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...base import Algorithm
 from ...memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, deep_size
-from ...jsondata import floats_in, floats_out
+from ...jsondata import floats_in, floats_out, ints_in
 from ...ranking import Answer, score
 from ...stream import Batch
 from ...kernels import sap as kernels
@@ -231,6 +231,8 @@ class Partition:
         top = _top_in(data["top"])
         part = cls(int(data["serial"]), units, top if top is not None else empty_top(), k)
         part.top = top
+        if top is not None:
+            _share_unit_top(units, top)
         part.top_seqs = NO_SEQS if top is None else np.sort(top[1])
         part.kth = _key_in(data["kth"])
         part.rho, part.in_c, part.raw = int(data["rho"]), int(data["in_c"]), bool(data["raw"])
@@ -240,6 +242,15 @@ class Partition:
             stacks = [[_entry_in(e) for e in stack] for stack in data["builder"]["stacks"]]
             part.builder = StackBuilder.restore(part.capacity, stacks, int(data["builder"]["pruned"]))
         return part
+
+def _share_unit_top(units: list[Unit], top: Top) -> None:
+    """Make ``top``, restored as the merge of the units' tops, the very top of the unit it was
+    taken from (``O(k)``): :func:`merge_tops` returns one of its tops unchanged when the other
+    is empty, and the two are then one structure, which ``stats`` counts once."""
+    filled = [unit for unit in units if len(unit.top[0])]
+    source = filled[0] if len(filled) == 1 else units[0] if units and not filled else None
+    if source is not None and all(np.array_equal(mine, theirs) for mine, theirs in zip(source.top, top)):
+        source.top = top
 
 
 def _fixed_sizes() -> dict[str, int]:
@@ -1031,8 +1042,8 @@ class SAPBase(Algorithm):
 
     def load_state(self, data: dict[str, Any]) -> None:
         self._C.load(data["candidates"])
-        self._slide = None if data["slide"] is None else int(data["slide"])
-        self._serial = int(data["serial"])
+        self._slide = None if data["slide"] is None else int(ints_in([data["slide"]], "slide")[0])
+        self._serial = int(ints_in([data["serial"]], "serial")[0])
         for row in data["raw"]:
             if len(row) != 5:
                 raise ValueError("a raw slide must be [slide, scores, seq, ids, t]")
@@ -1041,6 +1052,7 @@ class SAPBase(Algorithm):
         self._parts = [Partition.from_json(p, self._k) for p in data["partitions"]]
         self._open = [Unit.from_json(u) for u in data["open"]]
         self._open_top = _top_in(data["open_top"])
+        _share_unit_top(self._open, self._open_top)
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
         self.__dict__.update(self._aggregates())
