@@ -8,7 +8,7 @@ Two sections (column ``section``), one process and the same batches for every al
   scores and on a decreasing trend (a little noise, ``benchmarks.common.decreasing_stream``)
   where every slide expires the best objects: TMA and SMA rescan at every slide, the one-pass
   algorithms keep the window, MinTopK reaches its ``C_nw * k`` worst case.  Each run loads
-  the algorithm's compiled kernels (``common.warm_up``), processes one window untimed, then
+  the algorithm's compiled kernels (``engine.warmup.load_kernels``), processes one window untimed, then
   times ``process`` + ``topk`` per slide (CPU time) over every later slide of the stream: one
   full window turnover or 200 slides, whichever is more (``common.required_slides``), four
   windows at ``C_nw`` below 1,000; the same slides for every algorithm, every answer checked
@@ -33,7 +33,8 @@ import tracemalloc
 import numpy as np
 
 import engine
-from benchmarks.common import agreement, decreasing_stream, required_slides, table, uniform_stream, warm_up
+from benchmarks.common import agreement, decreasing_stream, required_slides, table, uniform_stream
+from engine.warmup import load_kernels
 
 ALGORITHMS = ["mintopk", "pretopk", "kskyband", "tma", "sma", "oracle"]
 DISTRIBUTIONS = {"uniform": uniform_stream, "decreasing": decreasing_stream}
@@ -48,9 +49,9 @@ COLUMNS = ["section", "case", "algorithm", "c_nw", "objects_per_s", "target", "v
 
 
 def measure(name: str, query: engine.Query, batches: list, warmup: int) -> dict:
-    """Load ``name``'s kernels (:func:`~benchmarks.common.warm_up`), fill ``warmup`` slides untimed,
+    """Load ``name``'s kernels (:func:`~engine.warmup.load_kernels`), fill ``warmup`` slides untimed,
     then time every later slide of ``batches``: every algorithm of a case over the same slides."""
-    warm_up(name)
+    load_kernels(name)
     alg = engine.create(name, query)
     for batch in batches[:warmup]:
         alg.process(batch)

@@ -30,7 +30,8 @@ from __future__ import annotations
 import time
 
 import engine
-from benchmarks.common import agreement, table, uniform_stream, warm_up
+from benchmarks.common import agreement, table, uniform_stream
+from engine.warmup import load_kernels
 
 CASES = {"a": (100_000, 10, 100), "b": (100_000, 1_000, 10)}
 QUICK_CASES = {"a": (10_000, 10, 100), "b": (100_000, 1_000, 10)}
@@ -112,7 +113,7 @@ def run(quick: bool = False, only: list[str] | None = None) -> list[dict]:
             row = {"bench": "core", "case": f"({label}) uniform n={n} s={s} k={k}", "algorithm": name,
                    "n": n, "s": s, "k": k, "c_nw": n // s, "distribution": "uniform", "quick": quick}
             try:
-                warm_up(name)
+                load_kernels(name)
                 row.update(whole_run(name, q, batches, BUDGET[quick]), status="ok")
                 answers = row.pop("answers")
                 truth = truth if name != "oracle" else answers

@@ -22,7 +22,7 @@ Three sections (column ``section``), all on uniformly random scores (d = 1):
 
 Every timed section covers one full window turnover or 200 slides, whichever is more
 (``benchmarks.common.required_slides``); ``timed_slides`` says how many.  Every algorithm's
-compiled kernels are loaded before it is timed (``benchmarks.common.warm_up``), and every timed
+compiled kernels are loaded before it is timed (``engine.warmup.load_kernels``), and every timed
 answer is checked against the oracle's (``agrees_with_oracle``; a row that disagrees is an
 error, never a figure).
 """
@@ -35,7 +35,8 @@ import numpy as np
 
 import engine
 from benchmarks import workloads
-from benchmarks.common import agreement, exact_answers, measure, peak_memory, required_slides, table, uniform_stream, warm_up
+from benchmarks.common import agreement, exact_answers, measure, peak_memory, required_slides, table, uniform_stream
+from engine.warmup import load_kernels
 
 CASES = [(100_000, 1_000, 10), (10_000, 10, 10), (100_000, 100, 10), (100_000, 1_000, 100), (10_000, 1_000, 10)]
 ALGORITHMS = ["oracle", "mintopk", "pretopk"]
@@ -99,7 +100,7 @@ def pretopk_against_k(quick: bool) -> list[dict]:
         expected = k / s * (1 + np.log(c_nw * s / k))
         truth = exact_answers(q, batches, c_nw)
         for name in ("pretopk", "mintopk"):
-            warm_up(name, prefilter=False)
+            load_kernels(name, prefilter=False)
             alg = engine.create(name, q, prefilter=False)
             before = {"offered": 0, "entries": 0}
             for batch in batches[:c_nw]:
@@ -142,7 +143,7 @@ def arrival(quick: bool) -> list[dict]:
         sizes = np.array([len(b) for b in timed])
         truth = exact_answers(q, batches[:warmup + len(timed)], warmup)
         for name in ARRIVAL_ALGORITHMS:
-            warm_up(name)
+            load_kernels(name)
             alg = engine.create(name, q)
             for batch in batches[:warmup]:
                 alg.process(batch)

@@ -61,9 +61,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import engine
-from benchmarks.bench_sao import load_kernels
-from benchmarks.common import data_dir, warm_up
+from benchmarks.common import data_dir
 from engine.stream import Batch
+from engine.warmup import load_kernels
 from pipelines.replay_tasks import dataset_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,7 +153,7 @@ def sao_shard_cpu(dataset: tuple[str, Path], query: dict, memory: int, shards: i
     x = np.column_stack([table.column(f).to_numpy() for f in FEATURES])
     q = engine.Query(weights=[query["weights"].get(f, 0.0) for f in FEATURES], k=query["k"], window=query["window"],
                      slide=query["slide"], kind=query["kind"])
-    load_kernels(len(FEATURES))             # else the first shard measured (C = 1) pays numba's load
+    load_kernels("sao", dimensions=len(FEATURES))  # else the first shard measured (C = 1) pays numba's load
     indexes = [engine.create("sao", q, memory=memory) for _ in range(shards)]
     cpu = [0.0] * shards
     for batch in engine.slides((table.column("id").to_numpy(), table.column("t").to_numpy(), x), q):
@@ -317,7 +317,7 @@ def engine_alone(dataset: tuple[str, Path], queries: list[dict], algorithms: lis
     ids, t = table.column("id").to_numpy(), table.column("t").to_numpy()
     x = np.column_stack([table.column(f).to_numpy() for f in FEATURES])
     for name in algorithms:                 # kernels loaded untimed, whether or not earlier modules did
-        warm_up(name)
+        load_kernels(name)
     began, began_cpu = time.perf_counter(), time.process_time()
     for spec in queries:
         weights = [spec["weights"].get(f, 0.0) for f in FEATURES]

@@ -33,10 +33,11 @@ import numpy as np
 import pandas as pd
 
 import engine
-from benchmarks.common import DATA_ENV, table, warm_up
+from benchmarks.common import DATA_ENV, table
 from benchmarks.workloads import trade_files
 from engine.generators import drifting_gaussian, skewed_uniform
 from engine.metrics import relative_error, weighted_range_error
+from engine.warmup import load_kernels
 
 SLIDE = 1000
 QUERIES = 100
@@ -68,16 +69,6 @@ def market_files(symbols: tuple[str, ...], days: int) -> list[pathlib.Path]:
     return [p for p in paths if p.name.split("_")[0] in symbols and p.name.split("_")[1] in dates]
 
 
-def load_kernels(dimensions: int) -> None:
-    """Run a tiny index once, untimed, so the compiled hull kernels are loaded (or compiled)
-    before anything is timed (the first slide would otherwise pay numba's cache load)."""
-    q = engine.Query(weights=[1.0] * dimensions, k=3, window=60, slide=5)
-    x = np.random.default_rng(0).random((180, dimensions))
-    alg = engine.create("sao", q, memory=20)
-    for batch in engine.slides((np.arange(180), np.arange(180), x), q):
-        alg.process(batch)
-
-
 def demo_case(rows: int | None = None, memory: int = 500) -> dict:
     """The SPY demo query (``pipelines/configs/demo.json``): first SPY day, notional, k = 10,
     count window 10,000, slide 500; precision against the oracle at every slide."""
@@ -85,7 +76,7 @@ def demo_case(rows: int | None = None, memory: int = 500) -> dict:
     if rows:
         ids, t, x = ids[:rows], t[:rows], x[:rows]
     q = engine.Query(weights=[1.0, 0.0, 0.0], k=10, window=10_000, slide=500)
-    load_kernels(3)
+    load_kernels("sao", dimensions=3)
     alg, oracle = engine.create("sao", q, memory=memory), engine.create("oracle", q)
     precision, elapsed, slides = [], 0.0, 0
     for batch in engine.slides((ids, t, x), q):
@@ -184,8 +175,8 @@ def advantage_case(queries: int = 10, rows: int = 60_000, window: int = 10_000, 
     ids, t, x = ids[:rows], t[:rows], scaled(x[:rows])
     vectors = np.random.default_rng(seed).uniform(-1, 1, (queries, 3))
     q = engine.Query(weights=[1.0, 1.0, 1.0], k=k, window=window, slide=slide)
-    load_kernels(x.shape[1])
-    warm_up("mintopk")
+    load_kernels("sao", dimensions=x.shape[1])
+    load_kernels("mintopk")
     sao = engine.create("sao", q, memory=memory)
     exact = [engine.create("mintopk", q.with_weights(v)) for v in vectors]
     sao_time = exact_time = 0.0

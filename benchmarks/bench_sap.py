@@ -30,8 +30,9 @@ import numpy as np
 
 import engine
 from benchmarks import workloads
-from benchmarks.common import agreement, exact_answers, required_slides, table, warm_up
+from benchmarks.common import agreement, exact_answers, required_slides, table
 from engine.algorithms.sap.equal import SAPEqual
+from engine.warmup import load_kernels
 
 N, K, S = 100_000, 100, 100
 PARTITIONS = (5, 9, 13, 17, 21, 25, 29, 32, 37)
@@ -68,10 +69,10 @@ def stream(dataset: str, m: int, quick: bool):
 
 def measure(variant: type, query: engine.Query, batches: list, warmup: int, truth: list | None = None,
             **params) -> dict:
-    """Fill ``warmup`` slides untimed (kernels loaded first: ``common.warm_up``), then time every
+    """Fill ``warmup`` slides untimed (kernels loaded first: ``engine.warmup.load_kernels``), then time every
     later slide: ``process`` + ``topk``, CPU seconds; each answer checked against ``truth`` (the
     oracle's, :func:`benchmarks.common.agreement`)."""
-    warm_up("sap-equal", **params)
+    load_kernels("sap-equal", **params)
     alg = variant(query, **params)
     for batch in batches[:warmup]:
         alg.process(batch)

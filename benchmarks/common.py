@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 import engine
-from engine.warmup import load_kernels as warm_up  # noqa: F401 - the modules load kernels through it
+from engine.warmup import load_kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -128,8 +128,8 @@ def agreement(expected: list | None, got: list) -> dict:
 
 def measure(name: str, query: engine.Query, batches: list, warmup: int, params=None) -> Measurement:
     """Process ``batches``, answering every slide; time (CPU) only the slides after ``warmup``
-    (``name``'s kernels loaded first: :func:`warm_up`)."""
-    warm_up(name, **(params or {}))
+    (``name``'s kernels loaded first: :func:`engine.warmup.load_kernels`)."""
+    load_kernels(name, **(params or {}))
     alg = engine.create(name, query, **(params or {}))
     timed = batches[warmup:]
     sizes, answers = [], []

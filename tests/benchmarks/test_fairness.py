@@ -2,7 +2,7 @@
 numba's kernel load, none ranked on wrong answers.  Untimed: these tests check what is timed and
 compared, never how fast.
 
-* :func:`benchmarks.common.warm_up` must load every kernel a timed case can reach (checked in a
+* :func:`engine.warmup.load_kernels` must load every kernel a timed case can reach (checked in a
   fresh interpreter per algorithm: kernels loaded earlier in this process would hide a gap);
 * each module calls it for every algorithm it times, before timing (a module run alone,
   ``benchmarks.run --only``, must not charge one competitor the cache load: a slide's
@@ -35,7 +35,8 @@ import pandas as pd
 from numba.core.registry import CPUDispatcher
 import engine
 from benchmarks import workloads
-from benchmarks.common import decreasing_stream, uniform_stream, warm_up
+from benchmarks.common import decreasing_stream, uniform_stream
+from engine.warmup import load_kernels
 
 def signatures():
     return {(module, name, str(sig)) for module, space in list(sys.modules.items())
@@ -43,7 +44,7 @@ def signatures():
             if isinstance(value, CPUDispatcher) for sig in value.overloads}
 
 name = sys.argv[1]
-warm_up(name)
+load_kernels(name)
 before = signatures()
 
 def run(query, data):
@@ -65,8 +66,8 @@ print(json.dumps(sorted(f"{module}.{kernel}" for module, kernel, _ in signatures
 
 
 @pytest.mark.parametrize("name", EXACT_SINGLE)
-def test_warm_up_loads_every_kernel_a_timed_case_reaches(name):
-    """In a fresh interpreter, after ``warm_up(name)`` no timed shape loads another kernel
+def test_load_kernels_loads_every_kernel_a_timed_case_reaches(name):
+    """In a fresh interpreter, after ``load_kernels(name)`` no timed shape loads another kernel
     signature (before ``k = 1`` joined the warm-up, SAP's ``offer_slides`` for ``k = 1`` did)."""
     done = subprocess.run([sys.executable, "-c", REACH, name], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": ROOT})
@@ -76,17 +77,17 @@ def test_warm_up_loads_every_kernel_a_timed_case_reaches(name):
 
 @pytest.fixture
 def warmed(monkeypatch):
-    """Record every ``warm_up`` call of the benchmark modules (the real one still runs)."""
+    """Record every ``load_kernels`` call of the benchmark modules (the real one still runs)."""
     calls = []
-    real = common.warm_up
+    real = common.load_kernels
 
     def record(name, **params):
         calls.append((name, params))
         real(name, **params)
 
     for module in (common, bench_competitors, bench_core, bench_mintopk, bench_multi, bench_sap):
-        if hasattr(module, "warm_up"):
-            monkeypatch.setattr(module, "warm_up", record)
+        if hasattr(module, "load_kernels"):
+            monkeypatch.setattr(module, "load_kernels", record)
     return calls
 
 
@@ -178,7 +179,7 @@ def test_core_reports_a_wrong_algorithm_as_an_error(monkeypatch):
     monkeypatch.setattr(bench_core, "exact_single_stream", lambda: ["oracle", "wrong", "mintopk"])
     monkeypatch.setattr(bench_core, "QUICK_CASES", {"t": (1_000, 100, 5)})
     monkeypatch.setattr(bench_core, "MIN_SLIDES_AFTER_FILL", {True: 20, False: 20})
-    monkeypatch.setattr(bench_core, "warm_up", lambda name, **params: None)
+    monkeypatch.setattr(bench_core, "load_kernels", lambda name, **params: None)
     monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q) if name == "wrong" else real_create(name, q, **p))
     rows = {row["algorithm"]: row for row in bench_core.run(quick=True)}
     assert rows["wrong"]["status"].startswith("error: answer differs")
@@ -192,7 +193,7 @@ def test_competitors_report_a_wrong_algorithm_as_an_error(monkeypatch):
     monkeypatch.setattr(bench_competitors, "ALGORITHMS", ["mintopk", "wrong", "oracle"])
     monkeypatch.setattr(bench_competitors, "DISTRIBUTIONS", {"uniform": uniform_stream})
     monkeypatch.setattr(bench_competitors, "WINDOWS", (10,))
-    monkeypatch.setattr(bench_competitors, "warm_up", lambda name, **params: None)
+    monkeypatch.setattr(bench_competitors, "load_kernels", lambda name, **params: None)
     monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q) if name == "wrong" else real_create(name, q, **p))
     rows = {row["algorithm"]: row for row in bench_competitors.windows_sweep(quick=True)}
     assert rows["wrong"]["status"].startswith("error: answer differs")
@@ -230,8 +231,7 @@ def test_replay_baselines_load_kernels_before_timing(monkeypatch, tmp_path):
     from benchmarks import bench_replay
 
     events = []
-    monkeypatch.setattr(bench_replay, "warm_up", lambda name, **params: events.append(("warm", name)))
-    monkeypatch.setattr(bench_replay, "load_kernels", lambda dimensions: events.append(("sao", dimensions)))
+    monkeypatch.setattr(bench_replay, "load_kernels", lambda name, dimensions=1, **params: events.append((name, dimensions)))
     real_create = engine.create
     monkeypatch.setattr(engine, "create", lambda name, q, **p: events.append(("create", name)) or real_create(name, q, **p))
     m = 600
@@ -241,7 +241,7 @@ def test_replay_baselines_load_kernels_before_timing(monkeypatch, tmp_path):
                              "price": rng.random(m), "size": rng.random(m)}), path)
     query = {"weights": {"notional": 1.0}, "k": 3, "window": 100, "slide": 10, "kind": "count"}
     bench_replay.engine_alone(("tiny", path), [query], ["oracle", "mintopk"])
-    assert events[:2] == [("warm", "oracle"), ("warm", "mintopk")] and ("create", "oracle") in events[2:]
+    assert events[:2] == [("oracle", 1), ("mintopk", 1)] and ("create", "oracle") in events[2:]
     events.clear()
     bench_replay.sao_shard_cpu(("tiny", path), query, 20, 1)
     assert events[0] == ("sao", len(bench_replay.FEATURES)) and ("create", "sao") in events[1:]
@@ -253,13 +253,12 @@ def test_bench_sao_advantage_case_loads_both_sides_kernels_before_timing(monkeyp
     from benchmarks import bench_sao
 
     events = []
-    monkeypatch.setattr(bench_sao, "warm_up", lambda name, **params: events.append(("warm", name)))
-    monkeypatch.setattr(bench_sao, "load_kernels", lambda dimensions: events.append(("sao", dimensions)))
+    monkeypatch.setattr(bench_sao, "load_kernels", lambda name, dimensions=1, **params: events.append((name, dimensions)))
     real_create = engine.create
     monkeypatch.setattr(engine, "create", lambda name, q, **p: events.append(("create", name)) or real_create(name, q, **p))
     bench_sao.advantage_case(queries=2, rows=2_000, window=500, slide=100, memory=40)
     first_timed = events.index(("create", "sao"))
-    assert {("sao", 3), ("warm", "mintopk")} <= set(events[:first_timed])
+    assert {("sao", 3), ("mintopk", 1)} <= set(events[:first_timed])
     assert ("create", "mintopk") in events[first_timed:]
 
 
@@ -301,7 +300,7 @@ def test_mintopk_module_checks_every_section_against_the_oracle(monkeypatch):
     algorithm is an error row."""
     real_create = engine.create
     monkeypatch.setattr(bench_mintopk, "PRETOPK_KS", (1,))
-    monkeypatch.setattr(bench_mintopk, "warm_up", lambda name, **params: None)
+    monkeypatch.setattr(bench_mintopk, "load_kernels", lambda name, **params: None)
     rows = bench_mintopk.pretopk_against_k(quick=True)
     assert rows and all(row["agrees_with_oracle"] and "status" not in row for row in rows)
     monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q, name, **p) if name == "pretopk"
@@ -326,7 +325,7 @@ def test_competitors_memory_table_checks_exact_algorithms_only(monkeypatch):
     monkeypatch.setattr(engine, "available", lambda: [exact, approximate])
     real_create = engine.create
     monkeypatch.setattr(engine, "create", lambda name, q, **p: Wrong(q) if name == "wrong" else real_create(name, q, **p))
-    monkeypatch.setattr(bench_competitors, "warm_up", lambda name, **params: None)
+    monkeypatch.setattr(bench_competitors, "load_kernels", lambda name, **params: None)
     monkeypatch.setattr(bench_competitors, "required_slides", lambda n, s: 3)
     rows = {row["algorithm"]: row for row in bench_competitors.memory_table(quick=True)}
     assert rows["mintopk"]["agrees_with_oracle"] is True
