@@ -6,6 +6,7 @@ and tooltips and by the pages' metric tiles, so Live and Runs say the same thing
 
 from __future__ import annotations
 
+import json
 import math
 import zlib
 from typing import Sequence
@@ -239,7 +240,8 @@ def over_time(frame: pd.DataFrame, field: str, *, at: int | None = None, log: bo
     """
     name, definition = METRICS[field]
     kind = "log" if log else ("linear" if log is False else choose_scale(frame[field]))
-    data = frame[frame[field] > 0] if kind == "log" else frame
+    drawn = ["slide", "algorithm", field] + (["when"] if "when" in frame.columns else []) + ([stroke] if stroke else [])
+    data = (frame[frame[field] > 0] if kind == "log" else frame)[drawn]  # the page sends every column it is given
     slide_tip = [alt.Tooltip("slide:Q", format="d")] + ([alt.Tooltip("utcyearmonthdatehoursminutesseconds(when):T",
                                                                      title="time")] if _timed(data) else [])
     encoding = dict(
@@ -249,11 +251,11 @@ def over_time(frame: pd.DataFrame, field: str, *, at: int | None = None, log: bo
         tooltip=["algorithm:N", *slide_tip, alt.Tooltip(f"{field}:Q", title=name, format=",.4~g"),
                  alt.Tooltip("definition:N", title="definition")],
     )
-    data = data.assign(definition=definition)
     if stroke:
         encoding["strokeDash"] = alt.StrokeDash(f"{stroke}:N", title=stroke, legend=LEGEND)
         encoding["tooltip"] = [f"{stroke}:N", *encoding["tooltip"]]
-    chart = alt.Chart(data, title=title(field), height=HEIGHT).mark_line(point=len(data) < 60).encode(**encoding)
+    chart = alt.Chart(data, title=title(field), height=HEIGHT).mark_line(point=len(data) < 60).encode(
+        **encoding).transform_calculate(definition=json.dumps(definition))  # in the spec once, not in every row
     rule = _rule(data, at)
     return chart if rule is None else alt.layer(chart, rule)
 
@@ -278,8 +280,9 @@ def memory_over_time(frame: pd.DataFrame, *, at: int | None = None, tz: str | No
     long["memory"] = long["memory"].map(columns)
     unit, size = units.bytes_unit(float(long["value"].max()) if len(long) else 0.0)
     long[unit] = long["value"] / size
-    long = long[long[unit] > 0].assign(definition=METRICS["memory"][1])
-    chart = alt.Chart(long, title=title("memory", f" ({unit})"), height=HEIGHT).mark_line().encode(
+    long = long[long[unit] > 0].drop(columns="value")
+    chart = alt.Chart(long, title=title("memory", f" ({unit})"), height=HEIGHT).mark_line().transform_calculate(
+        definition=json.dumps(METRICS["memory"][1])).encode(
         x=_x(long, tz),
         y=value_axis(unit, f"memory ({unit})", long[unit], "log"),
         color=algorithm_color(long["algorithm"].unique(), LEGEND),

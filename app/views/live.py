@@ -1,8 +1,10 @@
 """Live page: the engines run in the session while the query changes under them.
 
-Playback runs in a fragment (``st.fragment(run_every=...)``): each tick processes as many slides
-as the speed asks but never more than :data:`BUDGET` seconds of work, so a Pause click is
-served at the next tick and the page itself is not rerun while playing.
+Playback runs in a fragment, one tick at a time: each tick processes as many slides as the
+speed asks but never more than :data:`BUDGET` seconds of work, so a Pause click is served at the
+next tick and the page itself is not rerun while playing. The browser asks for the next tick
+once it has drawn this one, at most once per :data:`TICK` (:mod:`app.playback`): a tick that
+takes longer to compute, send or draw slows playback down instead of piling up on the way.
 
 A changed query builds new engines one window before the position shown
 (:func:`app.session.warm_start_slide`) and replays to it; past :data:`SHOW_PROGRESS_AFTER`
@@ -22,10 +24,10 @@ import pandas as pd
 import streamlit as st
 
 import engine
-from app import charts, data, live_state, presets, session, tables, units
+from app import charts, data, live_state, playback, presets, session, tables, units
 from app.session import LiveRun, Setup, warm_start_slide
 
-TICK = 1.0  # seconds between two playback ticks (one refresh per second)
+TICK = 1.0  # least seconds between two playback ticks (at most one refresh per second)
 BUDGET = 0.6  # most seconds of engine work per tick (the rest of the second draws the page)
 SPEEDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # slides per second
 HISTORY = 500  # slides shown in the charts over time
@@ -82,6 +84,7 @@ def set_playing(playing: bool) -> None:
     """Play or pause. The button passes the state it offers, not a toggle: a click delivered
     twice (a rerun request coalesced with a playback tick) must not undo itself."""
     ss.playing = playing
+    ss.pop("live_tick_start", None)  # the first tick after Play has no tick before it
 
 
 def step() -> None:
@@ -633,8 +636,9 @@ play_col.button("Pause" if playing else "Play", key="play", on_click=set_playing
 step_col.button("Step", key="step", icon=":material/skip_next:", on_click=step, disabled=run.done, width="stretch")
 restart_col.button("Restart", key="restart", icon=":material/replay:", on_click=restart, width="stretch")
 speed_col.select_slider("Speed (slides per second)", SPEEDS, key="speed",
-                        help=f"Playback refreshes once per second and spends at most {BUDGET:.1f} s of it on the "
-                             "engines, so a fast speed may be capped by the machine.")
+                        help=f"Playback refreshes at most once per second and spends at most {BUDGET:.1f} s of a "
+                             "refresh on the engines, so a fast speed may be capped by the machine; the next "
+                             "refresh waits until the browser has drawn this one.")
 if "live_note" in ss:
     st.caption(ss.live_note)
 
@@ -643,17 +647,19 @@ st.query_params.from_dict(live_state.to_url(run.setup.dataset, run.setup.algorit
                                             ss.speed if ss.speed != 20 else None))
 
 
-@st.fragment(run_every=TICK if playing else None)
+@st.fragment
 def live_panels() -> None:
-    """While playing: one tick of slides within the budget; then the panels."""
+    """While playing: one tick of slides within the budget, the panels, then the request for the next tick."""
     started = ss.pop("run_start", None) or perf_counter()  # a tick is timed from its own start
     live: LiveRun = ss.live_run
     if ss.playing:
         start = perf_counter()
         rows = live.rows
         live.play(max(1, round(ss.speed * TICK)), tick_budget(ss.get("render_s", 0.0)))
-        rate = (live.rows - rows) / TICK
-        st.caption(f"Playing: {rate:,.0f} objects/s of replay (engine time {perf_counter() - start:.2f} s per tick).")
+        since_last = start - ss.get("live_tick_start", start - TICK)
+        ss.live_tick_start = start
+        st.caption(f"Playing: {(live.rows - rows) / max(TICK, since_last):,.0f} objects/s of replay (engine time "
+                   f"{perf_counter() - start:.2f} s per tick, {since_last:.2f} s since the last tick).")
         if live.done:
             ss.playing = False
             st.rerun(scope="app")
@@ -662,6 +668,9 @@ def live_panels() -> None:
     ss.render_s = perf_counter() - drawn
     st.caption(f"Computed in {perf_counter() - started:.2f} s on the server "
                f"({'this refresh' if ss.playing else 'the whole page, engines included'}).")
+    if ss.playing:
+        ss.live_tick = ss.get("live_tick", 0) + 1
+        playback.request_next_tick(ss.live_tick, TICK - (perf_counter() - started))
 
 
 ss.run_start = PAGE_START

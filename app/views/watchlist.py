@@ -3,8 +3,9 @@
 The queries (each with its own weights, k, window, slide and kind) go through one
 ``engine.multi.SharedTopK``; adding or removing one while the stream plays leaves the others
 running. One MinTopK per query runs beside it as the unshared reference: the table checks
-every answer against it and the tiles compare what both hold. Playback runs in a fragment
-(``st.fragment(run_every=...)``) like the Live page's. The dataset, the queries and the
+every answer against it and the tiles compare what both hold. Playback runs in a fragment, one
+tick at a time, the browser asking for the next once it has drawn this one, at most once per
+:data:`TICK` (:mod:`app.playback`), like the Live page's. The dataset, the queries and the
 position live in the URL (``ds``, ``q``, ``at``); a link's query or value the page cannot take
 is named in a warning.
 """
@@ -17,10 +18,10 @@ from time import perf_counter
 import streamlit as st
 
 import engine
-from app import data, presets, units
+from app import data, playback, presets, units
 from app.watchlist_state import Watch, from_url, parse_query, records_chart, to_url, typed
 
-TICK = 1.0  # seconds between two playback ticks
+TICK = 1.0  # least seconds between two playback ticks
 BUDGET = 0.6  # most seconds of engine work per tick
 SPEEDS = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000]  # rows per second
 NOTES_SHOWN = 5  # most changes to a link named one by one in its warning
@@ -274,9 +275,9 @@ if "wl_note" in ss:
 st.query_params.from_dict({"ds": dataset, "q": to_url(watch.queries), "at": str(watch.rows)})
 
 
-@st.fragment(run_every=TICK if playing else None)
+@st.fragment
 def watch_panels() -> None:
-    """While playing: one tick of rows within the budget; then the panels."""
+    """While playing: one tick of rows within the budget, the panels, then the request for the next tick."""
     started = ss.pop("wl_run_start", None) or perf_counter()
     live: Watch = ss.wl_watch
     if ss.wl_playing:
@@ -292,6 +293,9 @@ def watch_panels() -> None:
             st.rerun(scope="app")
     render(live, profile)
     st.caption(f"Computed in {perf_counter() - started:.2f} s on the server.")
+    if ss.wl_playing:
+        ss.wl_tick = ss.get("wl_tick", 0) + 1
+        playback.request_next_tick(ss.wl_tick, TICK - (perf_counter() - started))
 
 
 ss.wl_run_start = PAGE_START

@@ -297,3 +297,41 @@ def test_hostile_links_a_busy_database_and_a_shared_view_in_the_browser(chromium
             expect(shared.get_by_test_id("stAlertContentWarning")).to_have_count(0)
         finally:
             browser.close()
+
+
+
+HEAVY_ALGORITHMS = ("oracle", "pretopk", "mintopk", "kskyband", "tma", "sma", "sap-equal", "sap-dynamic", "sap", "sao")
+HEAVY_PLAYBACK = f"/?ds=synthetic%3A+uniform&window=200&slide=1&speed=200&alg={','.join(HEAVY_ALGORITHMS)}"
+"""Every single-stream algorithm at one slide per answer: a tick's page (ten tiles, ten charts) takes
+the browser longer than a second to receive and draw on a loaded two-core machine."""
+
+
+def test_playback_of_a_heavy_setup_keeps_going_and_keeps_its_session(chromium, server, tmp_path):
+    """Ticks requested blindly once a second piled up in the server's send queue for the session; when it
+    was full Streamlit dropped the session without closing the websocket, and the page went on showing
+    Pause with nothing moving. After 40 s of play the slide still advances and Pause still answers."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from engine.warmup import load_kernels
+
+    for name in HEAVY_ALGORITHMS:  # compiled here, before the page's first run
+        load_kernels(name, 3)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2600})
+            page.goto(server + HEAVY_PLAYBACK)
+            play = page.get_by_role("button", name="Play")
+            expect(play).to_be_enabled(timeout=60_000)
+            play.click()
+            expect(page.get_by_role("button", name="Pause")).to_be_visible(timeout=30_000)
+            page.wait_for_timeout(40_000)
+            after_40_s = shown_slide(page)
+            page.wait_for_function("shown => { const m = document.body.innerText.match(/Slide ([0-9,]+) ·/); "
+                                   "return m !== null && Number(m[1].replace(/,/g, '')) > shown; }",
+                                   arg=after_40_s, timeout=30_000)
+            page.get_by_role("button", name="Pause").click()
+            expect(page.get_by_role("button", name="Play")).to_be_visible(timeout=30_000)
+            screenshot(page, tmp_path, "live-heavy-paused")
+        finally:
+            browser.close()

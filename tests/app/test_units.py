@@ -57,6 +57,23 @@ def test_log_axes_have_readable_ticks_and_drop_zeros():
     assert small["format"] == ",~g"  # 0.05 ms, never "50m"
 
 
+def test_charts_over_time_hold_only_the_columns_they_draw():
+    """The Live page hands them its whole history (eleven columns per slide and algorithm, every tick):
+    with every column and the metric's definition in every row, each chart was ~250 kB to send."""
+    trace = data.synthetic_uniform(rows=2000)
+    query = engine.Query(weights=[1.0, 1.0, 1.0], k=5, window=200, slide=1)
+    run = session.LiveRun(trace, session.Setup(trace.name, query, ("oracle", "mintopk", "sao")))
+    run.step(400)
+    history = run.metrics_frame(500)
+    for field in ("precision", "error", "candidates", "retained", "ms"):
+        spec = charts.over_time(history, field, log=field in ("candidates", "retained", "ms")).to_dict()
+        assert set(spec["datasets"][spec["data"]["name"]][0]) == {"slide", "algorithm", field}
+        assert {"calculate": json.dumps(charts.METRICS[field][1]), "as": "definition"} in spec["transform"]
+    spec = charts.memory_over_time(history).to_dict()
+    assert set(spec["datasets"][spec["data"]["name"]][0]) == {"slide", "algorithm", "memory", "KiB"}
+    assert {"calculate": json.dumps(charts.METRICS["memory"][1]), "as": "definition"} in spec["transform"]
+
+
 def test_memory_chart_shows_modelled_and_measured_in_kib():
     spec = charts.memory_over_time(HISTORY).to_dict()
     assert spec["encoding"]["y"]["field"] == "KiB"
