@@ -42,8 +42,8 @@ from .base import Algorithm, coerce_param, plain_digits
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import Answer, score
-from .stream import (MAX_SLIDES, SCORE_SAFE, Batch, first_overflow, slides, time_margin, time_range_problem,
-                     too_many_slides)
+from .stream import (MAX_SLIDES, Batch, attribute_overflow, first_overflow, slides, time_margin,
+                     time_range_problem, too_many_slides)
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -426,22 +426,10 @@ def _check_streams_numbered(table: Table, stream: np.ndarray, streams: int) -> N
 def _check_attribute_overflow(table: Table, ids: np.ndarray, stream: np.ndarray, value: np.ndarray,
                               weights: Sequence[float]) -> None:
     """Refuse weights with which an object's score may overflow to infinity, naming its first
-    line: its values in each stream are summed, so its score is at most its weighted values over
-    the whole file (``O(d)`` when even every tuple of a stream summed could not come near;
-    ``O(rows log rows)`` otherwise)."""
-    w = np.asarray(weights, np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if float(w @ np.bincount(stream, minlength=len(w))) < SCORE_SAFE:
-            return
-        pairs, pair_of_row = np.unique(np.column_stack([ids, stream]), axis=0, return_inverse=True)
-        weighted = np.bincount(pair_of_row.reshape(-1), weights=value) * w[pairs[:, 1]]
-        objects, object_of_pair = np.unique(pairs[:, 0], return_inverse=True)
-        bounds = np.bincount(object_of_pair.reshape(-1), weights=weighted)
-    overflowing = np.flatnonzero(~(bounds < np.finfo(np.float64).max / 2))
-    if len(overflowing):
-        row = int(np.argmax(ids == objects[overflowing[0]]))
-        raise CommandError(f"{table.where(row)}: object {int(ids[row])}: its values weighted by {list(weights)} "
-                           f"add up to {bounds[overflowing[0]]}, beyond the largest float; scale the weights down")
+    line (:func:`engine.stream.attribute_overflow`)."""
+    problem = attribute_overflow(ids, stream, value, weights)
+    if problem is not None:
+        raise CommandError(f"{table.where(problem[0])}: {problem[1]}")
 
 
 def check_time_range(table: Table, t: np.ndarray, queries: Sequence[Query]) -> None:
