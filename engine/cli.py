@@ -33,7 +33,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from itertools import islice
-from typing import Iterator, Sequence, TextIO
+from typing import Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 
@@ -50,6 +50,14 @@ EXIT_ERROR = 2
 
 EXIT_INTERRUPTED = 130
 """Exit status after Ctrl-C, as a shell reports a SIGINT."""
+
+EXIT_READER_GONE = 141
+"""Exit status when the reader of the output closed it (``... | head -1``): the shell's status
+of a standard tool ended by SIGPIPE (128 + 13), so ``set -o pipefail`` still sees the answers cut
+short; nothing is printed."""
+
+STANDARD_STREAM = "-"
+"""``--input -`` reads CSV from standard input, ``--output -`` writes to standard output."""
 
 OBJECT_KEY_COLUMNS = ("id", "t")
 """The columns every object stream must have."""
@@ -110,23 +118,30 @@ class Table:
 # ---------------------------------------------------------------------------- reading input
 
 def read_table(path: str) -> Table:
-    """Read ``path`` (``.csv`` or ``.parquet``) into a :class:`Table`."""
+    """Read ``path`` (``.csv`` or ``.parquet``; ``-``: CSV on standard input) into a :class:`Table`."""
+    if path == STANDARD_STREAM:
+        return read_csv(path)
     extension = os.path.splitext(path)[1].lower()
     if extension == ".csv":
         return read_csv(path)
     if extension in (".parquet", ".pq"):
         return read_parquet(path)
     raise CommandError(f"{path}: unsupported input format {repr(extension) if extension else '(no extension)'}; "
-                       "expected a .csv or .parquet file")
+                       f"expected a .csv or .parquet file, or {STANDARD_STREAM} for CSV on standard input")
 
 
 def read_csv(path: str) -> Table:
-    """Read a CSV file with a header row; blank lines are skipped, every other row must be full.
+    """Read a CSV file (``-``: standard input, named ``stdin`` in messages) with a header row;
+    blank lines are skipped, every other row must be full.
 
     A row is numbered by the line it starts on (a quoted field may span lines).
     """
     try:
-        file = open(path, newline="", encoding="utf-8-sig")
+        if path == STANDARD_STREAM:
+            path = "stdin"
+            file = open(sys.stdin.fileno(), newline="", encoding="utf-8-sig", closefd=False)
+        else:
+            file = open(path, newline="", encoding="utf-8-sig")
     except OSError as exc:
         raise CommandError(f"{path}: cannot read: {exc.strerror}") from None
     with file:
@@ -534,8 +549,10 @@ def _new_file_mode() -> int:
 def check_output_apart(output: str, inputs: dict[str, str]) -> None:
     """Refuse an ``--output`` that is one of the command's input files (``inputs``: flag to
     path), which the answers would replace."""
+    if output == STANDARD_STREAM:
+        return
     for flag, path in inputs.items():
-        if os.path.realpath(output) == os.path.realpath(path):
+        if path != STANDARD_STREAM and os.path.realpath(output) == os.path.realpath(path):
             raise CommandError(f"--output {output} is the {flag} file; the answers would replace it. "
                                "Give another output file")
 
@@ -557,7 +574,12 @@ def write_answers(path: str, lines: Iterator[str]) -> None:
     """Write the answer ``lines`` to ``--output path``: a regular file (or a new one) through
     :func:`write_atomically`, the target of a symbolic link included (the link is kept); a
     device or a pipe (:func:`writes_through`) in place, appending, so lines written before a
-    failure stay written there."""
+    failure stay written there.  ``-`` is standard output, written in place too.  A reader that
+    closes a pipe before the end (``| head -1``) ends the run: ``BrokenPipeError`` goes up to
+    :func:`main`."""
+    if path == STANDARD_STREAM:
+        write_stdout(lines)
+        return
     if os.path.isdir(path):
         raise CommandError(f"{path}: cannot write: it is a directory")
     if not writes_through(path):
@@ -566,6 +588,8 @@ def write_answers(path: str, lines: Iterator[str]) -> None:
     try:
         with open(path, "a", encoding="utf-8") as out:
             out.writelines(lines)
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         raise CommandError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
@@ -947,15 +971,15 @@ def check_row_answers(table: Table, t: np.ndarray, queries: Sequence[Query], lim
                                "answers streamed)")
 
 
-def print_algorithms(out: TextIO) -> None:
+def algorithm_lines() -> Iterator[str]:
     """``python -m engine list``: one line per algorithm: name, family, summary, parameters."""
     infos = available()
     name_width = max(len(info.name) for info in infos)
     family_width = max(len(info.family) for info in infos)
     for info in infos:
         params = ", ".join(f"{key}={value}" for key, value in info.defaults.items()) or "none"
-        out.write(f"{info.name:<{name_width}}  {info.family:<{family_width}}  {info.summary}"
-                  f"  [params: {params}]\n")
+        yield (f"{info.name:<{name_width}}  {info.family:<{family_width}}  {info.summary}"
+               f"  [params: {params}]\n")
 
 
 # ------------------------------------------------------------------------------ arguments
@@ -1015,7 +1039,9 @@ output: one JSON line per slide boundary passed:
 
 Bad arguments or input: one "error:" line on stderr naming the file, line and problem, exit
 status 2, and the output file is left as it was.  An output that is a device or a pipe
-(/dev/null, /dev/stdout, a FIFO) is written in place, line by line.
+(/dev/null, /dev/stdout, a FIFO) is written in place, line by line.  --input - reads CSV from
+standard input, --output - writes to standard output; a reader that closes the output early
+(| head -1) ends the run quietly with exit status 141, as SIGPIPE ends a standard tool.
 
 example:
   python -m engine run --algorithm mintopk --k 10 --window 1000 --slide 10 \\
@@ -1051,9 +1077,21 @@ def _add_max_slides(parser: argparse.ArgumentParser) -> None:
                              f"empty, as a gap in t makes them (default: {MAX_SLIDES:,})")
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose ``--help`` text goes through :func:`write_stdout`: argparse's
+    own printing drops a failed write silently (``--help > /dev/full`` exited 0 having written
+    nothing)."""
+
+    def print_help(self, file: TextIO | None = None) -> None:
+        if file is None:
+            write_stdout([self.format_help()])
+        else:
+            file.write(self.format_help())
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m engine`` argument parser with its ``run``, ``run-many`` and ``list`` commands."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m engine",
         description="Top-k Watch, headless: continuous top-k queries over sliding windows.",
         epilog="'python -m engine run --help' describes the input and output formats.")
@@ -1098,14 +1136,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         if args.command == "list":
-            print_algorithms(sys.stdout)
+            write_stdout(algorithm_lines())
         elif args.command == "run-many":
             run_many(args)
         else:
             run(args)
+    except BrokenPipeError:
+        silence_stdout()
+        return EXIT_READER_GONE
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -1117,3 +1158,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
+
+
+def write_stdout(lines: Iterable[str]) -> None:
+    """Write ``lines`` to standard output and flush it; a failure (a full disk) is a
+    :class:`CommandError`, a reader gone (``BrokenPipeError``) goes up to :func:`main`."""
+    try:
+        sys.stdout.writelines(lines)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        silence_stdout()
+        raise CommandError(f"standard output: cannot write: {exc.strerror or exc}") from None
+
+
+def silence_stdout() -> None:
+    """Point standard output at ``/dev/null`` once its reader is gone, so that the interpreter's
+    last flush of what is still buffered cannot fail again and print a traceback at exit."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        pass
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (captured, replaced): nothing left to flush at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
