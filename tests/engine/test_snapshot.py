@@ -267,3 +267,21 @@ def test_restore_refuses_a_slide_number_that_is_not_an_integer(name, field):
         broken["data"][field] = bad
         with pytest.raises(engine.StateError, match=f"state of {name} is corrupt: ValueError: {field} must be"):
             engine.restore(engine.jsondata.seal(broken))
+
+
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("shift", [-100, -12, -2, 1])
+def test_a_pretopk_state_whose_slide_number_disagrees_with_its_objects_is_refused(kind, shift):
+    """``current`` (the last slide) edited and resealed was restored, and the next slides
+    answered from the wrong windows (-1 for 12: the next slide gave only its own arrivals)."""
+    q = engine.Query(weights=[1.0], k=3, window=20, slide=5, kind=kind)
+    pretopk = engine.create("pretopk", q)
+    for batch in engine.slides((np.arange(60), np.arange(60), np.sin(np.arange(60.0))), q):
+        pretopk.process(batch)
+    state = pretopk.to_state()
+    current = state["data"]["current"] + shift
+    broken = copy.deepcopy(state)
+    broken["data"]["current"] = current
+    with pytest.raises(engine.StateError, match=r"state of pretopk is corrupt: AssertionError: window -?\d+ holds an "
+                                                rf"object outside \[-?\d+, -?\d+\) \(current slide {current}\)"):
+        engine.restore(engine.jsondata.seal(broken))
