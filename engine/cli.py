@@ -582,6 +582,8 @@ def write_answers(path: str, lines: Iterator[str]) -> None:
         return
     if os.path.isdir(path):
         raise CommandError(f"{path}: cannot write: it is a directory")
+    if path.endswith("/"):  # the rename below would create the file the name without "/" names
+        raise CommandError(f"{path}: cannot write: there is no directory {path}, and a file's name cannot end with /")
     if not writes_through(path):
         write_atomically(path, lines)
         return

@@ -564,3 +564,19 @@ def test_output_dev_stdout_appended_to_a_log_keeps_the_log(tmp_path):
     assert first == "an earlier line"
     assert [json.loads(line)["ids"] for line in answers] == [[1], [4]]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "run.log"]
+
+
+@pytest.mark.parametrize("command", ["run", "run-many"])
+def test_an_output_ending_with_a_slash_is_refused_and_no_file_created(tmp_path, capsys, command):
+    """``--output missing/`` wrote the answers to a new file ``missing`` (the temporary file
+    renamed to the path without its ``/``) and exited 0."""
+    source = write_rows(tmp_path / "data.csv", "id,t,x", [(1, 1, 0.5), (2, 2, 0.25)])
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1], "k": 1, "window": 2, "slide": 1}]')
+    arguments = ["--algorithm", "mintopk", "--k", "1", "--window", "2", "--slide", "1"] if command == "run" \
+        else ["--queries", str(queries)]
+    output = f"{tmp_path / 'missing'}/"
+    status, message = run(capsys, command, *arguments, "--input", str(source), "--output", output)
+    assert_refused(status, message, [f"error: {output}: cannot write: there is no directory {output}",
+                                     "cannot end with /"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
