@@ -139,6 +139,8 @@ def read_csv(path: str) -> Table:
     try:
         if path == STANDARD_STREAM:
             path = "stdin"
+            if sys.stdin is None:  # closed by the caller (<&-)
+                raise CommandError(f"{path}: cannot read: standard input is closed")
             file = open(sys.stdin.fileno(), newline="", encoding="utf-8-sig", closefd=False)
         else:
             file = open(path, newline="", encoding="utf-8-sig")
@@ -1165,6 +1167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def write_stdout(lines: Iterable[str]) -> None:
     """Write ``lines`` to standard output and flush it; a failure (a full disk) is a
     :class:`CommandError`, a reader gone (``BrokenPipeError``) goes up to :func:`main`."""
+    if sys.stdout is None:  # closed by the caller (>&-)
+        raise CommandError("standard output: cannot write: it is closed")
     try:
         sys.stdout.writelines(lines)
         sys.stdout.flush()

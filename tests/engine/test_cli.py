@@ -600,3 +600,21 @@ def test_dash_reads_csv_from_standard_input_and_writes_to_standard_output(tmp_pa
     answers, errors = child.communicate("id,t,x_0\n1,1,0.5\n2,2,oops\n", timeout=120)
     assert (child.returncode, answers) == (2, "")
     assert errors == "error: stdin line 3: column x_0: 'oops' is not a number\n"
+
+
+@pytest.mark.parametrize("case, redirection, message", [
+    ("list", ">&-", "error: standard output: cannot write: it is closed"),
+    ("help", ">&-", "error: standard output: cannot write: it is closed"),
+    ("run to -", ">&-", "error: standard output: cannot write: it is closed"),
+    ("run from -", "<&-", "error: stdin: cannot read: standard input is closed"),
+])
+def test_a_closed_standard_stream_is_one_error_line_and_status_2(tmp_path, case, redirection, message):
+    """A shell's ``>&-`` leaves Python without ``sys.stdout``: an AttributeError traceback, status 1."""
+    arguments = standard_output_arguments("run to /dev/stdout" if case == "run from -" else case, tmp_path)
+    if case == "run from -":
+        arguments = ["run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", "-", "--output", str(tmp_path / "o.jsonl")]
+    command = " ".join([sys.executable, "-m", "engine", *arguments, redirection])
+    result = subprocess.run(command, shell=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stderr) == (2, message + "\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
