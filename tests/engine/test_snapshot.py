@@ -285,3 +285,31 @@ def test_a_pretopk_state_whose_slide_number_disagrees_with_its_objects_is_refuse
     with pytest.raises(engine.StateError, match=r"state of pretopk is corrupt: AssertionError: window -?\d+ holds an "
                                                 rf"object outside \[-?\d+, -?\d+\) \(current slide {current}\)"):
         engine.restore(engine.jsondata.seal(broken))
+
+
+# (algorithm, window kind, path to the field in the data, edit) that restore passed, resealed,
+# and the next slides' check() or process() refused
+SAP_EDITS = [
+    ("sap-equal", "count", ("candidates", 0, 1), lambda seq: seq + 1000),  # a candidate's seq
+    ("sap", "count", ("candidates", 1, 1), lambda seq: seq + 1000),
+    ("sap", "time", ("open_top", 0, 0), lambda score: -score),  # a score in P_m^k, no longer its slides'
+    ("sap-equal", "time", ("filling", "top", 0, 0), lambda score: score + 1.0),
+    ("sap-equal", "time", ("serial",), lambda serial: -1),  # the next partition's serial
+]
+
+
+@pytest.mark.parametrize("name, kind, path, edit", SAP_EDITS)
+def test_an_edited_sap_state_that_the_next_slides_refused_is_refused_on_restore(name, kind, path, edit):
+    rng = np.random.default_rng(1)
+    q = engine.Query(weights=[1.0, 0.5], k=3, window=40, slide=5, kind=kind)
+    sap = engine.create(name, q)
+    for batch in engine.slides((np.arange(300), np.arange(300), rng.random((300, 2))), q):
+        sap.process(batch)
+    broken = copy.deepcopy(sap.to_state())
+    *parents, last = path
+    holder = broken["data"]
+    for key in parents:
+        holder = holder[key]
+    holder[last] = edit(holder[last])
+    with pytest.raises(engine.StateError, match=f"state of {name} is corrupt: AssertionError"):
+        engine.restore(engine.jsondata.seal(broken))
