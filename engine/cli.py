@@ -28,12 +28,13 @@ import json
 import math
 import os
 import re
+import select
 import stat
 import sys
 import tempfile
 from dataclasses import dataclass
 from itertools import islice
-from typing import Iterable, Iterator, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 
@@ -1177,6 +1178,31 @@ def write_stdout(lines: Iterable[str]) -> None:
     except OSError as exc:
         silence_stdout()
         raise CommandError(f"standard output: cannot write: {exc.strerror or exc}") from None
+
+
+def command_status(command: Callable[[], int]) -> int:
+    """``command()``'s exit status, or :data:`EXIT_READER_GONE`, quietly, when it stopped because
+    the reader of standard output closed it (``python -m benchmarks.run --estimate | head -1``);
+    a broken pipe or socket of its own still goes up."""
+    try:
+        return command()
+    except BrokenPipeError:
+        if not stdout_reader_gone():
+            raise
+        silence_stdout()
+        return EXIT_READER_GONE
+
+
+def stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (``poll`` reports an error
+    on its write end; ``O(1)``)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poller = select.poll()
+    poller.register(descriptor, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
 
 
 def silence_stdout() -> None:

@@ -618,3 +618,22 @@ def test_a_closed_standard_stream_is_one_error_line_and_status_2(tmp_path, case,
                             capture_output=True, text=True, timeout=120)
     assert (result.returncode, result.stderr) == (2, message + "\n")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
+
+
+def test_the_benchmarks_long_listing_ends_quietly_when_its_reader_is_gone(tmp_path):
+    """``python -m benchmarks.run --estimate | head -1`` ended with a BrokenPipeError traceback, status 1."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with open(write_end, "w") as pipe:
+        child = subprocess.Popen([sys.executable, "-m", "benchmarks.run", "--estimate", "--results", str(tmp_path)],
+                                 cwd=ROOT, stdout=pipe, stderr=subprocess.PIPE, text=True)
+    _, errors = child.communicate(timeout=300)
+    assert (child.returncode, errors) == (cli.EXIT_READER_GONE, "")
+
+
+def test_a_broken_pipe_other_than_standard_output_still_goes_up():
+    def command() -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):
+        cli.command_status(command)
