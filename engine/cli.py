@@ -34,7 +34,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from itertools import islice
-from typing import Callable, Iterable, Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from .registry import AlgorithmInfo, available, create
 from .ranking import Answer, score
 from .stream import (MAX_SLIDES, Batch, attribute_overflow, first_overflow, slides, time_margin,
                      time_range_problem, too_many_slides)
+
+if TYPE_CHECKING:
+    from .multi import SharedTopK
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
@@ -875,17 +878,15 @@ def column_lines(answers) -> Iterator[str]:
                                            score_at[lo].tolist(), (score_at[hi] - 2).tolist()))
 
 
-def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
-    """The workload through :class:`engine.multi.SharedTopK`, chunk by chunk, in stream order.
+def shared_lines(executor: "SharedTopK", queries: Sequence[Query], data: tuple) -> Iterator[str]:
+    """The workload through ``executor``, a new :class:`engine.multi.SharedTopK` of ``queries``,
+    chunk by chunk, in stream order.
 
     A chunk ending before row ``hi`` passes the count boundaries at ``hi`` (their last row has
     arrived); the next chunk's first row passes the time boundaries at ``hi`` (its ``t`` reaches
     them): both have seen ``hi`` arrivals, so their lines are held back and merged by query
     (``O(queries)`` lines held at most).
     """
-    from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
-
-    executor = SharedTopK(queries)
     ids, t, x = data
     starts = chunk_starts(queries, t).tolist()
     held: list[tuple[int, int, str]] = []
@@ -946,7 +947,13 @@ def run_many(args: argparse.Namespace) -> None:
         check_score_overflow(table, data[2], query.weights, f"query {position}: ", largest)
     if info is None:
         check_row_answers(table, data[1], queries, args.max_slides)
-        lines = shared_lines(queries, data)
+        from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
+
+        try:
+            executor = SharedTopK(queries)
+        except ValueError as exc:
+            raise CommandError(f"{args.queries}: cannot create the shared executor: {exc}") from None
+        lines = shared_lines(executor, queries, data)
     else:
         try:
             algorithms = [create(info.name, query, **params) for query in queries]

@@ -580,3 +580,15 @@ def test_an_output_ending_with_a_slash_is_refused_and_no_file_created(tmp_path, 
     assert_refused(status, message, [f"error: {output}: cannot write: there is no directory {output}",
                                      "cannot end with /"])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
+
+
+def test_a_workload_the_shared_executor_cannot_hold_is_refused_with_one_line(tmp_path, capsys):
+    """A count query of window 2**63 - 2 and slide 2: the shared executor, made lazily while
+    the answers were written, raised numpy's ValueError through the command line (a traceback)."""
+    source = write_rows(tmp_path / "data.csv", "id,t,x", [(1, 5, 0.5), (2, 5, 0.7), (3, 7, 0.1)])
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1], "k": 1, "window": 9223372036854775806, "slide": 2}]')
+    status, message = run(capsys, "run-many", "--queries", str(queries), "--input", str(source),
+                          "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [f"{queries}: cannot create the shared executor: "])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
