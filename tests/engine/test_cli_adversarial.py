@@ -592,3 +592,18 @@ def test_a_workload_the_shared_executor_cannot_hold_is_refused_with_one_line(tmp
                           "--output", str(tmp_path / "out.jsonl"))
     assert_refused(status, message, [f"{queries}: cannot create the shared executor: "])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
+
+
+@pytest.mark.parametrize("name", ["oracle-incomplete", "sla", "eaa", "approx"])
+def test_weighted_sums_past_half_the_largest_float_run_and_stay_finite(tmp_path, capsys, name):
+    """The command line refused any object whose weighted values added up to half the largest
+    float (0.9e308), where engine.slides ran them: both now refuse only what comes within the
+    sums' rounding of the largest float (engine.stream.attribute_overflow)."""
+    source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t",
+                        [(1, 0, 0.5, 0), (2, 1, 0.25, 1), (1, 1, 0.125, 2), (3, 0, 0.0, 3)])
+    output = tmp_path / "out.jsonl"
+    status, message = run(capsys, "run", "--algorithm", name, "--k", "1", "--window", "4", "--slide", "1",
+                          "--weights=1.7e308,1.7e308", *(["--param", "occurrences=4"] if name == "eaa" else []),
+                          "--input", str(source), "--output", str(output))
+    assert status == 0, message
+    assert output_lines(output)[-1]["scores"] == [0.5 * 1.7e308 + 0.125 * 1.7e308]
