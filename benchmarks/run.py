@@ -323,4 +323,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from engine.cli import command_status
+
+    sys.exit(command_status(main))

@@ -28,12 +28,13 @@ import json
 import math
 import os
 import re
+import select
 import stat
 import sys
 import tempfile
 from dataclasses import dataclass
 from itertools import islice
-from typing import Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 
@@ -42,14 +43,25 @@ from .base import Algorithm, coerce_param, plain_digits
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import Answer, score
-from .stream import (MAX_SLIDES, SCORE_SAFE, Batch, first_overflow, slides, time_margin, time_range_problem,
-                     too_many_slides)
+from .stream import (MAX_SLIDES, Batch, attribute_overflow, first_overflow, slides, time_margin,
+                     time_range_problem, too_many_slides)
+
+if TYPE_CHECKING:
+    from .multi import SharedTopK
 
 EXIT_ERROR = 2
 """Exit status for bad arguments or bad input (argparse uses it for usage errors too)."""
 
 EXIT_INTERRUPTED = 130
 """Exit status after Ctrl-C, as a shell reports a SIGINT."""
+
+EXIT_READER_GONE = 141
+"""Exit status when the reader of the output closed it (``... | head -1``): the shell's status
+of a standard tool ended by SIGPIPE (128 + 13), so ``set -o pipefail`` still sees the answers cut
+short; nothing is printed."""
+
+STANDARD_STREAM = "-"
+"""``--input -`` reads CSV from standard input, ``--output -`` writes to standard output."""
 
 OBJECT_KEY_COLUMNS = ("id", "t")
 """The columns every object stream must have."""
@@ -110,23 +122,32 @@ class Table:
 # ---------------------------------------------------------------------------- reading input
 
 def read_table(path: str) -> Table:
-    """Read ``path`` (``.csv`` or ``.parquet``) into a :class:`Table`."""
+    """Read ``path`` (``.csv`` or ``.parquet``; ``-``: CSV on standard input) into a :class:`Table`."""
+    if path == STANDARD_STREAM:
+        return read_csv(path)
     extension = os.path.splitext(path)[1].lower()
     if extension == ".csv":
         return read_csv(path)
     if extension in (".parquet", ".pq"):
         return read_parquet(path)
     raise CommandError(f"{path}: unsupported input format {repr(extension) if extension else '(no extension)'}; "
-                       "expected a .csv or .parquet file")
+                       f"expected a .csv or .parquet file, or {STANDARD_STREAM} for CSV on standard input")
 
 
 def read_csv(path: str) -> Table:
-    """Read a CSV file with a header row; blank lines are skipped, every other row must be full.
+    """Read a CSV file (``-``: standard input, named ``stdin`` in messages) with a header row;
+    blank lines are skipped, every other row must be full.
 
     A row is numbered by the line it starts on (a quoted field may span lines).
     """
     try:
-        file = open(path, newline="", encoding="utf-8-sig")
+        if path == STANDARD_STREAM:
+            path = "stdin"
+            if sys.stdin is None:  # closed by the caller (<&-)
+                raise CommandError(f"{path}: cannot read: standard input is closed")
+            file = open(sys.stdin.fileno(), newline="", encoding="utf-8-sig", closefd=False)
+        else:
+            file = open(path, newline="", encoding="utf-8-sig")
     except OSError as exc:
         raise CommandError(f"{path}: cannot read: {exc.strerror}") from None
     with file:
@@ -426,22 +447,10 @@ def _check_streams_numbered(table: Table, stream: np.ndarray, streams: int) -> N
 def _check_attribute_overflow(table: Table, ids: np.ndarray, stream: np.ndarray, value: np.ndarray,
                               weights: Sequence[float]) -> None:
     """Refuse weights with which an object's score may overflow to infinity, naming its first
-    line: its values in each stream are summed, so its score is at most its weighted values over
-    the whole file (``O(d)`` when even every tuple of a stream summed could not come near;
-    ``O(rows log rows)`` otherwise)."""
-    w = np.asarray(weights, np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if float(w @ np.bincount(stream, minlength=len(w))) < SCORE_SAFE:
-            return
-        pairs, pair_of_row = np.unique(np.column_stack([ids, stream]), axis=0, return_inverse=True)
-        weighted = np.bincount(pair_of_row.reshape(-1), weights=value) * w[pairs[:, 1]]
-        objects, object_of_pair = np.unique(pairs[:, 0], return_inverse=True)
-        bounds = np.bincount(object_of_pair.reshape(-1), weights=weighted)
-    overflowing = np.flatnonzero(~(bounds < np.finfo(np.float64).max / 2))
-    if len(overflowing):
-        row = int(np.argmax(ids == objects[overflowing[0]]))
-        raise CommandError(f"{table.where(row)}: object {int(ids[row])}: its values weighted by {list(weights)} "
-                           f"add up to {bounds[overflowing[0]]}, beyond the largest float; scale the weights down")
+    line (:func:`engine.stream.attribute_overflow`)."""
+    problem = attribute_overflow(ids, stream, value, weights)
+    if problem is not None:
+        raise CommandError(f"{table.where(problem[0])}: {problem[1]}")
 
 
 def check_time_range(table: Table, t: np.ndarray, queries: Sequence[Query]) -> None:
@@ -546,8 +555,10 @@ def _new_file_mode() -> int:
 def check_output_apart(output: str, inputs: dict[str, str]) -> None:
     """Refuse an ``--output`` that is one of the command's input files (``inputs``: flag to
     path), which the answers would replace."""
+    if output == STANDARD_STREAM:
+        return
     for flag, path in inputs.items():
-        if os.path.realpath(output) == os.path.realpath(path):
+        if path != STANDARD_STREAM and os.path.realpath(output) == os.path.realpath(path):
             raise CommandError(f"--output {output} is the {flag} file; the answers would replace it. "
                                "Give another output file")
 
@@ -569,15 +580,24 @@ def write_answers(path: str, lines: Iterator[str]) -> None:
     """Write the answer ``lines`` to ``--output path``: a regular file (or a new one) through
     :func:`write_atomically`, the target of a symbolic link included (the link is kept); a
     device or a pipe (:func:`writes_through`) in place, appending, so lines written before a
-    failure stay written there."""
+    failure stay written there.  ``-`` is standard output, written in place too.  A reader that
+    closes a pipe before the end (``| head -1``) ends the run: ``BrokenPipeError`` goes up to
+    :func:`main`."""
+    if path == STANDARD_STREAM:
+        write_stdout(lines)
+        return
     if os.path.isdir(path):
         raise CommandError(f"{path}: cannot write: it is a directory")
+    if path.endswith("/"):  # the rename below would create the file the name without "/" names
+        raise CommandError(f"{path}: cannot write: there is no directory {path}, and a file's name cannot end with /")
     if not writes_through(path):
         write_atomically(path, lines)
         return
     try:
         with open(path, "a", encoding="utf-8") as out:
             out.writelines(lines)
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         raise CommandError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
@@ -858,17 +878,15 @@ def column_lines(answers) -> Iterator[str]:
                                            score_at[lo].tolist(), (score_at[hi] - 2).tolist()))
 
 
-def shared_lines(queries: Sequence[Query], data: tuple) -> Iterator[str]:
-    """The workload through :class:`engine.multi.SharedTopK`, chunk by chunk, in stream order.
+def shared_lines(executor: "SharedTopK", queries: Sequence[Query], data: tuple) -> Iterator[str]:
+    """The workload through ``executor``, a new :class:`engine.multi.SharedTopK` of ``queries``,
+    chunk by chunk, in stream order.
 
     A chunk ending before row ``hi`` passes the count boundaries at ``hi`` (their last row has
     arrived); the next chunk's first row passes the time boundaries at ``hi`` (its ``t`` reaches
     them): both have seen ``hi`` arrivals, so their lines are held back and merged by query
     (``O(queries)`` lines held at most).
     """
-    from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
-
-    executor = SharedTopK(queries)
     ids, t, x = data
     starts = chunk_starts(queries, t).tolist()
     held: list[tuple[int, int, str]] = []
@@ -929,7 +947,13 @@ def run_many(args: argparse.Namespace) -> None:
         check_score_overflow(table, data[2], query.weights, f"query {position}: ", largest)
     if info is None:
         check_row_answers(table, data[1], queries, args.max_slides)
-        lines = shared_lines(queries, data)
+        from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
+
+        try:
+            executor = SharedTopK(queries)
+        except ValueError as exc:
+            raise CommandError(f"{args.queries}: cannot create the shared executor: {exc}") from None
+        lines = shared_lines(executor, queries, data)
     else:
         try:
             algorithms = [create(info.name, query, **params) for query in queries]
@@ -959,15 +983,15 @@ def check_row_answers(table: Table, t: np.ndarray, queries: Sequence[Query], lim
                                "answers streamed)")
 
 
-def print_algorithms(out: TextIO) -> None:
+def algorithm_lines() -> Iterator[str]:
     """``python -m engine list``: one line per algorithm: name, family, summary, parameters."""
     infos = available()
     name_width = max(len(info.name) for info in infos)
     family_width = max(len(info.family) for info in infos)
     for info in infos:
         params = ", ".join(f"{key}={value}" for key, value in info.defaults.items()) or "none"
-        out.write(f"{info.name:<{name_width}}  {info.family:<{family_width}}  {info.summary}"
-                  f"  [params: {params}]\n")
+        yield (f"{info.name:<{name_width}}  {info.family:<{family_width}}  {info.summary}"
+               f"  [params: {params}]\n")
 
 
 # ------------------------------------------------------------------------------ arguments
@@ -1027,7 +1051,9 @@ output: one JSON line per slide boundary passed:
 
 Bad arguments or input: one "error:" line on stderr naming the file, line and problem, exit
 status 2, and the output file is left as it was.  An output that is a device or a pipe
-(/dev/null, /dev/stdout, a FIFO) is written in place, line by line.
+(/dev/null, /dev/stdout, a FIFO) is written in place, line by line.  --input - reads CSV from
+standard input, --output - writes to standard output; a reader that closes the output early
+(| head -1) ends the run quietly with exit status 141, as SIGPIPE ends a standard tool.
 
 example:
   python -m engine run --algorithm mintopk --k 10 --window 1000 --slide 10 \\
@@ -1063,9 +1089,21 @@ def _add_max_slides(parser: argparse.ArgumentParser) -> None:
                              f"empty, as a gap in t makes them (default: {MAX_SLIDES:,})")
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose ``--help`` text goes through :func:`write_stdout`: argparse's
+    own printing drops a failed write silently (``--help > /dev/full`` exited 0 having written
+    nothing)."""
+
+    def print_help(self, file: TextIO | None = None) -> None:
+        if file is None:
+            write_stdout([self.format_help()])
+        else:
+            file.write(self.format_help())
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m engine`` argument parser with its ``run``, ``run-many`` and ``list`` commands."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m engine",
         description="Top-k Watch, headless: continuous top-k queries over sliding windows.",
         epilog="'python -m engine run --help' describes the input and output formats.")
@@ -1110,14 +1148,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         if args.command == "list":
-            print_algorithms(sys.stdout)
+            write_stdout(algorithm_lines())
         elif args.command == "run-many":
             run_many(args)
         else:
             run(args)
+    except BrokenPipeError:
+        silence_stdout()
+        return EXIT_READER_GONE
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -1129,3 +1170,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
+
+
+def write_stdout(lines: Iterable[str]) -> None:
+    """Write ``lines`` to standard output and flush it; a failure (a full disk) is a
+    :class:`CommandError`, a reader gone (``BrokenPipeError``) goes up to :func:`main`."""
+    if sys.stdout is None:  # closed by the caller (>&-)
+        raise CommandError("standard output: cannot write: it is closed")
+    try:
+        sys.stdout.writelines(lines)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        silence_stdout()
+        raise CommandError(f"standard output: cannot write: {exc.strerror or exc}") from None
+
+
+def command_status(command: Callable[[], int]) -> int:
+    """``command()``'s exit status, or :data:`EXIT_READER_GONE`, quietly, when it stopped because
+    the reader of standard output closed it (``python -m benchmarks.run --estimate | head -1``);
+    a broken pipe or socket of its own still goes up."""
+    try:
+        return command()
+    except BrokenPipeError:
+        if not stdout_reader_gone():
+            raise
+        silence_stdout()
+        return EXIT_READER_GONE
+
+
+def stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (``poll`` reports an error
+    on its write end; ``O(1)``)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poller = select.poll()
+    poller.register(descriptor, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def silence_stdout() -> None:
+    """Point standard output at ``/dev/null`` once its reader is gone, so that the interpreter's
+    last flush of what is still buffered cannot fail again and print a traceback at exit."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        pass
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (captured, replaced): nothing left to flush at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)

@@ -8,6 +8,7 @@ Time windows: boundaries are multiples of ``s`` in ``t``; the answer at boundary
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
@@ -122,10 +123,44 @@ def first_overflow(x: np.ndarray, weights: Sequence[float], largest: np.ndarray 
     return int(overflowing[0]) if len(overflowing) else None
 
 
-def as_attribute_stream(ids, stream, value, t, dimensions: int):
+def attribute_overflow(ids: np.ndarray, stream: np.ndarray, value: np.ndarray,
+                       weights: Sequence[float]) -> tuple[int, str] | None:
+    """The first row of an attribute stream (``stream`` checked in ``0..len(weights)-1``)
+    holding an object whose score may overflow to infinity, with the problem; else ``None``.
+
+    An object's values in each stream are summed, so its score is at most its weighted values
+    over all the rows, give or take the rounding of the sums (at most a relative
+    ``2 (rows + d) ε`` whatever their order): refused when that bound comes within the rounding of
+    the largest float (``O(d)`` when even every tuple of a stream summed could not come near
+    it; ``O(rows log rows)`` otherwise).
+
+    >>> attribute_overflow(np.array([2, 1, 1]), np.array([0, 0, 1]), np.array([0.5, 1.0, 1.0]), [1e308, 1e308])
+    (1, 'object 1: its values weighted by [1e+308, 1e+308] add up to inf, beyond the largest float; scale the weights down')
+    """
+    w = np.asarray(weights, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if float(w @ np.bincount(stream, minlength=len(w))) < SCORE_SAFE:
+            return None
+        pairs, pair_of_row = np.unique(np.column_stack([ids, stream]), axis=0, return_inverse=True)
+        weighted = np.bincount(pair_of_row.reshape(-1), weights=value) * w[pairs[:, 1]]
+        objects, object_of_pair = np.unique(pairs[:, 0], return_inverse=True)
+        bounds = np.bincount(object_of_pair.reshape(-1), weights=weighted)
+    rounding = 2.0 * (len(value) + len(w)) * np.finfo(np.float64).eps
+    overflowing = np.flatnonzero(~(bounds < np.finfo(np.float64).max / (1.0 + rounding)))
+    if not len(overflowing):
+        return None
+    row = int(np.argmax(ids == objects[overflowing[0]]))
+    bound = float(bounds[overflowing[0]])
+    return row, (f"object {int(ids[row])}: its values weighted by {list(weights)} add up to {bound}, "
+                 f"{'beyond' if math.isinf(bound) else 'within rounding of'} the largest float; "
+                 "scale the weights down")
+
+
+def as_attribute_stream(ids, stream, value, t, dimensions: int, weights: Sequence[float] | None = None):
     """Validate and convert ``(ids, stream, value, t)`` of an incomplete, attribute stream.
 
-    ``stream`` must be in ``0..dimensions-1`` and ``value`` in ``[0, 1]``; a bad row raises
+    ``stream`` must be in ``0..dimensions-1`` and ``value`` in ``[0, 1]``; given the query's
+    ``weights``, no object's score may overflow (:func:`attribute_overflow`); a bad row raises
     ``ValueError`` naming it (0-based).
 
     >>> as_attribute_stream([4], [1], [0.5], [0], dimensions=1)
@@ -147,6 +182,10 @@ def as_attribute_stream(ids, stream, value, t, dimensions: int):
     bad = ~(np.isfinite(value) & (value >= 0.0) & (value <= 1.0))
     if bad.any():
         raise ValueError(f"row {int(np.argmax(bad))}: value must be in [0, 1], got {float(value[bad][0])!r}")
+    if weights is not None:
+        problem = attribute_overflow(ids, stream, value, weights)
+        if problem is not None:
+            raise ValueError(f"row {problem[0]}: {problem[1]}")
     return ids, stream, value, t
 
 
@@ -184,7 +223,7 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
         ids, t, x = as_object_stream(*data, dimensions=query.dimensions, weights=query.weights)
         stream = value = None
     elif len(data) == 4:
-        ids, stream, value, t = as_attribute_stream(*data, dimensions=query.dimensions)
+        ids, stream, value, t = as_attribute_stream(*data, dimensions=query.dimensions, weights=query.weights)
         x = np.empty((len(ids), 0))
     else:
         raise ValueError("data must be (ids, t, x) or (ids, stream, value, t)")

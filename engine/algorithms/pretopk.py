@@ -198,11 +198,22 @@ class PreTopK(Algorithm):
             self._counters[position] = int(data.get("counters", {}).get(name, 0))
 
     def check(self) -> None:
+        """The heaps, the reference counts, and every member inside its window: window ``j``
+        (of the slide ending at ``j * s``) holds objects with keys (``seq`` or ``t``) in
+        ``[j * s - n, j * s)``, none past the last slide processed (``O(memberships)``)."""
         objects, scores, references = self._objects, self._scores, {}
         assert self._sets.shape[1] <= self.q.k, "sets wider than k"
+        key = SEQ if self.q.kind == "count" else T
         for w in range(self._windows):
             size = int(self._sizes[w])
             assert 0 <= size <= self._sets.shape[1], "window set larger than k or its row"
+            if size:
+                assert self._current is not None, "a window set holds objects before any slide"
+                window = self._current + (w - self._current) % self._windows
+                keys_in = objects[self._sets[w, :size], key]
+                lowest, end = window * self.q.slide - self.q.window, self._current * self.q.slide
+                assert np.all((lowest <= keys_in) & (keys_in < end)), \
+                    f"window {window} holds an object outside [{lowest}, {end}) (current slide {self._current})"
             heap = self._sets[w, :size].tolist()
             keys = [(float(scores[r]), int(objects[r, SEQ])) for r in heap]
             assert all(keys[(i - 1) // 2] < keys[i] for i in range(1, size)), "window set is not a heap"

@@ -524,3 +524,116 @@ def test_the_next_write_removes_the_temporary_output_of_a_killed_run(tmp_path):
                      str(source), "--output", str(output))
     assert result.returncode == 0, result.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["gap.csv", "out.jsonl", *kept])
+
+
+# ----------------------------------------------------------- standard streams, closed and full
+
+STANDARD_OUTPUTS = {
+    # case: arguments after "python -m engine", "{source}", "{queries}" and "{output}" filled in
+    "run to /dev/stdout": ["run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", "{source}", "--output",
+                           "/dev/stdout"],
+    "run to -": ["run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", "{source}", "--output", "-"],
+    "run-many shared to -": ["run-many", "--queries", "{queries}", "--input", "{source}", "--output", "-"],
+    "run-many one per query to /dev/stdout": ["run-many", "--queries", "{queries}", "--algorithm", "pretopk",
+                                              "--input", "{source}", "--output", "/dev/stdout"],
+    "list": ["list"],
+    "help": ["--help"],
+    "run help": ["run", "--help"],
+}
+
+
+def standard_output_arguments(case: str, tmp_path: Path) -> list[str]:
+    source = write_csv(tmp_path / "data.csv", ["id", "t", "x_0"], [np.arange(50), np.arange(50), np.cos(np.arange(50.0))])
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1], "k": 2, "window": 4, "slide": 2}, {"weights": [-1], "k": 1, "window": 2, '
+                       '"slide": 1}]')
+    return [part.format(source=source, queries=queries) for part in STANDARD_OUTPUTS[case]]
+
+
+def engine_process(arguments: list[str], cwd: Path, **streams) -> subprocess.Popen:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "engine", *arguments], cwd=cwd, env=environment,
+                            stderr=subprocess.PIPE, text=True, **streams)
+
+
+@pytest.mark.parametrize("case", STANDARD_OUTPUTS)
+def test_a_reader_that_closed_the_pipe_ends_the_command_quietly_with_status_141(tmp_path, case):
+    """``python -m engine run ... | head -1`` ended with "error: /dev/stdout: cannot write: Broken
+    pipe" and status 2; the reader's end is closed here before the command writes anything."""
+    arguments = standard_output_arguments(case, tmp_path)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with open(write_end, "w") as pipe:
+        child = engine_process(arguments, tmp_path, stdout=pipe)
+    _, errors = child.communicate(timeout=120)
+    assert (child.returncode, errors) == (cli.EXIT_READER_GONE, "")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
+
+
+@pytest.mark.parametrize("case", STANDARD_OUTPUTS)
+def test_a_full_disk_on_standard_output_is_one_error_line_and_status_2(tmp_path, case):
+    """``list``, ``--output -`` and ``--help`` to /dev/full: a traceback (status 1), or nothing at
+    all and status 0 (argparse drops a failed write of its help)."""
+    arguments = standard_output_arguments(case, tmp_path)
+    with open("/dev/full", "w") as full:
+        child = engine_process(arguments, tmp_path, stdout=full)
+    _, errors = child.communicate(timeout=120)
+    shown = "/dev/stdout" if "/dev/stdout" in arguments else "standard output"
+    assert (child.returncode, errors) == (2, f"error: {shown}: cannot write: No space left on device\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
+
+
+def test_dash_reads_csv_from_standard_input_and_writes_to_standard_output(tmp_path):
+    """``--output -`` wrote a file named ``-``; ``--input -`` was refused for having no extension."""
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    through_file = run_cli("run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", str(source),
+                           "--output", "/dev/stdout")
+    child = engine_process(["run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", "-", "--output", "-"], tmp_path,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    answers, errors = child.communicate(GOOD_CSV, timeout=120)
+    assert (child.returncode, errors) == (0, "")
+    assert answers == through_file.stdout and len(answers.splitlines()) == 2
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv"]
+    child = engine_process(["run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", "-", "--output", "-"], tmp_path,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    answers, errors = child.communicate("id,t,x_0\n1,1,0.5\n2,2,oops\n", timeout=120)
+    assert (child.returncode, answers) == (2, "")
+    assert errors == "error: stdin line 3: column x_0: 'oops' is not a number\n"
+
+
+@pytest.mark.parametrize("case, redirection, message", [
+    ("list", ">&-", "error: standard output: cannot write: it is closed"),
+    ("help", ">&-", "error: standard output: cannot write: it is closed"),
+    ("run to -", ">&-", "error: standard output: cannot write: it is closed"),
+    ("run from -", "<&-", "error: stdin: cannot read: standard input is closed"),
+])
+def test_a_closed_standard_stream_is_one_error_line_and_status_2(tmp_path, case, redirection, message):
+    """A shell's ``>&-`` leaves Python without ``sys.stdout``: an AttributeError traceback, status 1."""
+    arguments = standard_output_arguments("run to /dev/stdout" if case == "run from -" else case, tmp_path)
+    if case == "run from -":
+        arguments = ["run", "--algorithm", "mintopk", *QUERY_ARGS, "--input", "-", "--output", str(tmp_path / "o.jsonl")]
+    command = " ".join([sys.executable, "-m", "engine", *arguments, redirection])
+    result = subprocess.run(command, shell=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stderr) == (2, message + "\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
+
+
+def test_the_benchmarks_long_listing_ends_quietly_when_its_reader_is_gone(tmp_path):
+    """``python -m benchmarks.run --estimate | head -1`` ended with a BrokenPipeError traceback, status 1."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with open(write_end, "w") as pipe:
+        child = subprocess.Popen([sys.executable, "-m", "benchmarks.run", "--estimate", "--results", str(tmp_path)],
+                                 cwd=ROOT, stdout=pipe, stderr=subprocess.PIPE, text=True)
+    _, errors = child.communicate(timeout=300)
+    assert (child.returncode, errors) == (cli.EXIT_READER_GONE, "")
+
+
+def test_a_broken_pipe_other_than_standard_output_still_goes_up():
+    def command() -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):
+        cli.command_status(command)

@@ -564,3 +564,46 @@ def test_output_dev_stdout_appended_to_a_log_keeps_the_log(tmp_path):
     assert first == "an earlier line"
     assert [json.loads(line)["ids"] for line in answers] == [[1], [4]]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "run.log"]
+
+
+@pytest.mark.parametrize("command", ["run", "run-many"])
+def test_an_output_ending_with_a_slash_is_refused_and_no_file_created(tmp_path, capsys, command):
+    """``--output missing/`` wrote the answers to a new file ``missing`` (the temporary file
+    renamed to the path without its ``/``) and exited 0."""
+    source = write_rows(tmp_path / "data.csv", "id,t,x", [(1, 1, 0.5), (2, 2, 0.25)])
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1], "k": 1, "window": 2, "slide": 1}]')
+    arguments = ["--algorithm", "mintopk", "--k", "1", "--window", "2", "--slide", "1"] if command == "run" \
+        else ["--queries", str(queries)]
+    output = f"{tmp_path / 'missing'}/"
+    status, message = run(capsys, command, *arguments, "--input", str(source), "--output", output)
+    assert_refused(status, message, [f"error: {output}: cannot write: there is no directory {output}",
+                                     "cannot end with /"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
+
+
+def test_a_workload_the_shared_executor_cannot_hold_is_refused_with_one_line(tmp_path, capsys):
+    """A count query of window 2**63 - 2 and slide 2: the shared executor, made lazily while
+    the answers were written, raised numpy's ValueError through the command line (a traceback)."""
+    source = write_rows(tmp_path / "data.csv", "id,t,x", [(1, 5, 0.5), (2, 5, 0.7), (3, 7, 0.1)])
+    queries = tmp_path / "q.json"
+    queries.write_text('[{"weights": [1], "k": 1, "window": 9223372036854775806, "slide": 2}]')
+    status, message = run(capsys, "run-many", "--queries", str(queries), "--input", str(source),
+                          "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [f"{queries}: cannot create the shared executor: "])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
+
+
+@pytest.mark.parametrize("name", ["oracle-incomplete", "sla", "eaa", "approx"])
+def test_weighted_sums_past_half_the_largest_float_run_and_stay_finite(tmp_path, capsys, name):
+    """The command line refused any object whose weighted values added up to half the largest
+    float (0.9e308), where engine.slides ran them: both now refuse only what comes within the
+    sums' rounding of the largest float (engine.stream.attribute_overflow)."""
+    source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t",
+                        [(1, 0, 0.5, 0), (2, 1, 0.25, 1), (1, 1, 0.125, 2), (3, 0, 0.0, 3)])
+    output = tmp_path / "out.jsonl"
+    status, message = run(capsys, "run", "--algorithm", name, "--k", "1", "--window", "4", "--slide", "1",
+                          "--weights=1.7e308,1.7e308", *(["--param", "occurrences=4"] if name == "eaa" else []),
+                          "--input", str(source), "--output", str(output))
+    assert status == 0, message
+    assert output_lines(output)[-1]["scores"] == [0.5 * 1.7e308 + 0.125 * 1.7e308]

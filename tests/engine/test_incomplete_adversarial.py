@@ -338,3 +338,30 @@ def test_a_negative_stream_number_is_refused_with_a_sensible_range(tmp_path, cap
     assert status == 2 and len(message.splitlines()) == 1
     assert message == f"error: {source} line 2: column stream: -1 is not a stream number in 0..0\n"
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("name", ["oracle-incomplete", "sla", "eaa", "approx"])
+def test_slides_refuses_weights_whose_summed_values_overflow_as_the_command_line_does(name):
+    """``python -m engine run`` refused them; ``engine.slides`` fed them to the algorithm,
+    which answered a score of inf (not JSON)."""
+    query = engine.Query(weights=[1e308, 1e308], k=1, window=4, slide=2)
+    data = ([2, 1, 1, 2], [0, 0, 1, 1], [0.5, 1.0, 1.0, 0.5], [0, 1, 2, 3])
+    algorithm = engine.create(name, query)
+    with pytest.raises(ValueError, match=r"^row 1: object 1: its values weighted by \[1e\+308, 1e\+308\] add up to "
+                                         r"inf, beyond the largest float; scale the weights down$"):
+        for batch in engine.slides(data, query):
+            algorithm.process(batch)
+    assert algorithm.topk().ids.tolist() == []
+
+
+def test_summed_values_within_rounding_of_the_largest_float_are_refused_and_below_it_kept():
+    largest = np.finfo(np.float64).max
+    data = ([1, 1], [0, 1], [1.0, 1.0], [0, 1])
+    near = engine.Query(weights=[largest / 2, largest / 2], k=1, window=2, slide=2)
+    with pytest.raises(ValueError, match=r"add up to 1\.79\d*e\+308, within rounding of the largest float"):
+        list(engine.slides(data, near))
+    below = engine.Query(weights=[largest / 2.001, largest / 2.001], k=1, window=2, slide=2)
+    algorithm = engine.create("sla", below)
+    for batch in engine.slides(data, below):
+        algorithm.process(batch)
+    assert np.isfinite(algorithm.topk().scores).all()

@@ -267,3 +267,49 @@ def test_restore_refuses_a_slide_number_that_is_not_an_integer(name, field):
         broken["data"][field] = bad
         with pytest.raises(engine.StateError, match=f"state of {name} is corrupt: ValueError: {field} must be"):
             engine.restore(engine.jsondata.seal(broken))
+
+
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("shift", [-100, -12, -2, 1])
+def test_a_pretopk_state_whose_slide_number_disagrees_with_its_objects_is_refused(kind, shift):
+    """``current`` (the last slide) edited and resealed was restored, and the next slides
+    answered from the wrong windows (-1 for 12: the next slide gave only its own arrivals)."""
+    q = engine.Query(weights=[1.0], k=3, window=20, slide=5, kind=kind)
+    pretopk = engine.create("pretopk", q)
+    for batch in engine.slides((np.arange(60), np.arange(60), np.sin(np.arange(60.0))), q):
+        pretopk.process(batch)
+    state = pretopk.to_state()
+    current = state["data"]["current"] + shift
+    broken = copy.deepcopy(state)
+    broken["data"]["current"] = current
+    with pytest.raises(engine.StateError, match=r"state of pretopk is corrupt: AssertionError: window -?\d+ holds an "
+                                                rf"object outside \[-?\d+, -?\d+\) \(current slide {current}\)"):
+        engine.restore(engine.jsondata.seal(broken))
+
+
+# (algorithm, window kind, path to the field in the data, edit) that restore passed, resealed,
+# and the next slides' check() or process() refused
+SAP_EDITS = [
+    ("sap-equal", "count", ("candidates", 0, 1), lambda seq: seq + 1000),  # a candidate's seq
+    ("sap", "count", ("candidates", 1, 1), lambda seq: seq + 1000),
+    ("sap", "time", ("open_top", 0, 0), lambda score: -score),  # a score in P_m^k, no longer its slides'
+    ("sap-equal", "time", ("filling", "top", 0, 0), lambda score: score + 1.0),
+    ("sap-equal", "time", ("serial",), lambda serial: -1),  # the next partition's serial
+]
+
+
+@pytest.mark.parametrize("name, kind, path, edit", SAP_EDITS)
+def test_an_edited_sap_state_that_the_next_slides_refused_is_refused_on_restore(name, kind, path, edit):
+    rng = np.random.default_rng(1)
+    q = engine.Query(weights=[1.0, 0.5], k=3, window=40, slide=5, kind=kind)
+    sap = engine.create(name, q)
+    for batch in engine.slides((np.arange(300), np.arange(300), rng.random((300, 2))), q):
+        sap.process(batch)
+    broken = copy.deepcopy(sap.to_state())
+    *parents, last = path
+    holder = broken["data"]
+    for key in parents:
+        holder = holder[key]
+    holder[last] = edit(holder[last])
+    with pytest.raises(engine.StateError, match=f"state of {name} is corrupt: AssertionError"):
+        engine.restore(engine.jsondata.seal(broken))

@@ -1094,6 +1094,13 @@ class SAPBase(Algorithm):
         serials = [p.serial for p in parts]
         assert serials == sorted(serials) and len(set(serials)) == len(serials)
         assert set(C.part.tolist()) <= set(serials), "a candidate belongs to no partition"
+        assert not serials or serials[-1] < self._serial, f"partition {serials[-1]} is not below serial {self._serial}"
+        if len(C):
+            of_candidate = np.searchsorted(np.array(serials), C.part)
+            firsts = np.array([p.first for p in parts])[of_candidate]
+            lasts = np.array([p.last for p in parts])[of_candidate]
+            slides = C.keys() // self._s + 1
+            assert np.all((firsts <= slides) & (slides <= lasts)), "a candidate lies outside its partition's slides"
         for index, p in enumerate(parts):
             assert p.in_c == int(np.count_nonzero(C.part == p.serial)), f"partition {p.serial}: in_c"
             assert p.slides == sum(u.slides for u in p.units)
@@ -1138,12 +1145,14 @@ class SAPBase(Algorithm):
             for slide in range(u.first, u.last + 1):
                 rows = self._raw.get(slide)
                 expected = merge_tops(expected, empty_top() if rows is None else _columns(rows), k)
-            assert np.array_equal(expected[1], u.top[1]), "a unit's top k disagrees with its slides"
+            assert np.array_equal(expected[1], u.top[1]) and np.array_equal(expected[0], u.top[0]), \
+                "a unit's top k disagrees with its slides"
         if self._open:
             expected = empty_top()
             for u in self._open:
                 expected = merge_tops(expected, u.top, k)
-            assert np.array_equal(expected[1], self._open_top[1]), "P_m^k disagrees with its units"
+            assert np.array_equal(expected[1], self._open_top[1]) and np.array_equal(expected[0], self._open_top[0]), \
+                "P_m^k disagrees with its units"
         M = self._M
         M.check()
         if M:
