@@ -124,9 +124,9 @@ class ReplayPlan:
                     else "nothing new")
             lines.append(f"[replay]   query {p.query_id}: {tasks} ({shards}) continue {where}: {todo}")
             if p.replaced_slides:
-                lines.append(f"[replay]   query {p.query_id}: the results of slides {p.next_slide:,}-"
-                             f"{p.next_slide + p.replaced_slides - 1:,} have no snapshot of every task after them "
-                             "(deleted?): they are deleted and replayed again")
+                lines.append(f"[replay]   query {p.query_id}: the stored results of slides {p.next_slide:,}-"
+                             f"{p.next_slide + p.replaced_slides - 1:,} miss slides or a snapshot of every task "
+                             "after them (deleted?): they are deleted and replayed again")
         return lines
 
 
@@ -250,9 +250,10 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
     """Every query's progress: from the start, or from the resumed run's snapshots.
 
     A query of a resumed run continues after the latest slide at which every one of its tasks
-    holds a snapshot.  Results stored after that slide (a later snapshot deleted by hand, the
-    answers kept) are counted in ``replaced_slides``: the job deletes them and replays them
-    again, as a run killed right after that snapshot would.
+    holds a snapshot and up to which every algorithm has the metrics of every slide stored.
+    Results stored after that slide (a later snapshot, or some earlier slides, deleted by hand)
+    are counted in ``replaced_slides``: the job deletes them and replays them again, as a run
+    killed right after that snapshot would.
     """
     held: dict[int, dict[tuple[str, int], dict[int, int]]] = {}  # query -> task -> {slide: last_seq}
     if resumed_run:
@@ -267,6 +268,9 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
         keys = [(spec.label, shard) for spec in config.algorithms for shard in range(config.shards)]
         snapshots = held.get(query_id, {})
         common = set.intersection(*(set(snapshots.get(key, ())) for key in keys))
+        if common:
+            complete = complete_slides(con, resumed_run, query_id, [spec.label for spec in config.algorithms])
+            common = {slide for slide in common if slide < complete}
         next_slide, states = 0, {key: None for key in keys}
         if common:
             slide = max(common)
@@ -299,6 +303,16 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
                                       total_slides=total, segment_slides=segment_slides, states=states,
                                       first_row=first_row, replaced_slides=max(0, last_stored + 1 - next_slide)))
     return progress
+
+
+def complete_slides(con, run_id: str, query_id: int, labels: list[str]) -> int:
+    """How many slides from slide 0 on have their metrics stored for every algorithm of ``labels``
+    (a slide deleted by hand ends the count)."""
+    first_missing = dict(con.execute(
+        "SELECT algorithm, coalesce(min(position) FILTER (WHERE slide <> position), count(*)) FROM ("
+        "SELECT algorithm, slide, row_number() OVER (PARTITION BY algorithm ORDER BY slide) - 1 AS position "
+        "FROM slide_metrics WHERE run_id = ? AND query_id = ?) GROUP BY algorithm", [run_id, query_id]).fetchall())
+    return min(first_missing.get(label, 0) for label in labels)
 
 
 def last_stored_slide(con, run_id: str, query_id: int) -> int:

@@ -29,6 +29,12 @@ def delete_snapshots(db, where: str):
         con.execute(f"DELETE FROM snapshots WHERE {where}")
 
 
+def delete_results(db, where: str):
+    with duckdb.connect(str(db)) as con:
+        for table in ("answers", "slide_metrics"):
+            con.execute(f"DELETE FROM {table} WHERE {where}")
+
+
 def test_resume_replaces_the_results_stored_after_the_last_snapshot_of_every_task(spark, tmp_path):
     db, config = small_replay(tmp_path, ROWS, WINDOW, SLIDE)
     data = json.loads(config.read_text())
@@ -43,8 +49,8 @@ def test_resume_replaces_the_results_stored_after_the_last_snapshot_of_every_tas
     delete_snapshots(db, f"slide = {last}")  # every task's latest: continue after slide 8
     summary = replay.replay(spark, config, db=db, resume=True, log=lines.append)
     assert summary.run_id == run_id and summary.slides_written == last - 8
-    assert f"[replay]   query 0: the results of slides 9-{last} have no snapshot of every task after them " \
-           "(deleted?): they are deleted and replayed again" in lines
+    assert f"[replay]   query 0: the stored results of slides 9-{last} miss slides or a snapshot of every task " \
+           "after them (deleted?): they are deleted and replayed again" in lines
     assert stored(db, run_id) == uninterrupted
 
     delete_snapshots(db, f"slide = {last} AND algorithm = 'mintopk' AND shard = 1")  # one task's latest only
@@ -55,3 +61,23 @@ def test_resume_replaces_the_results_stored_after_the_last_snapshot_of_every_tas
     assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written == last + 1
     assert stored(db, run_id) == uninterrupted
     assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written == 0
+
+
+def test_resume_replays_again_from_before_results_deleted_under_its_snapshots(spark, tmp_path):
+    """Answers and metrics of slides deleted by hand, the snapshots after them kept: the resume
+    goes back to the latest snapshot before the first missing slide (else to the start)."""
+    db, config = small_replay(tmp_path, ROWS, WINDOW, SLIDE)
+    data = json.loads(config.read_text())
+    config.write_text(json.dumps({**data, "snapshot_every": SNAPSHOT_EVERY,
+                                  "algorithms": [{"name": "oracle"}, {"name": "mintopk"}]}))
+    run_id = replay.replay(spark, config, db=db, **quiet).run_id
+    uninterrupted = stored(db, run_id)
+    last = ROWS // SLIDE - 1
+
+    delete_results(db, "slide = 10 AND algorithm = 'mintopk'")  # after the snapshot at slide 8
+    assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written == last - 8
+    assert stored(db, run_id) == uninterrupted
+
+    delete_results(db, "slide BETWEEN 2 AND 4")  # before every snapshot kept
+    assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written == last + 1
+    assert stored(db, run_id) == uninterrupted
