@@ -5,8 +5,9 @@ ingest left (:func:`pipelines.publish.recover`).  Call :func:`prepare` holding t
 writer lock (:mod:`pipelines.locks`): the rows and the snapshots it reads must stay as they are
 until the replay's last load.
 
-A query resumes from its tasks' latest snapshots, which must agree (one slide, the same
-``last_seq``, restorable as the algorithm and parameters of the config); slide ``j``
+A query resumes from the latest slide at which every one of its tasks holds a snapshot (the
+same ``last_seq``, restorable as the algorithm and parameters of the config, the reference's
+window the dataset's rows) and every algorithm its metrics up to it; slide ``j``
 (counted from the start of the dataset) ends at ``origin + (j + 1) * s``, ``origin`` being 0
 for count windows and the slide boundary at or before the first ``t`` for time windows, as
 :func:`engine.slides` cuts them.
