@@ -73,6 +73,9 @@ def execute(spark: SparkSession, plan: ReplayPlan, *, log: Callable[[str], None]
     with store.connection(plan.db) as con, store.transaction(con):
         if plan.resumed:
             replay_load.resume_run(con, plan.run_id)
+            for p in plan.progress:
+                if p.replaced_slides:
+                    replay_load.drop_slides_from(con, plan.run_id, p.query_id, p.next_slide)
         else:
             replay_load.start_run(con, plan.run_id, plan.config, spark.sparkContext.master,
                                   finished=plan.remaining == 0)

@@ -287,6 +287,12 @@ def resume_run(con, run_id: str) -> None:
     con.execute("UPDATE runs SET status = 'running', finished_at = NULL, reason = NULL WHERE run_id = ?", [run_id])
 
 
+def drop_slides_from(con, run_id: str, query_id: int, slide: int) -> None:
+    """Delete the query's answers, metrics and snapshots of ``slide`` and later (to replay them again)."""
+    for table in ("answers", "slide_metrics", "snapshots"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ? AND query_id = ? AND slide >= ?", [run_id, query_id, slide])
+
+
 def mark(db: Path, run_id: str, status: str, reason: str) -> None:
     """Set the run's status (``failed`` or ``interrupted``) and its reason.
 

@@ -5,8 +5,9 @@ ingest left (:func:`pipelines.publish.recover`).  Call :func:`prepare` holding t
 writer lock (:mod:`pipelines.locks`): the rows and the snapshots it reads must stay as they are
 until the replay's last load.
 
-A query resumes from its tasks' latest snapshots, which must agree (one slide, the same
-``last_seq``, restorable as the algorithm and parameters of the config); slide ``j``
+A query resumes from the latest slide at which every one of its tasks holds a snapshot (the
+same ``last_seq``, restorable as the algorithm and parameters of the config, the reference's
+window the dataset's rows) and every algorithm its metrics up to it; slide ``j``
 (counted from the start of the dataset) ends at ``origin + (j + 1) * s``, ``origin`` being 0
 for count windows and the slide boundary at or before the first ``t`` for time windows, as
 :func:`engine.slides` cuts them.
@@ -31,7 +32,7 @@ from .errors import InputError
 from .replay_config import (SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, check_run_name, parse_config,
                             read_config)
 from .replay_multi import check_shared_state, group_of
-from .replay_tasks import feature_magnitudes, is_attribute_dataset, read_rows
+from .replay_tasks import ATTRIBUTE_COLUMNS, feature_magnitudes, id_shard, is_attribute_dataset, read_rows
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class QueryProgress:
     """``(algorithm label, shard) -> snapshot`` (JSON text), ``None`` for a task starting afresh."""
     first_row: int = 0
     """``seq`` of the first row of ``next_slide``."""
+    replaced_slides: int = 0
+    """Slides from ``next_slide`` on whose results are stored already (their snapshot was deleted):
+    deleted before the job, then replayed again."""
 
     @property
     def remaining(self) -> int:
@@ -120,6 +124,10 @@ class ReplayPlan:
             todo = (f"slides {p.next_slide:,}-{p.total_slides - 1:,} from seq {p.first_row:,}" if p.remaining
                     else "nothing new")
             lines.append(f"[replay]   query {p.query_id}: {tasks} ({shards}) continue {where}: {todo}")
+            if p.replaced_slides:
+                lines.append(f"[replay]   query {p.query_id}: the stored results of slides {p.next_slide:,}-"
+                             f"{p.next_slide + p.replaced_slides - 1:,} miss slides or a snapshot of every task "
+                             "after them (deleted?): they are deleted and replayed again")
         return lines
 
 
@@ -240,32 +248,41 @@ def new_run_id(con, name: str) -> str:
 
 
 def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str | None) -> list[QueryProgress]:
-    """Every query's progress: from the start, or from the resumed run's latest snapshots."""
-    snapshots = {}
+    """Every query's progress: from the start, or from the resumed run's snapshots.
+
+    A query of a resumed run continues after the latest slide at which every one of its tasks
+    holds a snapshot and up to which every algorithm has the metrics of every slide stored.
+    Results stored after that slide (a later snapshot, or some earlier slides, deleted by hand)
+    are counted in ``replaced_slides``: the job deletes them and replays them again, as a run
+    killed right after that snapshot would.
+    """
+    held: dict[int, dict[tuple[str, int], dict[int, int]]] = {}  # query -> task -> {slide: last_seq}
     if resumed_run:
-        rows = con.execute(
-            "SELECT query_id, algorithm, shard, slide, last_seq, state FROM snapshots WHERE run_id = ? "
-            "QUALIFY row_number() OVER (PARTITION BY query_id, algorithm, shard ORDER BY slide DESC) = 1",
-            [resumed_run]).fetchall()
-        snapshots = {(q, label, shard): (slide, last_seq, state) for q, label, shard, slide, last_seq, state in rows}
+        for query_id, label, shard, slide, last_seq in con.execute(
+                "SELECT query_id, algorithm, shard, slide, last_seq FROM snapshots WHERE run_id = ?",
+                [resumed_run]).fetchall():
+            held.setdefault(query_id, {}).setdefault((label, shard), {})[slide] = last_seq
     specs = {spec.label: spec for spec in config.algorithms}
     progress = []
     for query_id, query in enumerate(config.queries):
         origin, total = slide_range(query, dataset.t)
         keys = [(spec.label, shard) for spec in config.algorithms for shard in range(config.shards)]
-        found = {key: snapshots[(query_id, *key)] for key in keys if (query_id, *key) in snapshots}
+        snapshots = held.get(query_id, {})
+        common = set.intersection(*(set(snapshots.get(key, ())) for key in keys))
+        if common:
+            complete = complete_slides(con, resumed_run, query_id, [spec.label for spec in config.algorithms])
+            common = {slide for slide in common if slide < complete}
         next_slide, states = 0, {key: None for key in keys}
-        if found:
-            slides = {slide for slide, _, _ in found.values()}
-            if len(found) != len(keys) or len(slides) != 1:
-                raise InputError(f"run {resumed_run}: the snapshots of query {query_id} disagree; "
-                                 "start a new run")
-            next_slide = slides.pop() + 1
+        if common:
+            slide = max(common)
+            next_slide = slide + 1
             expected_last_seq = last_seq_before(query, dataset.t, origin + next_slide * query.slide)
-            if any(last_seq != expected_last_seq for _, last_seq, _ in found.values()) or next_slide > total:
+            if any(snapshots[key][slide] != expected_last_seq for key in keys) or next_slide > total:
                 raise InputError(f"run {resumed_run}: dataset {dataset.name} no longer holds the rows its "
                                  "snapshots were taken over (was it re-ingested?); start a new run")
-            states = {key: state for key, (_, _, state) in found.items()}
+            states.update({(label, shard): state for label, shard, state in con.execute(
+                "SELECT algorithm, shard, state FROM snapshots WHERE run_id = ? AND query_id = ? AND slide = ?",
+                [resumed_run, query_id, slide]).fetchall() if (label, shard) in states})
             windows = {}
             for (label, shard), state in states.items():
                 where = f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}"
@@ -273,16 +290,38 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
                     check_shared_state(state, [config.queries[i] for i in group_of(config.queries, query_id)], where)
                 else:
                     restored = check_state(state, query, specs[label], where)
-                    if label == config.reference and not dataset.attribute:
+                    if label == config.reference:
                         windows[shard] = restored
             check_rows_unchanged(con, resumed_run, query_id, query, config.reference, dataset, origin, next_slide - 1,
                                  windows, config.shards)
+        last_stored = last_stored_slide(con, resumed_run, query_id) if resumed_run else -1
+        if last_stored >= total:
+            raise InputError(f"run {resumed_run}: query {query_id} has results up to slide {last_stored:,} but dataset "
+                             f"{dataset.name} now holds {total:,} slides of it (was it re-ingested?); start a new run")
         segment_slides = config.snapshot_every or max(1, -(-SEGMENT_ROWS * total // max(dataset.rows, 1)))
         first_row = last_seq_before(query, dataset.t, origin + next_slide * query.slide) + 1
         progress.append(QueryProgress(query_id=query_id, query=query, origin=origin, next_slide=next_slide,
                                       total_slides=total, segment_slides=segment_slides, states=states,
-                                      first_row=first_row))
+                                      first_row=first_row, replaced_slides=max(0, last_stored + 1 - next_slide)))
     return progress
+
+
+def complete_slides(con, run_id: str, query_id: int, labels: list[str]) -> int:
+    """How many slides from slide 0 on have their metrics stored for every algorithm of ``labels``
+    (a slide deleted by hand ends the count)."""
+    first_missing = dict(con.execute(
+        "SELECT algorithm, coalesce(min(position) FILTER (WHERE slide <> position), count(*)) FROM ("
+        "SELECT algorithm, slide, row_number() OVER (PARTITION BY algorithm ORDER BY slide) - 1 AS position "
+        "FROM slide_metrics WHERE run_id = ? AND query_id = ?) GROUP BY algorithm", [run_id, query_id]).fetchall())
+    return min(first_missing.get(label, 0) for label in labels)
+
+
+def last_stored_slide(con, run_id: str, query_id: int) -> int:
+    """The last slide of the query with an answer, metrics or a snapshot stored (-1 when none is)."""
+    return con.execute(
+        "SELECT coalesce(max(slide), -1) FROM (SELECT slide FROM answers WHERE run_id = $1 AND query_id = $2 "
+        "UNION ALL SELECT slide FROM slide_metrics WHERE run_id = $1 AND query_id = $2 "
+        "UNION ALL SELECT slide FROM snapshots WHERE run_id = $1 AND query_id = $2)", [run_id, query_id]).fetchone()[0]
 
 
 def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, reference: str, dataset: Dataset,
@@ -294,11 +333,11 @@ def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, referenc
     its name (other rows, as many or more) would pass the ``last_seq`` check and be continued
     silently. The reference's stored answer at the snapshots' slide must therefore still be
     the dataset's: each of its objects among the rows of that slide's window, scoring as stored.
-    For object streams, ``windows`` (the reference's restored snapshot per shard: the oracle,
-    which holds its whole window) must moreover hold exactly the dataset's rows of that window
-    and shard, ids and scores alike: a row changed, added or removed inside the window, even
-    one outside the answer, would make the continued answers differ from a run over the
-    dataset (``O(window · d)``).
+    ``windows`` (the reference's restored snapshot per shard: ``oracle`` or ``oracle-incomplete``,
+    both of which hold their whole window) must moreover hold exactly the dataset's rows of that
+    window and shard (:func:`window_rows`): a row changed, added or removed inside the window,
+    even one outside the answer, or moved in time, would make the continued answers differ from
+    a run over the dataset (``O(window · d)``).
     """
     answer = con.execute("SELECT object_id, score FROM answers WHERE run_id = ? AND query_id = ? AND algorithm = ? "
                          "AND slide = ? ORDER BY rank", [run_id, query_id, reference, slide]).fetchall()
@@ -310,22 +349,22 @@ def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, referenc
     else:
         first = int(np.searchsorted(dataset.t, end - query.window - 1, side="left"))  # a row more each side:
         stop = int(np.searchsorted(dataset.t, end, side="right"))                    # a superset is enough
-    columns = ("id",) if dataset.attribute else ("id", "t", *dataset.features)
+    columns = ("id", "t", *ATTRIBUTE_COLUMNS) if dataset.attribute else ("id", "t", *dataset.features)
     scores: dict[int, float] = {}
-    rows: dict[int, tuple[int, float]] = {}  # seq -> (id, score) of the rows inside the window
+    pieces: list[dict[str, np.ndarray]] = []  # the rows inside the window, as window_rows gives them
     for chunk in read_rows(dataset.parquet, columns, first_row=first):
         inside = chunk["seq"] < stop
-        ids = chunk["id"][inside]
+        rows = {"seq": chunk["seq"][inside], "id": chunk["id"][inside], "t": chunk["t"][inside]}
         if dataset.attribute:
-            values = np.zeros(len(ids))
+            rows.update(stream=chunk["stream"][inside], value=chunk["value"][inside].astype(np.float64))
+            scores.update(zip(rows["id"].tolist(), [0.0] * len(rows["id"])))
         else:
-            values = score(np.column_stack([chunk[name][inside] for name in dataset.features]).astype(np.float64),
-                           query.weights)
-        scores.update(zip(ids.tolist(), values.tolist()))
-        if windows:
-            seq, t = chunk["seq"][inside], chunk["t"][inside]
-            kept = (seq >= end - query.window) if query.kind == "count" else (t >= end - query.window) & (t < end)
-            rows.update(zip(seq[kept].tolist(), zip(ids[kept].tolist(), values[kept].tolist())))
+            rows["score"] = score(np.column_stack([chunk[name][inside] for name in dataset.features])
+                                  .astype(np.float64), query.weights)
+            scores.update(zip(rows["id"].tolist(), rows["score"].tolist()))
+        kept = (rows["seq"] >= end - query.window) if query.kind == "count" else \
+            (rows["t"] >= end - query.window) & (rows["t"] < end)
+        pieces.append({name: values[kept] for name, values in rows.items()})
         if not inside.all():
             break
     for object_id, stored in answer:
@@ -333,14 +372,51 @@ def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, referenc
         if found is None or not (dataset.attribute or np.isclose(found, stored, rtol=1e-12, atol=0.0)):
             _refuse_changed_rows(run_id, dataset, f"object {object_id} of query {query_id}'s answer at slide {slide} "
                                                   "is not in that slide's window, or scores otherwise")
-    for shard, reference_state in sorted((windows or {}).items()):
-        held = reference_state.query(query.weights, max(1, reference_state.stats()["retained"]))
-        mine = {s: row for s, row in rows.items() if s % shards == shard}
-        if len(held.ids) != len(mine) or any(
-                mine.get(s, (None,))[0] != object_id or not np.isclose(mine[s][1], value, rtol=1e-12, atol=0.0)
-                for s, object_id, value in zip(held.seq.tolist(), held.ids.tolist(), held.scores.tolist())):
+    if not windows:
+        return
+    names = ("seq", "id", "t", *ATTRIBUTE_COLUMNS) if dataset.attribute else ("seq", "id", "t", "score")
+    window = {name: np.concatenate([piece[name] for piece in pieces] or [np.empty(0, np.int64)]) for name in names}
+    in_shard = window["seq"] % shards if not dataset.attribute else id_shard(window["id"], shards)
+    for shard, reference_state in sorted(windows.items()):
+        held = window_rows(reference_state, query, dataset.attribute)
+        mine = {name: values[in_shard == shard] for name, values in window.items()}
+        differing = first_difference(held, mine)
+        if differing is not None:
             _refuse_changed_rows(run_id, dataset, f"the window of query {query_id} at slide {slide} (shard {shard}) "
-                                                  "holds other rows than the reference's snapshot of it")
+                                                  f"holds other rows than the reference's snapshot of it, "
+                                                  f"from row seq {differing} on")
+
+
+def window_rows(reference: engine.Algorithm, query: Query, attribute: bool) -> dict[str, np.ndarray]:
+    """The rows a restored reference holds, in ``seq`` order: ``seq``, ``id``, ``t`` and the
+    row's ``score`` under ``query`` (``oracle``) or its ``stream`` and ``value`` (``oracle-incomplete``)."""
+    state = reference.dump_state()
+    rows = {"seq": np.asarray(state["seq"], np.int64), "id": np.asarray(state["ids"], np.int64),
+            "t": np.asarray(state["t"], np.int64)}
+    if attribute:
+        rows.update(stream=np.asarray(state["stream"], np.int64), value=np.asarray(state["value"], np.float64))
+    else:
+        rows["score"] = score(np.asarray(state["x"], np.float64).reshape(len(rows["seq"]), query.dimensions),
+                              query.weights)
+    return rows
+
+
+def first_difference(held: dict[str, np.ndarray], dataset: dict[str, np.ndarray]) -> int | None:
+    """The first ``seq`` at which two sets of window rows (:func:`window_rows`) differ, ``None``
+    when they are the same rows: the scores to 12 significant digits, every other column exactly."""
+    length = min(len(held["seq"]), len(dataset["seq"]))
+    same = np.ones(length, bool)
+    for name, values in held.items():
+        theirs = dataset[name][:length]
+        same &= np.isclose(values[:length], theirs, rtol=1e-12, atol=0.0) if name == "score" else \
+            values[:length] == theirs
+    if same.all():
+        if len(held["seq"]) == len(dataset["seq"]):
+            return None
+        longer = held if len(held["seq"]) > length else dataset
+        return int(longer["seq"][length])
+    position = int(np.argmin(same))
+    return int(min(held["seq"][position], dataset["seq"][position]))
 
 
 def _refuse_changed_rows(run_id: str, dataset: Dataset, what: str) -> None:
