@@ -848,8 +848,12 @@ class SAPBase(Algorithm):
         if builder is not None:
             self._held_words += sign * (ENTRY_WORDS * int(builder.meta[1]) + STACK_WORDS * int(builder.meta[0]))
             self._held_bytes += sign * (FIXED_BUILDER + builder.nbytes())
-        if part.running is not None:
-            self._held_bytes += sign * _top_bytes(part.running)
+        running = part.running
+        if running is not None:
+            self._held_bytes += sign * _top_bytes(running)
+            if running is self._open_cache:  # counted as the running top while it is one
+                fresh = running is not self._open_top and (self._filling is None or running is not self._filling.top)
+                self._cache_bytes = _top_bytes(running) if sign < 0 and fresh else 0
 
     def _work_items(self, part: Partition) -> int:
         return part.slides
@@ -1007,7 +1011,8 @@ class SAPBase(Algorithm):
         tops_bytes = self._open_top_bytes()
         if filling is not None:
             tops_bytes += FIXED["unit"] + _top_bytes(filling.top)
-        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
+        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top) \
+                and all(cache is not part.running for part in self._parts):
             tops_bytes += _top_bytes(cache)
         opened = (OPEN_TOPS, {"object": self._open_size},
                   (tops_bytes + FIXED["answer"]
