@@ -612,15 +612,23 @@ class SAPBase(Algorithm):
     def _tally_open(self) -> None:
         """The sizes of ``P_m^k`` and the filling unit's top, and the number of partitions, kept
         for ``stats``: called where they change (a partition leaves in :meth:`_expire`; the
-        filling unit is opened, grows or is finished in :meth:`_arrive`), ``O(1)``."""
-        size, fixed, filling = len(self._open_top[0]), TOP_ARRAYS, self._filling
+        filling unit is opened, grows or is finished in :meth:`_arrive`), ``O(open units)``."""
+        opened, filling = self._open_top, self._filling
+        size, measured = len(opened[0]), self._open_top_bytes()
         if filling is not None:
             size += len(filling.top[0])
-            fixed += FIXED_UNIT + TOP_ARRAYS
+            measured += FIXED_UNIT + _top_bytes(filling.top)
         self._open_size = size
         self._open_words = OPEN_OBJECT_WORDS * size
-        self._open_bytes = fixed + size * RAW_ROW
+        self._open_bytes = measured
         self._events["partitions"] = len(self._parts) + (1 if self._open or filling is not None else 0)
+
+    def _open_top_bytes(self) -> int:
+        """The measured bytes of ``P_m^k`` (``O(open units)``): none when it is the very top of
+        one of its units (a single unit, or a merge with an empty top), already counted with
+        the unit tops."""
+        opened = self._open_top
+        return 0 if any(unit.top is opened for unit in self._open) else _top_bytes(opened)
 
     def _take_slide(self, values: np.ndarray, arrivals: Top, rows: np.ndarray, unit_top: Top, top: Top) -> None:
         """Lines 7-11 for a slide of objects (:func:`engine.kernels.sap.take_slide`), then
@@ -840,8 +848,12 @@ class SAPBase(Algorithm):
         if builder is not None:
             self._held_words += sign * (ENTRY_WORDS * int(builder.meta[1]) + STACK_WORDS * int(builder.meta[0]))
             self._held_bytes += sign * (FIXED_BUILDER + builder.nbytes())
-        if part.running is not None:
-            self._held_bytes += sign * _top_bytes(part.running)
+        running = part.running
+        if running is not None:
+            self._held_bytes += sign * _top_bytes(running)
+            if running is self._open_cache:  # counted as the running top while it is one
+                fresh = running is not self._open_top and (self._filling is None or running is not self._filling.top)
+                self._cache_bytes = _top_bytes(running) if sign < 0 and fresh else 0
 
     def _work_items(self, part: Partition) -> int:
         return part.slides
@@ -996,10 +1008,11 @@ class SAPBase(Algorithm):
                       FIXED["candidate set"] + 6 * FIXED["array"] + len(self._C) * CandidateSet.ROW_BYTES, (self._C,))
         answer = self._answer
         open_top, cache, filling = self._open_top, self._open_cache, self._filling
-        tops_bytes = _top_bytes(open_top)
+        tops_bytes = self._open_top_bytes()
         if filling is not None:
             tops_bytes += FIXED["unit"] + _top_bytes(filling.top)
-        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top):
+        if cache is not None and cache is not open_top and (filling is None or cache is not filling.top) \
+                and all(cache is not part.running for part in self._parts):
             tops_bytes += _top_bytes(cache)
         opened = (OPEN_TOPS, {"object": self._open_size},
                   (tops_bytes + FIXED["answer"]
