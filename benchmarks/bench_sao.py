@@ -70,7 +70,9 @@ def market_files(symbols: tuple[str, ...], days: int) -> list[pathlib.Path]:
 
 def load_kernels(dimensions: int) -> None:
     """Run a tiny index once, untimed, so the compiled hull kernels are loaded (or compiled)
-    before anything is timed (the first slide would otherwise pay numba's cache load)."""
+    and Qhull (their fallback) imported before anything is timed (the first slide would
+    otherwise pay numba's cache load, or the slide of the first Qhull call its import)."""
+    warm_up("sao", dimensions)
     q = engine.Query(weights=[1.0] * dimensions, k=3, window=60, slide=5)
     x = np.random.default_rng(0).random((180, dimensions))
     alg = engine.create("sao", q, memory=20)
