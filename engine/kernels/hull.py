@@ -26,8 +26,8 @@ FLAT = 1
 FAILED = 2
 
 SCANNED_EDGES = 48
-"""A horizon of the edges of this many visible facets' or fewer is found by scanning them
-for each edge's reverse (no sort, no allocation); more are sorted."""
+"""The horizon among at most this many edges of visible facets (16 facets) is found by
+scanning them for each edge's reverse (no sort, no allocation); more edges are sorted."""
 
 EXTREME_SINE = 1e-9
 """Facet normals around a vertex closer than this (sine of their angle) count as one plane."""
