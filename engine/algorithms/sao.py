@@ -464,10 +464,11 @@ class SAO(Algorithm):
             where[keys[i]] = number
         place_of = np.array([-1 if place is None else place for place in places], np.int64)[inverse]
         kept = np.flatnonzero(place_of >= 0)
-        self._expiry.extend(zip(self._keys(rows)[kept].tolist(), rows.seq[kept].tolist(), place_of[kept].tolist()))
-        grouped = kept[np.argsort(place_of[kept], kind="stable")]
-        owners = place_of[grouped]
-        records = list(zip(rows.seq[grouped].tolist(), rows.ids[grouped].tolist(), rows.t[grouped].tolist()))
+        seq = rows.seq[kept].tolist()  # one int per object, shared by its record and its expiry entry
+        self._expiry.extend(zip(self._keys(rows)[kept].tolist(), seq, place_of[kept].tolist()))
+        grouped = np.argsort(place_of[kept], kind="stable")
+        owners = place_of[kept[grouped]]
+        records = list(map(list(zip(seq, rows.ids[kept].tolist(), rows.t[kept].tolist())).__getitem__, grouped.tolist()))
         starts = np.flatnonzero(np.diff(owners, prepend=-1)).tolist()
         for place, begin, end in zip(owners[starts].tolist(), starts, starts[1:] + [len(records)]):
             self._count += self._hold(objects.setdefault(place, []), records[begin:end])
