@@ -37,6 +37,7 @@ def _load(name: str, dimensions: int, params: tuple) -> None:
     settings, shapes = dict(params), SHAPES
     if name == "sao":
         settings["memory"], shapes = min(settings.get("memory", SAO_MEMORY), SAO_MEMORY), SAO_SHAPES
+        import scipy.spatial  # noqa: F401 - Qhull, where a hull kernel fails: 0.3-0.7 s to import in a slide
     rng = np.random.default_rng(3)
     for window, slide, k in shapes:
         rows = 3 * window

@@ -464,14 +464,14 @@ class SAO(Algorithm):
             where[keys[i]] = number
         place_of = np.array([-1 if place is None else place for place in places], np.int64)[inverse]
         kept = np.flatnonzero(place_of >= 0)
-        seq, ids, t = rows.seq[kept].tolist(), rows.ids[kept].tolist(), rows.t[kept].tolist()
+        seq = rows.seq[kept].tolist()  # one int per object, shared by its record and its expiry entry
         self._expiry.extend(zip(self._keys(rows)[kept].tolist(), seq, place_of[kept].tolist()))
         grouped = np.argsort(place_of[kept], kind="stable")
-        starts = np.flatnonzero(np.diff(place_of[kept][grouped], prepend=-1))
-        for begin, end in zip(starts.tolist(), np.append(starts[1:], len(kept)).tolist()):
-            members = grouped[begin:end].tolist()
-            self._count += self._hold(objects.setdefault(int(place_of[kept[members[0]]]), []),
-                                      [(seq[m], ids[m], t[m]) for m in members])
+        owners = place_of[kept[grouped]]
+        records = list(map(list(zip(seq, rows.ids[kept].tolist(), rows.t[kept].tolist())).__getitem__, grouped.tolist()))
+        starts = np.flatnonzero(np.diff(owners, prepend=-1)).tolist()
+        for place, begin, end in zip(owners[starts].tolist(), starts, starts[1:] + [len(records)]):
+            self._count += self._hold(objects.setdefault(place, []), records[begin:end])
         self._compact_expiry()
         self._set_aside(rows.take(place_of < 0))
         counters["filtered"] += len(rows) - len(kept)
@@ -592,9 +592,9 @@ class SAO(Algorithm):
         self._compact_expiry()
         self._held -= len(places)
         if left:
-            seq, ids, t, x = zip(*left)
-            rows = _Rows(np.array(seq, np.int64), np.array(ids, np.int64), np.array(t, np.int64), np.array(x))
-            self._set_aside(rows.take(np.argsort(rows.seq, kind="stable")))  # _Rows are sorted by seq
+            left.sort(key=lambda held: held[0])  # _Rows are sorted by seq; the reserve keeps the newest k
+            seq, ids, t, x = zip(*left[-self._per_place:])
+            self._set_aside(_Rows(np.array(seq, np.int64), np.array(ids, np.int64), np.array(t, np.int64), np.array(x)))
 
     def _set_aside(self, rows: _Rows) -> None:
         """Window objects the index does not hold (filtered at arrival, or their place left under
@@ -609,8 +609,8 @@ class SAO(Algorithm):
         """Drop the expiry entries of objects no longer held (their place left, or newer tied
         objects superseded them) once they outnumber the held ones; amortised ``O(1)`` per entry."""
         if len(self._expiry) > 2 * self._count + 64:
-            self._expiry = deque(entry for entry in self._expiry if entry[2] in self._objects
-                                 and entry[1] >= self._objects[entry[2]][0][0])
+            oldest = {place: objects[0][0] for place, objects in self._objects.items() if objects}
+            self._expiry = deque(entry for entry in self._expiry if entry[1] >= oldest.get(entry[2], math.inf))
 
     def _taken_out(self, doomed: list[int], evicted: bool) -> int | None:
         """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
@@ -618,13 +618,15 @@ class SAO(Algorithm):
         (``None``: none).  ``O(n)``."""
         if not doomed or not self._layers:
             return None
-        sizes = [len(layer.places) for layer in self._layers]
-        every = np.isin(np.concatenate([layer.places.ids for layer in self._layers]), np.array(doomed, np.int64))
+        starts = np.cumsum([0] + [len(layer.places) for layer in self._layers])
+        hit = np.flatnonzero(np.isin(np.concatenate([layer.places.ids for layer in self._layers]),
+                                     np.array(doomed, np.int64)))
+        layer_of = np.searchsorted(starts, hit, side="right") - 1
         first = None
-        for j, gone in enumerate(np.split(every, np.cumsum(sizes)[:-1])):
-            if not gone.any():
-                continue
+        for j in np.unique(layer_of).tolist():  # only the layers that lose places
             layer = self._layers[j]
+            gone = np.zeros(len(layer.places), dtype=bool)
+            gone[hit[layer_of == j] - starts[j]] = True
             if evicted:
                 self._drop(layer.places.take(gone))
             else:
@@ -654,7 +656,7 @@ class SAO(Algorithm):
 
     def topk(self) -> Answer:
         if self._answer is None:
-            self._answer = self.query(self.q.weights, self.q.k)
+            self._answer = self._search(self.q.weights, min(self.q.k, sys.maxsize))  # the query's own: valid
         return self._answer
 
     def query(self, weights, k: int) -> Answer:
@@ -672,7 +674,10 @@ class SAO(Algorithm):
         if len(weights) != self._d:
             raise ValueError(f"weights must hold {self._d} numbers (one per feature), got {len(weights)}")
         check_answer_size(k)
-        k = min(int(k), sys.maxsize)  # nothing holds more; itertools.islice takes no more
+        return self._search(weights, min(int(k), sys.maxsize))  # nothing holds more; itertools.islice takes no more
+
+    def _search(self, weights: tuple[float, ...], k: int) -> Answer:
+        """:meth:`query` of valid ``weights`` and ``k``."""
         if not self._created:
             return Answer.ranked(self._buffer.ids, _scores(self._buffer.x, weights), self._buffer.seq, k)
         found_places, found_scores, found_counts = [], [], []

@@ -149,7 +149,7 @@ def layer_hull(points: np.ndarray) -> Hull:
     keeps them all; the hull returned is that last one, with its vertices named as rows of
     ``points``.  Its vertices are what :func:`convex_hull` finds on them, and the points
     dropped lie within the tolerance of it.  One more hull of the vertices (usually the
-    last), ``O(h log h)`` in 2-D and 3-D.
+    last) when a point is not a vertex, ``O(h log h)`` in 2-D and 3-D.
 
     >>> import numpy as np
     >>> layer_hull(np.array([[0, 0], [1, 0], [0, 1], [1, 1], [0.5, 0.5]], float)).vertices.tolist()
@@ -158,7 +158,7 @@ def layer_hull(points: np.ndarray) -> Hull:
     points = np.asarray(points, np.float64)
     hull = convex_hull(points)
     kept = hull.vertices
-    while hull.exact and len(kept) > 1:
+    while hull.exact and 1 < len(kept) < len(points):  # every point a vertex: the same hull again
         again = convex_hull(points[kept])
         if len(again.vertices) == len(kept):
             break

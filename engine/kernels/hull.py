@@ -25,6 +25,10 @@ DONE = 0
 FLAT = 1
 FAILED = 2
 
+SCANNED_EDGES = 48
+"""The horizon among at most this many edges of visible facets (16 facets) is found by
+scanning them for each edge's reverse (no sort, no allocation); more edges are sorted."""
+
 EXTREME_SINE = 1e-9
 """Facet normals around a vertex closer than this (sine of their angle) count as one plane."""
 
@@ -222,11 +226,19 @@ def _quickhull_3d(points: np.ndarray, tolerance: float):
                 listed += 1
             alive[f] = False
         horizon = 0
-        keys = np.sort(edges[:listed, 0] * n + edges[:listed, 1])
+        keys = edges[:0, 0] if listed <= SCANNED_EDGES else np.sort(edges[:listed, 0] * n + edges[:listed, 1])
         for i in range(listed):
             a, b = edges[i, 0], edges[i, 1]
-            j = np.searchsorted(keys, b * n + a)
-            if j == listed or keys[j] != b * n + a:
+            if listed <= SCANNED_EDGES:
+                shared = False
+                for j in range(listed):
+                    if edges[j, 0] == b and edges[j, 1] == a:
+                        shared = True
+                        break
+            else:
+                j = np.searchsorted(keys, b * n + a)
+                shared = j < listed and keys[j] == b * n + a
+            if not shared:
                 rim[horizon, 0], rim[horizon, 1] = a, b
                 horizon += 1
         for i in range(horizon):
@@ -419,6 +431,12 @@ def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged:
     intact = ~damaged
     candidates = np.empty(n, np.int64)
     position = np.full(n, -1, np.int64)
+    magnitude = np.ones(n)
+    for i in range(n):
+        for c in range(3):
+            magnitude[i] = max(magnitude[i], abs(points[i, c]))
+    by_magnitude = np.argsort(-magnitude, kind="mergesort")
+    largest = 0  # position in by_magnitude of the largest magnitude left
     left = n
     layers = 0
     kept_from = -1
@@ -428,12 +446,12 @@ def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged:
             if intact[layer] and left_in[layer] > 0:
                 first_intact = layer
                 break
+        while peeled[by_magnitude[largest]]:
+            largest += 1
+        scale = magnitude[by_magnitude[largest]]
         chosen = 0
-        scale = 1.0
         for i in range(n):
             if not peeled[i]:
-                for c in range(3):
-                    scale = max(scale, abs(points[i, c]))
                 if first_intact < 0 or origin[i] <= first_intact:
                     candidates[chosen] = i
                     chosen += 1

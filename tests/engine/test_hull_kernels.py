@@ -284,3 +284,21 @@ def test_a_layer_hulls_vertices_are_all_vertices_of_their_own_hull(d):
         hull = layer_hull(points)
         assert len(convex_hull(points[hull.vertices]).vertices) == len(hull.vertices), f"seed {seed}"
         assert hull.contains(points).all(), f"seed {seed}"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_horizon_by_scan_and_by_sort_give_the_same_hull(monkeypatch, seed):
+    """Quickhull finds the horizon by scanning the visible facets' edges up to
+    ``SCANNED_EDGES`` of them and by sorting beyond; both ways give the same facets, in the
+    same order (run as plain Python, where the constant can be changed)."""
+    rng = np.random.default_rng(seed)
+    sphere = rng.standard_normal((120, 3))
+    for points in (rng.random((80, 3)), np.round(rng.random((80, 3)) * 3) / 3,
+                   sphere / np.linalg.norm(sphere, axis=1)[:, None]):
+        monkeypatch.setattr(kernel, "SCANNED_EDGES", 0)
+        sorted_ = kernel._quickhull_3d.py_func(points, TOLERANCE)
+        monkeypatch.setattr(kernel, "SCANNED_EDGES", 10 ** 9)
+        scanned = kernel._quickhull_3d.py_func(points, TOLERANCE)
+        assert sorted_[0] == scanned[0] == kernel.DONE
+        for a, b in zip(sorted_[1:], scanned[1:]):
+            np.testing.assert_array_equal(a, b)

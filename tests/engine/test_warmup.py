@@ -67,3 +67,15 @@ def test_after_load_kernels_no_stream_loads_another_kernel():
     missed = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(missed) == {name for name, _, _ in cases}
     assert {name: kernels for name, kernels in missed.items() if kernels} == {}
+
+
+def test_load_kernels_of_sao_imports_qhull():
+    """SAO's hulls fall back on Qhull where a kernel fails; importing ``scipy.spatial`` takes
+    0.3-0.7 s, which the first such slide would otherwise pay (the SPY demo's 501 slides by
+    about 1 ms each on average)."""
+    probe = ("import sys; from engine.warmup import load_kernels; load_kernels('sao', 3); "
+             "print('scipy.spatial' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
