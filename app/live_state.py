@@ -7,6 +7,9 @@ URL parameters: ``ds`` dataset, ``alg`` algorithms (comma separated), ``kind``, 
 ``window`` and ``slide`` as typed (``30 min``), ``w`` weights in feature order (comma
 separated), ``p.<algorithm>.<parameter>`` non-default algorithm parameters, ``at`` the slide
 shown, ``speed`` slides per second.
+
+Playback's pace is plain data too: the slides and engine seconds of a tick (:func:`tick_work`)
+and the caption comparing the pace reached with the speed (:func:`pace_caption`).
 """
 
 from __future__ import annotations

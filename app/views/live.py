@@ -1,12 +1,13 @@
 """Live page: the engines run in the session while the query changes under them.
 
 Playback runs in a fragment, one tick at a time, and the page itself is not rerun while playing.
-The browser asks for the next tick once it has drawn this one, at most once per :data:`~app.live_state.TICK`
-(:mod:`app.playback`), so a tick lasts as long as computing, sending and drawing it take; each
-tick processes the slides the speed asks for over that real length (:func:`app.live_state.tick_work`), within
-an engine budget that keeps a Pause served within a couple of seconds. When the engines cannot
-keep up, the caption says so. The charts over time draw at most :data:`HISTORY_POINTS` slides
-per line, so that drawing a tick stays cheap in the browser.
+The browser asks for the next tick once it has drawn this one, at most once per
+:data:`app.live_state.TICK` (:mod:`app.playback`), so a tick lasts as long as computing,
+sending and drawing it take; each tick processes the slides the speed asks for over that real
+length (:func:`app.live_state.tick_work`), within an engine budget that keeps a Pause served
+within a couple of seconds. When the engines cannot keep up, the caption says so. The charts
+over time draw at most :data:`HISTORY_POINTS` slides per line, so that drawing a tick stays
+cheap in the browser.
 
 A changed query builds new engines one window before the position shown
 (:func:`app.session.warm_start_slide`) and replays to it; past :data:`SHOW_PROGRESS_AFTER`
