@@ -192,6 +192,29 @@ def log_ticks(values: Sequence[float] | np.ndarray) -> list[float]:
     return [int(t) if float(t).is_integer() else t for t in ticks if low <= t <= high]
 
 
+def thin_slides(frame: pd.DataFrame, most: int) -> pd.DataFrame:
+    """The rows of at most ``most`` slides (``most`` >= 2): evenly spaced slide numbers and the last one.
+
+    The slides kept are the multiples of a stride, so a slide drawn at one playback tick is drawn
+    at the next as well and lines do not wobble as the history moves on; the latest slide is
+    always kept, so a chart ends at the slide shown.
+
+    >>> frame = pd.DataFrame({"slide": range(10)})
+    >>> thin_slides(frame, 4)["slide"].tolist()
+    [0, 4, 8, 9]
+    >>> thin_slides(frame.iloc[1:], 4)["slide"].tolist()
+    [3, 6, 9]
+    """
+    if frame.empty:
+        return frame
+    slides = frame["slide"]
+    first, last = int(slides.min()), int(slides.max())
+    if last - first + 1 <= most:
+        return frame
+    stride = -(-(last - first + 1) // (most - 1))
+    return frame[(slides % stride == 0) | (slides == last)]
+
+
 def _timed(frame: pd.DataFrame) -> bool:
     return "when" in frame.columns and len(frame) > 0 and frame["when"].notna().all()
 

@@ -7,6 +7,9 @@ URL parameters: ``ds`` dataset, ``alg`` algorithms (comma separated), ``kind``, 
 ``window`` and ``slide`` as typed (``30 min``), ``w`` weights in feature order (comma
 separated), ``p.<algorithm>.<parameter>`` non-default algorithm parameters, ``at`` the slide
 shown, ``speed`` slides per second.
+
+Playback's pace is plain data too: the slides and engine seconds of a tick (:func:`tick_work`)
+and the caption comparing the pace reached with the speed (:func:`pace_caption`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ from app.presets import Preset, Profile
 
 K_MAX = 1000
 """Largest ``k`` the page's input takes."""
+
+TICK = 1.0  # least seconds between two playback ticks (at most one refresh per second)
+BUDGET = 0.6  # least of the most seconds of engine work per tick
+ENGINE_SHARE = 0.5  # share of a tick's real length the engines may take, between BUDGET and MAX_BUDGET
+MAX_BUDGET = 2.0  # most seconds of engine work per tick, so that a Pause is served soon
+CATCH_UP = 10.0  # most seconds of playback one tick makes up for (a tab shown again after a while)
 
 
 def weight_key(feature: str) -> str:
@@ -231,3 +240,38 @@ separated by commas: left out'])
             why = str(exc) if isinstance(exc, ValueError) else f"needs more memory than the server has ({exc})"
             notes.append(f"{key} = {units.shorten(value)}: {units.shorten(why, 200)}: left out")
     return values
+
+
+def tick_work(speed: float, elapsed: float) -> tuple[int, float]:
+    """Slides due and most engine seconds for a tick that starts ``elapsed`` s after the last one.
+
+    The browser asks for a tick once it has drawn the last, so a tick lasts as long as the
+    engines, building and drawing the page take (at least :data:`TICK`). Playing ``speed``
+    slides per second means processing ``speed`` times that real length (at most
+    :data:`CATCH_UP` seconds' worth), not ``speed`` times :data:`TICK`. The engines may take
+    :data:`ENGINE_SHARE` of the tick's length, between :data:`BUDGET` and :data:`MAX_BUDGET`, so a
+    slow drawing does not starve them and a Pause still comes within a couple of seconds.
+
+    >>> tick_work(200, 1.0), tick_work(200, 3.0), tick_work(200, 60.0)
+    ((200, 0.6), (600, 1.5), (2000, 2.0))
+    """
+    seconds = min(CATCH_UP, max(TICK, elapsed))
+    return max(1, round(speed * seconds)), min(MAX_BUDGET, max(BUDGET, ENGINE_SHARE * seconds))
+
+
+def pace_caption(speed: float, slides: int, due: int, objects: int, seconds: float, engine_s: float,
+                 budget: float) -> str:
+    """What a tick played against what was asked; when short of it, why (the machine is the limit).
+
+    >>> pace_caption(200, 400, 400, 400, 2.0, 0.5, 1.0)
+    'Playing at 200 slides/s of the 200 asked (200 objects/s; engines 0.50 s of this 2.00 s tick).'
+    >>> pace_caption(200, 100, 400, 100, 2.0, 1.0, 1.0)[-90:]
+    'the machine is the limit: the engines processed 100 of the 400 slides due in their 1.00 s.'
+    """
+    rate = slides / seconds
+    text = (f"Playing at {rate:,.0f} slides/s of the {speed:,} asked ({objects / seconds:,.0f} objects/s; engines "
+            f"{engine_s:.2f} s of this {seconds:.2f} s tick)")
+    if slides < due:
+        return text + f": the machine is the limit: the engines processed {slides:,} of the {due:,} slides due in " \
+                      f"their {budget:.2f} s."
+    return text + "."

@@ -1,10 +1,13 @@
 """Live page: the engines run in the session while the query changes under them.
 
-Playback runs in a fragment, one tick at a time: each tick processes as many slides as the
-speed asks but never more than :data:`BUDGET` seconds of work, so a Pause click is served at the
-next tick and the page itself is not rerun while playing. The browser asks for the next tick
-once it has drawn this one, at most once per :data:`TICK` (:mod:`app.playback`): a tick that
-takes longer to compute, send or draw slows playback down instead of piling up on the way.
+Playback runs in a fragment, one tick at a time, and the page itself is not rerun while playing.
+The browser asks for the next tick once it has drawn this one, at most once per
+:data:`app.live_state.TICK` (:mod:`app.playback`), so a tick lasts as long as computing,
+sending and drawing it take; each tick processes the slides the speed asks for over that real
+length (:func:`app.live_state.tick_work`), within an engine budget that keeps a Pause served
+within a couple of seconds. When the engines cannot keep up, the caption says so. The charts
+over time draw at most :data:`HISTORY_POINTS` slides per line, so that drawing a tick stays
+cheap in the browser.
 
 A changed query builds new engines one window before the position shown
 (:func:`app.session.warm_start_slide`) and replays to it; past :data:`SHOW_PROGRESS_AFTER`
@@ -27,10 +30,9 @@ import engine
 from app import charts, data, live_state, playback, presets, session, tables, units
 from app.session import LiveRun, Setup, warm_start_slide
 
-TICK = 1.0  # least seconds between two playback ticks (at most one refresh per second)
-BUDGET = 0.6  # most seconds of engine work per tick (the rest of the second draws the page)
 SPEEDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # slides per second
 HISTORY = 500  # slides shown in the charts over time
+HISTORY_POINTS = 150  # most slides drawn per line of a chart over time (evenly spaced, the latest included)
 WINDOW_POINTS = 300  # most window objects drawn per panel of the score-vs-time plot
 LAYER_POINTS = 400  # most objects drawn per SAO layer
 SHOW_PROGRESS_AFTER = 0.3  # seconds of rebuilding before a progress bar and Cancel appear
@@ -66,18 +68,6 @@ def switch_kind(profile: presets.Profile) -> None:
 
 def use_value(field: str, value: str) -> None:
     ss[field] = value
-
-
-def tick_budget(render_s: float) -> float:
-    """Engine seconds for the next tick: what the last drawing left of the tick, at most :data:`BUDGET`.
-
-    On a busy machine drawing slows down; the engines then get less so that a tick still ends
-    within its second and a Pause is served at the next tick.
-
-    >>> tick_budget(0.1), round(tick_budget(0.7), 2), tick_budget(2.0)
-    (0.6, 0.15, 0.1)
-    """
-    return max(0.1, min(BUDGET, TICK - render_s - 0.15))
 
 
 def set_playing(playing: bool) -> None:
@@ -332,7 +322,7 @@ def render(run: LiveRun, profile: presets.Profile) -> None:
     unit, score_title = score_unit(run, profile)
     st.table(tables.styled(frame, wrong, unit))
 
-    history = with_slide_time(run.metrics_frame(HISTORY), run, profile)
+    history = with_slide_time(charts.thin_slides(run.metrics_frame(HISTORY), HISTORY_POINTS), run, profile)
     tz = profile.tz
     st.subheader("Over time", help="; ".join(f"**{name}**: {text}" for name, text in charts.METRICS.values()))
     approximate = [n for n in run.setup.algorithms if not engine.registry.algorithm_class(n).exact]
@@ -636,9 +626,10 @@ play_col.button("Pause" if playing else "Play", key="play", on_click=set_playing
 step_col.button("Step", key="step", icon=":material/skip_next:", on_click=step, disabled=run.done, width="stretch")
 restart_col.button("Restart", key="restart", icon=":material/replay:", on_click=restart, width="stretch")
 speed_col.select_slider("Speed (slides per second)", SPEEDS, key="speed",
-                        help=f"Playback refreshes at most once per second and spends at most {BUDGET:.1f} s of a "
-                             "refresh on the engines, so a fast speed may be capped by the machine; the next "
-                             "refresh waits until the browser has drawn this one.")
+                        help="Playback refreshes at most once per second; the next refresh waits until the browser "
+                             "has drawn this one, and each refresh processes the slides due since the last. The "
+                             f"engines spend at most {live_state.MAX_BUDGET:.0f} s of a refresh, so a fast speed may "
+                             "be capped by the machine: the caption under the buttons then says so.")
 if "live_note" in ss:
     st.caption(ss.live_note)
 
@@ -654,23 +645,22 @@ def live_panels() -> None:
     live: LiveRun = ss.live_run
     if ss.playing:
         start = perf_counter()
-        rows = live.rows
-        live.play(max(1, round(ss.speed * TICK)), tick_budget(ss.get("render_s", 0.0)))
-        since_last = start - ss.get("live_tick_start", start - TICK)
+        since_last = start - ss.get("live_tick_start", start - live_state.TICK)
         ss.live_tick_start = start
-        st.caption(f"Playing: {(live.rows - rows) / max(TICK, since_last):,.0f} objects/s of replay (engine time "
-                   f"{perf_counter() - start:.2f} s per tick, {since_last:.2f} s since the last tick).")
+        due, budget = live_state.tick_work(ss.speed, since_last)
+        rows = live.rows
+        slides = live.play(due, budget)
+        st.caption(live_state.pace_caption(ss.speed, slides, due, live.rows - rows,
+                                           max(live_state.TICK, since_last), perf_counter() - start, budget))
         if live.done:
             ss.playing = False
             st.rerun(scope="app")
-    drawn = perf_counter()
     render(live, profile)
-    ss.render_s = perf_counter() - drawn
     st.caption(f"Computed in {perf_counter() - started:.2f} s on the server "
                f"({'this refresh' if ss.playing else 'the whole page, engines included'}).")
     if ss.playing:
         ss.live_tick = ss.get("live_tick", 0) + 1
-        playback.request_next_tick(ss.live_tick, TICK - (perf_counter() - started))
+        playback.request_next_tick(ss.live_tick, live_state.TICK - (perf_counter() - started))
 
 
 ss.run_start = PAGE_START

@@ -214,6 +214,23 @@ def test_play_advances_and_pause_stops_within_one_tick(app):
     assert slide_shown(app) == FIRST_WINDOW - 1 + 10
 
 
+def test_a_tick_processes_the_slides_due_since_the_last_one(app):
+    """The browser asks for a tick once it has drawn the last one, which on a heavy page takes seconds: a
+    tick processing one second's worth played a heavy setup at 7 of the 200 slides/s asked. A tick now
+    processes the speed times the seconds since the last tick (at most CATCH_UP seconds' worth)."""
+    app.run()
+    app.select_slider(key="speed").set_value(10)
+    app.button(key="play").click().run()
+    assert slide_shown(app) == FIRST_WINDOW - 1 + 10  # the first tick after Play: one second's worth
+    app.session_state["live_tick_start"] = app.session_state["live_tick_start"] - 3600  # a tab hidden for an hour
+    app.run()
+    played = 10 + 10 * int(live_state.CATCH_UP)
+    assert slide_shown(app) == FIRST_WINDOW - 1 + played
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW + played))
+    pace = next(c.value for c in app.caption if c.value.startswith("Playing at "))
+    assert pace.startswith("Playing at ") and "of the 10 asked" in pace and "limit" not in pace
+
+
 def test_playback_stops_at_the_end_and_the_button_says_play(app, filled_db, trace):
     app.run()
     app.selectbox(key="dataset").set_value("demo").run()

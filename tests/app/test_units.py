@@ -28,7 +28,44 @@ def test_docstring_examples(module):
     assert result.failed == 0
 
 
+# playback pace ----------------------------------------------------------------------------------
+
+def test_a_tick_processes_the_speed_times_its_real_length():
+    """A tick lasts as long as the browser takes to draw the last one: at 200 slides/s a 3 s tick owes 600
+    slides, not 200 (a heavy setup played at 7 objects/s of the 200 asked)."""
+    assert live_state.tick_work(200, 3.0)[0] == 600
+    assert live_state.tick_work(200, 0.4) == (200, live_state.BUDGET)  # never less than one tick's worth
+    assert live_state.tick_work(0.5, 1.0)[0] == 1
+    slides, budget = live_state.tick_work(200, 3600.0)  # a tab shown again after an hour
+    assert slides == 200 * live_state.CATCH_UP and budget == live_state.MAX_BUDGET
+    assert live_state.tick_work(200, 3.0)[1] == 3.0 * live_state.ENGINE_SHARE  # slow drawing leaves the engines time
+
+
+def test_the_pace_caption_says_when_the_machine_is_the_limit():
+    kept_up = live_state.pace_caption(200, 600, 600, 600, 3.0, 1.2, 1.5)
+    assert kept_up.startswith("Playing at 200 slides/s of the 200 asked (200 objects/s;") and "limit" not in kept_up
+    short = live_state.pace_caption(200, 150, 600, 150, 3.0, 1.5, 1.5)
+    assert short.startswith("Playing at 50 slides/s of the 200 asked (50 objects/s;")
+    assert short.endswith("the machine is the limit: the engines processed 150 of the 600 slides due in their 1.50 s.")
+
+
 # charts ---------------------------------------------------------------------------------------
+
+def test_thinned_history_draws_a_few_hundred_slides_per_line_ending_at_the_latest():
+    """Ten algorithms over 1,000 slides were 10,000 points per chart, redrawn by the browser every tick."""
+    slides = np.arange(3, 1003)
+    history = pd.DataFrame({"slide": np.repeat(slides, 10), "algorithm": np.tile([f"a{i}" for i in range(10)], 1000),
+                            "ms": 1.0})
+    thinned = charts.thin_slides(history, 150)
+    per_line = thinned.groupby("algorithm")["slide"].nunique()
+    assert per_line.nunique() == 1 and 100 < per_line.iloc[0] <= 150  # every 7th slide and the latest
+    assert thinned["slide"].max() == 1002 and sorted(set(thinned["slide"]))[:2] == [7, 14]
+    later = charts.thin_slides(history[history["slide"] > 3], 150)  # one tick later: the same slides stay drawn
+    assert set(later["slide"]) - {1002} == set(thinned["slide"]) - {1002}
+    assert charts.thin_slides(history[history["slide"] < 100], 150).equals(history[history["slide"] < 100])
+    assert charts.thin_slides(history.iloc[:0], 150).empty
+
+
 
 HISTORY = pd.DataFrame({"slide": [0, 1, 0, 1], "algorithm": ["oracle", "oracle", "mintopk", "mintopk"],
                         "precision": [1.0, 1.0, 1.0, 0.5], "ms": [0.1, 0.2, 0.05, 0.04],
