@@ -27,6 +27,12 @@ EXPIRY_ENTRY_BYTES = python_bytes((10 ** 6, 10 ** 6, 10 ** 6)) + PY_INT
 same int objects as the held record's and the place number's); the entry of an object no longer
 held (superseded by newer objects at its point, until compacted) owns its ``seq`` as well."""
 
+SPARE_BLOCKS_COPIED = 16 * 64
+"""The expiry deque is copied after expiries while it holds fewer entries than this: CPython's
+deque keeps up to 16 emptied blocks of 64 entries for reuse, which ``sys.getsizeof`` does not
+count (about 8.4 KB: most of a small index's memory after a burst has expired); a larger
+deque's entries outweigh them.  ``O(SPARE_BLOCKS_COPIED)`` per slide at most."""
+
 FRAME_LIMIT = 1e6
 """The index coordinates are recomputed when a point held or arriving lies farther than this from
 the origin in them (a later window far wider than the creation window, or far away from it), or
@@ -524,6 +530,8 @@ class SAO(Algorithm):
         while expiry and expiry[0][0] < bound:
             _, seq, place = expiry.popleft()
             newest[place] = seq
+        if newest and len(expiry) < SPARE_BLOCKS_COPIED:
+            self._expiry = deque(expiry)  # a deque keeps up to 16 emptied blocks, unseen by getsizeof
         emptied = []
         left = 0
         for place, seq in newest.items():
