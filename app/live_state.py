@@ -8,8 +8,9 @@ URL parameters: ``ds`` dataset, ``alg`` algorithms (comma separated), ``kind``, 
 separated), ``p.<algorithm>.<parameter>`` non-default algorithm parameters, ``at`` the slide
 shown, ``speed`` slides per second.
 
-Playback's pace is plain data too: the slides and engine seconds of a tick (:func:`tick_work`)
-and the caption comparing the pace reached with the speed (:func:`pace_caption`).
+Playback's pace is plain data too, on this page and the Watch list's: the slides (rows) and engine
+seconds of a tick (:func:`tick_work`) and the caption comparing the pace reached with the speed
+(:func:`pace_caption`).
 """
 
 from __future__ import annotations
@@ -259,19 +260,25 @@ def tick_work(speed: float, elapsed: float) -> tuple[int, float]:
     return max(1, round(speed * seconds)), min(MAX_BUDGET, max(BUDGET, ENGINE_SHARE * seconds))
 
 
-def pace_caption(speed: float, slides: int, due: int, objects: int, seconds: float, engine_s: float,
-                 budget: float) -> str:
+def pace_caption(speed: float, slides: int, due: int, objects: int | None, seconds: float, engine_s: float,
+                 budget: float, unit: str = "slides") -> str:
     """What a tick played against what was asked; when short of it, why (the machine is the limit).
+
+    ``unit`` names what ``speed``, ``slides`` and ``due`` count (the Watch list plays rows);
+    ``objects`` (``None`` when they are the unit) are the stream objects those brought.
 
     >>> pace_caption(200, 400, 400, 400, 2.0, 0.5, 1.0)
     'Playing at 200 slides/s of the 200 asked (200 objects/s; engines 0.50 s of this 2.00 s tick).'
     >>> pace_caption(200, 100, 400, 100, 2.0, 1.0, 1.0)[-90:]
     'the machine is the limit: the engines processed 100 of the 400 slides due in their 1.00 s.'
+    >>> pace_caption(5000, 1500, 6000, None, 1.2, 0.6, 0.6, unit="rows")[:56]
+    'Playing at 1,250 rows/s of the 5,000 asked (engines 0.60'
     """
     rate = slides / seconds
-    text = (f"Playing at {rate:,.0f} slides/s of the {speed:,} asked ({objects / seconds:,.0f} objects/s; engines "
+    per_object = "" if objects is None else f"{objects / seconds:,.0f} objects/s; "
+    text = (f"Playing at {rate:,.0f} {unit}/s of the {speed:,} asked ({per_object}engines "
             f"{engine_s:.2f} s of this {seconds:.2f} s tick)")
     if slides < due:
-        return text + f": the machine is the limit: the engines processed {slides:,} of the {due:,} slides due in " \
+        return text + f": the machine is the limit: the engines processed {slides:,} of the {due:,} {unit} due in " \
                       f"their {budget:.2f} s."
     return text + "."

@@ -7,7 +7,6 @@ the dataset. The metrics carry the same names and definitions as on Live (``char
 from __future__ import annotations
 
 import json
-import math
 from functools import partial
 
 import numpy as np
@@ -17,7 +16,7 @@ import streamlit as st
 from engine import Answer
 from app import charts, data, presets, session, tables, units
 
-CHART_SLIDES = 1000  # most slides drawn per chart; longer runs are thinned evenly
+CHART_SLIDES = 300  # most slides drawn per line of a chart over time (evenly spaced, the last included)
 REFERENCES = tuple(session.REFERENCES.values())  # the exact algorithm of each kind of stream
 
 
@@ -51,10 +50,11 @@ def run_label(row) -> str:
     return f"{row.run_id} · {row.dataset} · {row.status}{started}"
 
 
-def thinned(metrics: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    first, last = int(metrics.slide.min()), int(metrics.slide.max())
-    stride = math.ceil((last - first + 1) / CHART_SLIDES)
-    return metrics[(metrics.slide - first) % stride == 0].assign(ms=lambda f: f.seconds * 1e3), stride
+def thinned(metrics: pd.DataFrame, shown: int | None = None) -> pd.DataFrame:
+    """The rows of at most :data:`CHART_SLIDES` slides (:func:`app.charts.thin_slides`) and of the slide
+    ``shown``, so that its rule sits at its own time; ``ms`` from ``seconds``."""
+    kept = metrics.index.isin(charts.thin_slides(metrics, CHART_SLIDES).index) | (metrics.slide == shown)
+    return metrics[kept].assign(ms=lambda f: f.seconds * 1e3)
 
 
 def summary(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -206,13 +206,14 @@ st.download_button("Download every answer of this query (CSV)", partial(data.ans
                    file_name=f"{run_id}-query{query_id}-answers.csv", mime="text/csv", icon=":material/download:",
                    key="download_answers")
 
-chart_data, stride = thinned(metrics)
+chart_data = thinned(metrics, slide)
 if trace is not None and trace.t_unit in units.MS_PER and len(chart_data):
     ends = data.end_times(trace, query.kind, chart_data["end"].to_numpy(np.int64))
     chart_data = chart_data.assign(when=units.wall_clock_ms(ends, trace.t_unit, tz))
 st.subheader("Over time", help="; ".join(f"**{name}**: {text}" for name, text in charts.METRICS.values()))
-if stride > 1:
-    st.caption(f"Charts show one slide in {stride}.")
+if chart_data.slide.nunique() < metrics.slide.nunique():
+    st.caption(f"Charts show {chart_data.slide.nunique():,} of the {metrics.slide.nunique():,} slides, evenly "
+               f"spaced, and slide {slide:,}.")
 if (metrics.precision == 1.0).all() and (metrics.error == 0.0).all():
     st.caption("Precision and error are not drawn: every answer of this run was exact (precision 1, error 0).")
 else:
@@ -265,7 +266,7 @@ else:
         right.markdown(f"**{other_run}** · query #{other_query}")
         right.dataframe(summary(other) if not other.empty else pd.DataFrame(), hide_index=True, width="stretch")
         both = pd.concat([metrics.assign(run="this run"), other.assign(run=other_run)], ignore_index=True)
-        both_data, _ = thinned(both)
+        both_data = thinned(both)
         st.altair_chart(charts.over_time(both_data, "candidates", log=True, stroke="run"), width="stretch",
                         height=330)
         st.altair_chart(charts.over_time(both_data, "ms", log=True, stroke="run"), width="stretch", height=330)

@@ -5,7 +5,9 @@ The queries (each with its own weights, k, window, slide and kind) go through on
 running. One MinTopK per query runs beside it as the unshared reference: the table checks
 every answer against it and the tiles compare what both hold. Playback runs in a fragment, one
 tick at a time, the browser asking for the next once it has drawn this one, at most once per
-:data:`TICK` (:mod:`app.playback`), like the Live page's. The dataset, the queries and the
+:data:`~app.live_state.TICK` (:mod:`app.playback`), and each tick delivering the rows the speed asks for over
+its real length within the engine budget of :func:`app.live_state.tick_work`, like the Live page's; the
+caption says when the machine is the limit. The dataset, the queries and the
 position live in the URL (``ds``, ``q``, ``at``); a link's query or value the page cannot take
 is named in a warning.
 """
@@ -18,11 +20,9 @@ from time import perf_counter
 import streamlit as st
 
 import engine
-from app import data, playback, presets, units
+from app import data, live_state, playback, presets, units
 from app.watchlist_state import Watch, from_url, parse_query, records_chart, to_url, typed
 
-TICK = 1.0  # least seconds between two playback ticks
-BUDGET = 0.6  # most seconds of engine work per tick
 SPEEDS = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000]  # rows per second
 NOTES_SHOWN = 5  # most changes to a link named one by one in its warning
 SEEDED = 2  # presets watched when a dataset is opened without queries in the URL (plus one sharing the first's list)
@@ -61,6 +61,7 @@ def switch_kind(profile: presets.Profile) -> None:
 
 def set_playing(playing: bool) -> None:
     ss.wl_playing = playing
+    ss.pop("wl_tick_start", None)  # the first tick after Play has no tick before it
 
 
 def step() -> None:
@@ -277,17 +278,24 @@ st.query_params.from_dict({"ds": dataset, "q": to_url(watch.queries), "at": str(
 
 @st.fragment
 def watch_panels() -> None:
-    """While playing: one tick of rows within the budget, the panels, then the request for the next tick."""
+    """While playing: the rows due since the last tick within the budget, the panels, then the request for
+    the next tick."""
     started = ss.pop("wl_run_start", None) or perf_counter()
     live: Watch = ss.wl_watch
     if ss.wl_playing:
+        start = perf_counter()
+        since_last = start - ss.get("wl_tick_start", start - live_state.TICK)
+        ss.wl_tick_start = start
+        due, budget = live_state.tick_work(ss.wl_speed, since_last)
         try:
-            live.play(max(1, round(ss.wl_speed * TICK)), BUDGET)
+            rows = live.play(due, budget)
         except ValueError as exc:
             ss.wl_playing = False
             ss.wl_note = f"The stream stopped: {exc}"
             st.rerun(scope="app")
         st.query_params["at"] = str(live.rows)
+        st.caption(live_state.pace_caption(ss.wl_speed, rows, due, None, max(live_state.TICK, since_last),
+                                           perf_counter() - start, budget, unit="rows"))
         if live.done:
             ss.wl_playing = False
             st.rerun(scope="app")
@@ -295,7 +303,7 @@ def watch_panels() -> None:
     st.caption(f"Computed in {perf_counter() - started:.2f} s on the server.")
     if ss.wl_playing:
         ss.wl_tick = ss.get("wl_tick", 0) + 1
-        playback.request_next_tick(ss.wl_tick, TICK - (perf_counter() - started))
+        playback.request_next_tick(ss.wl_tick, live_state.TICK - (perf_counter() - started))
 
 
 ss.wl_run_start = PAGE_START

@@ -6,13 +6,15 @@ import json
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from app import bench_view, data
 
-from .conftest import ENTRY, DEMO_RUN, OTHER_RUN, RUN_QUERY, WORLDCUP_QUERY, oracle_answers, worldcup_trace
+from .conftest import (DEMO, ENTRY, DEMO_RUN, OTHER_RUN, RUN_QUERY, WORLDCUP_QUERY, demo_trace, oracle_answers,
+                       worldcup_trace, write_run)
 
 
 def chart_titles(at) -> list[str]:
@@ -206,6 +208,34 @@ def test_runs_opens_on_the_latest_demo_run(app, demo_db):
     spec = json.loads(app.get("vega_lite_chart")[0].proto.spec)
     x = spec["layer"][0]["encoding"]["x"]
     assert x["field"] == "when" and x["title"] == "time (America/New_York, 2013-10-07)"  # trades of one day
+
+
+def chart_slides(chart) -> list[set[int]]:
+    """The slides in each dataset a chart sends to the browser."""
+    return [set(pa.ipc.open_stream(d.data.data).read_all().column("slide").to_pylist()) for d in chart.proto.datasets]
+
+
+def test_a_long_runs_charts_draw_a_few_hundred_slides_per_line_and_mark_the_slide_shown_at_its_time(app, demo_db):
+    """demo.json's query over its whole trace is 500+ slides per algorithm, families.json's more: every scrub
+    sent each chart every slide of every line up to 1,000 slides. A line now draws at most 300 slides, and
+    the slide shown among them: thinned out, its dashed rule fell back to a slide number on a time axis."""
+    long_run = "long-20261126T091500Z"
+    config = {**DEMO, "queries": [{"weights": {"notional": 1.0}, "k": 10, "window": 2000, "slide": 10,
+                                   "kind": "count"}], "algorithms": [{"name": "oracle"}, {"name": "mintopk"}]}
+    with duckdb.connect(str(demo_db)) as con:
+        write_run(con, long_run, config, demo_trace(), "2026-11-26 09:15:00")  # slides 0 to 1,199
+    app.switch_page("views/runs.py")
+    app.query_params.update(run=long_run, slide="777")
+    app.run()
+    assert not app.exception, app.exception
+    charts_sent = app.get("vega_lite_chart")
+    assert len(charts_sent) >= 4
+    for chart in charts_sent:
+        lines, rule = chart_slides(chart)
+        assert 150 < len(lines) <= 301 and 777 in lines and max(lines) == 1199  # at most 300 evenly spaced, and the one shown
+        assert rule == {777}
+        assert json.loads(chart.proto.spec)["layer"][1]["encoding"]["x"]["field"] == "when"
+    assert "Charts show 242 of the 1,200 slides, evenly spaced, and slide 777." in [c.value for c in app.caption]
 
 
 def test_runs_url_picks_the_run_and_scores_carry_their_unit(app, demo_db):
