@@ -283,17 +283,20 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
             states.update({(label, shard): state for label, shard, state in con.execute(
                 "SELECT algorithm, shard, state FROM snapshots WHERE run_id = ? AND query_id = ? AND slide = ?",
                 [resumed_run, query_id, slide]).fetchall() if (label, shard) in states})
-            windows = {}
+            windows, restored_tasks = {}, {}
             for (label, shard), state in states.items():
                 where = f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}"
                 if specs[label].name == SHARED:
                     check_shared_state(state, [config.queries[i] for i in group_of(config.queries, query_id)], where)
                 else:
                     restored = check_state(state, query, specs[label], where)
+                    restored_tasks.setdefault(label, {})[shard] = restored
                     if label == config.reference:
                         windows[shard] = restored
             check_rows_unchanged(con, resumed_run, query_id, query, config.reference, dataset, origin, next_slide - 1,
                                  windows, config.shards)
+            check_restored_answers(con, resumed_run, query_id, query, slide, restored_tasks, config.reference,
+                                   dataset.attribute)
         last_stored = last_stored_slide(con, resumed_run, query_id) if resumed_run else -1
         if last_stored >= total:
             raise InputError(f"run {resumed_run}: query {query_id} has results up to slide {last_stored:,} but dataset "
@@ -385,6 +388,94 @@ def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, referenc
             _refuse_changed_rows(run_id, dataset, f"the window of query {query_id} at slide {slide} (shard {shard}) "
                                                   f"holds other rows than the reference's snapshot of it, "
                                                   f"from row seq {differing} on")
+
+
+def check_restored_answers(con, run_id: str, query_id: int, query: Query, slide: int,
+                           restored: dict[str, dict[int, engine.Algorithm]], reference: str, attribute: bool) -> None:
+    """Refuse a snapshot whose state is not the one its task held at its slide (an older state of
+    the same task copied over it, say: it restores, but the task would continue from the wrong
+    slide and store wrong answers from then on).
+
+    Every restored task's answer (``topk()``), merged across shards as the load merges them
+    (:func:`merged_answer`), must be the answer stored for the algorithm at that slide: the
+    same ids and the same scores, in rank order.  This holds for exact and approximate
+    algorithms alike, since a snapshot is taken right after the answer of its slide is stored
+    and restores the whole state.  The merge hides a shard's stale answer that ranks below the
+    other shards' (one query of the stored answers catches what the merged answers show), so an
+    exact algorithm whose stored answer is the reference's must moreover give, in every shard,
+    the restored reference's answer of that shard.  ``O(shards · k)`` per algorithm.  ``restored`` maps each algorithm label to its restored task per shard; the
+    reference's (whose windows :func:`check_rows_unchanged` checked) tells which shard is wrong.
+    """
+    stored: dict[str, tuple[list[int], list[float]]] = {label: ([], []) for label in restored}
+    for label, object_id, score in con.execute(
+            "SELECT algorithm, object_id, score FROM answers WHERE run_id = ? AND query_id = ? AND slide = ? "
+            "ORDER BY algorithm, rank", [run_id, query_id, slide]).fetchall():
+        if label in stored:
+            stored[label][0].append(object_id)
+            stored[label][1].append(score)
+    for label, tasks in sorted(restored.items()):
+        ids, scores = merged_answer(tasks, query.k)
+        if not (np.array_equal(ids, stored[label][0]) and np.array_equal(scores, stored[label][1])):
+            wrong = wrong_shards(tasks, stored[label], restored[reference], query, attribute)
+        elif next(iter(tasks.values())).exact and stored[label] == stored[reference]:
+            wrong = [shard for shard, algorithm in sorted(tasks.items())
+                     if not same_answer(algorithm.topk(), restored[reference][shard].topk())]
+        else:
+            wrong = []
+        if not wrong:
+            continue
+        shards = f"shard {wrong[0]}" if len(wrong) == 1 else f"shards {', '.join(map(str, wrong))}"
+        raise InputError(f"run {run_id}: the snapshot of query {query_id}, {label}, {shards} at slide {slide} "
+                         f"does not give the answer stored for that slide (an older state copied over it?); "
+                         f"delete the snapshots of that slide (DELETE FROM snapshots WHERE run_id = '{run_id}' "
+                         f"AND query_id = {query_id} AND slide = {slide}) to resume from the one before, "
+                         "or start a new run")
+
+
+def wrong_shards(tasks: dict[int, engine.Algorithm], stored: tuple[list[int], list[float]],
+                 reference: dict[int, engine.Algorithm], query: Query, attribute: bool) -> list[int]:
+    """The shards whose restored answer cannot be theirs at the slide of the ``stored`` (merged)
+    answer: one lacks a stored object of its shard, or holds an object the stored answer lacks
+    though it scores above the stored answer's last (every shard, when none is evidently wrong).
+
+    A stored object's shard is the hash of its id (attribute streams), else the shard whose
+    reference window holds a row of that id and score."""
+    entries = list(zip(*stored))
+    expected = set(entries)
+    if attribute:
+        shard_of = dict(zip(entries, id_shard(np.asarray(stored[0], np.int64), len(tasks)).tolist()))
+    else:
+        shard_of = {}
+        for shard, algorithm in reference.items():
+            rows = window_rows(algorithm, query, attribute=False)
+            shard_of.update({entry: shard for entry in zip(rows["id"].tolist(), rows["score"].tolist())
+                             if entry in expected})
+    lowest = stored[1][-1] if len(entries) == query.k else -np.inf
+    wrong = []
+    for shard, algorithm in sorted(tasks.items()):
+        answer = algorithm.topk()
+        held = set(zip(np.asarray(answer.ids).tolist(), np.asarray(answer.scores, np.float64).tolist()))
+        lacks = any(shard_of.get(entry) == shard and entry not in held for entry in entries)
+        extra = any(entry not in expected and entry[1] > lowest for entry in held)
+        if lacks or extra:
+            wrong.append(shard)
+    return wrong or sorted(tasks)
+
+
+def same_answer(answer: engine.Answer, other: engine.Answer) -> bool:
+    """The same ids and scores, in rank order."""
+    return np.array_equal(answer.ids, other.ids) and np.array_equal(answer.scores, other.scores)
+
+
+def merged_answer(tasks: dict[int, engine.Algorithm], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, scores)`` of the top ``k`` of the shards' answers (``topk()``) by the engine's
+    total order, score then ``seq`` descending, as :func:`pipelines.replay_load.load` ranks them."""
+    answers = [algorithm.topk() for _, algorithm in sorted(tasks.items())]
+    ids = np.concatenate([np.asarray(answer.ids, np.int64) for answer in answers])
+    scores = np.concatenate([np.asarray(answer.scores, np.float64) for answer in answers])
+    seq = np.concatenate([np.asarray(answer.seq, np.int64) for answer in answers])
+    order = np.lexsort((-seq, -scores))[:k]
+    return ids[order], scores[order]
 
 
 def window_rows(reference: engine.Algorithm, query: Query, attribute: bool) -> dict[str, np.ndarray]:
