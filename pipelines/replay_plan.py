@@ -25,7 +25,8 @@ import numpy as np
 import engine
 from engine import Query
 from engine.ranking import score
-from engine.stream import MAX_SLIDES, first_overflow, may_overflow, time_margin, time_range_problem, too_many_slides
+from engine.stream import (MAX_SLIDES, SCORE_SAFE, first_overflow, may_overflow, time_margin, time_range_problem,
+                           too_many_slides)
 
 from . import publish, store
 from .errors import InputError
@@ -148,7 +149,9 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)
     check_slide_count(dataset, config.queries, max_slides)
-    if not dataset.attribute:
+    if dataset.attribute:
+        check_attribute_overflow(dataset, config.queries)
+    else:
         check_score_overflow(dataset, config.queries)
     with store.connection(db) as con:
         previous = find_run(con, config, run_id) if resume else None
@@ -220,6 +223,54 @@ def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
                 raise InputError(f"dataset {dataset.name!r}, row seq {int(chunk['seq'][row])} (id {int(chunk['id'][row])}): "
                                  f"query {index}'s score x · w overflows to infinity with weights {list(query.weights)} "
                                  f"over {', '.join(dataset.features)}; scale the features or the weights down")
+
+
+def check_attribute_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
+    """Refuse a config one of whose queries may score some object of the attribute dataset as
+    infinity, naming the object's first row, before any task runs (a task's :func:`engine.slides`
+    would raise on the rows it cuts, or, when the rows summed in a window are split between the
+    rows replayed before and after a ``--resume``, store ``inf`` scores).
+
+    An object's score in a window is its values in each stream summed over the window's rows,
+    weighted; the bound checked is :func:`engine.stream.attribute_overflow`'s over every row of
+    the dataset: ``Σ w[stream] · value`` over all of the object's rows (weights are ``>= 0`` in
+    this family), which bounds the object's score in every window, and the bound of every
+    task's rows, so that no task refuses what the plan let through.  ``O(1)`` from the Parquet
+    statistics when the weights times the rows cannot come near the largest float; otherwise
+    one pass over the rows, keeping a running bound per object.
+    """
+    largest = float(feature_magnitudes(dataset.parquet, ("value",))[0])
+    risky = [(index, query) for index, query in enumerate(queries)
+             if not max(map(abs, query.weights)) * largest * dataset.rows < SCORE_SAFE]
+    if not risky:
+        return
+    objects = {index: np.empty(0, np.int64) for index, _ in risky}
+    bounds = {index: np.empty(0) for index, _ in risky}
+    first_seq = {index: np.empty(0, np.int64) for index, _ in risky}
+    for chunk in read_rows(dataset.parquet, ("id", *ATTRIBUTE_COLUMNS), chunk_rows=1 << 22):
+        stream, value = chunk["stream"].astype(np.int64), chunk["value"].astype(np.float64)
+        for index, query in risky:
+            weights = np.asarray(query.weights, np.float64)
+            known = (stream >= 0) & (stream < len(weights))  # other streams are the tasks' to refuse
+            with np.errstate(over="ignore", invalid="ignore"):
+                weighted = np.where(known, weights[np.where(known, stream, 0)] * value, 0.0)
+            ids, first, inverse = np.unique(np.concatenate([objects[index], chunk["id"]]), return_index=True,
+                                            return_inverse=True)
+            with np.errstate(over="ignore", invalid="ignore"):
+                bounds[index] = np.bincount(inverse.reshape(-1), weights=np.concatenate([bounds[index], weighted]))
+            first_seq[index] = np.concatenate([first_seq[index], chunk["seq"]])[first]
+            objects[index] = ids
+    rounding = 2.0 * (dataset.rows + max(len(query.weights) for _, query in risky)) * np.finfo(np.float64).eps
+    for index, query in risky:
+        overflowing = np.flatnonzero(~(bounds[index] < np.finfo(np.float64).max / (1.0 + rounding)))
+        if len(overflowing):
+            culprit = overflowing[np.argmin(first_seq[index][overflowing])]
+            bound = float(bounds[index][culprit])
+            raise InputError(f"dataset {dataset.name!r}, row seq {int(first_seq[index][culprit])} "
+                             f"(id {int(objects[index][culprit])}): query {index}'s weights {list(query.weights)} times "
+                             f"the object's values add up to {bound} over its rows, "
+                             f"{'beyond' if np.isinf(bound) else 'within rounding of'} the largest float, "
+                             "so its score in a window may overflow; scale the weights down")
 
 
 def find_run(con, config: ReplayConfig, run_id: str | None) -> str | None:
