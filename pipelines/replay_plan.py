@@ -451,11 +451,13 @@ def check_restored_answers(con, run_id: str, query_id: int, query: Query, slide:
     (:func:`merged_answer`), must be the answer stored for the algorithm at that slide: the
     same ids and the same scores, in rank order.  This holds for exact and approximate
     algorithms alike, since a snapshot is taken right after the answer of its slide is stored
-    and restores the whole state.  The merge hides a shard's stale answer that ranks below the
-    other shards' (one query of the stored answers catches what the merged answers show), so an
-    exact algorithm whose stored answer is the reference's must moreover give, in every shard,
-    the restored reference's answer of that shard.  ``O(shards · k)`` per algorithm.  ``restored`` maps each algorithm label to its restored task per shard; the
-    reference's (whose windows :func:`check_rows_unchanged` checked) tells which shard is wrong.
+    and restores the whole state.  The merge hides a stale shard whose answer ranks below the
+    other shards', so an exact algorithm whose stored answer is the reference's must moreover
+    give, in every shard, the restored reference's answer of that shard.
+
+    ``restored`` maps each algorithm label to its restored task per shard; the reference's
+    (whose windows :func:`check_rows_unchanged` checked) tells which shard is wrong.  One
+    ``topk()`` per task, ``O(shards · k)`` per algorithm, and one query of the stored answers.
     """
     stored: dict[str, tuple[list[int], list[float]]] = {label: ([], []) for label in restored}
     for label, object_id, score in con.execute(
@@ -464,13 +466,15 @@ def check_restored_answers(con, run_id: str, query_id: int, query: Query, slide:
         if label in stored:
             stored[label][0].append(object_id)
             stored[label][1].append(score)
+    answers = {label: {shard: algorithm.topk() for shard, algorithm in sorted(tasks.items())}
+               for label, tasks in restored.items()}
     for label, tasks in sorted(restored.items()):
-        ids, scores = merged_answer(tasks, query.k)
+        ids, scores = merged_answer(answers[label], query.k)
         if not (np.array_equal(ids, stored[label][0]) and np.array_equal(scores, stored[label][1])):
-            wrong = wrong_shards(tasks, stored[label], restored[reference], query, attribute)
+            wrong = wrong_shards(answers[label], stored[label], restored[reference], query, attribute)
         elif next(iter(tasks.values())).exact and stored[label] == stored[reference]:
-            wrong = [shard for shard, algorithm in sorted(tasks.items())
-                     if not same_answer(algorithm.topk(), restored[reference][shard].topk())]
+            wrong = [shard for shard, answer in answers[label].items()
+                     if not same_answer(answer, answers[reference][shard])]
         else:
             wrong = []
         if not wrong:
@@ -483,7 +487,7 @@ def check_restored_answers(con, run_id: str, query_id: int, query: Query, slide:
                          "or start a new run")
 
 
-def wrong_shards(tasks: dict[int, engine.Algorithm], stored: tuple[list[int], list[float]],
+def wrong_shards(answers: dict[int, engine.Answer], stored: tuple[list[int], list[float]],
                  reference: dict[int, engine.Algorithm], query: Query, attribute: bool) -> list[int]:
     """The shards whose restored answer cannot be theirs at the slide of the ``stored`` (merged)
     answer: one lacks a stored object of its shard, or holds an object the stored answer lacks
@@ -494,7 +498,7 @@ def wrong_shards(tasks: dict[int, engine.Algorithm], stored: tuple[list[int], li
     entries = list(zip(*stored))
     expected = set(entries)
     if attribute:
-        shard_of = dict(zip(entries, id_shard(np.asarray(stored[0], np.int64), len(tasks)).tolist()))
+        shard_of = dict(zip(entries, id_shard(np.asarray(stored[0], np.int64), len(answers)).tolist()))
     else:
         shard_of = {}
         for shard, algorithm in reference.items():
@@ -503,14 +507,13 @@ def wrong_shards(tasks: dict[int, engine.Algorithm], stored: tuple[list[int], li
                              if entry in expected})
     lowest = stored[1][-1] if len(entries) == query.k else -np.inf
     wrong = []
-    for shard, algorithm in sorted(tasks.items()):
-        answer = algorithm.topk()
+    for shard, answer in sorted(answers.items()):
         held = set(zip(np.asarray(answer.ids).tolist(), np.asarray(answer.scores, np.float64).tolist()))
         lacks = any(shard_of.get(entry) == shard and entry not in held for entry in entries)
         extra = any(entry not in expected and entry[1] > lowest for entry in held)
         if lacks or extra:
             wrong.append(shard)
-    return wrong or sorted(tasks)
+    return wrong or sorted(answers)
 
 
 def same_answer(answer: engine.Answer, other: engine.Answer) -> bool:
@@ -518,13 +521,12 @@ def same_answer(answer: engine.Answer, other: engine.Answer) -> bool:
     return np.array_equal(answer.ids, other.ids) and np.array_equal(answer.scores, other.scores)
 
 
-def merged_answer(tasks: dict[int, engine.Algorithm], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, scores)`` of the top ``k`` of the shards' answers (``topk()``) by the engine's
+def merged_answer(answers: dict[int, engine.Answer], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, scores)`` of the top ``k`` of the shards' answers by the engine's
     total order, score then ``seq`` descending, as :func:`pipelines.replay_load.load` ranks them."""
-    answers = [algorithm.topk() for _, algorithm in sorted(tasks.items())]
-    ids = np.concatenate([np.asarray(answer.ids, np.int64) for answer in answers])
-    scores = np.concatenate([np.asarray(answer.scores, np.float64) for answer in answers])
-    seq = np.concatenate([np.asarray(answer.seq, np.int64) for answer in answers])
+    ids = np.concatenate([np.asarray(answer.ids, np.int64) for answer in answers.values()])
+    scores = np.concatenate([np.asarray(answer.scores, np.float64) for answer in answers.values()])
+    seq = np.concatenate([np.asarray(answer.seq, np.int64) for answer in answers.values()])
     order = np.lexsort((-seq, -scores))[:k]
     return ids[order], scores[order]
 
