@@ -267,8 +267,8 @@ def check_attribute_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> No
             culprit = overflowing[np.argmin(first_seq[index][overflowing])]
             bound = float(bounds[index][culprit])
             raise InputError(f"dataset {dataset.name!r}, row seq {int(first_seq[index][culprit])} "
-                             f"(id {int(objects[index][culprit])}): query {index}'s weights {list(query.weights)} times "
-                             f"the object's values add up to {bound} over its rows, "
+                             f"(id {int(objects[index][culprit])}): query {index}'s weights {list(query.weights)} "
+                             f"times the object's values add up to {bound} over its rows, "
                              f"{'beyond' if np.isinf(bound) else 'within rounding of'} the largest float, "
                              "so its score in a window may overflow; scale the weights down")
 

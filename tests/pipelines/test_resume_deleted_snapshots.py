@@ -120,8 +120,9 @@ def test_resume_refuses_a_snapshot_holding_an_older_state_of_its_task(spark, tmp
     copy_older_state(db, "mintopk", 1, 8, last)
     with pytest.raises(InputError, match=rf"^run {run_id}: the snapshot of query 0, mintopk, shard 1 at slide {last} "
                                          r"does not give the answer stored for that slide .*; delete the snapshots of "
-                                         rf"that slide \(DELETE FROM snapshots WHERE run_id = '{run_id}' AND query_id = 0 "
-                                         rf"AND slide = {last}\) to resume from the one before, or start a new run$"):
+                                         rf"that slide \(DELETE FROM snapshots WHERE run_id = '{run_id}' AND "
+                                         rf"query_id = 0 AND slide = {last}\) to resume from the one before, "
+                                         "or start a new run$"):
         replay.prepare(config, db=db, resume=True)
     delete_snapshots(db, f"slide = {last}")
     assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written == last - 8
