@@ -25,7 +25,8 @@ import numpy as np
 import engine
 from engine import Query
 from engine.ranking import score
-from engine.stream import MAX_SLIDES, first_overflow, may_overflow, time_margin, time_range_problem, too_many_slides
+from engine.stream import (MAX_SLIDES, SCORE_SAFE, first_overflow, may_overflow, time_margin, time_range_problem,
+                           too_many_slides)
 
 from . import publish, store
 from .errors import InputError
@@ -148,7 +149,9 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)
     check_slide_count(dataset, config.queries, max_slides)
-    if not dataset.attribute:
+    if dataset.attribute:
+        check_attribute_overflow(dataset, config.queries)
+    else:
         check_score_overflow(dataset, config.queries)
     with store.connection(db) as con:
         previous = find_run(con, config, run_id) if resume else None
@@ -222,6 +225,54 @@ def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
                                  f"over {', '.join(dataset.features)}; scale the features or the weights down")
 
 
+def check_attribute_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
+    """Refuse a config one of whose queries may score some object of the attribute dataset as
+    infinity, naming the object's first row, before any task runs (a task's :func:`engine.slides`
+    would raise on the rows it cuts, or, when the rows summed in a window are split between the
+    rows replayed before and after a ``--resume``, store ``inf`` scores).
+
+    An object's score in a window is its values in each stream summed over the window's rows,
+    weighted; the bound checked is :func:`engine.stream.attribute_overflow`'s over every row of
+    the dataset: ``Σ w[stream] · value`` over all of the object's rows (weights are ``>= 0`` in
+    this family), which bounds the object's score in every window, and the bound of every
+    task's rows, so that no task refuses what the plan let through.  ``O(1)`` from the Parquet
+    statistics when the weights times the rows cannot come near the largest float; otherwise
+    one pass over the rows, keeping a running bound per object.
+    """
+    largest = float(feature_magnitudes(dataset.parquet, ("value",))[0])
+    risky = [(index, query) for index, query in enumerate(queries)
+             if not max(map(abs, query.weights)) * largest * dataset.rows < SCORE_SAFE]
+    if not risky:
+        return
+    objects = {index: np.empty(0, np.int64) for index, _ in risky}
+    bounds = {index: np.empty(0) for index, _ in risky}
+    first_seq = {index: np.empty(0, np.int64) for index, _ in risky}
+    for chunk in read_rows(dataset.parquet, ("id", *ATTRIBUTE_COLUMNS), chunk_rows=1 << 22):
+        stream, value = chunk["stream"].astype(np.int64), chunk["value"].astype(np.float64)
+        for index, query in risky:
+            weights = np.asarray(query.weights, np.float64)
+            known = (stream >= 0) & (stream < len(weights))  # other streams are the tasks' to refuse
+            with np.errstate(over="ignore", invalid="ignore"):
+                weighted = np.where(known, weights[np.where(known, stream, 0)] * value, 0.0)
+            ids, first, inverse = np.unique(np.concatenate([objects[index], chunk["id"]]), return_index=True,
+                                            return_inverse=True)
+            with np.errstate(over="ignore", invalid="ignore"):
+                bounds[index] = np.bincount(inverse.reshape(-1), weights=np.concatenate([bounds[index], weighted]))
+            first_seq[index] = np.concatenate([first_seq[index], chunk["seq"]])[first]
+            objects[index] = ids
+    rounding = 2.0 * (dataset.rows + max(len(query.weights) for _, query in risky)) * np.finfo(np.float64).eps
+    for index, query in risky:
+        overflowing = np.flatnonzero(~(bounds[index] < np.finfo(np.float64).max / (1.0 + rounding)))
+        if len(overflowing):
+            culprit = overflowing[np.argmin(first_seq[index][overflowing])]
+            bound = float(bounds[index][culprit])
+            raise InputError(f"dataset {dataset.name!r}, row seq {int(first_seq[index][culprit])} "
+                             f"(id {int(objects[index][culprit])}): query {index}'s weights {list(query.weights)} "
+                             f"times the object's values add up to {bound} over its rows, "
+                             f"{'beyond' if np.isinf(bound) else 'within rounding of'} the largest float, "
+                             "so its score in a window may overflow; scale the weights down")
+
+
 def find_run(con, config: ReplayConfig, run_id: str | None) -> str | None:
     """The run to resume: ``run_id`` if it exists, else the latest run of this config name."""
     if run_id:
@@ -283,17 +334,20 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
             states.update({(label, shard): state for label, shard, state in con.execute(
                 "SELECT algorithm, shard, state FROM snapshots WHERE run_id = ? AND query_id = ? AND slide = ?",
                 [resumed_run, query_id, slide]).fetchall() if (label, shard) in states})
-            windows = {}
+            windows, restored_tasks = {}, {}
             for (label, shard), state in states.items():
                 where = f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}"
                 if specs[label].name == SHARED:
                     check_shared_state(state, [config.queries[i] for i in group_of(config.queries, query_id)], where)
                 else:
                     restored = check_state(state, query, specs[label], where)
+                    restored_tasks.setdefault(label, {})[shard] = restored
                     if label == config.reference:
                         windows[shard] = restored
             check_rows_unchanged(con, resumed_run, query_id, query, config.reference, dataset, origin, next_slide - 1,
                                  windows, config.shards)
+            check_restored_answers(con, resumed_run, query_id, query, slide, restored_tasks, config.reference,
+                                   dataset.attribute)
         last_stored = last_stored_slide(con, resumed_run, query_id) if resumed_run else -1
         if last_stored >= total:
             raise InputError(f"run {resumed_run}: query {query_id} has results up to slide {last_stored:,} but dataset "
@@ -385,6 +439,96 @@ def check_rows_unchanged(con, run_id: str, query_id: int, query: Query, referenc
             _refuse_changed_rows(run_id, dataset, f"the window of query {query_id} at slide {slide} (shard {shard}) "
                                                   f"holds other rows than the reference's snapshot of it, "
                                                   f"from row seq {differing} on")
+
+
+def check_restored_answers(con, run_id: str, query_id: int, query: Query, slide: int,
+                           restored: dict[str, dict[int, engine.Algorithm]], reference: str, attribute: bool) -> None:
+    """Refuse a snapshot whose state is not the one its task held at its slide (an older state of
+    the same task copied over it, say: it restores, but the task would continue from the wrong
+    slide and store wrong answers from then on).
+
+    Every restored task's answer (``topk()``), merged across shards as the load merges them
+    (:func:`merged_answer`), must be the answer stored for the algorithm at that slide: the
+    same ids and the same scores, in rank order.  This holds for exact and approximate
+    algorithms alike, since a snapshot is taken right after the answer of its slide is stored
+    and restores the whole state.  The merge hides a stale shard whose answer ranks below the
+    other shards', so an exact algorithm whose stored answer is the reference's must moreover
+    give, in every shard, the restored reference's answer of that shard.
+
+    ``restored`` maps each algorithm label to its restored task per shard; the reference's
+    (whose windows :func:`check_rows_unchanged` checked) tells which shard is wrong.  One
+    ``topk()`` per task, ``O(shards · k)`` per algorithm, and one query of the stored answers.
+    """
+    stored: dict[str, tuple[list[int], list[float]]] = {label: ([], []) for label in restored}
+    for label, object_id, score in con.execute(
+            "SELECT algorithm, object_id, score FROM answers WHERE run_id = ? AND query_id = ? AND slide = ? "
+            "ORDER BY algorithm, rank", [run_id, query_id, slide]).fetchall():
+        if label in stored:
+            stored[label][0].append(object_id)
+            stored[label][1].append(score)
+    answers = {label: {shard: algorithm.topk() for shard, algorithm in sorted(tasks.items())}
+               for label, tasks in restored.items()}
+    for label, tasks in sorted(restored.items()):
+        ids, scores = merged_answer(answers[label], query.k)
+        if not (np.array_equal(ids, stored[label][0]) and np.array_equal(scores, stored[label][1])):
+            wrong = wrong_shards(answers[label], stored[label], restored[reference], query, attribute)
+        elif next(iter(tasks.values())).exact and stored[label] == stored[reference]:
+            wrong = [shard for shard, answer in answers[label].items()
+                     if not same_answer(answer, answers[reference][shard])]
+        else:
+            wrong = []
+        if not wrong:
+            continue
+        shards = f"shard {wrong[0]}" if len(wrong) == 1 else f"shards {', '.join(map(str, wrong))}"
+        raise InputError(f"run {run_id}: the snapshot of query {query_id}, {label}, {shards} at slide {slide} "
+                         f"does not give the answer stored for that slide (an older state copied over it?); "
+                         f"delete the snapshots of that slide (DELETE FROM snapshots WHERE run_id = '{run_id}' "
+                         f"AND query_id = {query_id} AND slide = {slide}) to resume from the one before, "
+                         "or start a new run")
+
+
+def wrong_shards(answers: dict[int, engine.Answer], stored: tuple[list[int], list[float]],
+                 reference: dict[int, engine.Algorithm], query: Query, attribute: bool) -> list[int]:
+    """The shards whose restored answer cannot be theirs at the slide of the ``stored`` (merged)
+    answer: one lacks a stored object of its shard, or holds an object the stored answer lacks
+    though it scores above the stored answer's last (every shard, when none is evidently wrong).
+
+    A stored object's shard is the hash of its id (attribute streams), else the shard whose
+    reference window holds a row of that id and score."""
+    entries = list(zip(*stored))
+    expected = set(entries)
+    if attribute:
+        shard_of = dict(zip(entries, id_shard(np.asarray(stored[0], np.int64), len(answers)).tolist()))
+    else:
+        shard_of = {}
+        for shard, algorithm in reference.items():
+            rows = window_rows(algorithm, query, attribute=False)
+            shard_of.update({entry: shard for entry in zip(rows["id"].tolist(), rows["score"].tolist())
+                             if entry in expected})
+    lowest = stored[1][-1] if len(entries) == query.k else -np.inf
+    wrong = []
+    for shard, answer in sorted(answers.items()):
+        held = set(zip(np.asarray(answer.ids).tolist(), np.asarray(answer.scores, np.float64).tolist()))
+        lacks = any(shard_of.get(entry) == shard and entry not in held for entry in entries)
+        extra = any(entry not in expected and entry[1] > lowest for entry in held)
+        if lacks or extra:
+            wrong.append(shard)
+    return wrong or sorted(answers)
+
+
+def same_answer(answer: engine.Answer, other: engine.Answer) -> bool:
+    """The same ids and scores, in rank order."""
+    return np.array_equal(answer.ids, other.ids) and np.array_equal(answer.scores, other.scores)
+
+
+def merged_answer(answers: dict[int, engine.Answer], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, scores)`` of the top ``k`` of the shards' answers by the engine's
+    total order, score then ``seq`` descending, as :func:`pipelines.replay_load.load` ranks them."""
+    ids = np.concatenate([np.asarray(answer.ids, np.int64) for answer in answers.values()])
+    scores = np.concatenate([np.asarray(answer.scores, np.float64) for answer in answers.values()])
+    seq = np.concatenate([np.asarray(answer.seq, np.int64) for answer in answers.values()])
+    order = np.lexsort((-seq, -scores))[:k]
+    return ids[order], scores[order]
 
 
 def window_rows(reference: engine.Algorithm, query: Query, attribute: bool) -> dict[str, np.ndarray]:

@@ -621,6 +621,47 @@ def test_a_query_whose_score_overflows_is_refused_before_spark_naming_the_row(st
     assert replay.prepare(accepted, db=db).remaining > 0
 
 
+
+def write_client_dataset(path, rows: int, full_values: list[int]) -> None:
+    """An attribute stream over 2 streams: 7 clients in turn (client 500 at every seq multiple of
+    7), value 0.001 but 1.0 at the seqs ``full_values``, in row groups of 16 rows (chunks of a read)."""
+    seq = np.arange(rows)
+    value = np.full(rows, 0.001)
+    value[full_values] = 1.0
+    pq.write_table(pa.table({"id": seq % 7 + 500, "seq": seq, "t": seq, "stream": seq % 2, "value": value}), path,
+                   row_group_size=16)
+
+
+def test_an_attribute_query_whose_summed_values_overflow_is_refused_before_spark(spark, tmp_path, capsys):
+    """Weights of 1e308: client 500's values of 1.0 at seq 84 and 98 (in other row groups) sum to
+    2e308 in the window of slide 9 (seq 60-99).  With seq 84 only (90 rows) the replay runs; the
+    appended seq 98 is refused on --resume (the resumed rows alone sum to 1e308: a task stored
+    inf) and for a new run (a task raised), with one line and nothing written."""
+    db, data, config = tmp_path / "topk.duckdb", tmp_path / "clients.parquet", tmp_path / "clients.json"
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "clients", "family": "test", "features": ["a", "b"],
+                                           "parquet": str(data)})
+    query = {"k": 2, "window": 40, "slide": 10}
+    config.write_text(json.dumps({"name": "clients", "dataset": "clients",
+                                  "algorithms": [{"name": "oracle-incomplete"}, {"name": "sla"}],
+                                  "queries": [{"weights": [1e308, 1e308], **query}]}))
+    write_client_dataset(data, 90, [84])
+    replay.replay(spark, config, db=db, log=lambda _: None)
+    write_client_dataset(data, 100, [84, 98])
+    before = table_counts(db)
+    for resume in (["--resume"], ["--run-id", "another"]):
+        assert replay.main(["--config", str(config), "--db", str(db), *resume]) == 2
+        err = capsys.readouterr().err
+        assert err == ("error: dataset 'clients', row seq 0 (id 500): query 0's weights [1e+308, 1e+308] times the "
+                       "object's values add up to inf over its rows, beyond the largest float, so its score in a "
+                       "window may overflow; scale the weights down\n")
+        assert table_counts(db) == before
+
+    config.write_text(json.dumps({"name": "clients", "dataset": "clients",
+                                  "algorithms": [{"name": "oracle-incomplete"}, {"name": "sla"}],
+                                  "queries": [{"weights": [5e307, 5e307], **query}]}))
+    assert replay.prepare(config, db=db).remaining == 10  # client 500: about 1.01e308 over its rows
+
 FAILING_DOUBLE = '''"""The oracle, raising on its third slide: a plugin for the replay's task-failure test,
 written to a temporary directory so that only the replay's processes register it."""
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 
 import duckdb
+import pytest
 
 from pipelines import replay
+from pipelines.errors import InputError
 from tests.pipelines.conftest import small_replay
 
 ROWS, WINDOW, SLIDE, SNAPSHOT_EVERY = 120, 20, 10, 3
@@ -81,3 +83,58 @@ def test_resume_replays_again_from_before_results_deleted_under_its_snapshots(sp
     delete_results(db, "slide BETWEEN 2 AND 4")  # before every snapshot kept
     assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written == last + 1
     assert stored(db, run_id) == uninterrupted
+
+
+def state_of(db, algorithm: str, shard: int, slide: int) -> str:
+    with duckdb.connect(str(db)) as con:
+        return con.execute("SELECT state FROM snapshots WHERE algorithm = ? AND shard = ? AND slide = ?",
+                           [algorithm, shard, slide]).fetchone()[0]
+
+
+def replace_state(db, algorithm: str, shard: int, slide: int, state: str):
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE snapshots SET state = ? WHERE algorithm = ? AND shard = ? AND slide = ?",
+                    [state, algorithm, shard, slide])
+
+
+def copy_older_state(db, algorithm: str, shard: int, older: int, latest: int):
+    """Overwrite a task's snapshot at ``latest`` with its own older, still valid state at ``older``."""
+    replace_state(db, algorithm, shard, latest, state_of(db, algorithm, shard, older))
+
+
+def test_resume_refuses_a_snapshot_holding_an_older_state_of_its_task(spark, tmp_path):
+    """A task's latest snapshot replaced by its older state restores (the checksum is its own),
+    but would continue from the wrong slide: the answers stored for that slide tell, for exact
+    (mintopk) and approximate (sao) algorithms; deleting that slide's snapshots, as the
+    message says, resumes from the one before."""
+    db, config = small_replay(tmp_path, ROWS, WINDOW, SLIDE)
+    data = json.loads(config.read_text())
+    config.write_text(json.dumps({**data, "shards": 2, "snapshot_every": SNAPSHOT_EVERY,
+                                  "algorithms": [{"name": "oracle"}, {"name": "mintopk"},
+                                                 {"name": "sao", "params": {"memory": 4}}]}))
+    run_id = replay.replay(spark, config, db=db, **quiet).run_id
+    uninterrupted = stored(db, run_id)
+    last = ROWS // SLIDE - 1
+    assert replay.prepare(config, db=db, resume=True).up_to_date
+
+    copy_older_state(db, "mintopk", 1, 8, last)
+    with pytest.raises(InputError, match=rf"^run {run_id}: the snapshot of query 0, mintopk, shard 1 at slide {last} "
+                                         r"does not give the answer stored for that slide .*; delete the snapshots of "
+                                         rf"that slide \(DELETE FROM snapshots WHERE run_id = '{run_id}' AND "
+                                         rf"query_id = 0 AND slide = {last}\) to resume from the one before, "
+                                         "or start a new run$"):
+        replay.prepare(config, db=db, resume=True)
+    delete_snapshots(db, f"slide = {last}")
+    assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written == last - 8
+    assert stored(db, run_id) == uninterrupted
+
+    latest = state_of(db, "mintopk", 0, last)
+    copy_older_state(db, "mintopk", 0, 8, last)  # hidden by the merge: shard 1 holds the top 1
+    with pytest.raises(InputError, match=rf"the snapshot of query 0, mintopk, shard 0 at slide {last} "):
+        replay.prepare(config, db=db, resume=True)
+    replace_state(db, "mintopk", 0, last, latest)
+    assert replay.prepare(config, db=db, resume=True).up_to_date
+
+    copy_older_state(db, "sao(memory=4)", 1, 8, last)
+    with pytest.raises(InputError, match=rf"the snapshot of query 0, sao\(memory=4\), shard 1 at slide {last} "):
+        replay.prepare(config, db=db, resume=True)
