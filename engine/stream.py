@@ -123,6 +123,17 @@ def first_overflow(x: np.ndarray, weights: Sequence[float], largest: np.ndarray 
     return int(overflowing[0]) if len(overflowing) else None
 
 
+def weighted_sum_limit(rows: int, streams: int) -> float:
+    """The least bound on an object's weighted values, summed over ``rows`` rows of ``streams``
+    streams, at which its score may round to infinity: the largest float less the sums' rounding
+    (at most a relative ``2 (rows + streams) ε`` whatever their order).
+
+    >>> weighted_sum_limit(10, 2) < float(np.finfo(np.float64).max)
+    True
+    """
+    return float(np.finfo(np.float64).max / (1.0 + 2.0 * (rows + streams) * np.finfo(np.float64).eps))
+
+
 def attribute_overflow(ids: np.ndarray, stream: np.ndarray, value: np.ndarray,
                        weights: Sequence[float]) -> tuple[int, str] | None:
     """The first row of an attribute stream (``stream`` checked in ``0..len(weights)-1``)
@@ -145,8 +156,7 @@ def attribute_overflow(ids: np.ndarray, stream: np.ndarray, value: np.ndarray,
         weighted = np.bincount(pair_of_row.reshape(-1), weights=value) * w[pairs[:, 1]]
         objects, object_of_pair = np.unique(pairs[:, 0], return_inverse=True)
         bounds = np.bincount(object_of_pair.reshape(-1), weights=weighted)
-    rounding = 2.0 * (len(value) + len(w)) * np.finfo(np.float64).eps
-    overflowing = np.flatnonzero(~(bounds < np.finfo(np.float64).max / (1.0 + rounding)))
+    overflowing = np.flatnonzero(~(bounds < weighted_sum_limit(len(value), len(w))))
     if not len(overflowing):
         return None
     row = int(np.argmax(ids == objects[overflowing[0]]))

@@ -26,7 +26,7 @@ import engine
 from engine import Query
 from engine.ranking import score
 from engine.stream import (MAX_SLIDES, SCORE_SAFE, first_overflow, may_overflow, time_margin, time_range_problem,
-                           too_many_slides)
+                           too_many_slides, weighted_sum_limit)
 
 from . import publish, store
 from .errors import InputError
@@ -260,9 +260,9 @@ def check_attribute_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> No
                 bounds[index] = np.bincount(inverse.reshape(-1), weights=np.concatenate([bounds[index], weighted]))
             first_seq[index] = np.concatenate([first_seq[index], chunk["seq"]])[first]
             objects[index] = ids
-    rounding = 2.0 * (dataset.rows + max(len(query.weights) for _, query in risky)) * np.finfo(np.float64).eps
+    limit = weighted_sum_limit(dataset.rows, max(len(query.weights) for _, query in risky))
     for index, query in risky:
-        overflowing = np.flatnonzero(~(bounds[index] < np.finfo(np.float64).max / (1.0 + rounding)))
+        overflowing = np.flatnonzero(~(bounds[index] < limit))
         if len(overflowing):
             culprit = overflowing[np.argmin(first_seq[index][overflowing])]
             bound = float(bounds[index][culprit])
