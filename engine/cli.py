@@ -949,16 +949,20 @@ def run_many(args: argparse.Namespace) -> None:
         check_row_answers(table, data[1], queries, args.max_slides)
         from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
 
-        try:
-            executor = SharedTopK(queries)
-        except ValueError as exc:
-            raise CommandError(f"{args.queries}: cannot create the shared executor: {exc}") from None
+        executor = SharedTopK()
+        for position, query in enumerate(queries):
+            try:
+                executor.add(query)
+            except ValueError as exc:
+                raise CommandError(f"{args.queries}: query {position}: {exc}") from None
         lines = shared_lines(executor, queries, data)
     else:
-        try:
-            algorithms = [create(info.name, query, **params) for query in queries]
-        except ValueError as exc:
-            raise CommandError(f"cannot create {info.name}: {exc}") from None
+        algorithms = []
+        for position, query in enumerate(queries):
+            try:
+                algorithms.append(create(info.name, query, **params))
+            except ValueError as exc:
+                raise CommandError(f"{args.queries}: query {position}: cannot create {info.name}: {exc}") from None
         lines = unshared_lines(algorithms, data, table)
     write_answers(args.output, lines)
 

@@ -24,7 +24,7 @@ from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, C
                             LIVE, NEVER, NEXT_SEQ, NONE, OFFSET, OID, OUTS, SEQ, SINCE, SLIDE, SPAN, TIME,
                             TIME_KIND, UNSET, WINDOW)
 from .memory import OBJECT_FIELDS, WORD, array_bytes, deep_size
-from .query import Query
+from .query import Query, check_windows_per_object
 from .ranking import Answer, score
 from .stream import as_object_stream, check_scores, time_margin, time_range_problem
 
@@ -333,6 +333,7 @@ class SharedTopK:
         """
         if not isinstance(query, Query):
             raise ValueError(f"query must be an engine.Query, got {type(query).__name__}")
+        check_windows_per_object(query, "the shared executor")
         if self._dimensions is not None and query.dimensions != self._dimensions:
             raise ValueError(f"the workload has {self._dimensions} feature(s) but the query has "
                              f"{query.dimensions} weight(s)")
@@ -676,6 +677,7 @@ class SharedTopK:
             handle = int(entry["handle"])
             assert handle not in self._queries, f"query {handle} is listed twice"
             self._queries[handle] = Query.from_dict(fields)
+            check_windows_per_object(self._queries[handle], "the shared executor")
         self._next_seq = int(data["next_seq"])
         self._arrivals = int(data["arrivals"]) if "arrivals" in data else max(  # states written before it was kept
             (int(group["counters"]["arrivals"]) for group in data["groups"]), default=0)

@@ -590,7 +590,7 @@ def test_a_workload_the_shared_executor_cannot_hold_is_refused_with_one_line(tmp
     queries.write_text('[{"weights": [1], "k": 1, "window": 9223372036854775806, "slide": 2}]')
     status, message = run(capsys, "run-many", "--queries", str(queries), "--input", str(source),
                           "--output", str(tmp_path / "out.jsonl"))
-    assert_refused(status, message, [f"{queries}: cannot create the shared executor: "])
+    assert_refused(status, message, [f"{queries}: query 0: the shared executor keeps a row per window"])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
 
 
