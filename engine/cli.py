@@ -783,6 +783,8 @@ def read_queries(path: str) -> list[Query]:
         raise CommandError(f"{path}: not UTF-8 text ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise CommandError(f"{path} line {exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise CommandError(f"{path}: lists or objects nested too deeply to read") from None
     if not isinstance(entries, list) or not entries:
         raise CommandError(f"{path}: expected a non-empty JSON list of queries, got "
                            f"{'an empty list' if entries == [] else type(entries).__name__}")

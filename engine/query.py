@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -79,6 +80,9 @@ class Query:
             weights = tuple(float(w) for w in self.weights)
         except (TypeError, ValueError):
             raise ValueError(f"weights must be a sequence of numbers, got {self.weights!r}") from None
+        except OverflowError:
+            raise ValueError("weights must be finite numbers, got an integer beyond the largest float "
+                             f"({sys.float_info.max:.4g})") from None
         if not weights:
             raise ValueError("weights must hold at least one weight, got []")
         if not all(math.isfinite(w) for w in weights):
