@@ -113,3 +113,14 @@ def test_run_many_names_the_query_of_a_huge_ratio(tmp_path, capsys, algorithm, k
                       "--output", str(tmp_path / "out.jsonl"))
     holder = f"cannot create {algorithm}: {algorithm}" if algorithm else "the shared executor"
     assert f"{queries}: query 1: {holder} keeps a row per window" in message and LIMIT_TEXT in message
+
+
+@pytest.mark.parametrize("name", ["pretopk", "mintopk", "multi"])
+def test_a_replay_config_with_a_huge_ratio_is_refused_before_spark_starts(name):
+    """The replay's plan creates every algorithm for every query: it passed numpy's MemoryError up."""
+    from pipelines.errors import InputError
+    from pipelines.replay_config import parse_config
+
+    queries = [{"weights": [1.0], "k": 1, "window": 10**15, "slide": 1, "kind": "count"}]
+    with pytest.raises(InputError, match=f"config: algorithm 0 \\({name}\\): .*{LIMIT_TEXT}"):
+        parse_config({"name": "x", "dataset": "d", "queries": queries, "algorithms": [{"name": name}]}, ["x"])
