@@ -12,6 +12,7 @@ family's answer.  Design and its justification: ``docs/algorithms/multi.md``.
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from typing import Any, Iterable, NamedTuple
 
@@ -26,7 +27,7 @@ from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, C
 from .memory import OBJECT_FIELDS, WORD, array_bytes, deep_size
 from .query import Query, check_windows_per_object
 from .ranking import Answer, score
-from .stream import as_object_stream, check_scores, time_margin, time_range_problem
+from .stream import as_object_stream, check_scores, int64_column, time_margin, time_range_problem
 
 NAME = "multi"
 """The ``algorithm`` of a shared executor's state document."""
@@ -39,6 +40,14 @@ _KINDS = {"count": COUNT_KIND, "time": TIME_KIND}
 _INITIAL_NODES = 256
 _INITIAL_FAMILIES = 4
 _EMIT_ROOM = 1 << 14
+
+
+def int64_argument(name: str, value: Any) -> int:
+    """``value`` as an int, refused (``ValueError`` naming ``name``) unless it is an integer
+    within int64 (``O(1)``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not -2**63 <= value < 2**63:
+        raise ValueError(f"{name} must be an int64 integer, got {value!r}")
+    return int(value)
 
 
 def group_key(weights: tuple[float, ...]) -> tuple[int, ...]:
@@ -424,7 +433,9 @@ class SharedTopK:
         ids, t, x = as_object_stream(ids, t, x, self._dimensions)
         m = len(ids)
         seq = np.arange(self._next_seq, self._next_seq + m, dtype=np.int64) if seq is None \
-            else np.ascontiguousarray(seq, dtype=np.int64)
+            else int64_column("seq", seq)
+        stream_end = None if stream_end is None else int64_argument("stream_end", stream_end)
+        time_now = None if time_now is None else int64_argument("time_now", time_now)
         if len(seq) != m:
             raise ValueError(f"seq has {len(seq)} values for {m} rows")
         if m and (seq[0] < self._next_seq or np.any(seq[1:] <= seq[:-1])):
