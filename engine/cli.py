@@ -783,6 +783,8 @@ def read_queries(path: str) -> list[Query]:
         raise CommandError(f"{path}: not UTF-8 text ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise CommandError(f"{path} line {exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise CommandError(f"{path}: lists or objects nested too deeply to read") from None
     if not isinstance(entries, list) or not entries:
         raise CommandError(f"{path}: expected a non-empty JSON list of queries, got "
                            f"{'an empty list' if entries == [] else type(entries).__name__}")
@@ -949,16 +951,20 @@ def run_many(args: argparse.Namespace) -> None:
         check_row_answers(table, data[1], queries, args.max_slides)
         from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
 
-        try:
-            executor = SharedTopK(queries)
-        except ValueError as exc:
-            raise CommandError(f"{args.queries}: cannot create the shared executor: {exc}") from None
+        executor = SharedTopK()
+        for position, query in enumerate(queries):
+            try:
+                executor.add(query)
+            except ValueError as exc:
+                raise CommandError(f"{args.queries}: query {position}: {exc}") from None
         lines = shared_lines(executor, queries, data)
     else:
-        try:
-            algorithms = [create(info.name, query, **params) for query in queries]
-        except ValueError as exc:
-            raise CommandError(f"cannot create {info.name}: {exc}") from None
+        algorithms = []
+        for position, query in enumerate(queries):
+            try:
+                algorithms.append(create(info.name, query, **params))
+            except ValueError as exc:
+                raise CommandError(f"{args.queries}: query {position}: cannot create {info.name}: {exc}") from None
         lines = unshared_lines(algorithms, data, table)
     write_answers(args.output, lines)
 

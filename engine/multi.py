@@ -12,6 +12,7 @@ family's answer.  Design and its justification: ``docs/algorithms/multi.md``.
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from typing import Any, Iterable, NamedTuple
 
@@ -24,9 +25,9 @@ from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, C
                             LIVE, NEVER, NEXT_SEQ, NONE, OFFSET, OID, OUTS, SEQ, SINCE, SLIDE, SPAN, TIME,
                             TIME_KIND, UNSET, WINDOW)
 from .memory import OBJECT_FIELDS, WORD, array_bytes, deep_size
-from .query import Query
+from .query import Query, check_windows_per_object
 from .ranking import Answer, score
-from .stream import as_object_stream, check_scores, time_margin, time_range_problem
+from .stream import as_object_stream, check_scores, int64_column, time_margin, time_range_problem
 
 NAME = "multi"
 """The ``algorithm`` of a shared executor's state document."""
@@ -39,6 +40,14 @@ _KINDS = {"count": COUNT_KIND, "time": TIME_KIND}
 _INITIAL_NODES = 256
 _INITIAL_FAMILIES = 4
 _EMIT_ROOM = 1 << 14
+
+
+def int64_argument(name: str, value: Any) -> int:
+    """``value`` as an int, refused (``ValueError`` naming ``name``) unless it is an integer
+    within int64 (``O(1)``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not -2**63 <= value < 2**63:
+        raise ValueError(f"{name} must be an int64 integer, got {value!r}")
+    return int(value)
 
 
 def group_key(weights: tuple[float, ...]) -> tuple[int, ...]:
@@ -333,6 +342,7 @@ class SharedTopK:
         """
         if not isinstance(query, Query):
             raise ValueError(f"query must be an engine.Query, got {type(query).__name__}")
+        check_windows_per_object(query, "the shared executor")
         if self._dimensions is not None and query.dimensions != self._dimensions:
             raise ValueError(f"the workload has {self._dimensions} feature(s) but the query has "
                              f"{query.dimensions} weight(s)")
@@ -423,7 +433,9 @@ class SharedTopK:
         ids, t, x = as_object_stream(ids, t, x, self._dimensions)
         m = len(ids)
         seq = np.arange(self._next_seq, self._next_seq + m, dtype=np.int64) if seq is None \
-            else np.ascontiguousarray(seq, dtype=np.int64)
+            else int64_column("seq", seq)
+        stream_end = None if stream_end is None else int64_argument("stream_end", stream_end)
+        time_now = None if time_now is None else int64_argument("time_now", time_now)
         if len(seq) != m:
             raise ValueError(f"seq has {len(seq)} values for {m} rows")
         if m and (seq[0] < self._next_seq or np.any(seq[1:] <= seq[:-1])):
@@ -676,6 +688,7 @@ class SharedTopK:
             handle = int(entry["handle"])
             assert handle not in self._queries, f"query {handle} is listed twice"
             self._queries[handle] = Query.from_dict(fields)
+            check_windows_per_object(self._queries[handle], "the shared executor")
         self._next_seq = int(data["next_seq"])
         self._arrivals = int(data["arrivals"]) if "arrivals" in data else max(  # states written before it was kept
             (int(group["counters"]["arrivals"]) for group in data["groups"]), default=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -12,6 +13,27 @@ KINDS = ("count", "time")
 INT64_MAX = 2**63 - 1
 """The largest ``k``, ``window`` and ``slide`` (and time ``window + slide``): every structure
 and kernel holds them, and a time window's bounds, in int64."""
+
+MAX_WINDOWS_PER_OBJECT = 10_000_000
+"""The largest ``window / slide`` of the algorithms that keep a row for each of the windows an
+object takes part in, allocated when they are created (``pretopk``, ``mintopk``, the shared
+executor): 80 to 320 MB of rows at this limit, where ``window / slide = 10**9`` (a day in
+microseconds, slide 1) asks for 8 to 16 GB before the first object arrives."""
+
+
+def check_windows_per_object(query: "Query", holder: str) -> None:
+    """Refuse, as a ``ValueError`` naming ``holder`` and the limit, a query whose
+    ``window / slide`` exceeds :data:`MAX_WINDOWS_PER_OBJECT` (``O(1)``).
+
+    >>> check_windows_per_object(Query(weights=[1.0], k=1, window=10**15, slide=1), "mintopk")
+    Traceback (most recent call last):
+    ...
+    ValueError: mintopk keeps a row per window an object takes part in: window / slide must be at most 10,000,000, got 1,000,000,000,000,000 (window 1000000000000000, slide 1); use a longer slide
+    """
+    if query.windows_per_object > MAX_WINDOWS_PER_OBJECT:
+        raise ValueError(f"{holder} keeps a row per window an object takes part in: window / slide must be at "
+                         f"most {MAX_WINDOWS_PER_OBJECT:,}, got {query.windows_per_object:,} (window {query.window}, "
+                         f"slide {query.slide}); use a longer slide")
 
 
 @dataclass(frozen=True)
@@ -58,6 +80,9 @@ class Query:
             weights = tuple(float(w) for w in self.weights)
         except (TypeError, ValueError):
             raise ValueError(f"weights must be a sequence of numbers, got {self.weights!r}") from None
+        except OverflowError:
+            raise ValueError("weights must be finite numbers, got an integer beyond the largest float "
+                             f"({sys.float_info.max:.4g})") from None
         if not weights:
             raise ValueError("weights must hold at least one weight, got []")
         if not all(math.isfinite(w) for w in weights):

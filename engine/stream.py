@@ -58,9 +58,11 @@ def as_object_stream(ids, t, x, dimensions: int | None = None, weights=None):
     Given the query's ``weights``, also refuses a row whose score overflows (see
     :func:`check_scores`).
     """
-    ids = np.ascontiguousarray(ids, dtype=np.int64)
-    t = np.ascontiguousarray(t, dtype=np.int64)
-    x = np.asarray(x, dtype=np.float64)
+    ids, t = int64_column("ids", ids), int64_column("t", t)
+    try:
+        x = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"features must be numbers: {exc}") from None
     if x.ndim == 1:  # one feature per row; no rows at all have the query's features
         x = x.reshape(len(x), 1 if len(x) or dimensions is None else dimensions)
     if x.ndim != 2:
@@ -77,6 +79,21 @@ def as_object_stream(ids, t, x, dimensions: int | None = None, weights=None):
         with np.errstate(over="ignore", invalid="ignore"):
             check_scores(score(x, weights))
     return ids, t, x
+
+
+def int64_column(name: str, values) -> np.ndarray:
+    """``values`` as a contiguous int64 array; a value numpy cannot convert (beyond int64, not
+    a number) is a ``ValueError`` naming the column (``O(m)``).
+
+    >>> int64_column("t", [0, 2**63])
+    Traceback (most recent call last):
+    ...
+    ValueError: t must be int64 integers: Python int too large to convert to C long
+    """
+    try:
+        return np.ascontiguousarray(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be int64 integers: {exc}") from None
 
 
 def check_scores(values: np.ndarray) -> None:

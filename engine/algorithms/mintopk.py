@@ -11,6 +11,7 @@ from ..jsondata import ints_in
 from ..kernels import mintopk as kernel
 from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
 from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..query import check_windows_per_object
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
@@ -74,6 +75,7 @@ class MinTopK(Algorithm):
     defaults = {"prefilter": True}
 
     def _reset(self) -> None:
+        check_windows_per_object(self.q, self.name)
         self._windows = self.q.windows_per_object
         self._k = self.q.k
         self._records, self._scores, self._table, self._meta, self._counters = \

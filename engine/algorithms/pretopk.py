@@ -11,6 +11,7 @@ from ..jsondata import ints_in
 from ..kernels import pretopk as kernel
 from ..kernels.pretopk import COUNTERS, DISTINCT, ID, MEMBERSHIPS, NONE, REFS, SEQ, T
 from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..query import check_windows_per_object
 from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
@@ -79,6 +80,7 @@ class PreTopK(Algorithm):
     defaults = {"prefilter": True}
 
     def _reset(self) -> None:
+        check_windows_per_object(self.q, self.name)
         self._windows = self.q.windows_per_object
         self._k = self.q.k
         self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters = \

@@ -390,6 +390,8 @@ def test_query_fields_beyond_int64_are_a_value_error_of_the_query(fields, messag
     ('{"weights": [1], "k": ' + BEYOND + ', "window": 2, "slide": 1}', "query 1: k must be at most"),
     ('{"weights": [1], "k": 1, "window": 1' + "0" * 22 + ', "slide": 1}', "query 1: window must be at most"),
     ('{"weights": [1], "k": 1, "window": 2, "slide": 1, "k": 2}', "field k appears twice"),
+    ('{"weights": [1' + "0" * 400 + '], "k": 1, "window": 2, "slide": 1}',
+     "query 1: weights must be finite numbers, got an integer beyond the largest float"),
 ])
 def test_bad_workload_entries_are_refused(tmp_path, capsys, entry, fragment):
     source = tmp_path / "data.csv"
@@ -399,6 +401,25 @@ def test_bad_workload_entries_are_refused(tmp_path, capsys, entry, fragment):
     status, message = run(capsys, "run-many", "--queries", str(queries), "--input", str(source),
                           "--output", str(tmp_path / "out.jsonl"))
     assert_refused(status, message, [str(queries), fragment])
+
+
+def test_a_weight_beyond_the_largest_float_is_a_value_error_of_the_query():
+    """An integer weight of 400 digits raised OverflowError from float(), a traceback on the
+    command line (engine's contract: bad arguments raise ValueError)."""
+    with pytest.raises(ValueError, match="weights must be finite numbers, got an integer beyond the largest float"):
+        engine.Query(weights=[1.0, 10**400], k=1, window=2, slide=1)
+
+
+def test_a_workload_nested_too_deeply_is_refused_with_one_line(tmp_path, capsys):
+    """json raised RecursionError (a traceback) on 100,000 nested lists."""
+    source = tmp_path / "data.csv"
+    source.write_text(GOOD_CSV)
+    queries = tmp_path / "q.json"
+    queries.write_text("[" * 100_000 + "]" * 100_000)
+    status, message = run(capsys, "run-many", "--queries", str(queries), "--input", str(source),
+                          "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [f"{queries}: lists or objects nested too deeply to read"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
 
 
 def test_a_workload_with_a_byte_order_mark_reads_as_a_csv_with_one_does(tmp_path, capsys):
@@ -590,7 +611,7 @@ def test_a_workload_the_shared_executor_cannot_hold_is_refused_with_one_line(tmp
     queries.write_text('[{"weights": [1], "k": 1, "window": 9223372036854775806, "slide": 2}]')
     status, message = run(capsys, "run-many", "--queries", str(queries), "--input", str(source),
                           "--output", str(tmp_path / "out.jsonl"))
-    assert_refused(status, message, [f"{queries}: cannot create the shared executor: "])
+    assert_refused(status, message, [f"{queries}: query 0: the shared executor keeps a row per window"])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["data.csv", "q.json"]
 
 

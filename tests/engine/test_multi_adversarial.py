@@ -440,3 +440,33 @@ def test_a_state_written_before_arrivals_was_kept_restores():
     state = pack(NAME, state["query"], state["params"], state["data"])
     restored = SharedTopK.restore(json.loads(json.dumps(state)))
     assert restored.stats() == executor.stats() and restored.stats()["arrivals"] == 40
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda s: s.process([4], [2**64], [1.0]), "t must be int64 integers"),
+    (lambda s: s.process([2**64], [3], [1.0]), "ids must be int64 integers"),
+    (lambda s: s.process([4], [3], [1.0], seq=[2**64]), "seq must be int64 integers"),
+    (lambda s: s.process([4], [3], [object()]), "features must be numbers"),
+    (lambda s: s.process([4], [3], [1.0], stream_end=2**63), "stream_end must be an int64 integer, got 9223372036854775808"),
+    (lambda s: s.process([4], [3], [1.0], stream_end=True), "stream_end must be an int64 integer, got True"),
+    (lambda s: s.process([4], [3], [1.0], time_now="5"), "time_now must be an int64 integer, got '5'"),
+])
+def test_values_numpy_cannot_convert_are_value_errors_that_change_nothing(call, message):
+    """They raised OverflowError, TypeError or numpy's UFuncTypeError (the engine's contract:
+    bad arguments raise ValueError)."""
+    executor = SharedTopK([Q([1.0], 2, 4, 2), Q([1.0], 1, 6, 3, "time")])
+    executor.process([1, 2, 3], [0, 1, 2], [1.0, 2.0, 3.0])
+    before = executor.to_state()
+    with pytest.raises(ValueError, match=message):
+        call(executor)
+    assert executor.to_state() == before
+
+
+@pytest.mark.parametrize("rows,message", [
+    (([1], [2**63], [1.0]), "t must be int64 integers"),
+    (([-2**63 - 1], [0], [1.0]), "ids must be int64 integers"),
+    (([1], [0], [[object()]]), "features must be numbers"),
+])
+def test_engine_slides_refuses_them_as_value_errors_too(rows, message):
+    with pytest.raises(ValueError, match=message):
+        list(engine.slides(rows, Q([1.0], 1, 2, 1)))
