@@ -365,3 +365,23 @@ def test_summed_values_within_rounding_of_the_largest_float_are_refused_and_belo
     for batch in engine.slides(data, below):
         algorithm.process(batch)
     assert np.isfinite(algorithm.topk().scores).all()
+
+
+@pytest.mark.parametrize("name,parameter", [("eaa", "occurrences"), ("approx", "repeats"),
+                                            ("approx", "bitmaps")])
+@pytest.mark.parametrize("value", [I64.max + 1, 2**70])
+def test_an_integer_parameter_beyond_int64_is_refused_as_a_bad_argument(name, parameter, value):
+    """Found by probing: ``occurrences=2**70`` ran until the first slide and failed there with a
+    numba ``TypingError``, ``repeats=2**63`` raised ``OverflowError`` and ``bitmaps=2**63`` numpy's
+    "Maximum allowed dimension exceeded"; the command line refuses them, the API raised other
+    errors than ``ValueError``.  int64's largest is still taken."""
+    query = engine.Query(weights=[1.0, 1.0], k=2, window=2, slide=1)
+    with pytest.raises(ValueError, match=f"{parameter} must fit in int64 \\(at most {I64.max}\\), got {value}"):
+        algorithm = engine.create(name, query, **{parameter: value})
+        for batch in engine.slides((np.array([1, 1, 2]), np.array([0, 1, 0]), np.ones(3), np.arange(3)), query):
+            algorithm.process(batch)
+    if parameter != "bitmaps":
+        largest = engine.create(name, query, **{parameter: int(I64.max)})
+        for batch in engine.slides((np.array([1, 1, 2]), np.array([0, 1, 0]), np.ones(3), np.arange(3)), query):
+            largest.process(batch)
+        assert largest.topk().ids.tolist() == [2, 1] and largest.topk().scores.tolist() == [1.0, 1.0]
