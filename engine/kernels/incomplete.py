@@ -51,8 +51,10 @@ def _mix(x):
 
 @njit(cache=True)
 def _home(key, mask):
-    """The first position probed for ``key``."""
-    return _mix(key ^ (key >> 31)) & mask
+    """The first position probed for ``key``: its bits 0-30, 31-61 and 62-63 mixed in turn, so
+    that ids differing only in high bits do not share a home (folding them by one xor did:
+    every multiple of ``2**31 + 1`` hashed alike, making the table a linear scan)."""
+    return _mix(_mix(_mix(key) ^ (key >> 31)) ^ (key >> 62)) & mask
 
 
 @njit(cache=True)

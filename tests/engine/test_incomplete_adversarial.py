@@ -365,3 +365,56 @@ def test_summed_values_within_rounding_of_the_largest_float_are_refused_and_belo
     for batch in engine.slides(data, below):
         algorithm.process(batch)
     assert np.isfinite(algorithm.topk().scores).all()
+
+
+@pytest.mark.parametrize("name,parameter", [("eaa", "occurrences"), ("approx", "repeats"),
+                                            ("approx", "bitmaps")])
+@pytest.mark.parametrize("value", [I64.max + 1, 2**70])
+def test_an_integer_parameter_beyond_int64_is_refused_as_a_bad_argument(name, parameter, value):
+    """Found by probing: ``occurrences=2**70`` ran until the first slide and failed there with a
+    numba ``TypingError``, ``repeats=2**63`` raised ``OverflowError`` and ``bitmaps=2**63`` numpy's
+    "Maximum allowed dimension exceeded"; the command line refuses them, the API raised other
+    errors than ``ValueError``.  int64's largest is still taken."""
+    query = engine.Query(weights=[1.0, 1.0], k=2, window=2, slide=1)
+    with pytest.raises(ValueError, match=f"{parameter} must fit in int64 \\(at most {I64.max}\\), got {value}"):
+        algorithm = engine.create(name, query, **{parameter: value})
+        for batch in engine.slides((np.array([1, 1, 2]), np.array([0, 1, 0]), np.ones(3), np.arange(3)), query):
+            algorithm.process(batch)
+    if parameter != "bitmaps":
+        largest = engine.create(name, query, **{parameter: int(I64.max)})
+        for batch in engine.slides((np.array([1, 1, 2]), np.array([0, 1, 0]), np.ones(3), np.arange(3)), query):
+            largest.process(batch)
+        assert largest.topk().ids.tolist() == [2, 1] and largest.topk().scores.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("streams", [24, 40])
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("seed", range(3))
+def test_dozens_of_streams_most_of_them_never_seen_by_an_object(streams, kind, seed):
+    """Many streams (approx takes at most 12): each object reports a few of them, its values
+    arrive across slides and windows, some weights are 0 and many tie; SLA, EAA and the brute
+    force equal the definition at every slide, with a restore from JSON mid-stream."""
+    rng = np.random.default_rng(seed)
+    m = 240
+    ids = rng.integers(0, 30, m)
+    stream = (ids * 7 + rng.integers(0, 4, m)) % streams
+    value = rng.choice([0.0, 0.25, 0.5, 1.0], m)
+    t = np.arange(m) if kind == "count" else np.cumsum(np.where(rng.random(m) < 0.05, 30, rng.integers(0, 2, m)))
+    data = (ids.astype(np.int64), stream.astype(np.int64), value, t.astype(np.int64))
+    weights = rng.choice([0.0, 0.5, 1.0], streams).tolist()
+    query = engine.Query(weights=weights, k=int(rng.choice([1, 4, 40])), window=20, slide=int(rng.choice([1, 5, 20])),
+                         kind=kind)
+    expected = reference(data, query)
+    batches = list(engine.slides(data, query))
+    for name, params in configurations(data, query):
+        if name == "approx":
+            continue
+        algorithm = engine.create(name, query, **params)
+        for batch, (end, ids_expected, scores_expected) in zip(batches, expected):
+            if batch.index == len(batches) // 2:
+                algorithm = engine.restore(json.loads(json.dumps(algorithm.to_state(), allow_nan=False)), query)
+            algorithm.process(batch)
+            answer = algorithm.topk()
+            where = f"{name} {params} {query} end {end}"
+            assert answer.ids.tolist() == ids_expected and answer.scores.tolist() == scores_expected, where
+        algorithm.check()
