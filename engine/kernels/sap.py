@@ -16,7 +16,7 @@ a *top* is such a set of columns ranked best first by the total order ``(score, 
   tops with a position index (:func:`m_pop_best`, :func:`m_expire`, ``O(log k)`` each), the
   array form of the paper's AVL tree over the tops.
 * The quiet slide (no unit, partition or S-AVL event): :func:`quiet_slide`, the scores, the
-  arrival, TBUI's observation and the answer in one call.
+  arrival, TBUI's observation and whether the previous answer stands, in one call.
 * The dynamic variants' partition test (Section 4.2): :func:`mann_whitney_greater`, the
   one-sided Mann-Whitney rank-sum test (:func:`rank_sum_u`, and :func:`u_counts` for the exact
   distribution).
@@ -497,19 +497,20 @@ def scores_of(x, weights):
 
 @njit(cache=True)
 def quiet_slide(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
-                above, n, tau, zeta, limit, initialising, observe,
-                c_score, c_seq, c_id, o_score, o_seq, o_id, a_ids, a_score, a_seq):
+                above, n, tau, zeta, limit, initialising, observe, a_score, a_seq):
     """A slide in which no unit, partition or S-AVL event falls (the driver's common case), in
     one call: the slide's scores (:func:`scores_of`), Algorithm 1 lines 7-11
-    (:func:`take_slide`), TBUI's observation if ``observe`` (:func:`tbui_observe`), then the
-    answer over ``C``, ``P_m^k`` and the filling unit's new top (:func:`answer_of_three`).
-    Returns ``(n, tau)``; ``O(m (d + log k) + |U^tau| + k)``."""
+    (:func:`take_slide`), TBUI's observation if ``observe`` (:func:`tbui_observe`), and whether
+    the previous answer ``a_score, a_seq`` stands: it does when it holds ``k`` objects and the
+    slide's best object does not rank above its last (the caller vouches that no other source
+    of the answer changed).  Returns ``(n, tau, stands)``; ``O(m (d + log k) + |U^tau|)``."""
     values = scores_of(x, weights)
     take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
     if observe:
         n, tau = tbui_observe(values, above, n, tau, zeta, limit, initialising)
-    answer_of_three(c_score, c_seq, c_id, o_score, o_seq, o_id, score, out_seq, out_id, a_ids, a_score, a_seq)
-    return n, tau
+    stands = len(a_score) == k and (len(rows) == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"],
+                                                                        a_score[k - 1], a_seq[k - 1]))
+    return n, tau, stands
 
 
 # ----------------------------------------------------------------- partitioning (Section 4.2)

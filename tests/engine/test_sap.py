@@ -366,6 +366,51 @@ def test_quiet_slides_equal_the_full_steps(name, params, kind, seed):
 
 
 @pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("trend", ["falling", "rising", "flat"])
+def test_a_quiet_slide_keeps_the_answer_only_while_it_stands(name, kind, trend):
+    """A quiet slide keeps the previous ``Answer`` object when no member of ``C`` expired or
+    entered and no arrival ranks above its last.  Falling scores: the answer is the oldest
+    ``k`` of the window, kept while the first window fills, then its members expire on quiet
+    slides (keeping it on expiry would be wrong); rising: every arrival enters it; flat noise:
+    most slides keep it.  Every answer
+    equals the oracle's and the full steps', with ``topk`` asked at every slide and, from a
+    third instance, at every third slide only (a kept answer is the last one made)."""
+    rng = np.random.default_rng(7)
+    s, k, n = 3, 8, 600
+    m = 4 * n
+    noise = rng.random(m)
+    scores = {"falling": -np.arange(m) + 0.5 * noise, "rising": np.arange(m) + 0.5 * noise, "flat": noise}[trend]
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(1, 3, m))
+    q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
+    quiet, sparse, full = (engine.create(name, q) for _ in range(3))
+    oracle = engine.create("oracle", q)
+    full._next_event = lambda e: e + 1  # every slide takes the full steps
+    quiet_slides, kept = 0, {False: 0, True: 0}  # kept answers, while the first window fills and after
+    previous = None
+    for number, batch in enumerate(engine.slides((np.arange(m), t, scores), q)):
+        was_quiet = batch.end // s < quiet._quiet_until and quiet._slide is not None and len(batch.ids) > 0
+        for alg in (quiet, sparse, full, oracle):
+            alg.process(batch)
+        answer = quiet.topk()
+        where = f"{name} {kind} {trend} slide {batch.index}"
+        assert_same_answer(oracle.topk(), answer, where)
+        assert_same_answer(full.topk(), answer, where)
+        if number % 3 == 0:
+            assert_same_answer(oracle.topk(), sparse.topk(), where)
+        assert quiet.stats() == full.stats(), where
+        if was_quiet:
+            quiet_slides += 1
+            kept[batch.end > n] += answer is previous
+        previous = answer
+    assert quiet_slides > 0.25 * (m // s)
+    if trend == "flat":
+        assert kept[False] + kept[True] > 0.5 * quiet_slides
+    else:
+        assert kept[True] == 0 and (kept[False] > 0) == (trend == "falling")
+
+
+@pytest.mark.parametrize("name", VARIANTS)
 @pytest.mark.parametrize("start", [-50, -(10 ** 15), -(2 ** 62)])
 def test_negative_times_from_the_first_slide_and_after_a_restore(name, start):
     """Time windows whose slide indices are negative: the first slide and the first slide after a

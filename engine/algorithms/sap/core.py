@@ -64,6 +64,9 @@ NO_TOP = empty_top()
 
 NO_ABOVE = np.empty(0, np.float64)
 
+NO_ANSWER = Answer.empty()
+"""No previous answer to keep (:meth:`SAPBase._quiet_step`): it holds fewer than ``k`` objects."""
+
 NEVER = 2 ** 63
 """A slide no stream reaches (slide indices come from int64 times)."""
 
@@ -450,22 +453,30 @@ class SAPBase(Algorithm):
     def _quiet_step(self, e: int, batch: Batch) -> None:
         """A slide of :meth:`_step` with no event (see :meth:`_next_event`): one slide of ``P_0``
         expires (:meth:`_expire_slide` and :meth:`_refill`), the slide's objects
-        arrive in the filling unit, and the answer is made in the same kernel call
-        (:func:`engine.kernels.sap.quiet_slide`); then the share of ``P_1``'s S-AVL formation,
-        if one is under way (:meth:`_advance_formation`).  ``O(s log k + k)``, plus ``O(|C|)``
-        when a member of ``C`` expires and ``O(log k)`` per expired or promoted ``M_0`` entry and
-        per object the formation scans."""
+        arrive in the filling unit, in the same kernel call that tells whether the previous
+        answer stands (:func:`engine.kernels.sap.quiet_slide`); then the share of ``P_1``'s
+        S-AVL formation, if one is under way (:meth:`_advance_formation`).
+
+        The answer is the top ``k`` of ``C``, ``P_m^k`` and the filling unit's top; on a quiet
+        slide ``P_m^k`` does not change and the filling unit only gains the slide's objects.
+        So a previous answer of ``k`` objects stands, and is kept, when no member of ``C``
+        expired and no arrival ranks above its last; otherwise :meth:`topk` makes the new one.
+        ``O(s log k)``, plus ``O(|C|)`` when a member of ``C`` expires and ``O(log k)`` per
+        expired or promoted ``M_0`` entry and per object the formation scans."""
         self._slide = e
         self._open_cache = None
         self._cache_bytes = 0
+        answer = self._answer
         gone = e - self._W
         parts = self._parts
         if parts:
             front = parts[0]
             if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
-                self._expire_slide(front, gone)
+                if self._expire_slide(front, gone):
+                    answer = None
                 if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
-                    self._refill(front)
+                    if self._refill(front):
+                        answer = None
                     self._m_figures = self._M.meta.tolist()
         m, k = len(batch.ids), self._k
         unit = self._filling
@@ -476,10 +487,9 @@ class SAPBase(Algorithm):
         size = min(k, chosen + held)
         top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
         rows = new_array(chosen, RAW)
-        C, opened = self._C, self._open_top
-        n = min(k, len(C.score) + len(opened[0]) + size)
-        ids, scores, seq = new_array(n, I64), new_array(n, F64), new_array(n, I64)
-        self._quiet_kernel(batch, rows, unit_top, top, C, opened, ids, scores, seq)
+        if not self._quiet_kernel(batch, rows, unit_top, top, NO_ANSWER if answer is None else answer):
+            self._answer = None
+            self._answer_bytes = 0
         events = self._events
         events["arrivals"] += m
         events["prefiltered"] += m - chosen
@@ -489,15 +499,12 @@ class SAPBase(Algorithm):
         self._raw_put(e, rows)
         if len(parts) > 1 and parts[1].state == "forming":
             self._advance_formation(e)
-        self._answer = Answer(ids, scores, seq)
-        self._answer_bytes = ANSWER_ARRAYS + n * ANSWER_ROW
 
-    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top,
-                      C: CandidateSet, opened: Top, ids: np.ndarray, scores: np.ndarray, seq: np.ndarray) -> None:
-        """:func:`engine.kernels.sap.quiet_slide` without TBUI (the variant with TBUI observes too)."""
-        kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top,
-                            NO_ABOVE, 0, 0.0, 0, 0.0, False, False,
-                            C.score, C.seq, C.ids, opened[0], opened[1], opened[2], ids, scores, seq)
+    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top, answer: Answer) -> bool:
+        """:func:`engine.kernels.sap.quiet_slide` without TBUI (the variant with TBUI observes
+        too): whether ``answer`` stands."""
+        return kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top,
+                                   *top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, answer.scores, answer.seq)[2]
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
@@ -534,11 +541,13 @@ class SAPBase(Algorithm):
         else:
             self._refill(front)
 
-    def _expire_slide(self, front: Partition, gone: int) -> None:
+    def _expire_slide(self, front: Partition, gone: int) -> int:
         """Algorithm 1 lines 1-5 for slide ``gone`` of ``P_0``: its candidates leave ``C`` (a
         pass only once the bound reaches ``C``'s oldest member, ``O(|C|)``), its entries leave
-        ``M_0`` (``O(log k)`` each) and its raw objects are dropped."""
+        ``M_0`` (``O(log k)`` each) and its raw objects are dropped.  Returns how many
+        candidates left ``C``."""
         bound = gone * self._s
+        expired = 0
         if bound > self._C.oldest:
             expired = self._C.expire(bound)
             front.in_c -= expired
@@ -547,22 +556,24 @@ class SAPBase(Algorithm):
         if self._M:
             self._M.expire(bound)
         self._raw_drop(gone)
+        return expired
 
-    def _refill(self, front: Partition) -> None:
+    def _refill(self, front: Partition) -> int:
         """Algorithm 1 line 6 with Section 5.1: expired members of ``P_0^k`` are replaced by
-        the best entries of ``M_0`` (``O(log k)`` each)."""
+        the best entries of ``M_0`` (``O(log k)`` each).  Returns how many entered ``C``."""
         M = self._M
         wanted = self._k - front.in_c
         if not M or wanted <= 0:
-            return
-        self._promote(front, M.pop_columns(min(wanted, len(M))))
+            return 0
+        return self._promote(front, M.pop_columns(min(wanted, len(M))))
 
-    def _promote(self, front: Partition, promoted: Top) -> None:
+    def _promote(self, front: Partition, promoted: Top) -> int:
         """Move entries popped from ``M_0`` (best first) into ``C`` with their dominance
         counters.  Counters only grow down the list: from the first entry that ``k`` newer
-        candidates dominate, they dominate every entry left, and ``M_0`` is emptied."""
+        candidates dominate, they dominate every entry left, and ``M_0`` is emptied.  Returns
+        how many entered ``C``."""
         if not len(promoted[0]):
-            return
+            return 0
         counts = self._C.dominators(promoted[0], front.serial)
         dead = int(np.searchsorted(counts, self._k, side="left"))
         if dead < len(counts):
@@ -575,6 +586,7 @@ class SAPBase(Algorithm):
             if front.raw:
                 self._raw_in_c += dead
             self._events["promotions"] += dead
+        return dead
 
     def _arrive(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         k = self._k
