@@ -32,7 +32,7 @@ from . import publish, store
 from .errors import InputError
 from .replay_config import (SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, check_run_name, parse_config,
                             read_config)
-from .replay_multi import check_shared_state, group_of
+from .replay_multi import RestoredMember, check_shared_state, group_of, slide_cut, state_position
 from .replay_tasks import ATTRIBUTE_COLUMNS, feature_magnitudes, id_shard, is_attribute_dataset, read_rows
 
 
@@ -338,7 +338,11 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
             for (label, shard), state in states.items():
                 where = f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}"
                 if specs[label].name == SHARED:
-                    check_shared_state(state, [config.queries[i] for i in group_of(config.queries, query_id)], where)
+                    group = group_of(config.queries, query_id)
+                    executor = check_shared_state(state, [config.queries[i] for i in group], where)
+                    if state_position(state) != slide_cut(query, origin, slide, dataset.t):
+                        raise stale_snapshot(resumed_run, query_id, label, [shard], slide)
+                    restored_tasks.setdefault(label, {})[shard] = RestoredMember(executor, group.index(query_id))
                 else:
                     restored = check_state(state, query, specs[label], where)
                     restored_tasks.setdefault(label, {})[shard] = restored
@@ -477,14 +481,18 @@ def check_restored_answers(con, run_id: str, query_id: int, query: Query, slide:
                      if not same_answer(answer, answers[reference][shard])]
         else:
             wrong = []
-        if not wrong:
-            continue
-        shards = f"shard {wrong[0]}" if len(wrong) == 1 else f"shards {', '.join(map(str, wrong))}"
-        raise InputError(f"run {run_id}: the snapshot of query {query_id}, {label}, {shards} at slide {slide} "
-                         f"does not give the answer stored for that slide (an older state copied over it?); "
-                         f"delete the snapshots of that slide (DELETE FROM snapshots WHERE run_id = '{run_id}' "
-                         f"AND query_id = {query_id} AND slide = {slide}) to resume from the one before, "
-                         "or start a new run")
+        if wrong:
+            raise stale_snapshot(run_id, query_id, label, wrong, slide)
+
+
+def stale_snapshot(run_id: str, query_id: int, label: str, wrong: list[int], slide: int) -> InputError:
+    """The refusal of snapshots (of the ``wrong`` shards) that do not hold their task's state at ``slide``."""
+    shards = f"shard {wrong[0]}" if len(wrong) == 1 else f"shards {', '.join(map(str, wrong))}"
+    return InputError(f"run {run_id}: the snapshot of query {query_id}, {label}, {shards} at slide {slide} "
+                      f"does not give the answer stored for that slide (an older state copied over it?); "
+                      f"delete the snapshots of that slide (DELETE FROM snapshots WHERE run_id = '{run_id}' "
+                      f"AND query_id = {query_id} AND slide = {slide}) to resume from the one before, "
+                      "or start a new run")
 
 
 def wrong_shards(answers: dict[int, engine.Answer], stored: tuple[list[int], list[float]],
