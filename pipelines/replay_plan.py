@@ -149,6 +149,7 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)
     check_slide_count(dataset, config.queries, max_slides)
+    check_row_values(dataset)
     if dataset.attribute:
         check_attribute_overflow(dataset, config.queries)
     else:
@@ -200,6 +201,35 @@ def check_slide_count(dataset: Dataset, queries: tuple[Query, ...], limit: int) 
     if excess is not None:
         position, row, problem = excess
         raise InputError(f"dataset {dataset.name!r}, row seq {row}: query {position}: {problem}")
+
+
+def check_row_values(dataset: Dataset) -> None:
+    """Refuse a dataset holding a row the engine refuses (its stream and value outside
+    ``0..streams - 1`` and ``[0, 1]``, or a feature that is not a finite number: a dataset
+    written or edited by hand, the ingest admits neither), naming its first such row, before
+    any task runs: a task would fail on it after Spark started, naming the row by its place in
+    the task's chunk.  One pass over those columns (``O(n d)``)."""
+    streams = len(dataset.features)
+    columns = ("id", *ATTRIBUTE_COLUMNS) if dataset.attribute else ("id", *dataset.features)
+    for chunk in read_rows(dataset.parquet, columns, chunk_rows=1 << 22):
+        if dataset.attribute:
+            stream, value = chunk["stream"], chunk["value"].astype(np.float64)
+            bad = (stream < 0) | (stream >= streams) | ~((value >= 0.0) & (value <= 1.0))
+        else:
+            x = np.column_stack([chunk[name] for name in dataset.features]).astype(np.float64)
+            bad = ~np.isfinite(x).all(axis=1)
+        if not bad.any():
+            continue
+        row = int(np.argmax(bad))
+        if not dataset.attribute:
+            name = dataset.features[int(np.argmin(np.isfinite(x[row])))]
+            problem = f"feature {name} is {float(chunk[name][row])!r}, not a finite number"
+        elif not 0 <= stream[row] < streams:
+            problem = f"stream {int(stream[row])} is not one of its {streams} streams (0..{streams - 1})"
+        else:
+            problem = f"value {float(value[row])!r} is outside [0, 1]"
+        raise InputError(f"dataset {dataset.name!r}, row seq {int(chunk['seq'][row])} (id {int(chunk['id'][row])}): "
+                         f"{problem}, which the engine refuses; ingest the data again")
 
 
 def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
