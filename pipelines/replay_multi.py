@@ -84,6 +84,31 @@ def check_shared_state(state: str, queries: list[Query], where: str) -> SharedTo
     return executor
 
 
+class RestoredMember:
+    """One query of a restored group executor, answering as a restored exact algorithm does
+    (``topk()``: its latest answer, empty before its first), so that
+    :func:`pipelines.replay_plan.check_restored_answers` checks it like any task."""
+
+    exact = True
+
+    def __init__(self, executor: SharedTopK, handle: int) -> None:
+        self.executor, self.handle = executor, handle
+
+    def topk(self) -> Answer:
+        latest = self.executor.topk(self.handle)
+        return EMPTY if latest is None else latest.answer
+
+
+def slide_cut(query: Query, origin: int, slide: int, t: np.ndarray) -> tuple[int, int]:
+    """The cut of the global stream at the end of the query's ``slide``: ``(position, time)``,
+    where a group task stops feeding to take that slide's snapshot (a count boundary ``E``:
+    ``(E, t[E - 1])``; a time boundary ``T``: ``(first seq with t >= T, T)``)."""
+    boundary = origin + (slide + 1) * query.slide
+    if query.kind == "count":
+        return boundary, int(t[boundary - 1])
+    return int(np.searchsorted(t, boundary, side="left")), boundary
+
+
 @dataclass(frozen=True)
 class Member:
     """One query of a group task: where its answers go and which slides it writes."""
@@ -177,16 +202,10 @@ def segment_cuts(members: list["QueryProgress"], t: np.ndarray) -> tuple[tuple[i
     """Every member's segment ends from its ``next_slide`` on, as cuts of the global stream, ascending."""
     ends: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for handle, p in enumerate(members):
-        s = p.query.slide
         for slide in range(p.next_slide, p.total_slides):
             if (slide + 1) % p.segment_slides and slide != p.total_slides - 1:
                 continue
-            boundary = p.origin + (slide + 1) * s
-            if p.query.kind == "count":
-                cut = (boundary, int(t[boundary - 1]))
-            else:
-                cut = (int(np.searchsorted(t, boundary, side="left")), boundary)
-            ends.setdefault(cut, []).append((handle, slide))
+            ends.setdefault(slide_cut(p.query, p.origin, slide, t), []).append((handle, slide))
     return tuple((position, now, tuple(ends[(position, now)])) for position, now in sorted(ends))
 
 

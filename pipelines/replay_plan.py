@@ -32,7 +32,7 @@ from . import publish, store
 from .errors import InputError
 from .replay_config import (SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, check_run_name, parse_config,
                             read_config)
-from .replay_multi import check_shared_state, group_of
+from .replay_multi import RestoredMember, check_shared_state, group_of, slide_cut, state_position
 from .replay_tasks import ATTRIBUTE_COLUMNS, feature_magnitudes, id_shard, is_attribute_dataset, read_rows
 
 
@@ -149,6 +149,7 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)
     check_slide_count(dataset, config.queries, max_slides)
+    check_row_values(dataset)
     if dataset.attribute:
         check_attribute_overflow(dataset, config.queries)
     else:
@@ -200,6 +201,35 @@ def check_slide_count(dataset: Dataset, queries: tuple[Query, ...], limit: int) 
     if excess is not None:
         position, row, problem = excess
         raise InputError(f"dataset {dataset.name!r}, row seq {row}: query {position}: {problem}")
+
+
+def check_row_values(dataset: Dataset) -> None:
+    """Refuse a dataset holding a row the engine refuses (its stream and value outside
+    ``0..streams - 1`` and ``[0, 1]``, or a feature that is not a finite number: a dataset
+    written or edited by hand, the ingest admits neither), naming its first such row, before
+    any task runs: a task would fail on it after Spark started, naming the row by its place in
+    the task's chunk.  One pass over those columns (``O(n d)``)."""
+    streams = len(dataset.features)
+    columns = ("id", *ATTRIBUTE_COLUMNS) if dataset.attribute else ("id", *dataset.features)
+    for chunk in read_rows(dataset.parquet, columns, chunk_rows=1 << 22):
+        if dataset.attribute:
+            stream, value = chunk["stream"], chunk["value"].astype(np.float64)
+            bad = (stream < 0) | (stream >= streams) | ~((value >= 0.0) & (value <= 1.0))
+        else:
+            x = np.column_stack([chunk[name] for name in dataset.features]).astype(np.float64)
+            bad = ~np.isfinite(x).all(axis=1)
+        if not bad.any():
+            continue
+        row = int(np.argmax(bad))
+        if not dataset.attribute:
+            name = dataset.features[int(np.argmin(np.isfinite(x[row])))]
+            problem = f"feature {name} is {float(chunk[name][row])!r}, not a finite number"
+        elif not 0 <= stream[row] < streams:
+            problem = f"stream {int(stream[row])} is not one of its {streams} streams (0..{streams - 1})"
+        else:
+            problem = f"value {float(value[row])!r} is outside [0, 1]"
+        raise InputError(f"dataset {dataset.name!r}, row seq {int(chunk['seq'][row])} (id {int(chunk['id'][row])}): "
+                         f"{problem}, which the engine refuses; ingest the data again")
 
 
 def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
@@ -338,7 +368,11 @@ def query_progress(con, config: ReplayConfig, dataset: Dataset, resumed_run: str
             for (label, shard), state in states.items():
                 where = f"run {resumed_run}: snapshot of query {query_id}, {label}, shard {shard}"
                 if specs[label].name == SHARED:
-                    check_shared_state(state, [config.queries[i] for i in group_of(config.queries, query_id)], where)
+                    group = group_of(config.queries, query_id)
+                    executor = check_shared_state(state, [config.queries[i] for i in group], where)
+                    if state_position(state) != slide_cut(query, origin, slide, dataset.t):
+                        raise stale_snapshot(resumed_run, query_id, label, [shard], slide)
+                    restored_tasks.setdefault(label, {})[shard] = RestoredMember(executor, group.index(query_id))
                 else:
                     restored = check_state(state, query, specs[label], where)
                     restored_tasks.setdefault(label, {})[shard] = restored
@@ -477,14 +511,18 @@ def check_restored_answers(con, run_id: str, query_id: int, query: Query, slide:
                      if not same_answer(answer, answers[reference][shard])]
         else:
             wrong = []
-        if not wrong:
-            continue
-        shards = f"shard {wrong[0]}" if len(wrong) == 1 else f"shards {', '.join(map(str, wrong))}"
-        raise InputError(f"run {run_id}: the snapshot of query {query_id}, {label}, {shards} at slide {slide} "
-                         f"does not give the answer stored for that slide (an older state copied over it?); "
-                         f"delete the snapshots of that slide (DELETE FROM snapshots WHERE run_id = '{run_id}' "
-                         f"AND query_id = {query_id} AND slide = {slide}) to resume from the one before, "
-                         "or start a new run")
+        if wrong:
+            raise stale_snapshot(run_id, query_id, label, wrong, slide)
+
+
+def stale_snapshot(run_id: str, query_id: int, label: str, wrong: list[int], slide: int) -> InputError:
+    """The refusal of snapshots (of the ``wrong`` shards) that do not hold their task's state at ``slide``."""
+    shards = f"shard {wrong[0]}" if len(wrong) == 1 else f"shards {', '.join(map(str, wrong))}"
+    return InputError(f"run {run_id}: the snapshot of query {query_id}, {label}, {shards} at slide {slide} "
+                      f"does not give the answer stored for that slide (an older state copied over it?); "
+                      f"delete the snapshots of that slide (DELETE FROM snapshots WHERE run_id = '{run_id}' "
+                      f"AND query_id = {query_id} AND slide = {slide}) to resume from the one before, "
+                      "or start a new run")
 
 
 def wrong_shards(answers: dict[int, engine.Answer], stored: tuple[list[int], list[float]],

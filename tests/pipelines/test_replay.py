@@ -662,6 +662,46 @@ def test_an_attribute_query_whose_summed_values_overflow_is_refused_before_spark
                                   "queries": [{"weights": [5e307, 5e307], **query}]}))
     assert replay.prepare(config, db=db).remaining == 10  # client 500: about 1.01e308 over its rows
 
+def test_rows_the_engine_refuses_are_refused_before_spark_naming_the_row(spark, tmp_path, capsys):
+    """A dataset edited by hand (the ingest admits none of these): a stream beyond the dataset's
+    streams, a value outside [0, 1] or NaN in an attribute stream, a feature that is not finite in
+    an object stream.  ``--resume`` and a new run stop with one line naming the row by ``seq``, exit
+    status 2, nothing written; before, a Spark task failed, naming the row by its place in its chunk."""
+    db, data, config = tmp_path / "topk.duckdb", tmp_path / "clients.parquet", tmp_path / "clients.json"
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "clients", "family": "test", "features": ["a", "b"],
+                                           "parquet": str(data)})
+    config.write_text(json.dumps({"name": "clients", "dataset": "clients",
+                                  "algorithms": [{"name": "oracle-incomplete"}, {"name": "sla"}],
+                                  "queries": [{"weights": [1.0, 1.0], "k": 2, "window": 40, "slide": 10}]}))
+    write_client_dataset(data, 90, [])
+    replay.replay(spark, config, db=db, log=lambda _: None)
+    before = table_counts(db)
+    for column, bad, problem in [("stream", 2, "stream 2 is not one of its 2 streams (0..1)"),
+                                 ("stream", -1, "stream -1 is not one of its 2 streams (0..1)"),
+                                 ("value", 1.5, "value 1.5 is outside [0, 1]"),
+                                 ("value", float("nan"), "value nan is outside [0, 1]")]:
+        write_client_dataset(data, 100, [])
+        table = pq.read_table(data).to_pydict()
+        table[column] = [bad if seq == 93 else value for seq, value in zip(table["seq"], table[column])]
+        pq.write_table(pa.table(table), data)
+        for run in (["--resume"], ["--run-id", "another"]):
+            assert replay.main(["--config", str(config), "--db", str(db), *run]) == 2
+            assert capsys.readouterr().err == (f"error: dataset 'clients', row seq 93 (id 502): {problem}, which the "
+                                               "engine refuses; ingest the data again\n")
+            assert table_counts(db) == before
+
+    features = {"a": np.linspace(0.0, 1.0, 60), "b": np.linspace(1.0, 0.0, 60)}
+    features["b"][41] = np.inf
+    write_object_dataset(db, tmp_path, "objects", {"id": np.arange(60) + 100, "seq": np.arange(60),
+                                                   "t": np.arange(60), **features})
+    objects = tmp_path / "objects.json"
+    objects.write_text(json.dumps({"name": "objects", "dataset": "objects", "algorithms": [{"name": "oracle"}],
+                                   "queries": [{"weights": [1.0, 0.0], "k": 2, "window": 10, "slide": 5}]}))
+    with pytest.raises(InputError, match=r"^dataset 'objects', row seq 41 \(id 141\): feature b is inf, not a finite"):
+        replay.prepare(objects, db=db)
+
+
 FAILING_DOUBLE = '''"""The oracle, raising on its third slide: a plugin for the replay's task-failure test,
 written to a temporary directory so that only the replay's processes register it."""
 
