@@ -247,6 +247,7 @@ with st.sidebar:
                              f"hold at most {query.window:,}." if query.kind == "count" and query.k > query.window
                              else ""))
         except ValueError as exc:
+            ss.pop("wl_note", None)  # the last added query's note would read as this one's
             st.error(f"Not added: {exc}", icon=":material/error:")
 
 playing = bool(ss.wl_playing) and not watch.done and bool(watch.watched)

@@ -188,6 +188,17 @@ def test_a_bad_query_is_refused_with_a_message():
     assert not app.exception and "attribute stream" in app.info[-1].value
 
 
+def test_a_refused_query_does_not_leave_the_last_added_ones_note_beside_its_error():
+    app = open_page()
+    add_query(app, "count", 5, "100", "50", [1.0, 0.0, 0.0])
+    assert any(c.value.startswith("Query #3 added") for c in app.caption)
+    app.text_input(key="wl_window").set_value("ten").run()
+    app.button(key="wl_add").click().run()
+    assert "Not added: window" in app.error[0].value
+    assert not any("added" in c.value for c in app.caption)
+    assert len(table(app)) == 4
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_watch_state_matches_brute_force_through_adds_and_removes(seed):
     """Without the page: random adds and removes mid-stream; every latest answer equals a brute-force top-k
