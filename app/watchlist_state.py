@@ -55,15 +55,22 @@ def parse_query(kind: str, k: int, window: str, slide: str, weights: Sequence[fl
     --------
     >>> parse_query("count", 5, "1k", "100", [1.0, 0.0], "ordinal").window
     1000
-    >>> parse_query("count", 5, "1000", "300", [1.0], "ordinal")
+    >>> parse_query("time", 5, "30 min", "7 min", [1.0], "ms")
     Traceback (most recent call last):
     ...
-    ValueError: window must be a multiple of slide (300), got 1000
+    ValueError: the window (30 min) must be a whole number of slides (7 min): try 6 min or 10 min
     """
     if kind == "count":
         n, s = units.parse_count(str(window), "window"), units.parse_count(str(slide), "slide")
     else:
         n, s = units.parse_duration(str(window), t_unit, "window"), units.parse_duration(str(slide), t_unit, "slide")
+    if n >= 1 and s >= 1 and n % s:  # said in the lengths typed (the engine's own message counts milliseconds)
+        step = units.granularity(s, t_unit) if kind == "time" else 1
+        nearest = " or ".join(typed(d, kind, t_unit) for d in units.nearest_slides(n, s, step))
+        problem = (f"slide ({typed(s, kind, t_unit)}) must not be longer than the window ({typed(n, kind, t_unit)})"
+                   if s > n else
+                   f"the window ({typed(n, kind, t_unit)}) must be a whole number of slides ({typed(s, kind, t_unit)})")
+        raise ValueError(f"{problem}: try {nearest}")
     return within_slide_limit(engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind))
 
 

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import engine
 from app import data, live_state, units
-from app.watchlist_state import Watch
+from app.watchlist_state import Watch, parse_query
 
 from .conftest import ENTRY, demo_trace
 
@@ -182,10 +182,21 @@ def test_a_bad_query_is_refused_with_a_message():
     app.text_input(key="wl_window").set_value("1000")
     app.text_input(key="wl_slide").set_value("300").run()
     app.button(key="wl_add").click().run()
-    assert "multiple of slide" in app.error[0].value
+    assert "must be a whole number of slides (300): try 250 or 500" in app.error[0].value
     assert len(table(app)) == 3
     app.selectbox(key="wl_dataset").set_value(data.SYNTHETIC_ATTRIBUTES).run()
     assert not app.exception and "attribute stream" in app.info[-1].value
+
+
+def test_a_time_slide_that_does_not_divide_its_window_is_refused_in_the_lengths_typed():
+    with pytest.raises(ValueError, match=r"^the window \(30 min\) must be a whole number of slides \(7 min\): "
+                                         r"try 6 min or 10 min$"):
+        parse_query("time", 5, "30 min", "7 min", [1.0], "ms")
+    with pytest.raises(ValueError, match=r"^slide \(2 h\) must not be longer than the window \(1 h\): try 1 h$"):
+        parse_query("time", 5, "1 h", "2 h", [1.0], "ms")
+    with pytest.raises(ValueError, match=r"^the window \(1,000\) must be a whole number of slides \(300\): "
+                                         r"try 250 or 500$"):
+        parse_query("count", 5, "1k", "300", [1.0], "ordinal")
 
 
 def test_a_refused_query_does_not_leave_the_last_added_ones_note_beside_its_error():
