@@ -81,7 +81,9 @@ def remove() -> None:
     handle = ss.get("wl_remove_pick")
     if handle in ss.wl_watch.watched:
         ss.wl_watch.remove(handle)
-        ss.wl_note = f"Query #{handle} removed; the others go on from row {ss.wl_watch.rows:,}."
+        ss.wl_note = (f"Query #{handle} removed; the others go on from row {ss.wl_watch.rows:,}."
+                      if ss.wl_watch.watched else
+                      f"Query #{handle} removed at row {ss.wl_watch.rows:,}; the watch list is empty.")
 
 
 # ---------------------------------------------------------------- panels

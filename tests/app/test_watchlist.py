@@ -199,6 +199,13 @@ def test_a_time_slide_that_does_not_divide_its_window_is_refused_in_the_lengths_
         parse_query("count", 5, "1k", "300", [1.0], "ordinal")
 
 
+def test_removing_the_last_query_says_the_list_is_empty_not_that_the_others_go_on():
+    app = open_page(q="count:4:300:60:1,0,-1")
+    app.button(key="wl_step").click().run()
+    app.button(key="wl_remove").click().run()
+    assert "Query #0 removed at row 60; the watch list is empty." in [c.value for c in app.caption]
+
+
 def test_a_refused_query_does_not_leave_the_last_added_ones_note_beside_its_error():
     app = open_page()
     add_query(app, "count", 5, "100", "50", [1.0, 0.0, 0.0])
