@@ -647,8 +647,6 @@ def live_panels() -> None:
         tick = playback.start_tick("live_", ss.speed)
         rows = live.rows
         slides = live.play(tick.due, tick.budget)
-        if live.current is not None:  # a link copied while playing reopens the slide shown
-            st.query_params["at"] = str(live.current)
         st.caption(live_state.pace_caption(ss.speed, slides, tick.due, live.rows - rows, tick.length,
                                            perf_counter() - tick.start, tick.budget))
         if live.done:

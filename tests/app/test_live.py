@@ -214,16 +214,6 @@ def test_play_advances_and_pause_stops_within_one_tick(app):
     assert slide_shown(app) == FIRST_WINDOW - 1 + 10
 
 
-def test_the_link_follows_the_slide_shown_while_playing(app):
-    """A link copied while playing reopens the slide shown, as the Watch list's does (its rows delivered)."""
-    app.run()
-    app.select_slider(key="speed").set_value(10)
-    app.button(key="play").click().run()
-    assert app.query_params["at"] == str(slide_shown(app)) == str(FIRST_WINDOW - 1 + 10)
-    app.run()
-    assert app.query_params["at"] == str(slide_shown(app)) == str(FIRST_WINDOW - 1 + 20)
-
-
 def test_a_tick_processes_the_slides_due_since_the_last_one(app):
     """The browser asks for a tick once it has drawn the last one, which on a heavy page takes seconds: a
     tick processing one second's worth played a heavy setup at 7 of the 200 slides/s asked. A tick now
