@@ -93,6 +93,15 @@ def to_url(queries: Sequence[engine.Query]) -> str:
                     for q in queries)
 
 
+def link_value(name: str, text: str, read: Callable[[str], Any]) -> Any:
+    """``read(text)``; ``ValueError`` naming the field when ``text`` is not a number (Python's own message names
+    ``int()``)."""
+    try:
+        return read(text)
+    except ValueError:
+        raise ValueError(f'{name} "{units.shorten(text)}" is not a {"whole " if read is int else ""}number') from None
+
+
 def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list[engine.Query]:
     """The queries of :func:`to_url`'s text (``""``: none); malformed ones (or of other
     dimensions, or spanning more than :data:`app.units.MAX_SLIDES_PER_WINDOW` slides) are
@@ -116,8 +125,9 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
         try:
             if not engine.base.plain_digits(part):
                 raise ValueError("numbers are written with the digits 0-9")
-            query = engine.Query(weights=[float(w) for w in weights.split(",")], k=int(k), window=int(window),
-                                 slide=int(slide), kind=kind)
+            query = engine.Query(weights=[link_value("weight", w, float) for w in weights.split(",")],
+                                 k=link_value("k", k, int), window=link_value("window", window, int),
+                                 slide=link_value("slide", slide, int), kind=kind)
             if query.window > units.MAX_LENGTH:
                 raise ValueError(f"window must be at most {units.MAX_LENGTH:,}, got {query.window:,}")
             within_slide_limit(query)

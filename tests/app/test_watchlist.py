@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import engine
 from app import data, live_state, units
-from app.watchlist_state import Watch, parse_query
+from app.watchlist_state import Watch, from_url, parse_query
 
 from .conftest import ENTRY, demo_trace
 
@@ -204,6 +204,14 @@ def test_removing_the_last_query_says_the_list_is_empty_not_that_the_others_go_o
     app.button(key="wl_step").click().run()
     app.button(key="wl_remove").click().run()
     assert "Query #0 removed at row 60; the watch list is empty." in [c.value for c in app.caption]
+
+
+def test_a_link_with_a_length_or_weight_that_is_not_a_number_names_it():
+    notes: list[str] = []
+    assert from_url("time:3:1 h:600000:1,1;count:5:200:50:x,1;count:k:200:50:1,1", 2, notes) == []
+    assert notes == ['query 1 (time:3:1 h:600000:1,1) left out: window "1 h" is not a whole number',
+                     'query 2 (count:5:200:50:x,1) left out: weight "x" is not a number',
+                     'query 3 (count:k:200:50:1,1) left out: k "k" is not a whole number']
 
 
 def test_a_refused_query_does_not_leave_the_last_added_ones_note_beside_its_error():
