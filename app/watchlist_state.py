@@ -55,15 +55,22 @@ def parse_query(kind: str, k: int, window: str, slide: str, weights: Sequence[fl
     --------
     >>> parse_query("count", 5, "1k", "100", [1.0, 0.0], "ordinal").window
     1000
-    >>> parse_query("count", 5, "1000", "300", [1.0], "ordinal")
+    >>> parse_query("time", 5, "30 min", "7 min", [1.0], "ms")
     Traceback (most recent call last):
     ...
-    ValueError: window must be a multiple of slide (300), got 1000
+    ValueError: the window (30 min) must be a whole number of slides (7 min): try 6 min or 10 min
     """
     if kind == "count":
         n, s = units.parse_count(str(window), "window"), units.parse_count(str(slide), "slide")
     else:
         n, s = units.parse_duration(str(window), t_unit, "window"), units.parse_duration(str(slide), t_unit, "slide")
+    if n >= 1 and s >= 1 and n % s:  # said in the lengths typed (the engine's own message counts milliseconds)
+        step = units.granularity(s, t_unit) if kind == "time" else 1
+        nearest = " or ".join(typed(d, kind, t_unit) for d in units.nearest_slides(n, s, step))
+        problem = (f"slide ({typed(s, kind, t_unit)}) must not be longer than the window ({typed(n, kind, t_unit)})"
+                   if s > n else
+                   f"the window ({typed(n, kind, t_unit)}) must be a whole number of slides ({typed(s, kind, t_unit)})")
+        raise ValueError(f"{problem}: try {nearest}")
     return within_slide_limit(engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind))
 
 
@@ -84,6 +91,15 @@ def to_url(queries: Sequence[engine.Query]) -> str:
     """
     return ";".join(f"{q.kind}:{q.k}:{q.window}:{q.slide}:{units.weights_text(q.weights)}"
                     for q in queries)
+
+
+def link_value(name: str, text: str, read: Callable[[str], Any]) -> Any:
+    """``read(text)``; ``ValueError`` naming the field when ``text`` is not a number (Python's own message names
+    ``int()``)."""
+    try:
+        return read(text)
+    except ValueError:
+        raise ValueError(f'{name} "{units.shorten(text)}" is not a {"whole " if read is int else ""}number') from None
 
 
 def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list[engine.Query]:
@@ -109,8 +125,9 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
         try:
             if not engine.base.plain_digits(part):
                 raise ValueError("numbers are written with the digits 0-9")
-            query = engine.Query(weights=[float(w) for w in weights.split(",")], k=int(k), window=int(window),
-                                 slide=int(slide), kind=kind)
+            query = engine.Query(weights=[link_value("weight", w, float) for w in weights.split(",")],
+                                 k=link_value("k", k, int), window=link_value("window", window, int),
+                                 slide=link_value("slide", slide, int), kind=kind)
             if query.window > units.MAX_LENGTH:
                 raise ValueError(f"window must be at most {units.MAX_LENGTH:,}, got {query.window:,}")
             within_slide_limit(query)

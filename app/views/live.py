@@ -74,7 +74,7 @@ def set_playing(playing: bool) -> None:
     """Play or pause. The button passes the state it offers, not a toggle: a click delivered
     twice (a rerun request coalesced with a playback tick) must not undo itself."""
     ss.playing = playing
-    ss.pop("live_tick_start", None)  # the first tick after Play has no tick before it
+    playback.forget_last_tick("live_")
 
 
 def step() -> None:
@@ -644,14 +644,11 @@ def live_panels() -> None:
     started = ss.pop("run_start", None) or perf_counter()  # a tick is timed from its own start
     live: LiveRun = ss.live_run
     if ss.playing:
-        start = perf_counter()
-        since_last = start - ss.get("live_tick_start", start - live_state.TICK)
-        ss.live_tick_start = start
-        due, budget = live_state.tick_work(ss.speed, since_last)
+        tick = playback.start_tick("live_", ss.speed)
         rows = live.rows
-        slides = live.play(due, budget)
-        st.caption(live_state.pace_caption(ss.speed, slides, due, live.rows - rows,
-                                           max(live_state.TICK, since_last), perf_counter() - start, budget))
+        slides = live.play(tick.due, tick.budget)
+        st.caption(live_state.pace_caption(ss.speed, slides, tick.due, live.rows - rows, tick.length,
+                                           perf_counter() - tick.start, tick.budget))
         if live.done:
             ss.playing = False
             st.rerun(scope="app")
@@ -659,8 +656,7 @@ def live_panels() -> None:
     st.caption(f"Computed in {perf_counter() - started:.2f} s on the server "
                f"({'this refresh' if ss.playing else 'the whole page, engines included'}).")
     if ss.playing:
-        ss.live_tick = ss.get("live_tick", 0) + 1
-        playback.request_next_tick(ss.live_tick, live_state.TICK - (perf_counter() - started))
+        playback.request_next("live_", started)
 
 
 ss.run_start = PAGE_START

@@ -61,7 +61,7 @@ def switch_kind(profile: presets.Profile) -> None:
 
 def set_playing(playing: bool) -> None:
     ss.wl_playing = playing
-    ss.pop("wl_tick_start", None)  # the first tick after Play has no tick before it
+    playback.forget_last_tick("wl_")
 
 
 def step() -> None:
@@ -81,7 +81,9 @@ def remove() -> None:
     handle = ss.get("wl_remove_pick")
     if handle in ss.wl_watch.watched:
         ss.wl_watch.remove(handle)
-        ss.wl_note = f"Query #{handle} removed; the others go on from row {ss.wl_watch.rows:,}."
+        ss.wl_note = (f"Query #{handle} removed; the others go on from row {ss.wl_watch.rows:,}."
+                      if ss.wl_watch.watched else
+                      f"Query #{handle} removed at row {ss.wl_watch.rows:,}; the watch list is empty.")
 
 
 # ---------------------------------------------------------------- panels
@@ -247,6 +249,7 @@ with st.sidebar:
                              f"hold at most {query.window:,}." if query.kind == "count" and query.k > query.window
                              else ""))
         except ValueError as exc:
+            ss.pop("wl_note", None)  # the last added query's note would read as this one's
             st.error(f"Not added: {exc}", icon=":material/error:")
 
 playing = bool(ss.wl_playing) and not watch.done and bool(watch.watched)
@@ -283,27 +286,23 @@ def watch_panels() -> None:
     started = ss.pop("wl_run_start", None) or perf_counter()
     live: Watch = ss.wl_watch
     if ss.wl_playing:
-        start = perf_counter()
-        since_last = start - ss.get("wl_tick_start", start - live_state.TICK)
-        ss.wl_tick_start = start
-        due, budget = live_state.tick_work(ss.wl_speed, since_last)
+        tick = playback.start_tick("wl_", ss.wl_speed)
         try:
-            rows = live.play(due, budget)
+            rows = live.play(tick.due, tick.budget)
         except ValueError as exc:
             ss.wl_playing = False
             ss.wl_note = f"The stream stopped: {exc}"
             st.rerun(scope="app")
         st.query_params["at"] = str(live.rows)
-        st.caption(live_state.pace_caption(ss.wl_speed, rows, due, None, max(live_state.TICK, since_last),
-                                           perf_counter() - start, budget, unit="rows"))
+        st.caption(live_state.pace_caption(ss.wl_speed, rows, tick.due, None, tick.length,
+                                           perf_counter() - tick.start, tick.budget, unit="rows"))
         if live.done:
             ss.wl_playing = False
             st.rerun(scope="app")
     render(live, profile)
     st.caption(f"Computed in {perf_counter() - started:.2f} s on the server.")
     if ss.wl_playing:
-        ss.wl_tick = ss.get("wl_tick", 0) + 1
-        playback.request_next_tick(ss.wl_tick, live_state.TICK - (perf_counter() - started))
+        playback.request_next("wl_", started)
 
 
 ss.wl_run_start = PAGE_START

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import engine
 from app import data, live_state, units
-from app.watchlist_state import Watch
+from app.watchlist_state import Watch, from_url, parse_query
 
 from .conftest import ENTRY, demo_trace
 
@@ -182,10 +182,47 @@ def test_a_bad_query_is_refused_with_a_message():
     app.text_input(key="wl_window").set_value("1000")
     app.text_input(key="wl_slide").set_value("300").run()
     app.button(key="wl_add").click().run()
-    assert "multiple of slide" in app.error[0].value
+    assert "must be a whole number of slides (300): try 250 or 500" in app.error[0].value
     assert len(table(app)) == 3
     app.selectbox(key="wl_dataset").set_value(data.SYNTHETIC_ATTRIBUTES).run()
     assert not app.exception and "attribute stream" in app.info[-1].value
+
+
+def test_a_time_slide_that_does_not_divide_its_window_is_refused_in_the_lengths_typed():
+    with pytest.raises(ValueError, match=r"^the window \(30 min\) must be a whole number of slides \(7 min\): "
+                                         r"try 6 min or 10 min$"):
+        parse_query("time", 5, "30 min", "7 min", [1.0], "ms")
+    with pytest.raises(ValueError, match=r"^slide \(2 h\) must not be longer than the window \(1 h\): try 1 h$"):
+        parse_query("time", 5, "1 h", "2 h", [1.0], "ms")
+    with pytest.raises(ValueError, match=r"^the window \(1,000\) must be a whole number of slides \(300\): "
+                                         r"try 250 or 500$"):
+        parse_query("count", 5, "1k", "300", [1.0], "ordinal")
+
+
+def test_removing_the_last_query_says_the_list_is_empty_not_that_the_others_go_on():
+    app = open_page(q="count:4:300:60:1,0,-1")
+    app.button(key="wl_step").click().run()
+    app.button(key="wl_remove").click().run()
+    assert "Query #0 removed at row 60; the watch list is empty." in [c.value for c in app.caption]
+
+
+def test_a_link_with_a_length_or_weight_that_is_not_a_number_names_it():
+    notes: list[str] = []
+    assert from_url("time:3:1 h:600000:1,1;count:5:200:50:x,1;count:k:200:50:1,1", 2, notes) == []
+    assert notes == ['query 1 (time:3:1 h:600000:1,1) left out: window "1 h" is not a whole number',
+                     'query 2 (count:5:200:50:x,1) left out: weight "x" is not a number',
+                     'query 3 (count:k:200:50:1,1) left out: k "k" is not a whole number']
+
+
+def test_a_refused_query_does_not_leave_the_last_added_ones_note_beside_its_error():
+    app = open_page()
+    add_query(app, "count", 5, "100", "50", [1.0, 0.0, 0.0])
+    assert any(c.value.startswith("Query #3 added") for c in app.caption)
+    app.text_input(key="wl_window").set_value("ten").run()
+    app.button(key="wl_add").click().run()
+    assert "Not added: window" in app.error[0].value
+    assert not any("added" in c.value for c in app.caption)
+    assert len(table(app)) == 4
 
 
 @pytest.mark.parametrize("seed", [1, 2])
