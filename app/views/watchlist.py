@@ -9,7 +9,9 @@ tick at a time, the browser asking for the next once it has drawn this one, at m
 its real length within the engine budget of :func:`app.live_state.tick_work`, like the Live page's; the
 caption says when the machine is the limit. The dataset, the queries and the
 position live in the URL (``ds``, ``q``, ``at``); a link's query or value the page cannot take
-is named in a warning.
+is named in a warning. Like the Live page's, the link is written by the page's full runs (Pause,
+the stream's end, Step), not by each tick: the browser keeps every address in its history, and
+Back would step through the ticks.
 """
 
 from __future__ import annotations
@@ -293,7 +295,6 @@ def watch_panels() -> None:
             ss.wl_playing = False
             ss.wl_note = f"The stream stopped: {exc}"
             st.rerun(scope="app")
-        st.query_params["at"] = str(live.rows)
         st.caption(live_state.pace_caption(ss.wl_speed, rows, tick.due, None, tick.length,
                                            perf_counter() - tick.start, tick.budget, unit="rows"))
         if live.done:

@@ -104,6 +104,31 @@ def table_ids(page, column: int) -> list[int]:
     return [int(rows.nth(r).locator("td").nth(column).inner_text()) for r in range(rows.count())]
 
 
+def delivered_rows(page) -> int:
+    """The Watch list's position: the rows its progress bar says were delivered."""
+    text = page.get_by_text(re.compile(r"^[0-9,]+ of [0-9,]+ rows delivered")).first.inner_text()
+    return int(text.split(" of ")[0].replace(",", ""))
+
+
+HISTORY_LENGTH = "() => window.history.length"
+LINK_AT_IS_SHOWN_ROW = """() => {
+  const shown = document.body.innerText.match(/([0-9,]+) of [0-9,]+ rows delivered/);
+  const at = new URLSearchParams(window.location.search).get("at");
+  return shown !== null && at === shown[1].replace(/,/g, "");
+}"""
+POSITIONS_SEEN = """([pattern, count]) => {
+  const shown = document.body.innerText.match(new RegExp(pattern));
+  window.positionsSeen = window.positionsSeen || {};
+  const seen = window.positionsSeen[pattern] = window.positionsSeen[pattern] || new Set();
+  if (shown !== null) seen.add(shown[1]);
+  return seen.size >= count;
+}"""
+"""Whether the page has shown ``count`` different positions (the first group of ``pattern``) since it was
+loaded: a playing page shows a new one each tick."""
+ROWS_DELIVERED = "([0-9,]+) of [0-9,]+ rows delivered"
+SLIDE_SHOWN = "Slide ([0-9,]+) ·"
+
+
 def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
@@ -129,10 +154,14 @@ def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
             assert "stock" not in page.url and "at=20" in page.url
 
             # Play, then Pause: the slide stops moving within one tick (1 s, 20 slides at the default speed).
+            # Playing adds no browser-history entry per tick (at most one, from Play's run).
+            history_before = page.evaluate(HISTORY_LENGTH)
             page.get_by_role("button", name="Play").click()
             expect(page.get_by_role("button", name="Pause")).to_be_visible(timeout=20_000)
             page.wait_for_function("() => /Slide (2[3-9]|[3-9][0-9]|[0-9]{3,}) ·/.test(document.body.innerText)",
                                    timeout=40_000)
+            page.wait_for_function(POSITIONS_SEEN, arg=[SLIDE_SHOWN, 5], timeout=60_000)  # 4 ticks or more
+            assert page.evaluate(HISTORY_LENGTH) - history_before <= 1
             page.get_by_role("button", name="Pause").click()
             expect(page.get_by_role("button", name="Play")).to_be_visible(timeout=20_000)
             paused_at = shown_slide(page)
@@ -166,6 +195,41 @@ def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
             expect(page.get_by_test_id("stTable").locator("tbody tr")).to_have_count(RUN_QUERY.k)
             assert "run=run-1" in page.url
             screenshot(page, tmp_path, "runs")
+        finally:
+            browser.close()
+
+
+def test_watch_list_playback_leaves_one_back_step_and_pause_writes_the_link(chromium, server, tmp_path):
+    """Playback wrote ``at`` into the address on every tick, and the browser keeps each address in its
+    history: after a minute of play leaving the page took about 60 Back presses. The link is now written
+    when playback pauses, as on the Live page; a link copied then reopens at the paused row."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page.goto(f"{server}/watchlist?ds=synthetic%3A+uniform")  # 20,000 rows, played at 1,000 rows/s
+            play = page.get_by_role("button", name="Play")
+            expect(play).to_be_enabled(timeout=60_000)
+            expect(page).to_have_url(re.compile(r"[?&]at=0(&|$)"), timeout=30_000)
+            before = page.evaluate(HISTORY_LENGTH)
+            play.click()
+            expect(page.get_by_role("button", name="Pause")).to_be_visible(timeout=30_000)
+            page.wait_for_function(POSITIONS_SEEN, arg=[ROWS_DELIVERED, 9], timeout=90_000)  # 8 ticks
+            assert page.evaluate(HISTORY_LENGTH) - before <= 1
+
+            page.get_by_role("button", name="Pause").click()
+            expect(page.get_by_role("button", name="Play")).to_be_visible(timeout=30_000)
+            page.wait_for_function(LINK_AT_IS_SHOWN_ROW, timeout=30_000)
+            paused_at = delivered_rows(page)
+            assert paused_at > 0
+            screenshot(page, tmp_path, "watchlist-paused")
+
+            shared = browser.new_page(viewport={"width": 1400, "height": 2000})
+            shared.goto(page.url)
+            expect(shared.get_by_text(f"{paused_at:,} of 20,000 rows delivered")).to_be_visible(timeout=60_000)
+            expect(shared.get_by_test_id("stAlertContentWarning")).to_have_count(0)
         finally:
             browser.close()
 
