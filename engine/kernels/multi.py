@@ -134,14 +134,12 @@ def unlink(nodes, forward, free, meta, node):
 
 
 @njit(cache=True)
-def lose_window(nodes, forward, free, meta, start, end, node, family):
-    """The record leaves its oldest window of ``family`` (``start += 1``); a record that is in
-    no window of any family any more leaves the list.  ``O(1)``, ``O(log MTK)`` on removal."""
-    start[node, family] += 1
-    if start[node, family] > end[node, family]:
-        nodes[node, CAREERS] -= 1
-        if nodes[node, CAREERS] == 0:
-            unlink(nodes, forward, free, meta, node)
+def leave_family(nodes, forward, free, meta, node):
+    """The record's career in a family is over; a record in no family's windows leaves the
+    list.  ``O(1)``, ``O(log MTK)`` on removal."""
+    nodes[node, CAREERS] -= 1
+    if nodes[node, CAREERS] == 0:
+        unlink(nodes, forward, free, meta, node)
 
 
 @njit(cache=True)
@@ -189,7 +187,11 @@ def update_window_marks(scores, nodes, forward, free, meta, start, end, fam, tkc
                 counters[LBP_SKIPS] += 1
                 above = nodes[above, ABOVE]
             lbp[slot] = above
-            lose_window(nodes, forward, free, meta, start, end, lowest, family)
+            # Inline, not a call taking the arrays: each compiled call with array arguments
+            # costs atomic reference-count updates, and this step runs once per window the arrival evicts from.
+            start[lowest, family] += 1
+            if start[lowest, family] > end[lowest, family]:
+                leave_family(nodes, forward, free, meta, lowest)
         window -= 1
         slot = slot - 1 if slot > offset else offset + span - 1
     start[node, family] = window + 1
@@ -256,7 +258,9 @@ def answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp,
             out_seq[o] = nodes[node, SEQ]
             cursor[OUTS] = o + 1
             taken += 1
-            lose_window(nodes, forward, free, meta, start, end, node, family)
+            start[node, family] += 1
+            if start[node, family] > end[node, family]:
+                leave_family(nodes, forward, free, meta, node)
         else:
             counters[ANSWER_SKIPS] += 1
         node = after

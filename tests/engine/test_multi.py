@@ -130,6 +130,28 @@ def test_queries_added_and_removed_mid_stream(shape):
     assert run_and_compare(executor, ids, t, x, cuts, events) > 300
 
 
+@pytest.mark.parametrize("shape", ["uniform", "increasing"])
+def test_windows_far_longer_than_the_stream_equal_brute_force(shape):
+    """window / slide = 3,000 over 300 rows: every arrival joins or evicts from thousands of
+    future windows of each family, and records leave the list from that loop (the path the
+    per-window eviction is inlined in); families of one group share records, time families
+    and queries added mid-stream included."""
+    ids, t, x = stream(shape, "steady", 300, seed=11)
+    a, b = (1.0, 0.0), (0.5, 0.5)
+    long = 3000
+    executor = SharedTopK([engine.Query(a, k=3, window=long, slide=1),
+                           engine.Query(a, k=5, window=2 * long, slide=2),
+                           engine.Query(a, k=2, window=long, slide=1, kind="time")])
+    events = {
+        40: [("add", engine.Query(a, k=4, window=long, slide=1)),                    # k above its family's
+             ("add", engine.Query(b, k=3, window=long, slide=1, kind="time"))],
+        150: [("remove", 0), ("add", engine.Query(a, k=1, window=long, slide=1))],
+        151: [("add", engine.Query(b, k=6, window=3 * long, slide=3))],
+    }
+    cuts = [1, 40, 97, 150, 151, 230, 300]
+    assert run_and_compare(executor, ids, t, x, cuts, events) > 1200
+
+
 def test_a_query_joining_its_family_answers_over_the_whole_window():
     ids, t, x = stream("uniform", "steady", 200, seed=3)
     executor = SharedTopK([engine.Query([1.0, 0.0], k=5, window=50, slide=10)])
