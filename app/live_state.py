@@ -75,6 +75,18 @@ class Problem:
     suggestions: tuple[str, ...] = ()
 
 
+def k_problem(k: float) -> str | None:
+    """Why ``k`` cannot be taken (a message for the user), else ``None``.
+
+    >>> k_problem(-3), k_problem(10)
+    ('k must be a whole number from 1 to 1,000 (the most objects the page lists in an answer), got -3', None)
+    """
+    if k == int(k) and 1 <= k <= K_MAX:
+        return None
+    shown = f"{int(k):,}" if k == int(k) else f"{k:g}"
+    return f"k must be a whole number from 1 to {K_MAX:,} (the most objects the page lists in an answer), got {shown}"
+
+
 def lengths(values: Mapping[str, Any], profile: Profile) -> tuple[int | None, int | None, list[Problem]]:
     """Parse the typed window and slide; problems name the field and suggest valid values.
 
@@ -88,33 +100,50 @@ def lengths(values: Mapping[str, Any], profile: Profile) -> tuple[int | None, in
     kind, t_unit = values["kind"], profile.t_unit
     problems: list[Problem] = []
     parsed: dict[str, int | None] = {}
-    for field in ("window", "slide"):
+    for field, default in zip(("window", "slide"), profile.defaults(kind)):
+        suggestions = (default,)
+        if field == "slide" and parsed["window"] is not None:  # slides that divide the window typed
+            suggestions = slides_near(parsed["window"], parse_length(default, kind, t_unit), kind, t_unit) or suggestions
         try:
-            text = str(values[field])
-            parsed[field] = units.parse_count(text, field) if kind == "count" else \
-                units.parse_duration(text, t_unit, field)
+            parsed[field] = parse_length(str(values[field]), kind, t_unit, field, " or ".join(suggestions))
         except ValueError as exc:
             parsed[field] = None
-            default = profile.defaults(kind)[0 if field == "window" else 1]
-            problems.append(Problem(field, str(exc), (default,)))
+            problems.append(Problem(field, str(exc), suggestions))
     window, slide = parsed["window"], parsed["slide"]
     if window is not None and slide is not None:
-        step = units.granularity(slide, t_unit) if kind == "time" else 1
         if slide > window:
             problems.append(Problem("slide", f"slide ({typed(slide, kind, t_unit)}) must not be longer than the "
                                              f"window ({typed(window, kind, t_unit)})",
-                                    tuple(typed(s, kind, t_unit) for s in units.nearest_slides(window, slide, step))))
+                                    slides_near(window, slide, kind, t_unit)))
         elif window // slide > units.MAX_SLIDES_PER_WINDOW:
             shortest = -(-window // units.MAX_SLIDES_PER_WINDOW)
             problems.append(Problem("slide", f"slide ({typed(slide, kind, t_unit)}): "
                                              f"{units.slides_per_window_problem(window, slide)}",
-                                    tuple(typed(s, kind, t_unit) for s in units.nearest_slides(window, shortest, step)
-                                          if window // s <= units.MAX_SLIDES_PER_WINDOW)))
+                                    slides_near(window, shortest, kind, t_unit)))
         elif window % slide:
             problems.append(Problem("slide", f"the window ({typed(window, kind, t_unit)}) must be a whole number "
                                              f"of slides ({typed(slide, kind, t_unit)})",
-                                    tuple(typed(s, kind, t_unit) for s in units.nearest_slides(window, slide, step))))
+                                    slides_near(window, slide, kind, t_unit)))
     return window, slide, problems
+
+
+def parse_length(text: str, kind: str, t_unit: str, field: str = "value", examples: str | None = None) -> int:
+    """A window or slide length typed for ``kind``; ``ValueError`` with a message for the user."""
+    if kind == "count":
+        return units.parse_count(text, field, examples or "10000 or 10k")
+    return units.parse_duration(text, t_unit, field, examples)
+
+
+def slides_near(window: int, slide: int, kind: str, t_unit: str) -> tuple[str, ...]:
+    """The valid slides of ``window`` nearest ``slide`` (dividing it, within
+    :data:`app.units.MAX_SLIDES_PER_WINDOW`), as typed.
+
+    >>> slides_near(1_800_000, 420_000, "time", "ms"), slides_near(1000, 0, "count", "ordinal")
+    (('6 min', '10 min'), ('1',))
+    """
+    step = units.granularity(slide, t_unit) if kind == "time" else 1
+    return tuple(typed(s, kind, t_unit) for s in units.nearest_slides(window, slide, step)
+                 if window // s <= units.MAX_SLIDES_PER_WINDOW)
 
 
 def query_of(values: Mapping[str, Any], profile: Profile) -> engine.Query:
@@ -169,16 +198,18 @@ def to_url(dataset: str, algorithms: Sequence[str], query: engine.Query, params:
     return out
 
 
-def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | None = None) -> dict[str, Any]:
+def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | None = None,
+             shown: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Widget values (session-state keys) from URL parameters about ``profile``'s dataset.
 
     Unknown or malformed parameters (an algorithm parameter its engine refuses among them) are
     skipped (a shared link from an older page version must still open) and values outside a
     widget's range are brought into it (``k`` to at most
     :data:`K_MAX`, weights to ``[-1, 1]``); ``notes``, when given, receives one line per
-    parameter skipped or changed, for the page to show. Window and slide are passed as typed:
-    their widgets show their own validation messages; with a kind but without them, they are the
-    kind's defaults on this dataset (as switching the kind does).
+    parameter skipped or changed, for the page to show. A window or slide that is not a length
+    is replaced by the kind's default on this dataset (as switching the kind does), or without a
+    kind in the link by the one ``shown`` (the widget values before the link); valid lengths are
+    passed as typed, their widgets saying what does not fit together.
 
     Examples
     --------
@@ -190,8 +221,12 @@ def from_url(params: Mapping[str, str], profile: Profile, notes: list[str] | Non
     >>> from_url({"k": "5000", "w": "nan,1"}, prof, notes), notes
     ({'k': 1000}, ['k = 5000 is more than 1000: k = 1000 is used', 'w = nan,1 is not 2 finite numbers (a, b) \
 separated by commas: left out'])
+    >>> notes = []
+    >>> from_url({"window": "abc", "slide": "0"}, prof, notes, {"kind": "count", "window": "500", "slide": "10"}), notes
+    ({'window': '500', 'slide': '10'}, ['window = abc is not a number of objects from 1 to 1,000,000,000,000: window = 500 is used', 'slide = 0 is not a number of objects from 1 to 1,000,000,000,000: slide = 10 is used'])
     """
     notes = [] if notes is None else notes
+    shown = {} if shown is None else shown
     values: dict[str, Any] = {}
     if params.get("kind") in ("count", "time"):
         values["kind"] = params["kind"]
@@ -204,11 +239,23 @@ separated by commas: left out'])
             notes.append(f"k = {units.shorten(params['k'])} is more than {K_MAX}: k = {K_MAX} is used")
     elif "k" in params:
         notes.append(f"k = {units.shorten(params['k'])} is not a whole number >= 1: left out")
-    for field, default in zip(("window", "slide"), profile.defaults(values.get("kind", "count"))):
-        if params.get(field):
+    kind = values.get("kind", shown.get("kind", "count"))
+    fallback = dict(zip(("window", "slide"), profile.defaults(kind)))
+    if "kind" in values:  # the kind's own lengths, not the preset's read in another unit
+        values.update(fallback)
+    elif "window" in shown:
+        fallback = {"window": str(shown["window"]), "slide": str(shown["slide"])}
+    noun = "number of objects" if kind == "count" else f"duration in {units.unit_label(profile.t_unit)}"
+    for field in ("window", "slide"):
+        if not params.get(field):
+            continue
+        try:
+            parse_length(str(params[field]), kind, profile.t_unit, field)
             values[field] = str(params[field])
-        elif "kind" in values:  # the kind's own lengths, not the preset's read in another unit
-            values[field] = default
+        except ValueError:
+            values[field] = fallback[field]
+            notes.append(f"{field} = {units.shorten(params[field])} is not a {noun} from 1 to "
+                         f"{units.MAX_LENGTH:,}: {field} = {fallback[field]} is used")
     if "w" in params:
         try:
             if not engine.base.plain_digits(str(params["w"])):

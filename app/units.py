@@ -33,10 +33,10 @@ replays one window of slides: a slide typed in the wrong unit (``1`` ms for a ``
 _NUMBER = r"([0-9][0-9_,]*(?:\.[0-9]+)?|\.[0-9]+)"
 
 
-def parse_count(text: str, what: str = "value") -> int:
+def parse_count(text: str, what: str = "value", examples: str = "10000 or 10k") -> int:
     """A positive whole number typed as ``10000``, ``10,000`` or ``10k``.
 
-    Raises ``ValueError`` with a message meant for the user.
+    Raises ``ValueError`` with a message meant for the user, suggesting ``examples``.
 
     Examples
     --------
@@ -46,10 +46,15 @@ def parse_count(text: str, what: str = "value") -> int:
     Traceback (most recent call last):
     ...
     ValueError: window: "ten" is not a number of objects (try 10000 or 10k)
+    >>> parse_count("-5", "slide")
+    Traceback (most recent call last):
+    ...
+    ValueError: slide must be positive, got -5
     """
     match = re.fullmatch(_NUMBER + r"\s*([kKmM]?)", text.strip())
     if not match:
-        raise ValueError(f'{what}: "{text.strip()}" is not a number of objects (try 10000 or 10k)')
+        refuse_negative(text, what)
+        raise ValueError(f'{what}: "{text.strip()}" is not a number of objects (try {examples})')
     value = float(match.group(1).replace(",", "").replace("_", "")) * COUNT_SUFFIX[match.group(2).lower()]
     if value > MAX_LENGTH:  # before the whole-number test: a number too long for a float reads as inf
         raise ValueError(f"{what} must be at most {MAX_LENGTH:,} objects, got {shorten(text.strip())}")
@@ -58,11 +63,11 @@ def parse_count(text: str, what: str = "value") -> int:
     return int(value)
 
 
-def parse_duration(text: str, t_unit: str, what: str = "value") -> int:
+def parse_duration(text: str, t_unit: str, what: str = "value", examples: str | None = None) -> int:
     """A duration typed as ``30 min``, ``1 h``, ``500 ms`` or ``1.5 s``, in ``t_unit``.
 
     A bare number is taken in ``t_unit`` itself. A clock without a unit (``"ordinal"``)
-    takes bare numbers only.
+    takes bare numbers only. Messages suggest ``examples`` (default: :func:`example_durations`).
 
     Examples
     --------
@@ -76,9 +81,11 @@ def parse_duration(text: str, t_unit: str, what: str = "value") -> int:
     ValueError: slide must be a whole number of ms >= 1, got 0.5 ms
     """
     clean = text.strip()
+    examples = examples or example_durations(t_unit)
     match = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]*)", clean)
     if not match:
-        raise ValueError(f'{what}: "{clean}" is not a duration (try {example_durations(t_unit)})')
+        refuse_negative(clean, what)
+        raise ValueError(f'{what}: "{clean}" is not a duration (try {examples})')
     number = float(match.group(1).replace(",", "").replace("_", ""))
     unit = match.group(2).lower()
     if not unit:
@@ -86,12 +93,18 @@ def parse_duration(text: str, t_unit: str, what: str = "value") -> int:
     elif t_unit in MS_PER and unit in UNIT_NAMES:
         value = number * MS_PER[UNIT_NAMES[unit]] / MS_PER[t_unit]
     else:
-        raise ValueError(f'{what}: unknown unit "{match.group(2)}" (try {example_durations(t_unit)})')
+        raise ValueError(f'{what}: unknown unit "{match.group(2)}" (try {examples})')
     if value > MAX_LENGTH:
         raise ValueError(f"{what} must be at most {MAX_LENGTH:,} {unit_label(t_unit)}, got {shorten(clean)}")
     if not value.is_integer() or value < 1:
         raise ValueError(f"{what} must be a whole number of {unit_label(t_unit)} >= 1, got {shorten(clean)}")
     return int(value)
+
+
+def refuse_negative(text: str, what: str) -> None:
+    """``ValueError`` saying ``what`` must be positive when ``text`` is a number with a minus sign."""
+    if re.fullmatch(r"-\s*" + _NUMBER + r"\s*[a-zA-Z]*", text.strip()):
+        raise ValueError(f"{what} must be positive, got {shorten(text.strip())}")
 
 
 def slides_per_window_problem(window: int, slide: int) -> str | None:

@@ -43,6 +43,16 @@ across a gap in the times cannot be paused (a 1 ms slide over a month of taxi tr
 2.6 billion boundaries)."""
 
 
+def boundaries_problem(trace: Trace, query: engine.Query) -> str | None:
+    """Why ``query``'s slides are too many over ``trace`` (more than :data:`MAX_SLIDES` and its
+    rows), a message for the user; ``None`` when they are not. The Live page applies the same rule."""
+    boundaries = engine.stream.slide_count(trace.t, query)
+    if boundaries <= max(MAX_SLIDES, len(trace)):
+        return None
+    return (f"a slide of {typed(query.slide, query.kind, trace.t_unit)} passes {boundaries:,} boundaries over "
+            f"`{trace.name}` (nearly all empty), more than the {MAX_SLIDES:,} the page answers: choose a longer slide")
+
+
 def typed(value: int, kind: str, t_unit: str) -> str:
     """A window or slide length as a user would type it."""
     return units.format_count(value) if kind == "count" else units.format_duration(value, t_unit)
@@ -281,11 +291,8 @@ class Watch:
         if query.dimensions != len(self.trace.features):
             raise ValueError(f"the query has {query.dimensions} weight(s) but `{self.trace.name}` has "
                              f"{len(self.trace.features)} feature(s)")
-        boundaries = engine.stream.slide_count(self.trace.t, query)
-        if boundaries > max(MAX_SLIDES, len(self.trace)):
-            raise ValueError(f"a slide of {typed(query.slide, query.kind, self.trace.t_unit)} passes {boundaries:,} "
-                             f"boundaries over `{self.trace.name}` (nearly all empty), more than the "
-                             f"{MAX_SLIDES:,} the page answers: choose a longer slide")
+        if (problem := boundaries_problem(self.trace, query)) is not None:
+            raise ValueError(problem)
         handle = self.shared.add(query)
         since = self.shared.since(handle)
         try:

@@ -27,7 +27,7 @@ import pandas as pd
 import streamlit as st
 
 import engine
-from app import charts, data, live_state, playback, presets, session, tables, units
+from app import charts, data, live_state, playback, presets, session, tables, units, watchlist_state
 from app.session import LiveRun, Setup, warm_start_slide
 
 SPEEDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # slides per second
@@ -461,7 +461,7 @@ if ss.get("query_for") != trace.name:  # a new dataset: its default preset and `
         url_notes: list[str] = []
         if pending.get("ds") not in (None, trace.name):
             url_notes.append(f"its dataset `{units.shorten(pending['ds'])}` is not in `{db}`: `{trace.name}` is shown")
-        from_link = live_state.from_url(pending, profile, url_notes)
+        from_link = live_state.from_url(pending, profile, url_notes, {key: ss[key] for key in ("kind", "window", "slide")})
         apply_values(from_link)
         if trace.stream == "incomplete" and any(from_link.get(live_state.weight_key(f), 0.0) < 0
                                                 for f in trace.features):
@@ -509,9 +509,12 @@ with st.sidebar:
     st.subheader("Query")
     kind = st.radio("Window kind", ["count", "time"], horizontal=True, key="kind", on_change=switch_kind,
                     args=(profile,), help="count: the last n objects; time: the objects of the last n time units.")
-    k = st.number_input("k", min_value=1, max_value=live_state.K_MAX, step=1, key="k", help="Objects in every answer.")
+    k = st.number_input("k", step=1, key="k", help=f"Objects in every answer, 1 to {live_state.K_MAX:,}.")
     unit_hint = "objects, e.g. 10,000 or 10k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
     window_len, slide_len, problems = live_state.lengths(widget_values, profile)
+    if (k_problem := live_state.k_problem(k)) is not None:
+        problems.append(live_state.Problem("k", k_problem))
+    problem_below(problems, "k")
     st.text_input(f"Window ({unit_hint})", key="window", help="How much of the stream every answer covers.")
     problem_below(problems, "window")
     st.text_input(f"Slide ({'objects' if kind == 'count' else 'duration'})", key="slide",
@@ -526,6 +529,8 @@ with st.sidebar:
     try:
         candidate = engine.Query(weights=weights, k=int(k), window=window_len, slide=slide_len, kind=kind) \
             if not problems else None
+        if candidate is not None and (too_many := watchlist_state.boundaries_problem(trace, candidate)) is not None:
+            raise ValueError(too_many)
     except ValueError as exc:
         candidate = None
         problems.append(live_state.Problem("query", str(exc)))

@@ -546,16 +546,15 @@ def test_a_link_with_numbers_too_long_or_in_other_digits_says_what_it_changed(ap
     assert f"k = {'9' * 40}… (5,000 characters) is more than {live_state.K_MAX}" in note
     assert "speed = 9999" in note and "(5,000 characters) is not one of" in note
     assert "w = １,1,1 is not 3 finite numbers" in note
-    assert app.text_input(key="window").value == LONG  # as linked, with its message below it
-    assert f"window must be at most 1,000,000,000,000 objects, got {'9' * 40}… (5,000 characters)" in [
-        e.value for e in app.error]
+    assert app.text_input(key="window").value == "1,000"  # the default, named in the warning
+    assert (f"window = {'9' * 40}… (5,000 characters) is not a number of objects from 1 to 1,000,000,000,000: "
+            "window = 1,000 is used") in note
     assert len(warnings(app)) < 1000
-    app.text_input(key="window").set_value("1000").run()
     last = len(SYNTHETIC) // DEFAULT.slide - 1
     assert slide_shown(app) == last  # the linked slide, past the end: the last one
     assert_shows(app, expected(engine.Query(weights=DEFAULT.weights, k=live_state.K_MAX, window=1000, slide=50),
                                last + 1))
-    assert "This link shows slide 9999" in warnings(app) and f"the trace ends at slide {last}" in warnings(app)
+    assert "This link shows slide 9999" in note and f"the trace ends at slide {last}" in note
 
     page = AppTest.from_file(ENTRY, default_timeout=60)
     page.query_params.update({"k": "５"})  # int() reads it; a page never writes it
@@ -659,3 +658,51 @@ def test_a_link_with_a_parameter_its_engine_refuses_leaves_it_out(app):
     assert app.query_params["p.sao.layers"] == "2" and "p.sao.memory" not in app.query_params
     app.number_input(key=live_state.param_key("sao", "memory")).set_value(0).run()  # typed: shown, not dropped
     assert "parameter memory of sao must be >= 1, got 0" in app.error[-1].value
+
+
+def test_a_link_with_a_window_or_slide_that_is_not_a_length_names_it_and_shows_the_default(app):
+    app.query_params.update({"window": "abc", "slide": "0", "at": "-1"})
+    app.run()
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
+    note = warnings(app)
+    assert "window = abc is not a number of objects from 1 to 1,000,000,000,000: window = 1,000 is used" in note
+    assert "slide = 0 is not a number of objects from 1 to 1,000,000,000,000: slide = 50 is used" in note
+    assert "This link's slide (at = -1) is not a slide number: the first window is shown." in note
+    app = AppTest.from_file(ENTRY, default_timeout=60)
+    app.query_params.update({"kind": "time", "window": "-5"})
+    app.run()
+    assert not app.exception and not app.error, app.error
+    assert "window = -5 is not a duration in time units from 1 to 1,000,000,000,000: window = 1000 is used" \
+        in warnings(app)
+
+
+def test_a_k_out_of_range_is_named_with_the_range_allowed(app):
+    app.run()
+    before = comparison(app)
+    for k in (-3, 99_999_999):
+        app.number_input(key="k").set_value(k).run()
+        assert not app.exception
+        assert [e.value for e in app.error] == [f"k must be a whole number from 1 to 1,000 (the most objects the page "
+                                                f"lists in an answer), got {k:,}"]
+        assert "Still showing the last valid view" in warnings(app) and comparison(app).equals(before)
+
+
+def test_a_negative_slide_typed_is_told_to_be_positive(app):
+    app.run()
+    app.text_input(key="slide").set_value("-5").run()
+    assert [e.value for e in app.error] == ["slide must be positive, got -5"]
+
+
+def test_a_time_slide_passing_millions_of_empty_boundaries_is_refused_before_any_engine_is_built(app, demo_db):
+    """The Watch list's rule: SPY's stand-in spans 40 minutes, 2.4 million boundaries of 1 ms."""
+    trace = demo_trace()
+    app.query_params.update({"ds": "spy", "kind": "time", "window": "1 ms", "slide": "1 ms"})
+    app.run()
+    assert not app.exception, app.exception
+    boundaries = int(trace.t[-1]) // 1 - int(trace.t[0]) // 1
+    assert (f"a slide of 1 ms passes {boundaries:,} boundaries over `spy` (nearly all empty), more than the "
+            "1,000,000 the page answers: choose a longer slide") in [e.value for e in app.error]
+    assert "live_run" not in app.session_state
+    app.text_input(key="window").set_value("100 ms")
+    app.text_input(key="slide").set_value("10 ms").run()  # 240,000 boundaries: run
+    assert not app.error and "live_run" in app.session_state

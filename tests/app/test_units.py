@@ -343,6 +343,25 @@ def test_problems_suggest_the_nearest_valid_values():
     assert problems[0].field == "window" and problems[0].suggestions == ("30 min",)
 
 
+
+def test_a_negative_length_is_told_to_be_positive_not_a_non_number():
+    with pytest.raises(ValueError, match=r"^window must be positive, got -5$"):
+        units.parse_count("-5", "window")
+    with pytest.raises(ValueError, match=r"^slide must be positive, got -2 min$"):
+        units.parse_duration("-2 min", "ms", "slide")
+
+
+def test_a_slide_that_is_not_a_length_is_offered_slides_dividing_the_window():
+    """Not the stock default (500 objects, 1 min), which divides neither window, nor "10000 or 10k"."""
+    prof = presets.profile("spy", "stock", ("notional", "price", "size"), "ms")
+    _, _, problems = live_state.lengths({"kind": "count", "window": "999", "slide": "ten"}, prof)
+    assert problems == [live_state.Problem("slide", 'slide: "ten" is not a number of objects (try 333 or 999)',
+                                           ("333", "999"))]
+    _, _, problems = live_state.lengths({"kind": "time", "window": "90 s", "slide": "soon"}, prof)
+    assert problems == [live_state.Problem("slide", 'slide: "soon" is not a duration (try 45 s or 90 s)',
+                                           ("45 s", "90 s"))]
+
+
 def test_url_parameters_round_trip():
     prof = presets.profile("x", "synthetic", ("a", "b"), "ordinal")
     q = engine.Query(weights=[0.5, -1.0], k=4, window=600, slide=30, kind="time")
