@@ -26,6 +26,7 @@ import pandas as pd
 import engine
 from app import units
 from app.data import Trace
+from app.live_state import typed
 from app.presets import describe_weights
 from app.tables import score_text
 from engine.multi import SharedTopK
@@ -51,11 +52,6 @@ def boundaries_problem(trace: Trace, query: engine.Query) -> str | None:
         return None
     return (f"a slide of {typed(query.slide, query.kind, trace.t_unit)} passes {boundaries:,} boundaries over "
             f"`{trace.name}` (nearly all empty), more than the {MAX_SLIDES:,} the page answers: choose a longer slide")
-
-
-def typed(value: int, kind: str, t_unit: str) -> str:
-    """A window or slide length as a user would type it."""
-    return units.format_count(value) if kind == "count" else units.format_duration(value, t_unit)
 
 
 def parse_query(kind: str, k: int, window: str, slide: str, weights: Sequence[float], t_unit: str) -> engine.Query:
