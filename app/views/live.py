@@ -428,6 +428,8 @@ PAGE_START = perf_counter()
 st.title("Live")
 
 db = data.db_path()
+data.follow_address("live_address", ["live_started", "query_for", "live_run", "live_note", "engine_error", "restart",
+                                     "speed", *(key for key in list(ss.keys()) if key.startswith("param_"))])
 names, missing = data.dataset_choices(db, ss.live_run.trace.name if "live_run" in ss else None)
 if missing:
     st.info(missing)
@@ -638,9 +640,9 @@ speed_col.select_slider("Speed (slides per second)", SPEEDS, key="speed",
 if "live_note" in ss:
     st.caption(ss.live_note)
 
-st.query_params.from_dict(live_state.to_url(run.setup.dataset, run.setup.algorithms, run.setup.query,
-                                            run.setup.params, run.trace.t_unit, run.current,
-                                            ss.speed if ss.speed != 20 else None))
+data.write_address(live_state.to_url(run.setup.dataset, run.setup.algorithms, run.setup.query, run.setup.params,
+                                     run.trace.t_unit, run.current, ss.speed if ss.speed != 20 else None),
+                   "live_address")
 
 
 @st.fragment

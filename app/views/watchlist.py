@@ -178,6 +178,7 @@ st.caption("Several continuous top-k queries on the same stream, run by one shar
 st.page_link("views/live.py", label="One query, every algorithm compared: the Live page", icon=":material/play_circle:")
 
 db = data.db_path()
+data.follow_address("wl_address", ["wl_started", "wl_watch", "wl_note"])
 names, missing = data.dataset_choices(db, ss.wl_watch.trace.name if "wl_watch" in ss else None)
 if missing:
     st.info(missing)
@@ -278,7 +279,7 @@ if watch.watched:
 if "wl_note" in ss:
     st.caption(ss.wl_note)
 
-st.query_params.from_dict({"ds": dataset, "q": to_url(watch.queries), "at": str(watch.rows)})
+data.write_address({"ds": dataset, "q": to_url(watch.queries), "at": str(watch.rows)}, "wl_address")
 
 
 @st.fragment

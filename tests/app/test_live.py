@@ -706,3 +706,29 @@ def test_a_time_slide_passing_millions_of_empty_boundaries_is_refused_before_any
     app.text_input(key="window").set_value("100 ms")
     app.text_input(key="slide").set_value("10 ms").run()  # 240,000 boundaries: run
     assert not app.error and "live_run" in app.session_state
+
+
+def test_back_and_forward_show_the_view_of_the_address(app):
+    """Back / Forward rerun the page with the address of that history entry: the page shows it, not the
+    session's last view (Streamlit reruns the page; a page reading its address only at the session's start
+    showed the same view under every address)."""
+    app.query_params.update({"ds": data.SYNTHETIC, "k": "4", "at": "30"})
+    app.run()
+    earlier = dict(app.query_params)
+    app.number_input(key="k").set_value(7).run()
+    app.button(key="step").click().run()
+    assert app.query_params["k"] == "7" and app.query_params["at"] == "31"
+    later = dict(app.query_params)
+    app.query_params.clear()
+    app.query_params.update(earlier)  # Back
+    app.run()
+    assert app.number_input(key="k").value == 4 and slide_shown(app) == 30
+    assert_shows(app, expected(engine.Query(weights=[1.0] * 3, k=4, window=1000, slide=50), 31))
+    assert dict(app.query_params) == earlier
+    app.query_params.clear()
+    app.query_params.update(later)  # Forward
+    app.run()
+    assert app.number_input(key="k").value == 7 and slide_shown(app) == 31
+    app.query_params.clear()  # the page picked in the sidebar: no parameters, the session's view stays
+    app.run()
+    assert app.number_input(key="k").value == 7 and slide_shown(app) == 31

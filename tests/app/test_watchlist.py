@@ -403,3 +403,17 @@ def test_a_query_the_stream_refuses_is_not_half_added():
     handle = watch.add(engine.Query([1.0], k=2, window=10, slide=5))
     watch.advance(len(trace))
     assert watch.table()["#"].tolist() == [handle] and watch.answer(handle).ids.tolist() == [38, 37]
+
+
+def test_back_shows_the_queries_and_row_of_the_address():
+    app = open_page(q="count:4:300:60:1,0,-1")
+    app.button(key="wl_step").click().run()
+    earlier = dict(app.query_params)
+    app.button(key="wl_add").click().run()
+    app.button(key="wl_step").click().run()
+    assert len(url_queries(app)) == 2 and rows_delivered(app) == 100
+    app.query_params.clear()
+    app.query_params.update(earlier)  # Back
+    app.run()
+    assert dict(app.query_params) == earlier and rows_delivered(app) == 60
+    assert table(app)["#"].tolist() == [0]
