@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 
 import engine
-from app import units
+from app import live_state, units
 from app.data import Trace
 from app.live_state import typed
-from app.presets import describe_weights
+from app.presets import Profile, describe_weights
 from app.tables import score_text
 from engine.multi import SharedTopK
 
@@ -54,39 +54,32 @@ def boundaries_problem(trace: Trace, query: engine.Query) -> str | None:
             f"`{trace.name}` (nearly all empty), more than the {MAX_SLIDES:,} the page answers: choose a longer slide")
 
 
-def parse_query(kind: str, k: int, window: str, slide: str, weights: Sequence[float], t_unit: str) -> engine.Query:
+def parse_query(kind: str, k: float, window: str, slide: str, weights: Sequence[float], profile: Profile) -> engine.Query:
     """The query typed in the form; ``ValueError`` with a message for the user when a value is bad.
+
+    The Live page's checks (:func:`app.live_state.k_problem`, :func:`app.live_state.lengths`), in its
+    order, its suggestions said as "try ...".
 
     Examples
     --------
-    >>> parse_query("count", 5, "1k", "100", [1.0, 0.0], "ordinal").window
+    >>> from app.presets import profile
+    >>> ms = profile("x", "synthetic", ("a",), "ms")
+    >>> parse_query("count", 5, "1k", "100", [1.0], ms).window
     1000
-    >>> parse_query("time", 5, "30 min", "7 min", [1.0], "ms")
+    >>> parse_query("time", 5, "30 min", "7 min", [1.0], ms)
     Traceback (most recent call last):
     ...
     ValueError: the window (30 min) must be a whole number of slides (7 min): try 6 min or 10 min
     """
-    if kind == "count":
-        n, s = units.parse_count(str(window), "window"), units.parse_count(str(slide), "slide")
-    else:
-        n, s = units.parse_duration(str(window), t_unit, "window"), units.parse_duration(str(slide), t_unit, "slide")
-    if n >= 1 and s >= 1 and n % s:  # said in the lengths typed (the engine's own message counts milliseconds)
-        step = units.granularity(s, t_unit) if kind == "time" else 1
-        nearest = " or ".join(typed(d, kind, t_unit) for d in units.nearest_slides(n, s, step))
-        problem = (f"slide ({typed(s, kind, t_unit)}) must not be longer than the window ({typed(n, kind, t_unit)})"
-                   if s > n else
-                   f"the window ({typed(n, kind, t_unit)}) must be a whole number of slides ({typed(s, kind, t_unit)})")
-        raise ValueError(f"{problem}: try {nearest}")
-    return within_slide_limit(engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind))
-
-
-def within_slide_limit(query: engine.Query) -> engine.Query:
-    """``query``; ``ValueError`` when its window spans more slides than the page runs
-    (:data:`app.units.MAX_SLIDES_PER_WINDOW`)."""
-    problem = units.slides_per_window_problem(query.window, query.slide)
-    if problem is not None:
-        raise ValueError(problem)
-    return query
+    if (k_problem := live_state.k_problem(k)) is not None:
+        raise ValueError(k_problem)
+    n, s, problems = live_state.lengths({"kind": kind, "window": window, "slide": slide}, profile)
+    if problems:
+        first = problems[0]
+        parsed = n is not None and s is not None  # the lengths do not fit together: the problem names them
+        raise ValueError(f"{first.message}: try {' or '.join(first.suggestions)}" if parsed and first.suggestions
+                         else first.message)
+    return engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind)
 
 
 def to_url(queries: Sequence[engine.Query]) -> str:
@@ -136,7 +129,8 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
                                  slide=link_value("slide", slide, int), kind=kind)
             if query.window > units.MAX_LENGTH:
                 raise ValueError(f"window must be at most {units.MAX_LENGTH:,}, got {query.window:,}")
-            within_slide_limit(query)
+            if (too_many := units.slides_per_window_problem(query.window, query.slide)) is not None:
+                raise ValueError(too_many)
         except ValueError as exc:
             notes.append(f"query {number} ({shown}) left out: {units.shorten(str(exc), 200)}")
             continue

@@ -39,7 +39,7 @@ def seed_queries(profile: presets.Profile) -> list[engine.Query]:
     for preset in profile.presets:
         try:
             out.append(parse_query(preset.kind, preset.k, preset.window, preset.slide,
-                                   preset.weight_vector(profile.features), profile.t_unit))
+                                   preset.weight_vector(profile.features), profile))
         except ValueError:
             continue
     if out:
@@ -236,14 +236,14 @@ with st.sidebar:
     st.subheader("Add a query")
     kind = st.radio("Window kind", ["count", "time"], horizontal=True, key="wl_kind", on_change=switch_kind,
                     args=(profile,), help="count: the last n objects; time: the objects of the last n time units.")
-    k = st.number_input("k", min_value=1, max_value=1000, step=1, key="wl_k", help="Objects in every answer.")
+    k = st.number_input("k", step=1, key="wl_k", help=f"Objects in every answer, 1 to {live_state.K_MAX:,}.")
     unit_hint = "objects, e.g. 1,000 or 1k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
     window_text = st.text_input(f"Window ({unit_hint})", key="wl_window")
     slide_text = st.text_input("Slide", key="wl_slide", help="The window must be a whole number of slides.")
     weights = [st.slider(feature, -1.0, 1.0, step=0.05, key=f"wl_w_{feature}") for feature in trace.features]
     if st.button("Add to the watch list", key="wl_add", icon=":material/add:", type="primary", width="stretch"):
         try:
-            query = parse_query(kind, int(k), window_text, slide_text, weights, trace.t_unit)
+            query = parse_query(kind, k, window_text, slide_text, weights, profile)
             handle = watch.add(query)
             ss.wl_note = (f"Query #{handle} added at row {watch.rows:,}; it answers from its next slide boundary"
                           + (f", its windows holding the objects from row {watch.watched[handle].since:,} on."

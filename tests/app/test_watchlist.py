@@ -11,13 +11,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app import data, live_state, units
+from app import data, live_state, presets, units
 from app.watchlist_state import Watch, from_url, parse_query
 
 from .conftest import ENTRY, demo_trace
 
 SYNTHETIC = data.synthetic_uniform()
 PAGE = "views/watchlist.py"
+MS = presets.profile("x", "synthetic", ("a",), "ms")
+ORDINAL = presets.profile("x", "synthetic", ("a",), "ordinal")
 
 
 @pytest.fixture(autouse=True)
@@ -196,12 +198,12 @@ def test_a_bad_query_is_refused_with_a_message():
 def test_a_time_slide_that_does_not_divide_its_window_is_refused_in_the_lengths_typed():
     with pytest.raises(ValueError, match=r"^the window \(30 min\) must be a whole number of slides \(7 min\): "
                                          r"try 6 min or 10 min$"):
-        parse_query("time", 5, "30 min", "7 min", [1.0], "ms")
+        parse_query("time", 5, "30 min", "7 min", [1.0], MS)
     with pytest.raises(ValueError, match=r"^slide \(2 h\) must not be longer than the window \(1 h\): try 1 h$"):
-        parse_query("time", 5, "1 h", "2 h", [1.0], "ms")
+        parse_query("time", 5, "1 h", "2 h", [1.0], MS)
     with pytest.raises(ValueError, match=r"^the window \(1,000\) must be a whole number of slides \(300\): "
                                          r"try 250 or 500$"):
-        parse_query("count", 5, "1k", "300", [1.0], "ordinal")
+        parse_query("count", 5, "1k", "300", [1.0], ORDINAL)
 
 
 def test_removing_the_last_query_says_the_list_is_empty_not_that_the_others_go_on():
@@ -417,3 +419,25 @@ def test_back_shows_the_queries_and_row_of_the_address():
     app.run()
     assert dict(app.query_params) == earlier and rows_delivered(app) == 60
     assert table(app)["#"].tolist() == [0]
+
+
+def test_the_form_checks_a_query_as_the_live_page_does_and_suggests_what_it_would_take():
+    """One rule for both pages: k's range named, a slide over the per-window limit refused before it is
+    found not to divide the window (the slides offered are within the limit), the examples the Live page gives."""
+    with pytest.raises(ValueError, match=r"^k must be a whole number from 1 to 1,000 .*got 0$"):
+        parse_query("count", 0, "1k", "100", [1.0], ORDINAL)
+    with pytest.raises(ValueError, match=r"^slide \(7\): the window spans 1,428,571 slides, more than the 100,000 "
+                                         r"allowed: choose a longer slide: try 100 or 125$"):
+        parse_query("count", 5, "10m", "7", [1.0], ORDINAL)
+    assert parse_query("count", 5, "10m", "100", [1.0], ORDINAL).slide == 100
+    with pytest.raises(ValueError, match=r'^window: "ten" is not a number of objects \(try 1,000\)$'):
+        parse_query("count", 5, "ten", "100", [1.0], ORDINAL)
+    app = open_page()
+    app.number_input(key="wl_k").set_value(5000)
+    app.button(key="wl_add").click().run()
+    assert [e.value for e in app.error] == ["Not added: k must be a whole number from 1 to 1,000 (the most objects "
+                                            "the page lists in an answer), got 5,000"]
+    app.number_input(key="wl_k").set_value(5)
+    app.text_input(key="wl_slide").set_value("-5")
+    app.button(key="wl_add").click().run()
+    assert [e.value for e in app.error] == ["Not added: slide must be positive, got -5"]
