@@ -223,7 +223,7 @@ class Alone:
 
 @dataclass(frozen=True)
 class Watched:
-    """A query of the watch list: its handle in the executor and the first row its windows hold."""
+    """A query of the watch list: its handle in the shared executor and the first row its windows hold."""
 
     handle: int
     query: engine.Query
@@ -246,9 +246,10 @@ class Watch:
     rows
         Rows of the trace delivered so far.
     watched
-        Handle -> :class:`Watched`, in the order the queries were added.
+        The query's number (``#`` on the page; an edit keeps it) -> :class:`Watched`, in the order the
+        queries were added.
     alone
-        Handle -> its :class:`Alone` MinTopK (the unshared reference).
+        Number -> its :class:`Alone` MinTopK (the unshared reference).
     seconds
         Engine seconds of the shared executor so far.
     """
@@ -262,6 +263,7 @@ class Watch:
         self.rows = 0
         self.watched: dict[int, Watched] = {}
         self.alone: dict[int, Alone] = {}
+        self.numbered = 0  # numbers given so far
         self.seconds = 0.0
         self.points: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         _load_kernels(trace)
@@ -277,7 +279,20 @@ class Watch:
         return [w.query for w in self.watched.values()]
 
     def add(self, query: engine.Query) -> int:
-        """Watch one more query from the current row on; the others go on undisturbed."""
+        """Watch one more query from the current row on; the others go on undisturbed. Returns its number."""
+        number, self.numbered = self.numbered, self.numbered + 1
+        self.watched[number], self.alone[number] = self._start(query)
+        return number
+
+    def edit(self, number: int, query: engine.Query) -> None:
+        """Put ``query`` in place of query ``number``, which keeps its number and place: it answers from its
+        next slide boundary, as an added query does. A query refused leaves the old one watched."""
+        replaced = self.watched[number].handle
+        self.watched[number], self.alone[number] = self._start(query)
+        self.shared.remove(replaced)
+
+    def _start(self, query: engine.Query) -> tuple[Watched, Alone]:
+        """``query`` in the shared executor and in a MinTopK of its own, from the current row on."""
         if query.dimensions != len(self.trace.features):
             raise ValueError(f"the query has {query.dimensions} weight(s) but `{self.trace.name}` has "
                              f"{len(self.trace.features)} feature(s)")
@@ -291,13 +306,12 @@ class Watch:
         except ValueError:  # the stream refused (a time going backwards, a value not finite): not watched
             self.shared.remove(handle)
             raise
-        self.watched[handle], self.alone[handle] = Watched(handle, query, since), alone
-        return handle
+        return Watched(handle, query, since), alone
 
-    def remove(self, handle: int) -> None:
+    def remove(self, number: int) -> None:
         """Stop watching one query; the others go on undisturbed."""
-        self.shared.remove(handle)
-        del self.watched[handle], self.alone[handle]
+        self.shared.remove(self.watched[number].handle)
+        del self.watched[number], self.alone[number]
 
     def restarted(self) -> "Watch":
         """The same queries from row 0 (every one then holds whole windows)."""
@@ -350,9 +364,9 @@ class Watch:
 
     # ------------------------------------------------------------ what the page shows
 
-    def answer(self, handle: int) -> engine.Answer | None:
+    def answer(self, number: int) -> engine.Answer | None:
         """The query's latest answer (``None`` before its first boundary)."""
-        result = self.shared.topk(handle)
+        result = self.shared.topk(self.watched[number].handle)
         return None if result is None else result.answer
 
     def table(self, end_text: Callable[[int, str], str] = lambda end, kind: str(end)) -> pd.DataFrame:
@@ -361,15 +375,15 @@ class Watch:
         that MinTopK's answer is the same."""
         t_unit, features = self.trace.t_unit, self.trace.features
         rows = []
-        for handle, watched in self.watched.items():
-            q, result, alone = watched.query, self.shared.topk(handle), self.alone[handle]
+        for number, watched in self.watched.items():
+            q, result, alone = watched.query, self.shared.topk(watched.handle), self.alone[number]
             ids = [] if result is None else result.answer.ids.tolist()
             scores = [] if result is None else result.answer.scores.tolist()
             more = f" … (+{len(ids) - SHOWN_IDS})" if len(ids) > SHOWN_IDS else ""
             mine = alone.engine.topk()
             same = result is not None and mine.ids.tolist() == ids
             rows.append({
-                "#": handle,
+                "#": number,
                 "query": f"{describe_weights(dict(zip(features, q.weights)))} · k = {q.k} · "
                          f"{typed(q.window, q.kind, t_unit)} / {typed(q.slide, q.kind, t_unit)} {q.kind}",
                 "from row": watched.since,

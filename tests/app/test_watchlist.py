@@ -249,7 +249,7 @@ def test_watch_state_matches_brute_force_through_adds_and_removes(seed):
             watch.remove(int(rng.choice(list(watch.watched))))
         watch.step()
         for handle, watched in watch.watched.items():
-            result = watch.shared.topk(handle)
+            result = watch.shared.topk(watched.handle)
             if result is None:
                 continue
             q = watched.query
@@ -363,8 +363,8 @@ def test_a_slide_far_too_short_for_its_window_is_not_added():
     app.text_input(key="wl_slide").set_value("1").run()
     app.button(key="wl_add").click().run()  # the shared executor would allocate 745 GiB
     assert not app.exception, app.exception
-    assert app.error[0].value == ("Not added: the window spans 100,000,000,000 slides, more than the 100,000 "
-                                  "allowed: choose a longer slide")
+    assert app.error[0].value == ("Not added: slide (1): the window spans 100,000,000,000 slides, more than the "
+                                  "100,000 allowed: choose a longer slide: try 1000000 or 1250000")
     assert len(table(app)) == 3
 
 
@@ -441,3 +441,32 @@ def test_the_form_checks_a_query_as_the_live_page_does_and_suggests_what_it_woul
     app.text_input(key="wl_slide").set_value("-5")
     app.button(key="wl_add").click().run()
     assert [e.value for e in app.error] == ["Not added: slide must be positive, got -5"]
+
+
+def test_a_query_is_edited_in_place_keeping_its_number_and_row():
+    app = open_page(q="count:4:300:60:1,0,-1;count:2:100:20:0,0,1;time:3:200:50:1,1,1")
+    for _ in range(4):
+        app.button(key="wl_step").click().run()
+    app.selectbox(key="wl_remove_pick").set_value(1)
+    app.button(key="wl_edit").click().run()
+    assert app.sidebar.subheader[0].value == "Edit query #1"
+    assert (app.number_input(key="wl_k").value, app.text_input(key="wl_window").value,
+            app.text_input(key="wl_slide").value) == (2, "100", "20")
+    app.text_input(key="wl_slide").set_value("30")
+    app.button(key="wl_save").click().run()
+    assert [e.value for e in app.error] == ["Not changed: the window (100) must be a whole number of slides (30): "
+                                            "try 25 or 50"]
+    app.number_input(key="wl_k").set_value(6)
+    app.text_input(key="wl_window").set_value("120")
+    app.text_input(key="wl_slide").set_value("20")
+    app.button(key="wl_save").click().run()
+    assert not app.error and app.sidebar.subheader[0].value == "Add a query"
+    assert app.text_input(key="wl_window").value == "1,000"  # the form has the dataset's defaults again
+    assert table(app)["#"].tolist() == [0, 1, 2]
+    assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60), (6, 120, 20), (3, 200, 50)]
+    assert rows_delivered(app) == 60 and table(app)["from row"].tolist() == [0, 60, 0]
+    assert any(c.value.startswith("Query #1 changed at row 60; it answers from its next slide boundary, its "
+                                  "windows holding the objects from row 60 on.") for c in app.caption)
+    while table(app)["slide"].isna().any():
+        app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app, since={1: 60}) == 3
