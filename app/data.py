@@ -184,6 +184,11 @@ def repeated_params() -> str:
                      for key, count in counts.items() if count > 1)
 
 
+def no_rows(name: str) -> str:
+    """What a page says on a dataset without rows."""
+    return f"The dataset `{name}` holds no rows: there is no slide to show. Pick another dataset, or ingest rows into this one."
+
+
 def follow_address(written: str, view: Sequence[str]) -> None:
     """Drop the page's ``view`` (its session keys) when the address is not the one the page last
     wrote (:func:`write_address` under ``written``): the user went Back or Forward, or another page

@@ -581,8 +581,7 @@ if setup is not None:
                    "Give at least one feature a weight.", icon=":material/warning:")
     span = len(trace) if kind == "count" else int(trace.t[-1] - trace.t[0]) + 1 if len(trace) else 0
     if not len(trace):
-        st.warning(f"The dataset `{trace.name}` holds no rows: there is no slide to show. Pick another dataset, or "
-                   "ingest rows into this one.", icon=":material/warning:")
+        st.warning(data.no_rows(trace.name), icon=":material/warning:")
     elif q.window > span:
         shown_span = live_state.typed(span, kind, trace.t_unit)
         st.warning(f"The window ({live_state.typed(q.window, kind, trace.t_unit)}) is longer than the whole trace "

@@ -221,6 +221,8 @@ if trace.stream != "single":
             "Pick another dataset.")
     st.stop()
 profile = presets.profile(trace.name, trace.family, trace.features, trace.t_unit)
+if not len(trace):
+    st.warning(data.no_rows(trace.name), icon=":material/warning:")
 
 if watch is None or watch.trace.name != trace.name:
     url_notes: list[str] = []

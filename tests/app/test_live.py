@@ -620,18 +620,7 @@ def test_a_link_repeating_a_parameter_says_which_value_is_used(app):
     assert app.query_params["k"] == "7"
 
 
-def test_a_dataset_without_rows_says_so(app, missing_db, tmp_path):
-    from pipelines import store
-
-    parquet = tmp_path / "empty.parquet"
-    with duckdb.connect(str(missing_db)) as con:
-        for statement in store.SCHEMA:
-            con.execute(statement)
-        con.execute(f"COPY (SELECT 1::BIGINT AS id, 0::BIGINT AS seq, 0::BIGINT AS t, 1.0::DOUBLE AS a LIMIT 0) "
-                    f"TO '{parquet}' (FORMAT parquet)")
-        con.execute("INSERT INTO datasets (name, family, source_files, rows_read, rows_rejected, rejects, features, "
-                    "t_unit, ingested_at, parquet) VALUES ('nothing', 'csv', '[]', 0, 0, '{}', '[\"a\"]', 'ms', now(), ?)",
-                    [str(parquet)])
+def test_a_dataset_without_rows_says_so(app, no_rows_db):
     app.run()
     for kind in ("count", "time"):
         app.radio(key="kind").set_value(kind).run()

@@ -470,3 +470,9 @@ def test_a_query_is_edited_in_place_keeping_its_number_and_row():
     while table(app)["slide"].isna().any():
         app.button(key="wl_step").click().run()
     assert assert_rows_equal_the_oracle(app, since={1: 60}) == 3
+
+
+def test_a_dataset_without_rows_says_so(no_rows_db):
+    app = open_page(ds="nothing")
+    assert [w.value for w in app.warning] == [data.no_rows("nothing")]
+    assert app.button(key="wl_step").disabled and app.button(key="wl_play").disabled
