@@ -14,7 +14,8 @@ A changed query builds new engines one window before the position shown
 seconds a progress bar and a Cancel button appear. A bad value keeps the last valid view, with
 the message and nearby valid values next to the input. The view (dataset, algorithms,
 parameters, query, slide, speed) lives in the URL; a link's value the page cannot take as it is
-(out of range, unknown, malformed) is named in a warning with what is shown instead.
+(out of range, unknown, malformed) is named in a warning with what is shown instead. Back and
+Forward open the address they lead to as a link (:func:`app.data.follow_address`).
 """
 
 from __future__ import annotations

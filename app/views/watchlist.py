@@ -9,7 +9,8 @@ tick at a time, the browser asking for the next once it has drawn this one, at m
 its real length within the engine budget of :func:`app.live_state.tick_work`, like the Live page's; the
 caption says when the machine is the limit. The dataset, the queries and the
 position live in the URL (``ds``, ``q``, ``at``); a link's query or value the page cannot take
-is named in a warning. Like the Live page's, the link is written by the page's full runs (Pause,
+is named in a warning; Back and Forward open the address they lead to (:func:`app.data.follow_address`). A
+watched query is edited in place: it keeps its number and row. Like the Live page's, the link is written by the page's full runs (Pause,
 the stream's end, Step), not by each tick: the browser keeps every address in its history, and
 Back would step through the ticks.
 """
