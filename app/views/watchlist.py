@@ -267,6 +267,8 @@ with st.sidebar:
     kind = st.radio("Window kind", ["count", "time"], horizontal=True, key="wl_kind", on_change=switch_kind,
                     args=(profile,), help="count: the last n objects; time: the objects of the last n time units.")
     k = st.number_input("k", step=1, key="wl_k", help=f"Objects in every answer, 1 to {live_state.K_MAX:,}.")
+    if (k_problem := live_state.k_problem(k)) is not None:
+        st.error(k_problem, icon=":material/error:")
     unit_hint = "objects, e.g. 1,000 or 1k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
     window_text = st.text_input(f"Window ({unit_hint})", key="wl_window")
     slide_text = st.text_input("Slide", key="wl_slide", help="The window must be a whole number of slides.")

@@ -433,10 +433,11 @@ def test_the_form_checks_a_query_as_the_live_page_does_and_suggests_what_it_woul
     with pytest.raises(ValueError, match=r'^window: "ten" is not a number of objects \(try 1,000\)$'):
         parse_query("count", 5, "ten", "100", [1.0], ORDINAL)
     app = open_page()
-    app.number_input(key="wl_k").set_value(5000)
+    app.number_input(key="wl_k").set_value(5000).run()
+    k_range = "k must be a whole number from 1 to 1,000 (the most objects the page lists in an answer), got 5,000"
+    assert [e.value for e in app.error] == [k_range]  # under the input, before Add is pressed
     app.button(key="wl_add").click().run()
-    assert [e.value for e in app.error] == ["Not added: k must be a whole number from 1 to 1,000 (the most objects "
-                                            "the page lists in an answer), got 5,000"]
+    assert [e.value for e in app.error] == [k_range, f"Not added: {k_range}"]
     app.number_input(key="wl_k").set_value(5)
     app.text_input(key="wl_slide").set_value("-5")
     app.button(key="wl_add").click().run()
