@@ -184,6 +184,30 @@ def repeated_params() -> str:
                      for key, count in counts.items() if count > 1)
 
 
+def no_rows(name: str) -> str:
+    """What a page says on a dataset without rows."""
+    return f"The dataset `{name}` holds no rows: there is no slide to show. Pick another dataset, or ingest rows into this one."
+
+
+def follow_address(written: str, view: Sequence[str]) -> None:
+    """Drop the page's ``view`` (its session keys) when the address is not the one the page last
+    wrote (:func:`write_address` under ``written``): the user went Back or Forward, or another page
+    linked here with parameters. The page then opens the address as it opens a link. An address
+    without parameters (the page picked in the sidebar) leaves the view as it is."""
+    ss = st.session_state
+    address = {key: st.query_params[key] for key in st.query_params}
+    if written in ss and address and address != ss[written]:
+        for key in view:
+            ss.pop(key, None)
+        ss[written] = address
+
+
+def write_address(params: dict[str, str], written: str) -> None:
+    """Put the view's ``params`` in the address and remember them (under ``written``) as the page's own."""
+    st.query_params.from_dict(params)
+    st.session_state[written] = dict(params)
+
+
 def open_session(names: Sequence[str], *, started: str, url: str, playing: str, dataset: str) -> dict[str, str]:
     """A page's session keys: on the session's first run the URL decides the view (its
     parameters are kept under ``url`` until the page applies them, playback starts paused);

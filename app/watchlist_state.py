@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 
 import engine
-from app import units
+from app import live_state, units
 from app.data import Trace
 from app.live_state import typed
-from app.presets import describe_weights
+from app.presets import Profile, describe_weights
 from app.tables import score_text
 from engine.multi import SharedTopK
 
@@ -54,39 +54,32 @@ def boundaries_problem(trace: Trace, query: engine.Query) -> str | None:
             f"`{trace.name}` (nearly all empty), more than the {MAX_SLIDES:,} the page answers: choose a longer slide")
 
 
-def parse_query(kind: str, k: int, window: str, slide: str, weights: Sequence[float], t_unit: str) -> engine.Query:
+def parse_query(kind: str, k: float, window: str, slide: str, weights: Sequence[float], profile: Profile) -> engine.Query:
     """The query typed in the form; ``ValueError`` with a message for the user when a value is bad.
+
+    The Live page's checks (:func:`app.live_state.k_problem`, :func:`app.live_state.lengths`), in its
+    order, its suggestions said as "try ...".
 
     Examples
     --------
-    >>> parse_query("count", 5, "1k", "100", [1.0, 0.0], "ordinal").window
+    >>> from app.presets import profile
+    >>> ms = profile("x", "synthetic", ("a",), "ms")
+    >>> parse_query("count", 5, "1k", "100", [1.0], ms).window
     1000
-    >>> parse_query("time", 5, "30 min", "7 min", [1.0], "ms")
+    >>> parse_query("time", 5, "30 min", "7 min", [1.0], ms)
     Traceback (most recent call last):
     ...
     ValueError: the window (30 min) must be a whole number of slides (7 min): try 6 min or 10 min
     """
-    if kind == "count":
-        n, s = units.parse_count(str(window), "window"), units.parse_count(str(slide), "slide")
-    else:
-        n, s = units.parse_duration(str(window), t_unit, "window"), units.parse_duration(str(slide), t_unit, "slide")
-    if n >= 1 and s >= 1 and n % s:  # said in the lengths typed (the engine's own message counts milliseconds)
-        step = units.granularity(s, t_unit) if kind == "time" else 1
-        nearest = " or ".join(typed(d, kind, t_unit) for d in units.nearest_slides(n, s, step))
-        problem = (f"slide ({typed(s, kind, t_unit)}) must not be longer than the window ({typed(n, kind, t_unit)})"
-                   if s > n else
-                   f"the window ({typed(n, kind, t_unit)}) must be a whole number of slides ({typed(s, kind, t_unit)})")
-        raise ValueError(f"{problem}: try {nearest}")
-    return within_slide_limit(engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind))
-
-
-def within_slide_limit(query: engine.Query) -> engine.Query:
-    """``query``; ``ValueError`` when its window spans more slides than the page runs
-    (:data:`app.units.MAX_SLIDES_PER_WINDOW`)."""
-    problem = units.slides_per_window_problem(query.window, query.slide)
-    if problem is not None:
-        raise ValueError(problem)
-    return query
+    if (k_problem := live_state.k_problem(k)) is not None:
+        raise ValueError(k_problem)
+    n, s, problems = live_state.lengths({"kind": kind, "window": window, "slide": slide}, profile)
+    if problems:
+        first = problems[0]
+        parsed = n is not None and s is not None  # the lengths do not fit together: the problem names them
+        raise ValueError(f"{first.message}: try {' or '.join(first.suggestions)}" if parsed and first.suggestions
+                         else first.message)
+    return engine.Query(weights=list(weights), k=int(k), window=n, slide=s, kind=kind)
 
 
 def to_url(queries: Sequence[engine.Query]) -> str:
@@ -136,7 +129,8 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
                                  slide=link_value("slide", slide, int), kind=kind)
             if query.window > units.MAX_LENGTH:
                 raise ValueError(f"window must be at most {units.MAX_LENGTH:,}, got {query.window:,}")
-            within_slide_limit(query)
+            if (too_many := units.slides_per_window_problem(query.window, query.slide)) is not None:
+                raise ValueError(too_many)
         except ValueError as exc:
             notes.append(f"query {number} ({shown}) left out: {units.shorten(str(exc), 200)}")
             continue
@@ -229,7 +223,7 @@ class Alone:
 
 @dataclass(frozen=True)
 class Watched:
-    """A query of the watch list: its handle in the executor and the first row its windows hold."""
+    """A query of the watch list: its handle in the shared executor and the first row its windows hold."""
 
     handle: int
     query: engine.Query
@@ -252,9 +246,10 @@ class Watch:
     rows
         Rows of the trace delivered so far.
     watched
-        Handle -> :class:`Watched`, in the order the queries were added.
+        The query's number (``#`` on the page; an edit keeps it) -> :class:`Watched`, in the order the
+        queries were added.
     alone
-        Handle -> its :class:`Alone` MinTopK (the unshared reference).
+        Number -> its :class:`Alone` MinTopK (the unshared reference).
     seconds
         Engine seconds of the shared executor so far.
     """
@@ -268,6 +263,7 @@ class Watch:
         self.rows = 0
         self.watched: dict[int, Watched] = {}
         self.alone: dict[int, Alone] = {}
+        self.numbered = 0  # numbers given so far
         self.seconds = 0.0
         self.points: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         _load_kernels(trace)
@@ -283,7 +279,20 @@ class Watch:
         return [w.query for w in self.watched.values()]
 
     def add(self, query: engine.Query) -> int:
-        """Watch one more query from the current row on; the others go on undisturbed."""
+        """Watch one more query from the current row on; the others go on undisturbed. Returns its number."""
+        number, self.numbered = self.numbered, self.numbered + 1
+        self.watched[number], self.alone[number] = self._start(query)
+        return number
+
+    def edit(self, number: int, query: engine.Query) -> None:
+        """Put ``query`` in place of query ``number``, which keeps its number and place: it answers from its
+        next slide boundary, as an added query does. A query refused leaves the old one watched."""
+        replaced = self.watched[number].handle
+        self.watched[number], self.alone[number] = self._start(query)
+        self.shared.remove(replaced)
+
+    def _start(self, query: engine.Query) -> tuple[Watched, Alone]:
+        """``query`` in the shared executor and in a MinTopK of its own, from the current row on."""
         if query.dimensions != len(self.trace.features):
             raise ValueError(f"the query has {query.dimensions} weight(s) but `{self.trace.name}` has "
                              f"{len(self.trace.features)} feature(s)")
@@ -297,13 +306,12 @@ class Watch:
         except ValueError:  # the stream refused (a time going backwards, a value not finite): not watched
             self.shared.remove(handle)
             raise
-        self.watched[handle], self.alone[handle] = Watched(handle, query, since), alone
-        return handle
+        return Watched(handle, query, since), alone
 
-    def remove(self, handle: int) -> None:
+    def remove(self, number: int) -> None:
         """Stop watching one query; the others go on undisturbed."""
-        self.shared.remove(handle)
-        del self.watched[handle], self.alone[handle]
+        self.shared.remove(self.watched[number].handle)
+        del self.watched[number], self.alone[number]
 
     def restarted(self) -> "Watch":
         """The same queries from row 0 (every one then holds whole windows)."""
@@ -356,9 +364,9 @@ class Watch:
 
     # ------------------------------------------------------------ what the page shows
 
-    def answer(self, handle: int) -> engine.Answer | None:
+    def answer(self, number: int) -> engine.Answer | None:
         """The query's latest answer (``None`` before its first boundary)."""
-        result = self.shared.topk(handle)
+        result = self.shared.topk(self.watched[number].handle)
         return None if result is None else result.answer
 
     def table(self, end_text: Callable[[int, str], str] = lambda end, kind: str(end)) -> pd.DataFrame:
@@ -367,15 +375,15 @@ class Watch:
         that MinTopK's answer is the same."""
         t_unit, features = self.trace.t_unit, self.trace.features
         rows = []
-        for handle, watched in self.watched.items():
-            q, result, alone = watched.query, self.shared.topk(handle), self.alone[handle]
+        for number, watched in self.watched.items():
+            q, result, alone = watched.query, self.shared.topk(watched.handle), self.alone[number]
             ids = [] if result is None else result.answer.ids.tolist()
             scores = [] if result is None else result.answer.scores.tolist()
             more = f" … (+{len(ids) - SHOWN_IDS})" if len(ids) > SHOWN_IDS else ""
             mine = alone.engine.topk()
             same = result is not None and mine.ids.tolist() == ids
             rows.append({
-                "#": handle,
+                "#": number,
                 "query": f"{describe_weights(dict(zip(features, q.weights)))} · k = {q.k} · "
                          f"{typed(q.window, q.kind, t_unit)} / {typed(q.slide, q.kind, t_unit)} {q.kind}",
                 "from row": watched.since,

@@ -14,7 +14,8 @@ A changed query builds new engines one window before the position shown
 seconds a progress bar and a Cancel button appear. A bad value keeps the last valid view, with
 the message and nearby valid values next to the input. The view (dataset, algorithms,
 parameters, query, slide, speed) lives in the URL; a link's value the page cannot take as it is
-(out of range, unknown, malformed) is named in a warning with what is shown instead.
+(out of range, unknown, malformed) is named in a warning with what is shown instead. Back and
+Forward open the address they lead to as a link (:func:`app.data.follow_address`).
 """
 
 from __future__ import annotations
@@ -428,6 +429,8 @@ PAGE_START = perf_counter()
 st.title("Live")
 
 db = data.db_path()
+data.follow_address("live_address", ["live_started", "query_for", "live_run", "live_note", "engine_error", "restart",
+                                     "speed", *(key for key in list(ss.keys()) if key.startswith("param_"))])
 names, missing = data.dataset_choices(db, ss.live_run.trace.name if "live_run" in ss else None)
 if missing:
     st.info(missing)
@@ -579,8 +582,7 @@ if setup is not None:
                    "Give at least one feature a weight.", icon=":material/warning:")
     span = len(trace) if kind == "count" else int(trace.t[-1] - trace.t[0]) + 1 if len(trace) else 0
     if not len(trace):
-        st.warning(f"The dataset `{trace.name}` holds no rows: there is no slide to show. Pick another dataset, or "
-                   "ingest rows into this one.", icon=":material/warning:")
+        st.warning(data.no_rows(trace.name), icon=":material/warning:")
     elif q.window > span:
         shown_span = live_state.typed(span, kind, trace.t_unit)
         st.warning(f"The window ({live_state.typed(q.window, kind, trace.t_unit)}) is longer than the whole trace "
@@ -638,9 +640,9 @@ speed_col.select_slider("Speed (slides per second)", SPEEDS, key="speed",
 if "live_note" in ss:
     st.caption(ss.live_note)
 
-st.query_params.from_dict(live_state.to_url(run.setup.dataset, run.setup.algorithms, run.setup.query,
-                                            run.setup.params, run.trace.t_unit, run.current,
-                                            ss.speed if ss.speed != 20 else None))
+data.write_address(live_state.to_url(run.setup.dataset, run.setup.algorithms, run.setup.query, run.setup.params,
+                                     run.trace.t_unit, run.current, ss.speed if ss.speed != 20 else None),
+                   "live_address")
 
 
 @st.fragment

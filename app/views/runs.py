@@ -73,6 +73,7 @@ def summary(metrics: pd.DataFrame) -> pd.DataFrame:
 
 st.title("Runs")
 db = data.db_path()
+data.follow_address("runs_address", ["run_id", "query_id", "run_slide"])
 try:
     runs = data.runs(db)
 except data.MissingData as missing:
@@ -148,7 +149,7 @@ if len(end):
     else:
         where = units.format_time(boundary, info["t_unit"], tz)
     st.caption(f"Slide {slide:,} of {first:,}–{last:,} · the window ends before {where}")
-st.query_params.from_dict({"run": run_id, "query": str(query_id), "slide": str(slide)})
+data.write_address({"run": run_id, "query": str(query_id), "slide": str(slide)}, "runs_address")
 
 answers = data.answers_at(db, run_id, query_id, slide)
 reference = next((name for name in REFERENCES if name in set(metrics.algorithm)), None)

@@ -9,7 +9,8 @@ tick at a time, the browser asking for the next once it has drawn this one, at m
 its real length within the engine budget of :func:`app.live_state.tick_work`, like the Live page's; the
 caption says when the machine is the limit. The dataset, the queries and the
 position live in the URL (``ds``, ``q``, ``at``); a link's query or value the page cannot take
-is named in a warning. Like the Live page's, the link is written by the page's full runs (Pause,
+is named in a warning; Back and Forward open the address they lead to (:func:`app.data.follow_address`). A
+watched query is edited in place: it keeps its number and row. Like the Live page's, the link is written by the page's full runs (Pause,
 the stream's end, Step), not by each tick: the browser keeps every address in its history, and
 Back would step through the ticks.
 """
@@ -39,7 +40,7 @@ def seed_queries(profile: presets.Profile) -> list[engine.Query]:
     for preset in profile.presets:
         try:
             out.append(parse_query(preset.kind, preset.k, preset.window, preset.slide,
-                                   preset.weight_vector(profile.features), profile.t_unit))
+                                   preset.weight_vector(profile.features), profile))
         except ValueError:
             continue
     if out:
@@ -77,12 +78,33 @@ def step() -> None:
 def restart() -> None:
     ss.wl_playing = False
     ss.wl_watch = ss.wl_watch.restarted()
+    ss.pop("wl_editing", None)  # the restarted list numbers its queries again
+
+
+def start_edit(profile: presets.Profile) -> None:
+    """The form filled with the picked query's values; saving it changes that query in place."""
+    number = ss.get("wl_remove_pick")
+    if number not in ss.wl_watch.watched:
+        return
+    q = ss.wl_watch.watched[number].query
+    ss.wl_editing = number
+    ss.wl_kind, ss.wl_k = q.kind, q.k
+    ss.wl_window, ss.wl_slide = typed(q.window, q.kind, profile.t_unit), typed(q.slide, q.kind, profile.t_unit)
+    for feature, weight in zip(profile.features, q.weights):
+        ss[f"wl_w_{feature}"] = weight
+
+
+def stop_edit(profile: presets.Profile) -> None:
+    ss.pop("wl_editing", None)
+    form_defaults(profile)
 
 
 def remove() -> None:
     handle = ss.get("wl_remove_pick")
     if handle in ss.wl_watch.watched:
         ss.wl_watch.remove(handle)
+        if ss.get("wl_editing") == handle:
+            ss.pop("wl_editing")
         ss.wl_note = (f"Query #{handle} removed; the others go on from row {ss.wl_watch.rows:,}."
                       if ss.wl_watch.watched else
                       f"Query #{handle} removed at row {ss.wl_watch.rows:,}; the watch list is empty.")
@@ -178,6 +200,7 @@ st.caption("Several continuous top-k queries on the same stream, run by one shar
 st.page_link("views/live.py", label="One query, every algorithm compared: the Live page", icon=":material/play_circle:")
 
 db = data.db_path()
+data.follow_address("wl_address", ["wl_started", "wl_watch", "wl_note", "wl_editing"])
 names, missing = data.dataset_choices(db, ss.wl_watch.trace.name if "wl_watch" in ss else None)
 if missing:
     st.info(missing)
@@ -199,6 +222,8 @@ if trace.stream != "single":
             "Pick another dataset.")
     st.stop()
 profile = presets.profile(trace.name, trace.family, trace.features, trace.t_unit)
+if not len(trace):
+    st.warning(data.no_rows(trace.name), icon=":material/warning:")
 
 if watch is None or watch.trace.name != trace.name:
     url_notes: list[str] = []
@@ -227,22 +252,49 @@ if watch is None or watch.trace.name != trace.name:
                    icon=":material/link:")
     ss.wl_url = {}
     ss.wl_playing = False
+    ss.pop("wl_editing", None)
     form_defaults(profile)
 elif "wl_kind" not in ss:
     form_defaults(profile)
 
+editing = ss.get("wl_editing")
+if editing not in watch.watched:
+    editing = ss.wl_editing = None
+if ss.pop("wl_form_reset", False):
+    form_defaults(profile)
 with st.sidebar:
-    st.subheader("Add a query")
+    st.subheader("Add a query" if editing is None else f"Edit query #{editing}")
     kind = st.radio("Window kind", ["count", "time"], horizontal=True, key="wl_kind", on_change=switch_kind,
                     args=(profile,), help="count: the last n objects; time: the objects of the last n time units.")
-    k = st.number_input("k", min_value=1, max_value=1000, step=1, key="wl_k", help="Objects in every answer.")
+    k = st.number_input("k", step=1, key="wl_k", help=f"Objects in every answer, 1 to {live_state.K_MAX:,}.")
+    if (k_problem := live_state.k_problem(k)) is not None:
+        st.error(k_problem, icon=":material/error:")
     unit_hint = "objects, e.g. 1,000 or 1k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
     window_text = st.text_input(f"Window ({unit_hint})", key="wl_window")
     slide_text = st.text_input("Slide", key="wl_slide", help="The window must be a whole number of slides.")
     weights = [st.slider(feature, -1.0, 1.0, step=0.05, key=f"wl_w_{feature}") for feature in trace.features]
-    if st.button("Add to the watch list", key="wl_add", icon=":material/add:", type="primary", width="stretch"):
+    if editing is not None:
+        save_col, cancel_col = st.columns(2)
+        cancel_col.button("Cancel", key="wl_cancel_edit", icon=":material/close:", on_click=stop_edit, args=(profile,),
+                          width="stretch", help="Leave the query as it is; the form adds queries again.")
+        if save_col.button(f"Save #{editing}", key="wl_save", icon=":material/save:", type="primary", width="stretch",
+                           help="Change the query in place: it keeps its number and row, and answers from its "
+                                "next slide boundary."):
+            try:
+                watch.edit(editing, parse_query(kind, k, window_text, slide_text, weights, profile))
+                since = watch.watched[editing].since
+                ss.wl_note = (f"Query #{editing} changed at row {watch.rows:,}; it answers from its next slide "
+                              "boundary" + (f", its windows holding the objects from row {since:,} on." if since
+                                            else ", over whole windows."))
+                ss.wl_editing = None
+                ss.wl_form_reset = True  # its widgets are drawn: their values change before the next run draws them
+                st.rerun()
+            except ValueError as exc:
+                ss.pop("wl_note", None)
+                st.error(f"Not changed: {exc}", icon=":material/error:")
+    elif st.button("Add to the watch list", key="wl_add", icon=":material/add:", type="primary", width="stretch"):
         try:
-            query = parse_query(kind, int(k), window_text, slide_text, weights, trace.t_unit)
+            query = parse_query(kind, k, window_text, slide_text, weights, profile)
             handle = watch.add(query)
             ss.wl_note = (f"Query #{handle} added at row {watch.rows:,}; it answers from its next slide boundary"
                           + (f", its windows holding the objects from row {watch.watched[handle].since:,} on."
@@ -269,16 +321,18 @@ restart_col.button("Restart", key="wl_restart", icon=":material/replay:", on_cli
 speed_col.select_slider("Speed (rows per second)", SPEEDS, key="wl_speed")
 
 if watch.watched:
-    pick_col, remove_col = st.columns([5, 1], vertical_alignment="bottom")
+    pick_col, edit_col, remove_col = st.columns([5, 1, 1], vertical_alignment="bottom")
     if ss.get("wl_remove_pick") not in watch.watched:
         ss.wl_remove_pick = next(iter(watch.watched))
-    pick_col.selectbox("Query to remove", list(watch.watched), key="wl_remove_pick",
+    pick_col.selectbox("Query", list(watch.watched), key="wl_remove_pick",
                        format_func=lambda handle: label(watch, handle))
+    edit_col.button("Edit", key="wl_edit", icon=":material/edit:", on_click=start_edit, args=(profile,),
+                    width="stretch", help="Fill the form in the sidebar with this query's values, to change it in place.")
     remove_col.button("Remove", key="wl_remove", icon=":material/delete:", on_click=remove, width="stretch")
 if "wl_note" in ss:
     st.caption(ss.wl_note)
 
-st.query_params.from_dict({"ds": dataset, "q": to_url(watch.queries), "at": str(watch.rows)})
+data.write_address({"ds": dataset, "q": to_url(watch.queries), "at": str(watch.rows)}, "wl_address")
 
 
 @st.fragment

@@ -299,3 +299,20 @@ def worldcup_db(tmp_path, monkeypatch) -> Path:
         write_run(con, WORLDCUP_RUN, config, trace, "2026-11-26 09:10:00")
     monkeypatch.setenv("TOPK_DB", str(db))
     return db
+
+
+@pytest.fixture
+def no_rows_db(missing_db, tmp_path) -> Path:
+    """``TOPK_DB`` holding one dataset, ``nothing``, without rows."""
+    from pipelines import store
+
+    parquet = tmp_path / "empty.parquet"
+    with duckdb.connect(str(missing_db)) as con:
+        for statement in store.SCHEMA:
+            con.execute(statement)
+        con.execute(f"COPY (SELECT 1::BIGINT AS id, 0::BIGINT AS seq, 0::BIGINT AS t, 1.0::DOUBLE AS a LIMIT 0) "
+                    f"TO '{parquet}' (FORMAT parquet)")
+        con.execute("INSERT INTO datasets (name, family, source_files, rows_read, rows_rejected, rejects, features, "
+                    "t_unit, ingested_at, parquet) VALUES ('nothing', 'csv', '[]', 0, 0, '{}', '[\"a\"]', 'ms', now(), ?)",
+                    [str(parquet)])
+    return missing_db

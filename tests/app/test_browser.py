@@ -403,3 +403,41 @@ def test_playback_of_a_heavy_setup_keeps_going_and_keeps_its_session(chromium, s
             screenshot(page, tmp_path, "live-heavy-paused")
         finally:
             browser.close()
+
+
+def test_back_and_forward_show_the_view_of_each_address(chromium, server, tmp_path):
+    """Back and Forward rerun the page on that history entry's address: the page shows its view (a page
+    reading the address only at the session's start showed the last view under every address)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page.goto(f"{server}/?ds=demo&kind=count&window=200&slide=50&k=4&w=0.5,-1")
+            expect(page.get_by_text(re.compile(r"^Slide 3 ·"))).to_be_visible(timeout=60_000)
+            k = page.get_by_test_id("stSidebar").get_by_label("k", exact=True)
+            k.fill("7")
+            k.press("Enter")
+            expect(page).to_have_url(re.compile(r"&k=7&"), timeout=30_000)
+            page.get_by_role("button", name="Step").click()
+            expect(page.get_by_text(re.compile(r"^Slide 4 ·"))).to_be_visible(timeout=30_000)
+            expect(page).to_have_url(re.compile(r"&at=4"))
+
+            page.go_back()  # before the Step
+            expect(page.get_by_text(re.compile(r"^Slide 3 ·"))).to_be_visible(timeout=30_000)
+            expect(k).to_have_value("7")
+            page.go_back()  # before k = 7
+            expect(k).to_have_value("4", timeout=30_000)
+            expect(page).to_have_url(re.compile(r"&k=4&.*&at=3"))
+            query = engine.Query(weights=[0.5, -1.0], k=4, window=RUN_QUERY.window, slide=RUN_QUERY.slide)
+            answer = oracle_answers(data.load_trace(Path(os.environ["TOPK_DB"]), "demo").arrays, query, 4)[-1]
+            expect(page.get_by_test_id("stTable").first.locator("tbody tr")).to_have_count(4)
+            assert table_ids(page, 1) == answer.ids.tolist()
+            page.go_forward()
+            page.go_forward()
+            expect(page.get_by_text(re.compile(r"^Slide 4 ·"))).to_be_visible(timeout=30_000)
+            expect(k).to_have_value("7")
+            expect(page.get_by_test_id("stException")).to_have_count(0)
+        finally:
+            browser.close()

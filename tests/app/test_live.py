@@ -620,18 +620,7 @@ def test_a_link_repeating_a_parameter_says_which_value_is_used(app):
     assert app.query_params["k"] == "7"
 
 
-def test_a_dataset_without_rows_says_so(app, missing_db, tmp_path):
-    from pipelines import store
-
-    parquet = tmp_path / "empty.parquet"
-    with duckdb.connect(str(missing_db)) as con:
-        for statement in store.SCHEMA:
-            con.execute(statement)
-        con.execute(f"COPY (SELECT 1::BIGINT AS id, 0::BIGINT AS seq, 0::BIGINT AS t, 1.0::DOUBLE AS a LIMIT 0) "
-                    f"TO '{parquet}' (FORMAT parquet)")
-        con.execute("INSERT INTO datasets (name, family, source_files, rows_read, rows_rejected, rejects, features, "
-                    "t_unit, ingested_at, parquet) VALUES ('nothing', 'csv', '[]', 0, 0, '{}', '[\"a\"]', 'ms', now(), ?)",
-                    [str(parquet)])
+def test_a_dataset_without_rows_says_so(app, no_rows_db):
     app.run()
     for kind in ("count", "time"):
         app.radio(key="kind").set_value(kind).run()
@@ -706,3 +695,29 @@ def test_a_time_slide_passing_millions_of_empty_boundaries_is_refused_before_any
     app.text_input(key="window").set_value("100 ms")
     app.text_input(key="slide").set_value("10 ms").run()  # 240,000 boundaries: run
     assert not app.error and "live_run" in app.session_state
+
+
+def test_back_and_forward_show_the_view_of_the_address(app):
+    """Back / Forward rerun the page with the address of that history entry: the page shows it, not the
+    session's last view (Streamlit reruns the page; a page reading its address only at the session's start
+    showed the same view under every address)."""
+    app.query_params.update({"ds": data.SYNTHETIC, "k": "4", "at": "30"})
+    app.run()
+    earlier = dict(app.query_params)
+    app.number_input(key="k").set_value(7).run()
+    app.button(key="step").click().run()
+    assert app.query_params["k"] == "7" and app.query_params["at"] == "31"
+    later = dict(app.query_params)
+    app.query_params.clear()
+    app.query_params.update(earlier)  # Back
+    app.run()
+    assert app.number_input(key="k").value == 4 and slide_shown(app) == 30
+    assert_shows(app, expected(engine.Query(weights=[1.0] * 3, k=4, window=1000, slide=50), 31))
+    assert dict(app.query_params) == earlier
+    app.query_params.clear()
+    app.query_params.update(later)  # Forward
+    app.run()
+    assert app.number_input(key="k").value == 7 and slide_shown(app) == 31
+    app.query_params.clear()  # the page picked in the sidebar: no parameters, the session's view stays
+    app.run()
+    assert app.number_input(key="k").value == 7 and slide_shown(app) == 31

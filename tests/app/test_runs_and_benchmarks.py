@@ -315,3 +315,19 @@ def test_a_runs_link_repeating_a_parameter_says_which_value_is_used(app, demo_db
     app.run()
     assert not app.exception and app.query_params["run"] == OTHER_RUN
     assert f"run is given 2 times: the last ({OTHER_RUN}) is used" in app.warning[0].value
+
+
+def test_back_and_a_link_from_another_page_show_the_run_of_the_address(app, demo_db):
+    app.switch_page("views/runs.py").run()
+    assert app.selectbox(key="run_id").value == DEMO_RUN
+    earlier = dict(app.query_params)
+    app.selectbox(key="run_id").set_value(OTHER_RUN).run()
+    assert app.query_params["run"] == OTHER_RUN
+    app.query_params.clear()
+    app.query_params.update(earlier)  # Back
+    app.run()
+    assert app.selectbox(key="run_id").value == DEMO_RUN and dict(app.query_params) == earlier
+    app.query_params.clear()
+    app.query_params.update({"run": OTHER_RUN, "query": "0"})  # the Live page's "See its run" link
+    app.run()
+    assert app.selectbox(key="run_id").value == OTHER_RUN

@@ -11,13 +11,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app import data, live_state, units
+from app import data, live_state, presets, units
 from app.watchlist_state import Watch, from_url, parse_query
 
 from .conftest import ENTRY, demo_trace
 
 SYNTHETIC = data.synthetic_uniform()
 PAGE = "views/watchlist.py"
+MS = presets.profile("x", "synthetic", ("a",), "ms")
+ORDINAL = presets.profile("x", "synthetic", ("a",), "ordinal")
 
 
 @pytest.fixture(autouse=True)
@@ -196,12 +198,12 @@ def test_a_bad_query_is_refused_with_a_message():
 def test_a_time_slide_that_does_not_divide_its_window_is_refused_in_the_lengths_typed():
     with pytest.raises(ValueError, match=r"^the window \(30 min\) must be a whole number of slides \(7 min\): "
                                          r"try 6 min or 10 min$"):
-        parse_query("time", 5, "30 min", "7 min", [1.0], "ms")
+        parse_query("time", 5, "30 min", "7 min", [1.0], MS)
     with pytest.raises(ValueError, match=r"^slide \(2 h\) must not be longer than the window \(1 h\): try 1 h$"):
-        parse_query("time", 5, "1 h", "2 h", [1.0], "ms")
+        parse_query("time", 5, "1 h", "2 h", [1.0], MS)
     with pytest.raises(ValueError, match=r"^the window \(1,000\) must be a whole number of slides \(300\): "
                                          r"try 250 or 500$"):
-        parse_query("count", 5, "1k", "300", [1.0], "ordinal")
+        parse_query("count", 5, "1k", "300", [1.0], ORDINAL)
 
 
 def test_removing_the_last_query_says_the_list_is_empty_not_that_the_others_go_on():
@@ -247,7 +249,7 @@ def test_watch_state_matches_brute_force_through_adds_and_removes(seed):
             watch.remove(int(rng.choice(list(watch.watched))))
         watch.step()
         for handle, watched in watch.watched.items():
-            result = watch.shared.topk(handle)
+            result = watch.shared.topk(watched.handle)
             if result is None:
                 continue
             q = watched.query
@@ -361,8 +363,8 @@ def test_a_slide_far_too_short_for_its_window_is_not_added():
     app.text_input(key="wl_slide").set_value("1").run()
     app.button(key="wl_add").click().run()  # the shared executor would allocate 745 GiB
     assert not app.exception, app.exception
-    assert app.error[0].value == ("Not added: the window spans 100,000,000,000 slides, more than the 100,000 "
-                                  "allowed: choose a longer slide")
+    assert app.error[0].value == ("Not added: slide (1): the window spans 100,000,000,000 slides, more than the "
+                                  "100,000 allowed: choose a longer slide: try 1000000 or 1250000")
     assert len(table(app)) == 3
 
 
@@ -403,3 +405,75 @@ def test_a_query_the_stream_refuses_is_not_half_added():
     handle = watch.add(engine.Query([1.0], k=2, window=10, slide=5))
     watch.advance(len(trace))
     assert watch.table()["#"].tolist() == [handle] and watch.answer(handle).ids.tolist() == [38, 37]
+
+
+def test_back_shows_the_queries_and_row_of_the_address():
+    app = open_page(q="count:4:300:60:1,0,-1")
+    app.button(key="wl_step").click().run()
+    earlier = dict(app.query_params)
+    app.button(key="wl_add").click().run()
+    app.button(key="wl_step").click().run()
+    assert len(url_queries(app)) == 2 and rows_delivered(app) == 100
+    app.query_params.clear()
+    app.query_params.update(earlier)  # Back
+    app.run()
+    assert dict(app.query_params) == earlier and rows_delivered(app) == 60
+    assert table(app)["#"].tolist() == [0]
+
+
+def test_the_form_checks_a_query_as_the_live_page_does_and_suggests_what_it_would_take():
+    """One rule for both pages: k's range named, a slide over the per-window limit refused before it is
+    found not to divide the window (the slides offered are within the limit), the examples the Live page gives."""
+    with pytest.raises(ValueError, match=r"^k must be a whole number from 1 to 1,000 .*got 0$"):
+        parse_query("count", 0, "1k", "100", [1.0], ORDINAL)
+    with pytest.raises(ValueError, match=r"^slide \(7\): the window spans 1,428,571 slides, more than the 100,000 "
+                                         r"allowed: choose a longer slide: try 100 or 125$"):
+        parse_query("count", 5, "10m", "7", [1.0], ORDINAL)
+    assert parse_query("count", 5, "10m", "100", [1.0], ORDINAL).slide == 100
+    with pytest.raises(ValueError, match=r'^window: "ten" is not a number of objects \(try 1,000\)$'):
+        parse_query("count", 5, "ten", "100", [1.0], ORDINAL)
+    app = open_page()
+    app.number_input(key="wl_k").set_value(5000).run()
+    k_range = "k must be a whole number from 1 to 1,000 (the most objects the page lists in an answer), got 5,000"
+    assert [e.value for e in app.error] == [k_range]  # under the input, before Add is pressed
+    app.button(key="wl_add").click().run()
+    assert [e.value for e in app.error] == [k_range, f"Not added: {k_range}"]
+    app.number_input(key="wl_k").set_value(5)
+    app.text_input(key="wl_slide").set_value("-5")
+    app.button(key="wl_add").click().run()
+    assert [e.value for e in app.error] == ["Not added: slide must be positive, got -5"]
+
+
+def test_a_query_is_edited_in_place_keeping_its_number_and_row():
+    app = open_page(q="count:4:300:60:1,0,-1;count:2:100:20:0,0,1;time:3:200:50:1,1,1")
+    for _ in range(4):
+        app.button(key="wl_step").click().run()
+    app.selectbox(key="wl_remove_pick").set_value(1)
+    app.button(key="wl_edit").click().run()
+    assert app.sidebar.subheader[0].value == "Edit query #1"
+    assert (app.number_input(key="wl_k").value, app.text_input(key="wl_window").value,
+            app.text_input(key="wl_slide").value) == (2, "100", "20")
+    app.text_input(key="wl_slide").set_value("30")
+    app.button(key="wl_save").click().run()
+    assert [e.value for e in app.error] == ["Not changed: the window (100) must be a whole number of slides (30): "
+                                            "try 25 or 50"]
+    app.number_input(key="wl_k").set_value(6)
+    app.text_input(key="wl_window").set_value("120")
+    app.text_input(key="wl_slide").set_value("20")
+    app.button(key="wl_save").click().run()
+    assert not app.error and app.sidebar.subheader[0].value == "Add a query"
+    assert app.text_input(key="wl_window").value == "1,000"  # the form has the dataset's defaults again
+    assert table(app)["#"].tolist() == [0, 1, 2]
+    assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60), (6, 120, 20), (3, 200, 50)]
+    assert rows_delivered(app) == 60 and table(app)["from row"].tolist() == [0, 60, 0]
+    assert any(c.value.startswith("Query #1 changed at row 60; it answers from its next slide boundary, its "
+                                  "windows holding the objects from row 60 on.") for c in app.caption)
+    while table(app)["slide"].isna().any():
+        app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app, since={1: 60}) == 3
+
+
+def test_a_dataset_without_rows_says_so(no_rows_db):
+    app = open_page(ds="nothing")
+    assert [w.value for w in app.warning] == [data.no_rows("nothing")]
+    assert app.button(key="wl_step").disabled and app.button(key="wl_play").disabled
