@@ -110,13 +110,16 @@ class MinTopK(Algorithm):
             raise ValueError(f"slide {slide} arrives after slide {self._current}")
         prefilter = self.params["prefilter"]
         self._reserve(min(len(batch), self._k) if prefilter else len(batch))
-        kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
-                     self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t, prefilter)
+        stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
+                              self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t,
+                              prefilter)
         self._current = slide
-        self._answer = None
+        if not stands:
+            self._answer = None
 
     def topk(self) -> Answer:
-        """The first ``tkc`` records of the list (Lemma 4.4): ``O(k)``, cached per slide."""
+        """The first ``tkc`` records of the list (Lemma 4.4): ``O(k)``, cached per slide and kept
+        while it stands (``docs/algorithms/mintopk.md``, "The kept answer")."""
         if self._answer is None:
             self._answer = Answer(*kernel.answer(self._records, self._scores, self._table, self._meta, self._current))
         return self._answer
