@@ -127,12 +127,22 @@ class MinTopK(Algorithm):
     def candidates(self) -> np.ndarray:
         return self._records[kernel.ranked(self._records, self._meta), SEQ]
 
-    def _stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
+        """``candidates``, ``retained``, the counters (:data:`COUNTERS`), then :meth:`memory`'s
+        ``bytes`` and ``measured_bytes``, spelled out in one dict literal (no method calls, one
+        read of the record count): ``O(1)``."""
         size = self._meta.item(SIZE)
         arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
         return {"candidates": size, "retained": size, "arrivals": arrivals,
                 "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
-                "lbp_skips": lbp_skips}
+                "lbp_skips": lbp_skips, "bytes": RECORD_BYTES * size + WINDOW_BYTES * self._windows,
+                "measured_bytes": self._array_bytes + self._rest_bytes}
+
+    def _stats(self) -> dict[str, Any]:
+        """:meth:`stats` without the memory figures (``O(1)``)."""
+        out = self.stats()
+        del out["bytes"], out["measured_bytes"]
+        return out
 
     def memory(self) -> tuple[int, int]:
         """Both figures from the record count and the arrays' sizes: ``O(1)``."""
