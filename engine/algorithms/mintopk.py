@@ -89,7 +89,7 @@ class MinTopK(Algorithm):
 
     def _reserve(self, arrivals: int) -> None:
         """Room for ``arrivals`` more records (capacity doubled when short: ``O(1)`` amortised)."""
-        needed = int(self._meta[SIZE]) + arrivals
+        needed = self._meta.item(SIZE) + arrivals
         if needed > len(self._records):
             capacity = max(2 * len(self._records), needed)
             self._records, self._scores = kernel.grown(self._records, self._scores, self._meta, capacity)

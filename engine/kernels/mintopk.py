@@ -181,51 +181,6 @@ def unlink(records, meta, slot) -> None:
 
 
 @njit(cache=True, inline="always")
-def update_super_topk(records, scores, windows, meta, counters, k, oldest, score, seq, oid, t) -> bool:
-    """Figure 6, ``UpdateSuperTopk``: one arriving object against windows ``oldest ..``.
-
-    ``O(1)`` discard when it ranks below the newest window's full top k; otherwise it is
-    positioned (``O(log MTK)``) and enters windows from the newest back while they are not full
-    or it ranks above their ``lbp`` object, which then loses the window (``start_w += 1``,
-    dropped past ``end_w``) while ``lbp`` moves one record up (Lemma 4.5), skipping records
-    that do not live in that window: ``O(1)`` amortised per window entered.  Returns whether it
-    entered the oldest window's predicted top k.
-    """
-    size = len(windows)
-    newest = oldest + size - 1
-    row = newest % size
-    lowest = windows[row, LBP]
-    if windows[row, TKC] == k and ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
-        counters[DISCARDED] += 1
-        return False
-    record = position(records, scores, meta, score, seq, oid, t, newest)
-    window = newest
-    while window >= oldest:
-        lowest = windows[row, LBP]
-        if windows[row, TKC] < k:
-            windows[row, TKC] += 1
-            if lowest == NONE or ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
-                windows[row, LBP] = record
-        else:
-            if ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
-                break
-            counters[EVICTIONS] += 1
-            records[lowest, START] += 1
-            above = records[lowest, ABOVE]
-            while records[above, END] < window:
-                counters[LBP_SKIPS] += 1
-                above = records[above, ABOVE]
-            windows[row, LBP] = above
-            if records[lowest, START] > records[lowest, END]:
-                unlink(records, meta, lowest)
-        window -= 1
-        row = row - 1 if row else size - 1
-    records[record, START] = window + 1
-    counters[INSERTED] += 1
-    return window < oldest
-
-
-@njit(cache=True, inline="always")
 def purge_expired_window(records, windows, meta, window) -> None:
     """``PurgeExpiredWindow``: the answered window's top records (the first ``tkc`` of the list,
     Lemma 4.4) lose it (``start_w += 1``, dropped past ``end_w``); its row is emptied for the
@@ -249,6 +204,14 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
     ``UpdateSuperTopk`` for the slide's arrivals, best first; with ``prefilter`` only the top
     ``k`` of the slide arrive (``O(s log k)``): the others expire with them, never in MTK.
 
+    ``UpdateSuperTopk`` (Figure 6), written out in the arrivals' loop (a compiled call, even
+    inlined, pays atomic reference counts on its array arguments per arrival): an arrival that
+    ranks below the newest window's full top k is discarded (``O(1)``); otherwise it is
+    positioned (``O(log MTK)``) and enters windows from the newest back while they are not full
+    or it ranks above their ``lbp`` object, which then loses the window (``start_w += 1``,
+    dropped past ``end_w``) while ``lbp`` moves one record up (Lemma 4.5), skipping records
+    that do not live in that window: ``O(1)`` amortised per window entered.
+
     Returns whether window ``current``'s answer stands as window ``newest_slide``'s: no purge
     dropped a record (none of its members expired) and no arrival entered ``newest_slide``'s
     predicted top k (``docs/algorithms/mintopk.md``, "The kept answer")."""
@@ -263,9 +226,40 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
         counters[PREFILTERED] += m - len(order)
     else:
         order = np.arange(m)
+    size = len(windows)
+    newest = newest_slide + size - 1
     for i in order:
-        if update_super_topk(records, scores, windows, meta, counters, k, newest_slide,
-                             values[i], seqs[i], ids[i], ts[i]):
+        score, seq = values[i], seqs[i]
+        row = newest % size
+        lowest = windows[row, LBP]
+        if windows[row, TKC] == k and ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
+            counters[DISCARDED] += 1
+            continue
+        record = position(records, scores, meta, score, seq, ids[i], ts[i], newest)
+        window = newest
+        while window >= newest_slide:
+            lowest = windows[row, LBP]
+            if windows[row, TKC] < k:
+                windows[row, TKC] += 1
+                if lowest == NONE or ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
+                    windows[row, LBP] = record
+            else:
+                if ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
+                    break
+                counters[EVICTIONS] += 1
+                records[lowest, START] += 1
+                above = records[lowest, ABOVE]
+                while records[above, END] < window:
+                    counters[LBP_SKIPS] += 1
+                    above = records[above, ABOVE]
+                windows[row, LBP] = above
+                if records[lowest, START] > records[lowest, END]:
+                    unlink(records, meta, lowest)
+            window -= 1
+            row = row - 1 if row else size - 1
+        records[record, START] = window + 1
+        counters[INSERTED] += 1
+        if window < newest_slide:
             stands = False
     return stands
 
