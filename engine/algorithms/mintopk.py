@@ -50,7 +50,9 @@ class MinTopK(Algorithm):
     the newest), each full one losing its ``lbp`` object (``start_w += 1``) and moving ``lbp``
     one position up the list (Lemma 4.5).  With ``prefilter=True`` only the top ``k`` of each
     slide reach the loop (``O(s log k)``): objects of one slide expire together, so the others
-    can never be in the MTK set.  ``topk`` ``O(k)``, cached per slide; ``stats`` ``O(1)``.
+    can never be in the MTK set.  ``topk`` ``O(k)``, cached per slide and kept while no member
+    expired and no arrival entered the window's top k (the kernel reports it); ``stats``
+    ``O(1)``.
 
     Memory (layout ``LAYOUT``): 11 words per MTK record (id, seq, t, score, two window marks,
     two list links, three index links) plus 2 words (``tkc``, ``lbp``) per window.  No raw
