@@ -50,7 +50,9 @@ class MinTopK(Algorithm):
     the newest), each full one losing its ``lbp`` object (``start_w += 1``) and moving ``lbp``
     one position up the list (Lemma 4.5).  With ``prefilter=True`` only the top ``k`` of each
     slide reach the loop (``O(s log k)``): objects of one slide expire together, so the others
-    can never be in the MTK set.  ``topk`` ``O(k)``, cached per slide; ``stats`` ``O(1)``.
+    can never be in the MTK set.  ``topk`` ``O(k)``, cached per slide and kept while no member
+    expired and no arrival entered the window's top k (the kernel reports it); ``stats``
+    ``O(1)``.
 
     Memory (layout ``LAYOUT``): 11 words per MTK record (id, seq, t, score, two window marks,
     two list links, three index links) plus 2 words (``tkc``, ``lbp``) per window.  No raw
@@ -89,7 +91,7 @@ class MinTopK(Algorithm):
 
     def _reserve(self, arrivals: int) -> None:
         """Room for ``arrivals`` more records (capacity doubled when short: ``O(1)`` amortised)."""
-        needed = int(self._meta[SIZE]) + arrivals
+        needed = self._meta.item(SIZE) + arrivals
         if needed > len(self._records):
             capacity = max(2 * len(self._records), needed)
             self._records, self._scores = kernel.grown(self._records, self._scores, self._meta, capacity)
@@ -110,13 +112,16 @@ class MinTopK(Algorithm):
             raise ValueError(f"slide {slide} arrives after slide {self._current}")
         prefilter = self.params["prefilter"]
         self._reserve(min(len(batch), self._k) if prefilter else len(batch))
-        kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
-                     self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t, prefilter)
+        stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
+                              self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t,
+                              prefilter)
         self._current = slide
-        self._answer = None
+        if not stands:
+            self._answer = None
 
     def topk(self) -> Answer:
-        """The first ``tkc`` records of the list (Lemma 4.4): ``O(k)``, cached per slide."""
+        """The first ``tkc`` records of the list (Lemma 4.4): ``O(k)``, cached per slide and kept
+        while it stands (``docs/algorithms/mintopk.md``, "The kept answer")."""
         if self._answer is None:
             self._answer = Answer(*kernel.answer(self._records, self._scores, self._table, self._meta, self._current))
         return self._answer
@@ -124,12 +129,22 @@ class MinTopK(Algorithm):
     def candidates(self) -> np.ndarray:
         return self._records[kernel.ranked(self._records, self._meta), SEQ]
 
-    def _stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
+        """``candidates``, ``retained``, the counters (:data:`COUNTERS`), then :meth:`memory`'s
+        ``bytes`` and ``measured_bytes``, spelled out in one dict literal (no method calls, one
+        read of the record count): ``O(1)``."""
         size = self._meta.item(SIZE)
         arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
         return {"candidates": size, "retained": size, "arrivals": arrivals,
                 "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
-                "lbp_skips": lbp_skips}
+                "lbp_skips": lbp_skips, "bytes": RECORD_BYTES * size + WINDOW_BYTES * self._windows,
+                "measured_bytes": self._array_bytes + self._rest_bytes}
+
+    def _stats(self) -> dict[str, Any]:
+        """:meth:`stats` without the memory figures (``O(1)``)."""
+        out = self.stats()
+        del out["bytes"], out["measured_bytes"]
+        return out
 
     def memory(self) -> tuple[int, int]:
         """Both figures from the record count and the arrays' sizes: ``O(1)``."""

@@ -63,7 +63,7 @@ def priority(seq: int) -> int:
     return (x * 48271) % _PRIME
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _replace_child(records, meta, parent, old, new):
     if parent == NONE:
         meta[ROOT] = new
@@ -75,7 +75,7 @@ def _replace_child(records, meta, parent, old, new):
         records[new, PARENT] = parent
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rotate_up(records, meta, x):
     """Rotate ``x`` above its parent, keeping the search order (``O(1)``)."""
     p = records[x, PARENT]
@@ -94,7 +94,7 @@ def _rotate_up(records, meta, x):
     _replace_child(records, meta, g, p, x)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def index_insert(records, scores, meta, slot) -> int:
     """Put row ``slot`` into the index; return the record directly above it, or ``NONE``.
 
@@ -124,7 +124,7 @@ def index_insert(records, scores, meta, slot) -> int:
     return above
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def index_remove(records, meta, slot) -> None:
     """Take row ``slot`` out of the index: rotate it down to at most one child, splice it out
     (``O(log MTK)`` expected)."""
@@ -138,7 +138,7 @@ def index_remove(records, meta, slot) -> None:
     _replace_child(records, meta, records[slot, PARENT], slot, child)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def position(records, scores, meta, score, seq, oid, t, end_window) -> int:
     """Link a new record into the list at its rank, window marks ``end_window .. end_window``;
     return its row (``O(log MTK)`` expected)."""
@@ -164,7 +164,7 @@ def position(records, scores, meta, score, seq, oid, t, end_window) -> int:
     return slot
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def unlink(records, meta, slot) -> None:
     """Remove a record from the list and the index; its row becomes free (``O(log MTK)``)."""
     above, below = records[slot, ABOVE], records[slot, BELOW]
@@ -180,50 +180,7 @@ def unlink(records, meta, slot) -> None:
     meta[SIZE] -= 1
 
 
-@njit(cache=True)
-def update_super_topk(records, scores, windows, meta, counters, k, oldest, score, seq, oid, t) -> None:
-    """Figure 6, ``UpdateSuperTopk``: one arriving object against windows ``oldest ..``.
-
-    ``O(1)`` discard when it ranks below the newest window's full top k; otherwise it is
-    positioned (``O(log MTK)``) and enters windows from the newest back while they are not full
-    or it ranks above their ``lbp`` object, which then loses the window (``start_w += 1``,
-    dropped past ``end_w``) while ``lbp`` moves one record up (Lemma 4.5), skipping records
-    that do not live in that window: ``O(1)`` amortised per window entered.
-    """
-    size = len(windows)
-    newest = oldest + size - 1
-    row = newest % size
-    lowest = windows[row, LBP]
-    if windows[row, TKC] == k and ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
-        counters[DISCARDED] += 1
-        return
-    record = position(records, scores, meta, score, seq, oid, t, newest)
-    window = newest
-    while window >= oldest:
-        lowest = windows[row, LBP]
-        if windows[row, TKC] < k:
-            windows[row, TKC] += 1
-            if lowest == NONE or ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
-                windows[row, LBP] = record
-        else:
-            if ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
-                break
-            counters[EVICTIONS] += 1
-            records[lowest, START] += 1
-            above = records[lowest, ABOVE]
-            while records[above, END] < window:
-                counters[LBP_SKIPS] += 1
-                above = records[above, ABOVE]
-            windows[row, LBP] = above
-            if records[lowest, START] > records[lowest, END]:
-                unlink(records, meta, lowest)
-        window -= 1
-        row = row - 1 if row else size - 1
-    records[record, START] = window + 1
-    counters[INSERTED] += 1
-
-
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def purge_expired_window(records, windows, meta, window) -> None:
     """``PurgeExpiredWindow``: the answered window's top records (the first ``tkc`` of the list,
     Lemma 4.4) lose it (``start_w += 1``, dropped past ``end_w``); its row is emptied for the
@@ -242,12 +199,26 @@ def purge_expired_window(records, windows, meta, window) -> None:
 
 @njit(cache=True)
 def slide(records, scores, windows, meta, counters, k, current, newest_slide,
-          values, seqs, ids, ts, prefilter) -> None:
+          values, seqs, ids, ts, prefilter) -> bool:
     """One slide: ``PurgeExpiredWindow`` for every window answered since ``current``, then
     ``UpdateSuperTopk`` for the slide's arrivals, best first; with ``prefilter`` only the top
-    ``k`` of the slide arrive (``O(s log k)``): the others expire with them, never in MTK."""
+    ``k`` of the slide arrive (``O(s log k)``): the others expire with them, never in MTK.
+
+    ``UpdateSuperTopk`` (Figure 6), written out in the arrivals' loop (a compiled call, even
+    inlined, pays atomic reference counts on its array arguments per arrival): an arrival that
+    ranks below the newest window's full top k is discarded (``O(1)``); otherwise it is
+    positioned (``O(log MTK)``) and enters windows from the newest back while they are not full
+    or it ranks above their ``lbp`` object, which then loses the window (``start_w += 1``,
+    dropped past ``end_w``) while ``lbp`` moves one record up (Lemma 4.5), skipping records
+    that do not live in that window: ``O(1)`` amortised per window entered.
+
+    Returns whether window ``current``'s answer stands as window ``newest_slide``'s: no purge
+    dropped a record (none of its members expired) and no arrival entered ``newest_slide``'s
+    predicted top k (``docs/algorithms/mintopk.md``, "The kept answer")."""
+    held = meta[SIZE]
     for window in range(current, newest_slide):
         purge_expired_window(records, windows, meta, window)
+    stands = meta[SIZE] == held
     m = len(values)
     counters[ARRIVALS] += m
     if prefilter:
@@ -255,9 +226,42 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
         counters[PREFILTERED] += m - len(order)
     else:
         order = np.arange(m)
+    size = len(windows)
+    newest = newest_slide + size - 1
     for i in order:
-        update_super_topk(records, scores, windows, meta, counters, k, newest_slide,
-                          values[i], seqs[i], ids[i], ts[i])
+        score, seq = values[i], seqs[i]
+        row = newest % size
+        lowest = windows[row, LBP]
+        if windows[row, TKC] == k and ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
+            counters[DISCARDED] += 1
+            continue
+        record = position(records, scores, meta, score, seq, ids[i], ts[i], newest)
+        window = newest
+        while window >= newest_slide:
+            lowest = windows[row, LBP]
+            if windows[row, TKC] < k:
+                windows[row, TKC] += 1
+                if lowest == NONE or ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
+                    windows[row, LBP] = record
+            else:
+                if ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
+                    break
+                counters[EVICTIONS] += 1
+                records[lowest, START] += 1
+                above = records[lowest, ABOVE]
+                while records[above, END] < window:
+                    counters[LBP_SKIPS] += 1
+                    above = records[above, ABOVE]
+                windows[row, LBP] = above
+                if records[lowest, START] > records[lowest, END]:
+                    unlink(records, meta, lowest)
+            window -= 1
+            row = row - 1 if row else size - 1
+        records[record, START] = window + 1
+        counters[INSERTED] += 1
+        if window < newest_slide:
+            stands = False
+    return stands
 
 
 @njit(cache=True)

@@ -12,7 +12,7 @@ def ranks_above(score_a: float, seq_a: int, score_b: float, seq_b: int) -> bool:
     return score_a > score_b or (score_a == score_b and seq_a > seq_b)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift_down(heap, size, scores, seqs, i):
     """Restore the min-heap (worst of the kept objects at the root) below position ``i``."""
     while True:
@@ -43,10 +43,13 @@ def best_first(scores: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
         heap[i] = i
     for i in range(size // 2 - 1, -1, -1):
         _sift_down(heap, size, scores, seqs, i)
-    for i in range(size, m):
-        if ranks_above(scores[i], seqs[i], scores[heap[0]], seqs[heap[0]]):
-            heap[0] = i
-            _sift_down(heap, size, scores, seqs, 0)
+    if size:
+        worst_score, worst_seq = scores[heap[0]], seqs[heap[0]]
+        for i in range(size, m):
+            if scores[i] >= worst_score and ranks_above(scores[i], seqs[i], worst_score, worst_seq):
+                heap[0] = i
+                _sift_down(heap, size, scores, seqs, 0)
+                worst_score, worst_seq = scores[heap[0]], seqs[heap[0]]
     order = np.empty(size, np.int64)
     for last in range(size - 1, -1, -1):
         order[last] = heap[0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import engine
+from engine.kernels import mintopk as kernel
+from tests.streams import assert_same_answer
 
 
 def feed(alg, scores, q):
@@ -46,3 +48,48 @@ def test_prefilter_passes_only_the_top_k_of_each_slide():
     stats = alg.stats()
     assert stats["arrivals"] == 100 and stats["prefiltered"] == 80
     assert stats["inserted"] + stats["discarded"] == 20
+
+
+@pytest.mark.parametrize("prefilter", [True, False])
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("trend", ["falling", "rising", "flat"])
+def test_a_slide_keeps_the_answer_only_while_it_stands(trend, kind, prefilter):
+    """``process`` keeps the previous ``Answer`` object when no member expired and no arrival
+    entered the new window's top k.  Falling scores: the answer is the oldest ``k`` of the
+    window, kept while the first window fills, then its members expire on slides no arrival
+    enters (keeping it on expiry would be wrong; a time window keeps it where the slide leaving
+    it was empty); rising: every arrival enters it; flat noise: most slides keep it.  Time
+    windows skip their empty slides (a slide then passes several windows).
+    Every answer equals the oracle's and the one made afresh from the list, with ``topk`` asked
+    at every slide and, from a second instance, at every third slide only."""
+    rng = np.random.default_rng(7)
+    s, k, n = 3, 8, 600
+    m = 4 * n
+    noise = rng.random(m)
+    scores = {"falling": -np.arange(m) + 0.5 * noise, "rising": np.arange(m) + 0.5 * noise, "flat": noise}[trend]
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 7, m))
+    q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
+    every, sparse = (engine.create("mintopk", q, prefilter=prefilter) for _ in range(2))
+    oracle = engine.create("oracle", q)
+    kept, previous, jumps = {False: 0, True: 0}, None, 0
+    batches = [batch for batch in engine.slides((np.arange(m), t, scores), q) if len(batch.ids)]
+    for number, batch in enumerate(batches):
+        jumps += number > 0 and batch.end - batches[number - 1].end > s
+        for alg in (every, sparse, oracle):
+            alg.process(batch)
+        answer = every.topk()
+        where = f"{kind} {trend} prefilter {prefilter} slide {batch.index}"
+        assert_same_answer(oracle.topk(), answer, where)
+        fresh = engine.Answer(*kernel.answer(every._records, every._scores, every._table, every._meta, every._current))
+        assert np.array_equal(fresh.ids, answer.ids) and np.array_equal(fresh.seq, answer.seq), where
+        if number % 3 == 0:
+            assert_same_answer(oracle.topk(), sparse.topk(), where)
+        kept[batch.end > n] += answer is previous
+        previous = answer
+    assert jumps > 0 or kind == "count"
+    if trend == "flat":
+        assert kept[False] + kept[True] > 0.5 * len(batches)
+    elif trend == "rising":
+        assert kept[False] == kept[True] == 0
+    else:
+        assert kept[False] > 0 and (kept[True] == 0 or kind == "time")
