@@ -497,19 +497,20 @@ def scores_of(x, weights):
 
 @njit(cache=True)
 def quiet_slide(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
-                above, n, tau, zeta, limit, initialising, observe, a_score, a_seq):
+                above, n, tau, zeta, limit, initialising, observe, a_full, a_score, a_seq):
     """A slide in which no unit, partition or S-AVL event falls (the driver's common case), in
     one call: the slide's scores (:func:`scores_of`), Algorithm 1 lines 7-11
     (:func:`take_slide`), TBUI's observation if ``observe`` (:func:`tbui_observe`), and whether
     the previous answer ``a_score, a_seq`` stands: it does when it holds ``k`` objects and the
     slide's best object does not rank above its last (the caller vouches that no other source
-    of the answer changed).  Returns ``(n, tau, stands)``; ``O(m (d + log k) + |U^tau|)``."""
+    of the answer changed).  The previous answer is given by ``a_full`` (it holds ``k`` objects)
+    and its last's key ``(a_score, a_seq)``: scalars, not arrays, so that the call unboxes fewer
+    arrays.  Returns ``(n, tau, stands)``; ``O(m (d + log k) + |U^tau|)``."""
     values = scores_of(x, weights)
     take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
     if observe:
         n, tau = tbui_observe(values, above, n, tau, zeta, limit, initialising)
-    stands = len(a_score) == k and (len(rows) == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"],
-                                                                        a_score[k - 1], a_seq[k - 1]))
+    stands = a_full and (len(rows) == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"], a_score, a_seq))
     return n, tau, stands
 
 

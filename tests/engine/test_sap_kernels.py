@@ -326,7 +326,7 @@ def test_quiet_slide_takes_the_slide_observes_it_and_tells_whether_the_answer_st
     above[:len(held)] = held
     got_n, got_tau, stands = kernels.quiet_slide(
         x, weights, seq, ids, t, k, rows, *unit, *top, above, len(held), 1.0, zeta, limit, initialising, observe,
-        np.array([r[0] for r in previous], np.float64), np.array([r[1] for r in previous], np.int64))
+        len(previous) == k, *(previous[-1][:2] if previous else (0.0, 0)))
     best = ranked(np.array(score), seq, ids, t)[:k]
     assert rows.tolist() == best
     new_top = sorted(best + unit_rows, key=lambda r: (r[0], r[1]), reverse=True)[:k]

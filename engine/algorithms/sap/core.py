@@ -64,9 +64,6 @@ NO_TOP = empty_top()
 
 NO_ABOVE = np.empty(0, np.float64)
 
-NO_ANSWER = Answer.empty()
-"""No previous answer to keep (:meth:`SAPBase._quiet_step`): it holds fewer than ``k`` objects."""
-
 NEVER = 2 ** 63
 """A slide no stream reaches (slide indices come from int64 times)."""
 
@@ -378,6 +375,8 @@ class SAPBase(Algorithm):
         # M_0's stacks, entries and bytes for stats(): read again after every slide that may change them
         self._m_figures = self._M.meta.tolist()
         self._answer: Answer | None = Answer.empty()
+        self._answer_full = False  # the answer holds k objects; then its last's (score, seq):
+        self._answer_kth_score, self._answer_kth_seq = 0.0, 0
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
         self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
@@ -466,17 +465,17 @@ class SAPBase(Algorithm):
         self._slide = e
         self._open_cache = None
         self._cache_bytes = 0
-        answer = self._answer
+        kept = self._answer is not None
         gone = e - self._W
         parts = self._parts
         if parts:
             front = parts[0]
             if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
                 if self._expire_slide(front, gone):
-                    answer = None
+                    kept = False
                 if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
                     if self._refill(front):
-                        answer = None
+                        kept = False
                     self._m_figures = self._M.meta.tolist()
         m, k = len(batch.ids), self._k
         unit = self._filling
@@ -487,7 +486,7 @@ class SAPBase(Algorithm):
         size = min(k, chosen + held)
         top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
         rows = new_array(chosen, RAW)
-        if not self._quiet_kernel(batch, rows, unit_top, top, NO_ANSWER if answer is None else answer):
+        if not self._quiet_kernel(batch, rows, unit_top, top, kept and self._answer_full):
             self._answer = None
             self._answer_bytes = 0
         events = self._events
@@ -497,14 +496,17 @@ class SAPBase(Algorithm):
         if size != held:
             self._tally_open()
         self._raw_put(e, rows)
-        if len(parts) > 1 and parts[1].state == "forming":
-            self._advance_formation(e)
+        if len(parts) > 1:  # the share of _advance_formation (no partition is pending on a quiet slide)
+            second = parts[1]
+            if second.state == "forming" and parts[0].first <= gone:
+                self._form(second, -(-second.cursor // (parts[0].last - gone + 1)))
 
-    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top, answer: Answer) -> bool:
+    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top, full: bool) -> bool:
         """:func:`engine.kernels.sap.quiet_slide` without TBUI (the variant with TBUI observes
-        too): whether ``answer`` stands."""
+        too): whether the answer stands (``full``: it is kept and holds ``k`` objects)."""
         return kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top,
-                                   *top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, answer.scores, answer.seq)[2]
+                                   *top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, full, self._answer_kth_score,
+                                   self._answer_kth_seq)[2]
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
@@ -553,8 +555,7 @@ class SAPBase(Algorithm):
             front.in_c -= expired
             if front.raw:
                 self._raw_in_c -= expired
-        if self._M:
-            self._M.expire(bound)
+        self._M.expire(bound)
         self._raw_drop(gone)
         return expired
 
@@ -873,10 +874,12 @@ class SAPBase(Algorithm):
     def _form(self, part: Partition, amount: int) -> None:
         """Scan ``amount`` slides of ``part``, newest first (Section 5.1 with Appendix C); the
         kept figures follow the S-AVL (:meth:`_tally_formation`)."""
-        amount = min(amount, part.cursor)
-        slides = range(part.first + part.cursor - 1, part.first + part.cursor - amount - 1, -1)
-        part.cursor -= max(amount, 0)
-        self._scan_slides(part, slides, self._kth_key(part.running), part.builder)
+        cursor = part.cursor
+        amount = min(amount, cursor)
+        if amount > 0:
+            newest = part.first + cursor - 1
+            part.cursor = cursor - amount
+            self._scan_slides(part, range(newest, newest - amount, -1), self._kth_key(part.running), part.builder)
         if part.cursor == 0:
             part.state = "ready"
 
@@ -938,6 +941,9 @@ class SAPBase(Algorithm):
             ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
             kernels.answer_of_three(C.score, C.seq, C.ids, o_score, o_seq, o_id, f_score, f_seq, f_id, ids, scores, seq)
             self._answer = Answer(ids, scores, seq)
+            self._answer_full = n == self._k
+            if self._answer_full:
+                self._answer_kth_score, self._answer_kth_seq = scores.item(n - 1), seq.item(n - 1)
             self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
         return self._answer
 
@@ -1086,6 +1092,7 @@ class SAPBase(Algorithm):
         self._load_variant(data["variant"])
         self._events.update((name, int(data["counters"][name])) for name in COUNTERS)
         self._answer = None if self._slide is not None else Answer.empty()
+        self._answer_full = False
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
         self._quiet_until = NONE_QUIET
         self._m_figures = self._M.meta.tolist()

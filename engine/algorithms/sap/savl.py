@@ -18,6 +18,9 @@ from ...kernels import sap as kernels
 ARRAY_HEADER = sys.getsizeof(np.empty(0))
 """Bytes of one numpy array header (the fixed overhead of every column)."""
 
+NO_EXPIRY = 2 ** 63 - 1
+"""The head key of an empty expiry queue: no bound passes it."""
+
 
 def _grow(columns: list[np.ndarray], used: int, needed: int) -> list[np.ndarray]:
     """The columns with room for ``needed`` entries (capacity doubled, ``O(used)`` amortised)."""
@@ -193,6 +196,7 @@ class MeaningfulSet:
         self._pos = np.empty(0, np.int64)
         self._queue = np.empty(0, np.int64)
         self._head = 0
+        self._next_expiry = NO_EXPIRY  # the expiry key at the queue's head: no entry expires below it
         self._entries = 0
         self._stacks = 0
         # heap size (live stacks) and live entries, kept by the kernels; the columns' bytes, by _measure
@@ -248,6 +252,7 @@ class MeaningfulSet:
         waiting = np.concatenate((waiting[self._alive[waiting]], np.arange(base, base + n)))
         self._queue = waiting[np.argsort(pool.seq[waiting], kind="stable")]  # seq order is expiry order
         self._head = 0
+        self._next_expiry = self._key_at_head()
         self._measure()
 
     def _keys(self) -> np.ndarray:
@@ -274,15 +279,21 @@ class MeaningfulSet:
         return (float(columns[0][0]), int(columns[1][0]), int(columns[2][0]), int(columns[3][0]))
 
     def expire(self, bound: int) -> int:
-        """Drop entries whose expiry key is below ``bound``; returns how many."""
-        if not self:
+        """Drop entries whose expiry key is below ``bound``; returns how many (no kernel call
+        while ``bound`` has not passed the key at the head of the expiry queue)."""
+        if bound <= self._next_expiry or not self:
             return 0
         pool = self._pool
         head, gone = kernels.m_expire(self._heap, self._pos, self.meta, pool.score, pool.seq, pool.below,
                                       self._alive, self._top, self._stack_of, self._queue, self._head,
                                       self._keys(), bound)
         self._head = int(head)
+        self._next_expiry = self._key_at_head()
         return int(gone)
+
+    def _key_at_head(self) -> int:
+        head = self._head
+        return int(self._keys()[self._queue[head]]) if head < len(self._queue) else NO_EXPIRY
 
     def seqs(self) -> np.ndarray:
         """``seq`` of every entry (``O(entries)``)."""
