@@ -624,12 +624,13 @@ def test_a_query_whose_score_overflows_is_refused_before_spark_naming_the_row(st
 
 def test_one_pass_names_the_earliest_overflowing_row_and_a_refused_value_before_any_overflow(store_dir, tmp_path):
     """The plan reads the features once for both checks: of two queries overflowing, the one whose
-    row comes first is named (query 1 at seq 12, not query 0 at seq 50); a feature that is not a
-    finite number (seq 55) is named before any overflow, though the overflows come first."""
+    row comes first is named (query 1 at seq 12, not query 0 at seq 20, in the same chunk read);
+    a feature that is not a finite number (seq 55, the other file) is named before any overflow,
+    though the overflows come first."""
     db = store_dir / "topk.duckdb"
     rows = 60
     a, b = np.linspace(0.0, 1.0, rows), np.linspace(1.0, 0.0, rows)
-    a[50] = 1.5e308
+    a[20] = 1.5e308
     b[12] = 1.5e308
     write_object_dataset(db, tmp_path, "two", {"id": np.arange(rows) + 100, "seq": np.arange(rows),
                                                "t": np.arange(rows), "a": a, "b": b})
