@@ -149,11 +149,7 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)
     check_slide_count(dataset, config.queries, max_slides)
-    check_row_values(dataset)
-    if dataset.attribute:
-        check_attribute_overflow(dataset, config.queries)
-    else:
-        check_score_overflow(dataset, config.queries)
+    check_rows(dataset, config.queries)
     with store.connection(db) as con:
         previous = find_run(con, config, run_id) if resume else None
         if previous is None:
@@ -203,23 +199,46 @@ def check_slide_count(dataset: Dataset, queries: tuple[Query, ...], limit: int) 
         raise InputError(f"dataset {dataset.name!r}, row seq {row}: query {position}: {problem}")
 
 
-def check_row_values(dataset: Dataset) -> None:
-    """Refuse a dataset holding a row the engine refuses (its stream and value outside
-    ``0..streams - 1`` and ``[0, 1]``, or a feature that is not a finite number: a dataset
-    written or edited by hand, the ingest admits neither), naming its first such row, before
-    any task runs: a task would fail on it after Spark started, naming the row by its place in
-    the task's chunk.  One pass over those columns (``O(n d)``)."""
-    streams = len(dataset.features)
-    columns = ("id", *ATTRIBUTE_COLUMNS) if dataset.attribute else ("id", *dataset.features)
-    for chunk in read_rows(dataset.parquet, columns, chunk_rows=1 << 22):
+def check_rows(dataset: Dataset, queries: tuple[Query, ...]) -> None:
+    """Refuse, before any task runs, a dataset holding a row the engine refuses, else a config one
+    of whose queries may score some row as infinity, naming the first such row.
+
+    One pass over the stream and value (or feature) columns (``O(n d)``) does both checks
+    (:class:`RowValues`, then :class:`ScoreOverflow` or :class:`AttributeOverflow`); a row the
+    engine refuses is reported first, wherever it is.
+    """
+    overflow = (AttributeOverflow if dataset.attribute else ScoreOverflow)(dataset, queries)
+    values = RowValues(dataset)
+    for chunk in read_rows(dataset.parquet, values.columns, chunk_rows=1 << 22):
+        read = values.check(chunk)
+        overflow.add(chunk, read)
+    overflow.refuse()
+
+
+class RowValues:
+    """Refuses a row the engine refuses (its stream and value outside ``0..streams - 1`` and
+    ``[0, 1]``, or a feature that is not a finite number: a dataset written or edited by hand, the
+    ingest admits neither), naming it: a task would fail on it after Spark started, naming the row
+    by its place in the task's chunk."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+        self.columns = ("id", *ATTRIBUTE_COLUMNS) if dataset.attribute else ("id", *dataset.features)
+
+    def check(self, chunk: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The chunk's ``(stream, value)`` (attribute streams) or ``(x,)`` as float64; raises on a bad row."""
+        dataset = self.dataset
+        streams = len(dataset.features)
         if dataset.attribute:
             stream, value = chunk["stream"], chunk["value"].astype(np.float64)
             bad = (stream < 0) | (stream >= streams) | ~((value >= 0.0) & (value <= 1.0))
+            read = (stream, value)
         else:
             x = np.column_stack([chunk[name] for name in dataset.features]).astype(np.float64)
             bad = ~np.isfinite(x).all(axis=1)
+            read = (x,)
         if not bad.any():
-            continue
+            return read
         row = int(np.argmax(bad))
         if not dataset.attribute:
             name = dataset.features[int(np.argmin(np.isfinite(x[row])))]
@@ -232,75 +251,96 @@ def check_row_values(dataset: Dataset) -> None:
                          f"{problem}, which the engine refuses; ingest the data again")
 
 
-def check_score_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
-    """Refuse a config one of whose queries scores some row of the dataset as infinity (finite
-    features times the weights can exceed ``1.8e308``), naming the first such row, before any task runs.
+class ScoreOverflow:
+    """Finds the first row some query scores as infinity (finite features times the weights can
+    exceed ``1.8e308``): the row of least ``seq``, the query of least index there.
 
-    ``O(row groups)`` from the Parquet statistics when no query may overflow
-    (:func:`engine.stream.may_overflow`); otherwise the rows are read and checked chunk by chunk
-    (:func:`engine.stream.first_overflow`).
-    """
-    largest = feature_magnitudes(dataset.parquet, dataset.features)
-    risky = [(index, query) for index, query in enumerate(queries) if may_overflow(query.weights, largest)]
-    if not risky:
-        return
-    for chunk in read_rows(dataset.parquet, ("id", *dataset.features)):
-        x = np.column_stack([chunk[name] for name in dataset.features]).astype(np.float64)
+    Nothing to do (``O(row groups)`` from the Parquet statistics) when no query may overflow
+    (:func:`engine.stream.may_overflow`); otherwise every chunk read is checked
+    (:func:`engine.stream.first_overflow`)."""
+
+    def __init__(self, dataset: Dataset, queries: tuple[Query, ...]) -> None:
+        self.dataset = dataset
+        largest = feature_magnitudes(dataset.parquet, dataset.features)
+        self.risky = [(index, query) for index, query in enumerate(queries) if may_overflow(query.weights, largest)]
+        self.found: str | None = None
+
+    def add(self, chunk: dict[str, np.ndarray], read: tuple[np.ndarray, ...]) -> None:
+        if self.found is not None or not self.risky:
+            return
+        (x,) = read
         chunk_largest = np.abs(x).max(axis=0, initial=0.0)
-        for index, query in risky:
-            row = first_overflow(x, query.weights, chunk_largest)
-            if row is not None:
-                raise InputError(f"dataset {dataset.name!r}, row seq {int(chunk['seq'][row])} (id {int(chunk['id'][row])}): "
-                                 f"query {index}'s score x · w overflows to infinity with weights {list(query.weights)} "
-                                 f"over {', '.join(dataset.features)}; scale the features or the weights down")
+        first = min(((row, index, query) for index, query in self.risky
+                     for row in [first_overflow(x, query.weights, chunk_largest)] if row is not None),
+                    key=lambda found: found[:2], default=None)
+        if first is not None:
+            row, index, query = first
+            dataset = self.dataset
+            self.found = (f"dataset {dataset.name!r}, row seq {int(chunk['seq'][row])} (id {int(chunk['id'][row])}): "
+                          f"query {index}'s score x · w overflows to infinity with weights {list(query.weights)} "
+                          f"over {', '.join(dataset.features)}; scale the features or the weights down")
+
+    def refuse(self) -> None:
+        if self.found is not None:
+            raise InputError(self.found)
 
 
-def check_attribute_overflow(dataset: Dataset, queries: tuple[Query, ...]) -> None:
-    """Refuse a config one of whose queries may score some object of the attribute dataset as
-    infinity, naming the object's first row, before any task runs (a task's :func:`engine.slides`
-    would raise on the rows it cuts, or, when the rows summed in a window are split between the
-    rows replayed before and after a ``--resume``, store ``inf`` scores).
+class AttributeOverflow:
+    """Finds an object of an attribute dataset whose score a query may score as infinity, naming
+    its first row (a task's :func:`engine.slides` would raise on the rows it cuts, or, when the
+    rows summed in a window are split between the rows replayed before and after a ``--resume``,
+    store ``inf`` scores).
 
     An object's score in a window is its values in each stream summed over the window's rows,
     weighted; the bound checked is :func:`engine.stream.attribute_overflow`'s over every row of
     the dataset: ``Σ w[stream] · value`` over all of the object's rows (weights are ``>= 0`` in
     this family), which bounds the object's score in every window, and the bound of every
-    task's rows, so that no task refuses what the plan let through.  ``O(1)`` from the Parquet
-    statistics when the weights times the rows cannot come near the largest float; otherwise
-    one pass over the rows, keeping a running bound per object.
+    task's rows, so that no task refuses what the plan let through.  Nothing to do (``O(1)``
+    from the Parquet statistics) when the weights times the rows cannot come near the largest
+    float; otherwise a running bound per object over the chunks read.
     """
-    largest = float(feature_magnitudes(dataset.parquet, ("value",))[0])
-    risky = [(index, query) for index, query in enumerate(queries)
-             if not max(map(abs, query.weights)) * largest * dataset.rows < SCORE_SAFE]
-    if not risky:
-        return
-    objects = {index: np.empty(0, np.int64) for index, _ in risky}
-    bounds = {index: np.empty(0) for index, _ in risky}
-    first_seq = {index: np.empty(0, np.int64) for index, _ in risky}
-    for chunk in read_rows(dataset.parquet, ("id", *ATTRIBUTE_COLUMNS), chunk_rows=1 << 22):
-        stream, value = chunk["stream"].astype(np.int64), chunk["value"].astype(np.float64)
-        for index, query in risky:
+
+    def __init__(self, dataset: Dataset, queries: tuple[Query, ...]) -> None:
+        self.dataset = dataset
+        largest = float(feature_magnitudes(dataset.parquet, ("value",))[0])
+        self.risky = [(index, query) for index, query in enumerate(queries)
+                      if not max(map(abs, query.weights)) * largest * dataset.rows < SCORE_SAFE]
+        self.objects = {index: np.empty(0, np.int64) for index, _ in self.risky}
+        self.bounds = {index: np.empty(0) for index, _ in self.risky}
+        self.first_seq = {index: np.empty(0, np.int64) for index, _ in self.risky}
+
+    def add(self, chunk: dict[str, np.ndarray], read: tuple[np.ndarray, ...]) -> None:
+        if not self.risky:
+            return
+        stream, value = read[0].astype(np.int64), read[1]
+        for index, query in self.risky:
             weights = np.asarray(query.weights, np.float64)
             known = (stream >= 0) & (stream < len(weights))  # other streams are the tasks' to refuse
             with np.errstate(over="ignore", invalid="ignore"):
                 weighted = np.where(known, weights[np.where(known, stream, 0)] * value, 0.0)
-            ids, first, inverse = np.unique(np.concatenate([objects[index], chunk["id"]]), return_index=True,
+            ids, first, inverse = np.unique(np.concatenate([self.objects[index], chunk["id"]]), return_index=True,
                                             return_inverse=True)
             with np.errstate(over="ignore", invalid="ignore"):
-                bounds[index] = np.bincount(inverse.reshape(-1), weights=np.concatenate([bounds[index], weighted]))
-            first_seq[index] = np.concatenate([first_seq[index], chunk["seq"]])[first]
-            objects[index] = ids
-    limit = weighted_sum_limit(dataset.rows, max(len(query.weights) for _, query in risky))
-    for index, query in risky:
-        overflowing = np.flatnonzero(~(bounds[index] < limit))
-        if len(overflowing):
-            culprit = overflowing[np.argmin(first_seq[index][overflowing])]
-            bound = float(bounds[index][culprit])
-            raise InputError(f"dataset {dataset.name!r}, row seq {int(first_seq[index][culprit])} "
-                             f"(id {int(objects[index][culprit])}): query {index}'s weights {list(query.weights)} "
-                             f"times the object's values add up to {bound} over its rows, "
-                             f"{'beyond' if np.isinf(bound) else 'within rounding of'} the largest float, "
-                             "so its score in a window may overflow; scale the weights down")
+                self.bounds[index] = np.bincount(inverse.reshape(-1),
+                                                 weights=np.concatenate([self.bounds[index], weighted]))
+            self.first_seq[index] = np.concatenate([self.first_seq[index], chunk["seq"]])[first]
+            self.objects[index] = ids
+
+    def refuse(self) -> None:
+        if not self.risky:
+            return
+        dataset = self.dataset
+        limit = weighted_sum_limit(dataset.rows, max(len(query.weights) for _, query in self.risky))
+        for index, query in self.risky:
+            overflowing = np.flatnonzero(~(self.bounds[index] < limit))
+            if len(overflowing):
+                culprit = overflowing[np.argmin(self.first_seq[index][overflowing])]
+                bound = float(self.bounds[index][culprit])
+                raise InputError(f"dataset {dataset.name!r}, row seq {int(self.first_seq[index][culprit])} "
+                                 f"(id {int(self.objects[index][culprit])}): query {index}'s weights "
+                                 f"{list(query.weights)} times the object's values add up to {bound} over its rows, "
+                                 f"{'beyond' if np.isinf(bound) else 'within rounding of'} the largest float, "
+                                 "so its score in a window may overflow; scale the weights down")
 
 
 def find_run(con, config: ReplayConfig, run_id: str | None) -> str | None:

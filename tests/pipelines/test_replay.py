@@ -622,6 +622,33 @@ def test_a_query_whose_score_overflows_is_refused_before_spark_naming_the_row(st
 
 
 
+def test_one_pass_names_the_earliest_overflowing_row_and_a_refused_value_before_any_overflow(store_dir, tmp_path):
+    """The plan reads the features once for both checks: of two queries overflowing, the one whose
+    row comes first is named (query 1 at seq 12, not query 0 at seq 20, in the same chunk read);
+    a feature that is not a finite number (seq 55, the other file) is named before any overflow,
+    though the overflows come first."""
+    db = store_dir / "topk.duckdb"
+    rows = 60
+    a, b = np.linspace(0.0, 1.0, rows), np.linspace(1.0, 0.0, rows)
+    a[20] = 1.5e308
+    b[12] = 1.5e308
+    write_object_dataset(db, tmp_path, "two", {"id": np.arange(rows) + 100, "seq": np.arange(rows),
+                                               "t": np.arange(rows), "a": a, "b": b})
+    config = tmp_path / "two.json"
+    config.write_text(json.dumps({"name": "two", "dataset": "two", "algorithms": ALGORITHMS, "queries": [
+        {"weights": {"a": 2.0, "b": 0.0}, "k": 2, "window": 10, "slide": 5},
+        {"weights": {"a": 0.0, "b": 2.0}, "k": 2, "window": 10, "slide": 5}]}))
+    with pytest.raises(InputError, match=r"^dataset 'two', row seq 12 \(id 112\): query 1's score x · w overflows"):
+        replay.prepare(config, db=db)
+
+    b[55] = np.nan
+    write_object_dataset(db, tmp_path, "nan", {"id": np.arange(rows) + 100, "seq": np.arange(rows),
+                                               "t": np.arange(rows), "a": a, "b": b})
+    config.write_text(config.read_text().replace('"dataset": "two"', '"dataset": "nan"'))
+    with pytest.raises(InputError, match=r"^dataset 'nan', row seq 55 \(id 155\): feature b is nan, not a finite"):
+        replay.prepare(config, db=db)
+
+
 def write_client_dataset(path, rows: int, full_values: list[int]) -> None:
     """An attribute stream over 2 streams: 7 clients in turn (client 500 at every seq multiple of
     7), value 0.001 but 1.0 at the seqs ``full_values``, in row groups of 16 rows (chunks of a read)."""
