@@ -30,6 +30,13 @@ def adversarial_scores(shape: str, m: int, rng: np.random.Generator) -> np.ndarr
 SHAPES = ("uniform", "ties", "constant", "increasing", "decreasing", "sawtooth")
 
 
+def trend_scores(trend: str, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Scores for the kept-answer tests: ``falling`` (the answer is the window's oldest members,
+    which expire), ``rising`` (every arrival enters it) or ``flat`` noise (most slides keep it)."""
+    noise = rng.random(m)
+    return {"falling": -np.arange(m) + 0.5 * noise, "rising": np.arange(m) + 0.5 * noise, "flat": noise}[trend]
+
+
 def time_stamps(shape: str, m: int, rng: np.random.Generator) -> np.ndarray:
     """Non-decreasing times: steady, with bursts (many equal t) or with long gaps."""
     if shape == "steady":

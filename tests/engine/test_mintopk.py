@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import engine
 from engine.kernels import mintopk as kernel
-from tests.streams import assert_same_answer
+from tests.streams import assert_same_answer, trend_scores
 
 
 def feed(alg, scores, q):
@@ -65,8 +65,7 @@ def test_a_slide_keeps_the_answer_only_while_it_stands(trend, kind, prefilter):
     rng = np.random.default_rng(7)
     s, k, n = 3, 8, 600
     m = 4 * n
-    noise = rng.random(m)
-    scores = {"falling": -np.arange(m) + 0.5 * noise, "rising": np.arange(m) + 0.5 * noise, "flat": noise}[trend]
+    scores = trend_scores(trend, m, rng)
     t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 7, m))
     q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
     every, sparse = (engine.create("mintopk", q, prefilter=prefilter) for _ in range(2))

@@ -18,7 +18,7 @@ from engine.algorithms.sap.enhanced import zeta_max, zeta_star
 from engine.algorithms.sap.equal import equal_partition_slides
 from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
 from engine.memory import PY_INT, deep_size
-from tests.streams import assert_same_answer, check_against_oracle
+from tests.streams import assert_same_answer, check_against_oracle, trend_scores
 
 VARIANTS = ["sap-equal", "sap-dynamic", "sap"]
 
@@ -379,8 +379,7 @@ def test_a_quiet_slide_keeps_the_answer_only_while_it_stands(name, kind, trend):
     rng = np.random.default_rng(7)
     s, k, n = 3, 8, 600
     m = 4 * n
-    noise = rng.random(m)
-    scores = {"falling": -np.arange(m) + 0.5 * noise, "rising": np.arange(m) + 0.5 * noise, "flat": noise}[trend]
+    scores = trend_scores(trend, m, rng)
     t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(1, 3, m))
     q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
     quiet, sparse, full = (engine.create(name, q) for _ in range(3))
