@@ -30,11 +30,18 @@ def adversarial_scores(shape: str, m: int, rng: np.random.Generator) -> np.ndarr
 SHAPES = ("uniform", "ties", "constant", "increasing", "decreasing", "sawtooth")
 
 
-def trend_scores(trend: str, m: int, rng: np.random.Generator) -> np.ndarray:
-    """Scores for the kept-answer tests: ``falling`` (the answer is the window's oldest members,
-    which expire), ``rising`` (every arrival enters it) or ``flat`` noise (most slides keep it)."""
+def kept_answer_case(trend: str, kind: str, time_steps: tuple[int, int]) -> tuple[engine.Query, tuple]:
+    """The query (``k = 8``, window 600, slide 3) and stream (2,400 objects) of the kept-answer
+    tests.  Scores ``falling`` (the answer is the window's oldest members, which expire),
+    ``rising`` (every arrival enters it) or ``flat`` noise (most slides keep it); a time window's
+    steps drawn from ``time_steps`` (a step range with 0 has slides that skip empty ones)."""
+    rng = np.random.default_rng(7)
+    n = 600
+    m = 4 * n
     noise = rng.random(m)
-    return {"falling": -np.arange(m) + 0.5 * noise, "rising": np.arange(m) + 0.5 * noise, "flat": noise}[trend]
+    scores = {"falling": -np.arange(m) + 0.5 * noise, "rising": np.arange(m) + 0.5 * noise, "flat": noise}[trend]
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(*time_steps, m))
+    return engine.Query(weights=[1.0], k=8, window=n, slide=3, kind=kind), (np.arange(m), t, scores)
 
 
 def time_stamps(shape: str, m: int, rng: np.random.Generator) -> np.ndarray:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import engine
 from engine.kernels import mintopk as kernel
-from tests.streams import assert_same_answer, trend_scores
+from tests.streams import assert_same_answer, kept_answer_case
 
 
 def feed(alg, scores, q):
@@ -62,16 +62,12 @@ def test_a_slide_keeps_the_answer_only_while_it_stands(trend, kind, prefilter):
     windows skip their empty slides (a slide then passes several windows).
     Every answer equals the oracle's and the one made afresh from the list, with ``topk`` asked
     at every slide and, from a second instance, at every third slide only."""
-    rng = np.random.default_rng(7)
-    s, k, n = 3, 8, 600
-    m = 4 * n
-    scores = trend_scores(trend, m, rng)
-    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 7, m))
-    q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
+    q, data = kept_answer_case(trend, kind, (0, 7))
+    s, n = q.slide, q.window
     every, sparse = (engine.create("mintopk", q, prefilter=prefilter) for _ in range(2))
     oracle = engine.create("oracle", q)
     kept, previous, jumps = {False: 0, True: 0}, None, 0
-    batches = [batch for batch in engine.slides((np.arange(m), t, scores), q) if len(batch.ids)]
+    batches = [batch for batch in engine.slides(data, q) if len(batch.ids)]
     for number, batch in enumerate(batches):
         jumps += number > 0 and batch.end - batches[number - 1].end > s
         for alg in (every, sparse, oracle):

@@ -18,7 +18,7 @@ from engine.algorithms.sap.enhanced import zeta_max, zeta_star
 from engine.algorithms.sap.equal import equal_partition_slides
 from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
 from engine.memory import PY_INT, deep_size
-from tests.streams import assert_same_answer, check_against_oracle, trend_scores
+from tests.streams import assert_same_answer, check_against_oracle, kept_answer_case
 
 VARIANTS = ["sap-equal", "sap-dynamic", "sap"]
 
@@ -376,18 +376,14 @@ def test_a_quiet_slide_keeps_the_answer_only_while_it_stands(name, kind, trend):
     most slides keep it.  Every answer
     equals the oracle's and the full steps', with ``topk`` asked at every slide and, from a
     third instance, at every third slide only (a kept answer is the last one made)."""
-    rng = np.random.default_rng(7)
-    s, k, n = 3, 8, 600
-    m = 4 * n
-    scores = trend_scores(trend, m, rng)
-    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(1, 3, m))
-    q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
+    q, data = kept_answer_case(trend, kind, (1, 3))
+    s, n = q.slide, q.window
     quiet, sparse, full = (engine.create(name, q) for _ in range(3))
     oracle = engine.create("oracle", q)
     full._next_event = lambda e: e + 1  # every slide takes the full steps
     quiet_slides, kept = 0, {False: 0, True: 0}  # kept answers, while the first window fills and after
     previous = None
-    for number, batch in enumerate(engine.slides((np.arange(m), t, scores), q)):
+    for number, batch in enumerate(engine.slides(data, q)):
         was_quiet = batch.end // s < quiet._quiet_until and quiet._slide is not None and len(batch.ids) > 0
         for alg in (quiet, sparse, full, oracle):
             alg.process(batch)
@@ -402,7 +398,7 @@ def test_a_quiet_slide_keeps_the_answer_only_while_it_stands(name, kind, trend):
             quiet_slides += 1
             kept[batch.end > n] += answer is previous
         previous = answer
-    assert quiet_slides > 0.25 * (m // s)
+    assert quiet_slides > 0.25 * (len(data[0]) // s)
     if trend == "flat":
         assert kept[False] + kept[True] > 0.5 * quiet_slides
     else:
