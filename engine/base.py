@@ -195,6 +195,10 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
     Traceback (most recent call last):
     ...
     ValueError: parameter prefilter of mintopk must be bool, got -3
+    >>> coerce_param("approx", "repeats", 0, True)
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter repeats of approx must be int, got True
     """
     kind = type(default)
     try:
@@ -204,9 +208,13 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
                 if lowered not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError
                 return lowered in ("true", "1", "yes")
-            if not isinstance(value, (bool, int)) or value not in (0, 1):
+            if not isinstance(value, (bool, np.bool_, int, np.integer)) or value not in (0, 1):
                 raise ValueError
             return bool(value)
+        if isinstance(value, (bool, np.bool_)):  # int(True) is 1: a flag where a number is asked
+            raise ValueError
+        if kind is str and not isinstance(value, str):
+            raise ValueError
         if isinstance(value, str) and kind in (int, float) and not plain_digits(value):
             raise ValueError
         if kind is int:
