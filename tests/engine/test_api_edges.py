@@ -223,3 +223,45 @@ def test_run_with_a_larger_max_slides_still_answers_every_empty_slide(tmp_path, 
                        "--input", str(source), "--output", str(output), "--max-slides", "30"])
     assert status == 0, capsys.readouterr().err
     assert len(output.read_text().splitlines()) == 30
+
+
+# ------------------------------------------------------------------ process and create
+
+
+def test_create_refuses_an_unhashable_name():
+    """``engine.create(["oracle"], q)`` raised ``TypeError: unhashable type: 'list'``."""
+    with pytest.raises(ValueError, match=r"^unknown algorithm \['oracle'\]; valid: oracle, "):
+        engine.create(["oracle"], COUNT)
+
+
+SINGLE = [info.name for info in engine.available() if info.stream == "single"]
+INCOMPLETE = [info.name for info in engine.available() if info.stream == "incomplete"]
+
+
+@pytest.mark.parametrize("name", SINGLE + INCOMPLETE)
+@pytest.mark.parametrize("batch", [None, [1, 2], {"end": 2}])
+def test_process_refuses_what_is_not_a_batch(name, batch):
+    """It raised ``AttributeError: 'NoneType' object has no attribute 'end'``."""
+    algorithm = engine.create(name, ATTRIBUTES)
+    with pytest.raises(ValueError, match=f"^{name}: process takes an engine.Batch \\(from engine.slides\\), got "):
+        algorithm.process(batch)
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_process_refuses_a_batch_of_other_features_or_lengths_and_changes_nothing(name):
+    """A batch of one feature for a query of two raised ``IndexError`` in every single-stream
+    algorithm; ids shorter than the features were taken by most (sao raised ``IndexError``)."""
+    import dataclasses
+
+    query = engine.Query(weights=[1.0, 1.0], k=2, window=4, slide=2)
+    algorithm = engine.create(name, query)
+    batch = next(iter(engine.slides(([1, 2], [0, 1], [[1.0, 2.0], [3.0, 4.0]]), query)))
+    algorithm.process(batch)
+    before = algorithm.to_state()["data"]
+    with pytest.raises(ValueError, match=f"^{name}: the batch has 1 feature\\(s\\), the query 2 weight\\(s\\)"):
+        algorithm.process(dataclasses.replace(batch, end=4, x=np.ones((2, 1))))
+    with pytest.raises(ValueError, match=f"^{name}: the batch's seq has 2 values for 1 ids"):
+        algorithm.process(dataclasses.replace(batch, end=4, ids=np.array([7])))
+    with pytest.raises(ValueError, match=f"^{name}: the batch.s x must be an \\(m, d\\) numpy array, got list"):
+        algorithm.process(dataclasses.replace(batch, end=4, x=[[1.0, 2.0], [3.0, 4.0]]))
+    assert algorithm.to_state()["data"] == before
