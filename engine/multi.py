@@ -12,6 +12,7 @@ family's answer.  Design and its justification: ``docs/algorithms/multi.md``.
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from typing import Any, Iterable, NamedTuple
 
@@ -371,6 +372,13 @@ class SharedTopK:
         group.members[family].append(handle)
         return handle
 
+    def _known(self, handle: Any) -> int:
+        """``handle`` as an int, refused unless it is one of the workload's handles: a bool
+        (``True == 1``) or anything unhashable too (``O(1)``)."""
+        if isinstance(handle, bool) or not isinstance(handle, numbers.Integral) or handle not in self._queries:
+            raise ValueError(f"no query with handle {handle!r}")
+        return int(handle)
+
     def _family_for(self, group: _Group, query: Query) -> int:
         """The family a query joins: the oldest matching one with enough ``k`` (exact over
         its whole window), one that has seen nothing yet (its ``k`` raised), or a new one."""
@@ -389,8 +397,7 @@ class SharedTopK:
     def remove(self, handle: int) -> None:
         """Remove a query; its family goes when its last query does (``O(MTK log MTK)``, and
         ``O(capacity F + queries)`` to move the later families down a slot)."""
-        if handle not in self._queries:
-            raise ValueError(f"no query with handle {handle!r}")
+        handle = self._known(handle)
         key, family = self._placement.pop(handle)
         del self._queries[handle], self._answered[handle]
         self._drop_last(handle)
@@ -412,8 +419,7 @@ class SharedTopK:
     def since(self, handle: int) -> int:
         """The first arrival (its ``seq``) the query's windows can hold: 0 unless it started a
         new family mid-stream (``O(1)``)."""
-        if handle not in self._queries:
-            raise ValueError(f"no query with handle {handle!r}")
+        handle = self._known(handle)
         key, family = self._placement[handle]
         return int(self._groups[key].fam[family, SINCE])
 
@@ -557,8 +563,7 @@ class SharedTopK:
 
     def topk(self, handle: int) -> Result | None:
         """The query's latest answer, or ``None`` before its first boundary (``O(1)``)."""
-        if handle not in self._queries:
-            raise ValueError(f"no query with handle {handle!r}")
+        handle = self._known(handle)
         return self._last.get(handle)
 
     # ------------------------------------------------------------------ figures

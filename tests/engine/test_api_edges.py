@@ -5,6 +5,8 @@ line on the command line) naming what is wrong, and nothing changes."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -265,3 +267,24 @@ def test_process_refuses_a_batch_of_other_features_or_lengths_and_changes_nothin
     with pytest.raises(ValueError, match=f"^{name}: the batch.s x must be an \\(m, d\\) numpy array, got list"):
         algorithm.process(dataclasses.replace(batch, end=4, x=[[1.0, 2.0], [3.0, 4.0]]))
     assert algorithm.to_state()["data"] == before
+
+
+@pytest.mark.parametrize("weights", [[True], [1.0, False], ["1"], [b"1"], np.array([True, False])])
+def test_a_query_refuses_bool_or_text_weights(weights):
+    """``Query(weights=[True])`` was taken as ``[1.0]`` and ``["1"]`` as ``[1.0]``, where
+    ``run-many`` refuses both in its queries file."""
+    with pytest.raises(ValueError, match="^weights must be a sequence of numbers, got "):
+        engine.Query(weights=weights, k=1, window=2, slide=1)
+
+
+def test_the_shared_executor_refuses_a_handle_that_is_a_bool_or_unhashable():
+    """``remove(True)`` removed the query of handle 1 (``True == 1``); ``remove([0])`` raised
+    ``TypeError``."""
+    executor = SharedTopK([COUNT, TIME])
+    for handle in (True, [0], "0", 1.0):
+        for call in (executor.remove, executor.since, executor.topk):
+            with pytest.raises(ValueError, match=f"^no query with handle {re.escape(repr(handle))}$"):
+                call(handle)
+    assert sorted(executor.queries) == [0, 1]
+    executor.remove(np.int64(1))
+    assert sorted(executor.queries) == [0]
