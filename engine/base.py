@@ -200,9 +200,11 @@ def check_batch_shape(name: str, query: Query, stream: str, batch: Any) -> None:
     """
     if not isinstance(batch, Batch):
         raise ValueError(f"{name}: process takes an engine.Batch (from engine.slides), got {type(batch).__name__}")
+    single = stream == "single"
+    if not single and (batch.stream is None or batch.value is None):
+        raise ValueError(f"{name} reads attribute streams (id, stream, value, t); this batch is an object stream")
     m = len(batch.ids) if isinstance(batch.ids, np.ndarray) and batch.ids.ndim == 1 else -1
     x = batch.x
-    single = stream == "single"
     if not (m >= 0 and _column_fits(batch.seq, m) and _column_fits(batch.t, m)
             and (single or (_column_fits(batch.stream, m) and _column_fits(batch.value, m)))
             and isinstance(x, np.ndarray) and x.ndim == 2 and len(x) == m):
