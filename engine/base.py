@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import functools
 from typing import Any, ClassVar
 
 import numpy as np
@@ -48,6 +49,11 @@ class Algorithm(abc.ABC):
     exact: ClassVar[bool] = True
     stream: ClassVar[str] = "single"
     defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "process" in cls.__dict__:
+            cls.process = _checking_shape(cls.__dict__["process"])
 
     def __init__(self, query: Query, **params: Any) -> None:
         if not isinstance(query, Query):
@@ -167,6 +173,61 @@ class Algorithm(abc.ABC):
         return f"{type(self).__name__}({self.q!r}{params})"
 
 
+def _checking_shape(process):
+    """``process``, refusing first (``O(1)``) what is not a :class:`~engine.stream.Batch` of the
+    algorithm's query: an object, a hand-made batch whose columns differ in length or whose
+    features are not the query's (they raised ``AttributeError`` or ``IndexError``, or were taken).
+    The values are trusted as :func:`engine.slides` checked them."""
+
+    @functools.wraps(process)
+    def checked(self: "Algorithm", batch: Batch) -> None:
+        check_batch_shape(self.name, self.q, self.stream, batch)
+        process(self, batch)
+
+    return checked
+
+
+def check_batch_shape(name: str, query: Query, stream: str, batch: Any) -> None:
+    """Refuse, naming ``name``, a ``batch`` that is not an :class:`~engine.stream.Batch` with
+    1-D columns of one length and ``query``'s features (or attribute columns) (``O(1)``).
+
+    >>> from engine.stream import Batch
+    >>> check_batch_shape("oracle", Query([1.0, 1.0], k=1, window=2, slide=1), "single",
+    ...                   Batch(np.arange(2), np.arange(2), np.arange(2), np.ones((2, 1)), end=2, index=0))
+    Traceback (most recent call last):
+    ...
+    ValueError: oracle: the batch has 1 feature(s), the query 2 weight(s)
+    """
+    if not isinstance(batch, Batch):
+        raise ValueError(f"{name}: process takes an engine.Batch (from engine.slides), got {type(batch).__name__}")
+    single = stream == "single"
+    if not single and (batch.stream is None or batch.value is None):
+        raise ValueError(f"{name} reads attribute streams (id, stream, value, t); this batch is an object stream")
+    m = len(batch.ids) if isinstance(batch.ids, np.ndarray) and batch.ids.ndim == 1 else -1
+    x = batch.x
+    if not (m >= 0 and _column_fits(batch.seq, m) and _column_fits(batch.t, m)
+            and (single or (_column_fits(batch.stream, m) and _column_fits(batch.value, m)))
+            and isinstance(x, np.ndarray) and x.ndim == 2 and len(x) == m):
+        columns = {"ids": batch.ids, "seq": batch.seq, "t": batch.t, "x": x}
+        if not single:
+            columns.update(stream=batch.stream, value=batch.value)
+        for column, values in columns.items():
+            if not isinstance(values, np.ndarray) or values.ndim != (2 if column == "x" else 1):
+                shape = "an (m, d)" if column == "x" else "a 1-D"
+                raise ValueError(f"{name}: the batch's {column} must be {shape} numpy array, "
+                                 f"got {getattr(values, 'shape', type(values).__name__)}")
+            if len(values) != m:
+                raise ValueError(f"{name}: the batch's {column} has {len(values)} values for {m} ids")
+    if single and x.shape[1] != query.dimensions:
+        raise ValueError(f"{name}: the batch has {x.shape[1]} feature(s), the query {query.dimensions} weight(s)")
+    if isinstance(batch.end, bool) or not isinstance(batch.end, (int, np.integer)):
+        raise ValueError(f"{name}: the batch's end must be an integer, got {batch.end!r}")
+
+
+def _column_fits(values: Any, m: int) -> bool:
+    return isinstance(values, np.ndarray) and values.ndim == 1 and len(values) == m
+
+
 def check_answer_size(k: Any) -> None:
     """Refuse the ``k`` of an ad-hoc ``query(weights, k)`` unless it is an integer >= 1 (``O(1)``).
 
@@ -195,6 +256,10 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
     Traceback (most recent call last):
     ...
     ValueError: parameter prefilter of mintopk must be bool, got -3
+    >>> coerce_param("approx", "repeats", 0, True)
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter repeats of approx must be int, got True
     """
     kind = type(default)
     try:
@@ -204,9 +269,13 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
                 if lowered not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError
                 return lowered in ("true", "1", "yes")
-            if not isinstance(value, (bool, int)) or value not in (0, 1):
+            if not isinstance(value, (bool, np.bool_, int, np.integer)) or value not in (0, 1):
                 raise ValueError
             return bool(value)
+        if isinstance(value, (bool, np.bool_)):  # int(True) is 1: a flag where a number is asked
+            raise ValueError
+        if kind is str and not isinstance(value, str):
+            raise ValueError
         if isinstance(value, str) and kind in (int, float) and not plain_digits(value):
             raise ValueError
         if kind is int:

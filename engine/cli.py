@@ -535,7 +535,7 @@ def processed(algorithm: Algorithm, batch: Batch, table: Table, query: str = "")
 
 def answer_lines(algorithm: Algorithm, data: tuple, table: Table) -> Iterator[str]:
     """Run ``algorithm`` over ``data`` (read from ``table``): one JSON line per slide boundary passed."""
-    for batch in slides(data, algorithm.q):
+    for batch in slides(data, algorithm.q, max_slides=None):  # counted against --max-slides before
         answer = processed(algorithm, batch, table)
         stats = algorithm.stats()
         yield json.dumps({"slide": batch.index, "end": batch.end,
@@ -698,6 +698,7 @@ def run(args: argparse.Namespace) -> None:
         except ValueError as exc:
             raise CommandError(f"invalid query: {exc}") from None
     params = check_params(info, args.param)
+    algorithm = new_algorithm(info, query, params)  # refuses the query or the parameters before the input is read
     table = read_table(args.input)
     read_stream = attribute_stream if info.stream == "incomplete" else object_stream
     data, weights = read_stream(table, args.weights, query.kind)
@@ -706,11 +707,19 @@ def run(args: argparse.Namespace) -> None:
     check_slide_count(table, times, [query], args.max_slides, named=False)
     if info.stream == "single":
         check_score_overflow(table, data[2], weights)
-    try:
-        algorithm = create(info.name, query.with_weights(weights), **params)
-    except ValueError as exc:
-        raise CommandError(f"cannot create {info.name}: {exc}") from None
+    if tuple(weights) != query.weights:
+        del algorithm  # its structures freed before the second one's are allocated
+        algorithm = new_algorithm(info, query.with_weights(weights), params)
     write_answers(args.output, answer_lines(algorithm, data, table))
+
+
+def new_algorithm(info: AlgorithmInfo, query: Query, params: dict[str, str], where: str = "") -> Algorithm:
+    """``create(info.name, query, **params)``; a refusal is a :class:`CommandError` (``where``
+    names the query in a workload)."""
+    try:
+        return create(info.name, query, **params)
+    except ValueError as exc:
+        raise CommandError(f"{where}cannot create {info.name}: {exc}") from None
 
 
 # ------------------------------------------------------------------------------ run-many
@@ -893,7 +902,7 @@ def shared_lines(executor: "SharedTopK", queries: Sequence[Query], data: tuple) 
     starts = chunk_starts(queries, t).tolist()
     held: list[tuple[int, int, str]] = []
     for lo, hi in zip(starts, starts[1:]):
-        answers = executor.answers(ids[lo:hi], t[lo:hi], x[lo:hi])
+        answers = executor.answers(ids[lo:hi], t[lo:hi], x[lo:hi], max_slides=None)  # rows checked before
         at_start = int(np.searchsorted(answers.position, lo, side="right"))
         at_end = int(np.searchsorted(answers.position, hi, side="left"))
         keyed = zip(answers.query.tolist(), answers.slide.tolist(), column_lines(answers))
@@ -913,7 +922,7 @@ def unshared_lines(algorithms: Sequence[Algorithm], data: tuple, table: Table) -
 
     def answers(position: int, algorithm: Algorithm) -> Iterator[tuple[int, int, int, str]]:
         count = algorithm.q.kind == "count"
-        for batch in slides(data, algorithm.q):
+        for batch in slides(data, algorithm.q, max_slides=None):  # counted against --max-slides before
             answer = processed(algorithm, batch, table, f"query {position}: ")
             passed = batch.end if count else int(np.searchsorted(t, batch.end))
             yield passed, position, batch.index, lines.line(position, batch.index, batch.end, answer.ids,
@@ -936,6 +945,18 @@ def run_many(args: argparse.Namespace) -> None:
         params = check_params(info, args.param)
     elif args.param:
         raise CommandError("--param: the shared executor takes no parameters")
+    if info is None:
+        from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
+
+        executor = SharedTopK()
+        for position, query in enumerate(queries):  # refused before the input is read
+            try:
+                executor.add(query)
+            except ValueError as exc:
+                raise CommandError(f"{args.queries}: query {position}: {exc}") from None
+    else:
+        algorithms = [new_algorithm(info, query, params, f"{args.queries}: query {position}: ")
+                      for position, query in enumerate(queries)]
     table = read_table(args.input)
     kind = "time" if any(query.kind == "time" for query in queries) else "count"
     data, ones = object_stream(table, None, kind)
@@ -949,44 +970,28 @@ def run_many(args: argparse.Namespace) -> None:
         check_score_overflow(table, data[2], query.weights, f"query {position}: ", largest)
     if info is None:
         check_row_answers(table, data[1], queries, args.max_slides)
-        from .multi import SharedTopK  # imported here: it loads the compiled kernels, which run does not need
-
-        executor = SharedTopK()
-        for position, query in enumerate(queries):
-            try:
-                executor.add(query)
-            except ValueError as exc:
-                raise CommandError(f"{args.queries}: query {position}: {exc}") from None
         lines = shared_lines(executor, queries, data)
     else:
-        algorithms = []
-        for position, query in enumerate(queries):
-            try:
-                algorithms.append(create(info.name, query, **params))
-            except ValueError as exc:
-                raise CommandError(f"{args.queries}: query {position}: cannot create {info.name}: {exc}") from None
         lines = unshared_lines(algorithms, data, table)
     write_answers(args.output, lines)
 
 
 def check_row_answers(table: Table, t: np.ndarray, queries: Sequence[Query], limit: int) -> None:
     """Refuse a row after which the shared executor would pass more than ``limit`` time slide
-    boundaries of the workload at once (a gap in ``t``): it answers them all before the next row,
-    at about 260 bytes each (:data:`CHUNK_ANSWERS`), where one instance per query streams them.
-    ``O(rows)``, plus ``O(time queries)`` per row whose gap could pass that many."""
-    slides = np.array([q.slide for q in queries if q.kind == "time"], np.int64)
-    if not len(slides) or len(t) < 2:
-        return
-    gaps = np.diff(t).view(np.uint64).astype(np.float64)  # t non-decreasing: exact below 2**64
-    for row in np.flatnonzero(gaps * float(np.sum(1.0 / slides)) + len(slides) > limit).tolist():
-        before, after = int(t[row]), int(t[row + 1])
-        passed = sum(after // slide - before // slide for slide in slides.tolist())
-        if passed > limit:
-            raise CommandError(f"{table.where(row + 1)}: column t jumps from {before} to {after} here: the shared "
-                               f"executor would answer the {passed:,} slide boundaries of the {len(slides)} time "
-                               f"queries in between at once, more than the limit of {limit:,} (--max-slides); use "
-                               "larger slides, raise --max-slides, or --algorithm NAME (one instance per query, "
-                               "answers streamed)")
+    boundaries of the workload at once (a gap in ``t``; :func:`engine.multi.crowded_gap`): it
+    answers them all before the next row, at about 260 bytes each (:data:`CHUNK_ANSWERS`), where
+    one instance per query streams them."""
+    from .multi import crowded_gap
+
+    slides = [q.slide for q in queries if q.kind == "time"]
+    crowded = crowded_gap(t, slides, limit)
+    if crowded is not None:
+        row, before, after, passed = crowded
+        raise CommandError(f"{table.where(row + 1)}: column t jumps from {before} to {after} here: the shared "
+                           f"executor would answer the {passed:,} slide boundaries of the {len(slides)} time "
+                           f"queries in between at once, more than the limit of {limit:,} (--max-slides); use "
+                           "larger slides, raise --max-slides, or --algorithm NAME (one instance per query, "
+                           "answers streamed)")
 
 
 def algorithm_lines() -> Iterator[str]:

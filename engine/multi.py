@@ -27,7 +27,8 @@ from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, C
 from .memory import OBJECT_FIELDS, WORD, array_bytes, deep_size
 from .query import Query, check_windows_per_object
 from .ranking import Answer, score
-from .stream import as_object_stream, check_scores, int64_column, time_margin, time_range_problem
+from .stream import (MAX_SLIDES, as_object_stream, check_scores, int64_argument, int64_column, time_margin,
+                     time_range_problem)
 
 NAME = "multi"
 """The ``algorithm`` of a shared executor's state document."""
@@ -42,12 +43,23 @@ _INITIAL_FAMILIES = 4
 _EMIT_ROOM = 1 << 14
 
 
-def int64_argument(name: str, value: Any) -> int:
-    """``value`` as an int, refused (``ValueError`` naming ``name``) unless it is an integer
-    within int64 (``O(1)``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not -2**63 <= value < 2**63:
-        raise ValueError(f"{name} must be an int64 integer, got {value!r}")
-    return int(value)
+def crowded_gap(t: np.ndarray, slides: list[int], limit: int) -> tuple[int, int, int, int] | None:
+    """The first gap of the non-decreasing times ``t`` across which time queries of ``slides``
+    pass more than ``limit`` slide boundaries together, as ``(i, t[i], t[i + 1], boundaries)``;
+    else ``None``.  ``O(rows)``, plus ``O(len(slides))`` per gap that could pass that many.
+
+    >>> crowded_gap(np.array([0, 1, 10**9]), [1, 2], 10**6)
+    (1, 1, 1000000000, 1499999999)
+    """
+    if not slides or len(t) < 2:
+        return None
+    gaps = np.diff(t).view(np.uint64).astype(np.float64)  # t non-decreasing: exact below 2**64
+    for gap in np.flatnonzero(gaps * float(np.sum(1.0 / np.array(slides, np.float64))) + len(slides) > limit).tolist():
+        earlier, later = int(t[gap]), int(t[gap + 1])
+        passed = sum(later // slide - earlier // slide for slide in slides)
+        if passed > limit:
+            return gap, earlier, later, passed
+    return None
 
 
 def group_key(weights: tuple[float, ...]) -> tuple[int, ...]:
@@ -360,6 +372,13 @@ class SharedTopK:
         group.members[family].append(handle)
         return handle
 
+    def _known(self, handle: Any) -> int:
+        """``handle`` as an int, refused unless it is one of the workload's handles: a bool
+        (``True == 1``) or anything unhashable too (``O(1)``)."""
+        if isinstance(handle, bool) or not isinstance(handle, numbers.Integral) or handle not in self._queries:
+            raise ValueError(f"no query with handle {handle!r}")
+        return int(handle)
+
     def _family_for(self, group: _Group, query: Query) -> int:
         """The family a query joins: the oldest matching one with enough ``k`` (exact over
         its whole window), one that has seen nothing yet (its ``k`` raised), or a new one."""
@@ -378,8 +397,7 @@ class SharedTopK:
     def remove(self, handle: int) -> None:
         """Remove a query; its family goes when its last query does (``O(MTK log MTK)``, and
         ``O(capacity F + queries)`` to move the later families down a slot)."""
-        if handle not in self._queries:
-            raise ValueError(f"no query with handle {handle!r}")
+        handle = self._known(handle)
         key, family = self._placement.pop(handle)
         del self._queries[handle], self._answered[handle]
         self._drop_last(handle)
@@ -401,15 +419,14 @@ class SharedTopK:
     def since(self, handle: int) -> int:
         """The first arrival (its ``seq``) the query's windows can hold: 0 unless it started a
         new family mid-stream (``O(1)``)."""
-        if handle not in self._queries:
-            raise ValueError(f"no query with handle {handle!r}")
+        handle = self._known(handle)
         key, family = self._placement[handle]
         return int(self._groups[key].fam[family, SINCE])
 
     # ------------------------------------------------------------------ the stream
 
     def process(self, ids, t, x, *, seq=None, stream_end: int | None = None,
-                time_now: int | None = None) -> list[Result]:
+                time_now: int | None = None, max_slides: int | None = MAX_SLIDES) -> list[Result]:
         """Take the next arrivals (any number) and return every answer their boundaries pass.
 
         ``ids`` and ``t`` are integers, ``x`` an ``(m, d)`` (or, for ``d = 1``, ``(m,)``) array
@@ -423,11 +440,17 @@ class SharedTopK:
         increasing ``seq``, the number of rows the whole stream has had (``stream_end``, default
         ``seq[-1] + 1``) and its latest time (``time_now``): windows are then those of the whole
         stream, restricted to the shard's rows.  By default ``seq`` continues from the last call.
+
+        A row (or ``time_now``) after which the time queries together pass more than
+        ``max_slides`` slide boundaries at once (a gap in ``t``; default :data:`engine.stream.MAX_SLIDES`,
+        ``None``: no limit) is refused before anything changes, as ``run-many --max-slides`` refuses it:
+        every one of them is an answer held until the call returns.
         """
-        return self.answers(ids, t, x, seq=seq, stream_end=stream_end, time_now=time_now).results()
+        return self.answers(ids, t, x, seq=seq, stream_end=stream_end, time_now=time_now,
+                            max_slides=max_slides).results()
 
     def answers(self, ids, t, x, *, seq=None, stream_end: int | None = None,
-                time_now: int | None = None) -> Answers:
+                time_now: int | None = None, max_slides: int | None = MAX_SLIDES) -> Answers:
         """:meth:`process`, its answers as numpy columns (:class:`Answers`): ``O(queries + F)``
         Python steps per call and per group, whatever the number of answers."""
         ids, t, x = as_object_stream(ids, t, x, self._dimensions)
@@ -443,8 +466,11 @@ class SharedTopK:
         stream_end = (int(seq[-1]) + 1 if m else self._next_seq) if stream_end is None else int(stream_end)
         if stream_end < (int(seq[-1]) + 1 if m else self._next_seq):
             raise ValueError(f"stream_end {stream_end} is before the rows given")
+        max_slides = None if max_slides is None else int64_argument("max_slides", max_slides)
         if any(q.kind == "time" for q in self._queries.values()):
             self._check_time_order(t, time_now)
+            if max_slides is not None:
+                self._check_gaps(t, time_now, max_slides)
         latest = int(t[-1]) if m else self._t_last
         if time_now is not None:
             latest = int(time_now) if latest is None else max(latest, int(time_now))
@@ -520,10 +546,24 @@ class SharedTopK:
         if problem is not None:
             raise ValueError(f"time_now: {problem[1]}")
 
+    def _check_gaps(self, t: np.ndarray, time_now: int | None, limit: int) -> None:
+        """Refuse a row (or ``time_now``) after which the time queries pass more than ``limit``
+        slide boundaries at once (:func:`crowded_gap`)."""
+        times = t if time_now is None else np.append(t, np.int64(time_now))
+        before = times if self._t_last is None else np.concatenate([np.array([self._t_last], np.int64), times])
+        slides = [q.slide for q in self._queries.values() if q.kind == "time"]
+        crowded = crowded_gap(before, slides, limit)
+        if crowded is not None:
+            gap, earlier, later, passed = crowded
+            row = gap + (self._t_last is None)
+            where = "time_now" if row == len(t) else f"row {row}"
+            raise ValueError(f"{where}: t jumps from {earlier} to {later}: the {len(slides)} time queries would pass "
+                             f"{passed:,} slide boundaries at once, more than max_slides ({limit:,}), each an answer "
+                             "held until the call returns; use larger slides or raise max_slides")
+
     def topk(self, handle: int) -> Result | None:
         """The query's latest answer, or ``None`` before its first boundary (``O(1)``)."""
-        if handle not in self._queries:
-            raise ValueError(f"no query with handle {handle!r}")
+        handle = self._known(handle)
         return self._last.get(handle)
 
     # ------------------------------------------------------------------ figures

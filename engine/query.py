@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 KINDS = ("count", "time")
 
 INT64_MAX = 2**63 - 1
@@ -77,7 +79,10 @@ class Query:
         try:
             if isinstance(self.weights, (str, bytes)):
                 raise TypeError
-            weights = tuple(float(w) for w in self.weights)
+            weights = tuple(self.weights)
+            if any(isinstance(w, (bool, np.bool_, str, bytes)) for w in weights):  # float(True), float("1") read them
+                raise TypeError
+            weights = tuple(float(w) for w in weights)
         except (TypeError, ValueError):
             raise ValueError(f"weights must be a sequence of numbers, got {self.weights!r}") from None
         except OverflowError:

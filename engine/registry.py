@@ -35,7 +35,7 @@ class AlgorithmInfo:
 def algorithm_class(name: str) -> type[Algorithm]:
     try:
         return _REGISTRY[name]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: an unhashable name, such as a list
         raise ValueError(f"unknown algorithm {name!r}; valid: {', '.join(_REGISTRY)}") from None
 
 

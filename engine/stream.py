@@ -9,8 +9,9 @@ Time windows: boundaries are multiples of ``s`` in ``t``; the answer at boundary
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -82,18 +83,95 @@ def as_object_stream(ids, t, x, dimensions: int | None = None, weights=None):
 
 
 def int64_column(name: str, values) -> np.ndarray:
-    """``values`` as a contiguous int64 array; a value numpy cannot convert (beyond int64, not
-    a number) is a ``ValueError`` naming the column (``O(m)``).
+    """``values``, a 1-D sequence of whole numbers (integers, or floats without a fraction such
+    as ``3.0``), as a contiguous int64 array; a bool, a fraction, a value beyond int64, text or
+    anything else is a ``ValueError`` naming the column and the row (``O(m)``; a list or tuple
+    is scanned for bools, and one holding floats, or an object array, checked value by value).
 
+    >>> int64_column("t", [0, 3.0]).tolist()
+    [0, 3]
     >>> int64_column("t", [0, 2**63])
     Traceback (most recent call last):
     ...
-    ValueError: t must be int64 integers: Python int too large to convert to C long
+    ValueError: t must be int64 integers: row 1: 9223372036854775808 is beyond int64
+    >>> int64_column("ids", [1, 3.5])
+    Traceback (most recent call last):
+    ...
+    ValueError: ids must be int64 integers: row 1: 3.5 is not a whole number
     """
+    listed = isinstance(values, (list, tuple))
     try:
-        return np.ascontiguousarray(values, dtype=np.int64)
+        array = np.asarray(values)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{name} must be int64 integers: {exc}") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of int64 integers, got {array.ndim} dimensions")
+    kind = array.dtype.kind
+    if kind == "b":
+        raise ValueError(f"{name} must be int64 integers, got booleans")
+    if kind == "O" or (listed and kind == "f"):
+        return _whole_numbers(name, values if listed else array.tolist())
+    if listed and any(isinstance(value, (bool, np.bool_)) for value in values):  # numpy reads True as 1
+        return _whole_numbers(name, values)
+    if kind == "i":
+        return np.ascontiguousarray(array, dtype=np.int64)
+    if kind == "u":
+        beyond = np.flatnonzero(array > np.uint64(2**63 - 1))
+        if len(beyond):
+            raise ValueError(f"{name} must be int64 integers: row {int(beyond[0])}: {array[beyond[0]]} is beyond int64")
+        return np.ascontiguousarray(array, dtype=np.int64)
+    if kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~(np.isfinite(array) & (np.floor(array) == array)
+                                   & (array >= -(2.0**63)) & (array < 2.0**63)))
+        if len(bad):
+            raise ValueError(f"{name} must be int64 integers: row {int(bad[0])}: "
+                             f"{_whole_problem(float(array[bad[0]]))}")
+        return np.ascontiguousarray(array, dtype=np.int64)
+    raise ValueError(f"{name} must be int64 integers, got {array.dtype} values")
+
+
+def _whole_problem(value: float) -> str:
+    """Why the float ``value`` is not an int64 whole number."""
+    if value.is_integer():
+        return f"{value!r} is beyond int64"
+    return f"{value!r} is not a whole number"
+
+
+def _whole_numbers(name: str, values: Sequence) -> np.ndarray:
+    """The Python values ``values`` as int64, each checked as :func:`int64_column` says (``O(m)``
+    Python steps: a float is read exactly, never through a float array that would round a large
+    integer beside it)."""
+    whole = []
+    for row, value in enumerate(values):
+        if isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be int64 integers: row {row}: {value!r} is a boolean")
+        if isinstance(value, numbers.Integral):
+            number = int(value)
+        elif isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+            number = int(value)
+        elif isinstance(value, (float, np.floating)):
+            raise ValueError(f"{name} must be int64 integers: row {row}: {value!r} is not a whole number")
+        else:
+            raise ValueError(f"{name} must be int64 integers: row {row}: {value!r} is not a number")
+        if not -2**63 <= number < 2**63:
+            raise ValueError(f"{name} must be int64 integers: row {row}: {number} is beyond int64")
+        whole.append(number)
+    return np.array(whole, dtype=np.int64)
+
+
+def int64_argument(name: str, value: Any) -> int:
+    """``value`` as an int, refused (``ValueError`` naming ``name``) unless it is an integer
+    within int64: a bool or a float (even ``3.0``) is refused (``O(1)``).
+
+    >>> int64_argument("seq_start", True)
+    Traceback (most recent call last):
+    ...
+    ValueError: seq_start must be an int64 integer, got True
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not -2**63 <= value < 2**63:
+        raise ValueError(f"{name} must be an int64 integer, got {value!r}")
+    return int(value)
 
 
 def check_scores(values: np.ndarray) -> None:
@@ -195,10 +273,13 @@ def as_attribute_stream(ids, stream, value, t, dimensions: int, weights: Sequenc
     ...
     ValueError: row 0: stream must be in 0..0, got 1
     """
-    ids = np.ascontiguousarray(ids, dtype=np.int64)
-    stream = np.ascontiguousarray(stream, dtype=np.int64)
-    value = np.ascontiguousarray(value, dtype=np.float64)
-    t = np.ascontiguousarray(t, dtype=np.int64)
+    ids, stream, t = int64_column("ids", ids), int64_column("stream", stream), int64_column("t", t)
+    try:
+        value = np.ascontiguousarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"value must be numbers: {exc}") from None
+    if value.ndim != 1:
+        raise ValueError(f"value must be a 1-D sequence of numbers, got {value.ndim} dimensions")
     if not len(ids) == len(stream) == len(value) == len(t):
         raise ValueError(f"ids, stream, value and t must have equal lengths, got "
                          f"{len(ids)}, {len(stream)}, {len(value)}, {len(t)}")
@@ -216,9 +297,18 @@ def as_attribute_stream(ids, stream, value, t, dimensions: int, weights: Sequenc
     return ids, stream, value, t
 
 
+MAX_SLIDES = 10_000_000
+"""Complete slides a time query may pass beyond its rows before the command line and the replay
+refuse it (their ``--max-slides``): every slide is an answer line or row, and a gap in the times
+(a stray timestamp, a unit mistaken) can make them astronomically many, nearly all empty."""
+
+
 def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | None = None,
-           first_index: int = 0) -> Iterator[Batch]:
+           first_index: int = 0, max_slides: int | None = MAX_SLIDES) -> Iterator[Batch]:
     """Cut a stream into the slides of ``query``, one :class:`Batch` per complete slide.
+
+    The stream and the arguments are checked when ``slides`` is called, before the first batch:
+    a bad one is a ``ValueError``.
 
     Parameters
     ----------
@@ -234,6 +324,10 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
         most the first ``t``); default ``floor(t[0] / s) * s``.
     first_index
         ``index`` of the first batch (to continue a stream cut in pieces).
+    max_slides
+        A time window whose complete slides outnumber both the rows and ``max_slides`` (nearly
+        all empty, as a gap in ``t`` makes them) is refused, as the command line's
+        ``--max-slides`` refuses it (default :data:`MAX_SLIDES`); ``None`` takes any number.
 
     Examples
     --------
@@ -246,17 +340,33 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
     >>> [(b.stream.tolist(), b.value.tolist()) for b in slides(([7, 8], [1, 0], [0.5, 1.0], [0, 1]), q)]
     [([1, 0], [0.5, 1.0])]
     """
+    if not isinstance(query, Query):
+        raise ValueError(f"query must be an engine.Query, got {type(query).__name__}")
+    seq_start, first_index = int64_argument("seq_start", seq_start), int64_argument("first_index", first_index)
+    start = None if start is None else int64_argument("start", start)
+    max_slides = None if max_slides is None else int64_argument("max_slides", max_slides)
+    if max_slides is not None and max_slides < 1:
+        raise ValueError(f"max_slides must be >= 1 (None: no limit), got {max_slides}")
+    if isinstance(data, (str, bytes)) or not hasattr(data, "__len__") or len(data) not in (3, 4):
+        raise ValueError("data must be (ids, t, x) or (ids, stream, value, t)")
     if len(data) == 3:
         ids, t, x = as_object_stream(*data, dimensions=query.dimensions, weights=query.weights)
         stream = value = None
-    elif len(data) == 4:
+    else:
         ids, stream, value, t = as_attribute_stream(*data, dimensions=query.dimensions, weights=query.weights)
         x = np.empty((len(ids), 0))
-    else:
-        raise ValueError("data must be (ids, t, x) or (ids, stream, value, t)")
+    if not -2**63 <= seq_start <= 2**63 - 1 - len(ids):
+        raise ValueError(f"seq_start must leave every row's seq within int64, got {seq_start} for {len(ids)} rows")
+    first_end, count = _slide_plan(t, query, seq_start, start, max_slides)
     seq = np.arange(seq_start, seq_start + len(ids), dtype=np.int64)
+    return _batches(ids, seq, t, x, stream, value, query, seq_start, first_end, count, first_index)
+
+
+def _batches(ids, seq, t, x, stream, value, query: Query, seq_start: int, first_end: int, count: int,
+             first_index: int) -> Iterator[Batch]:
+    """The ``count`` complete slides, the first ending at ``first_end``."""
     lo = 0
-    for index, (end, hi) in enumerate(_boundaries(t, query, seq_start, start), first_index):
+    for index, (end, hi) in enumerate(_boundaries(t, query, seq_start, first_end, count), first_index):
         part = slice(lo, hi)
         yield Batch(ids=ids[part], seq=seq[part], t=t[part], x=x[part], end=end, index=index,
                     stream=None if stream is None else stream[part],
@@ -295,15 +405,9 @@ def time_range_problem(t: np.ndarray, margin: int) -> tuple[int, str] | None:
     return None
 
 
-MAX_SLIDES = 10_000_000
-"""Complete slides a time query may pass beyond its rows before the command line and the replay
-refuse it (their ``--max-slides``): every slide is an answer line or row, and a gap in the times
-(a stray timestamp, a unit mistaken) can make them astronomically many, nearly all empty."""
-
-
-def slide_count(t: np.ndarray, query: Query) -> int:
-    """The complete slides :func:`slides` cuts from the rows with times ``t`` (default start;
-    ``O(1)``).
+def slide_count(t: np.ndarray, query: Query, start: int | None = None) -> int:
+    """The complete slides :func:`slides` cuts from the rows with times ``t`` (``start``: the
+    first slide's start, default ``floor(t[0] / s) * s``; ``O(1)``).
 
     Examples
     --------
@@ -314,7 +418,28 @@ def slide_count(t: np.ndarray, query: Query) -> int:
     """
     if query.kind == "count":
         return len(t) // query.slide
-    return int(t[-1]) // query.slide - int(t[0]) // query.slide if len(t) else 0
+    if not len(t):
+        return 0
+    first = int(t[0]) // query.slide * query.slide if start is None else start
+    return max(0, (int(t[-1]) // query.slide * query.slide - first) // query.slide)
+
+
+def excess_slides(t: np.ndarray, query: Query, count: int, limit: int, start: int | None = None,
+                  option: str = "--max-slides") -> tuple[int, str] | None:
+    """``(row after the widest gap in t, problem)`` when a time query's ``count`` complete
+    slides outnumber both the rows and ``limit`` (``option`` names the setting that raises it);
+    else ``None``.  ``O(1)``, plus ``O(rows)`` to find the gap when refusing."""
+    if query.kind == "count" or count <= max(limit, len(t)):
+        return None
+    first = int(t[0]) // query.slide * query.slide if start is None else start
+    times = np.concatenate([np.array([first], np.int64), t])
+    row = int(np.argmax(np.diff(times).view(np.uint64)))  # t non-decreasing: exact below 2**64
+    before = str(int(t[row - 1])) if row else f"the first slide's start {first}"
+    since = f"t = {int(t[0])}" if start is None else f"the first slide's start {first}"
+    return row, (f"t jumps from {before} to {int(t[row])} here: a time window with slide {query.slide} passes "
+                 f"{count:,} slide boundaries from {since} to t = {int(t[-1])}, more than the {len(t):,} rows and "
+                 f"the limit of {limit:,} ({option}), one answer each, nearly all empty; use a larger slide or "
+                 f"raise {option}")
 
 
 def too_many_slides(t: np.ndarray, queries: Sequence[Query], limit: int) -> tuple[int, int, str] | None:
@@ -330,39 +455,42 @@ def too_many_slides(t: np.ndarray, queries: Sequence[Query], limit: int) -> tupl
     (0, 2)
     """
     for position, query in enumerate(queries):
-        count = slide_count(t, query)
-        if count > max(limit, len(t)):
-            row = int(np.argmax(np.diff(t).view(np.uint64))) + 1  # t non-decreasing: exact below 2**64
-            return position, row, (f"t jumps from {int(t[row - 1])} to {int(t[row])} here: a time window with slide "
-                                   f"{query.slide} passes {count:,} slide boundaries from "
-                                   f"t = {int(t[0])} to t = {int(t[-1])}, more than the {len(t):,} rows and the limit "
-                                   f"of {limit:,} (--max-slides), one answer each, nearly all empty; use a larger slide "
-                                   "or raise --max-slides")
+        excess = excess_slides(t, query, slide_count(t, query), limit)
+        if excess is not None:
+            return (position, *excess)
     return None
 
 
-def _boundaries(t: np.ndarray, query: Query, seq_start: int, start: int | None) -> Iterator[tuple[int, int]]:
-    """``(end, row index where the slide ending at end stops)`` for every complete slide."""
+def _slide_plan(t: np.ndarray, query: Query, seq_start: int, start: int | None, max_slides: int | None) -> tuple[int, int]:
+    """``(end of the first slide, complete slides)`` of :func:`slides`, refusing what it refuses."""
     s = query.slide
     if query.kind == "count":
         if seq_start % s:
             raise ValueError(f"seq_start must be a multiple of slide ({s}), got {seq_start}")
-        first_end, count = seq_start + s, len(t) // s
-    else:
-        if len(t) == 0:
-            return
-        decreasing = np.flatnonzero(t[1:] < t[:-1])
-        if len(decreasing):
-            row = int(decreasing[0]) + 1
-            raise ValueError(f"row {row}: t decreases ({int(t[row - 1])} then {int(t[row])}) in a time window")
-        problem = time_range_problem(t, query.window + query.slide)
-        if problem is not None:
-            raise ValueError(f"row {problem[0]}: {problem[1]}")
-        if start is None:
-            start = int(t[0]) // s * s
-        elif start % s or start > t[0]:
-            raise ValueError(f"start must be a multiple of slide ({s}) and at most the first t, got {start}")
-        first_end, count = start + s, max(0, (int(t[-1]) // s * s - start) // s)
+        return seq_start + s, len(t) // s
+    if start is not None and start % s:
+        raise ValueError(f"start must be a multiple of slide ({s}) and at most the first t, got {start}")
+    if len(t) == 0:
+        return (0 if start is None else start) + s, 0
+    decreasing = np.flatnonzero(t[1:] < t[:-1])
+    if len(decreasing):
+        row = int(decreasing[0]) + 1
+        raise ValueError(f"row {row}: t decreases ({int(t[row - 1])} then {int(t[row])}) in a time window")
+    problem = time_range_problem(t, query.window + query.slide)
+    if problem is not None:
+        raise ValueError(f"row {problem[0]}: {problem[1]}")
+    if start is not None and start > t[0]:
+        raise ValueError(f"start must be a multiple of slide ({s}) and at most the first t, got {start}")
+    count = slide_count(t, query, start)
+    excess = None if max_slides is None else excess_slides(t, query, count, max_slides, start, option="max_slides")
+    if excess is not None:
+        raise ValueError(f"row {excess[0]}: {excess[1]}")
+    return (int(t[0]) // s * s if start is None else start) + s, count
+
+
+def _boundaries(t: np.ndarray, query: Query, seq_start: int, first_end: int, count: int) -> Iterator[tuple[int, int]]:
+    """``(end, row index where the slide ending at end stops)`` for every complete slide."""
+    s = query.slide
     for chunk in range(0, count, _BOUNDARY_CHUNK):
         ends = first_end + s * np.arange(chunk, min(count, chunk + _BOUNDARY_CHUNK), dtype=np.int64)
         rows = ends - seq_start if query.kind == "count" else np.searchsorted(t, ends, side="left")

@@ -509,8 +509,7 @@ def test_a_parameter_sizing_arrays_beyond_the_machine_is_shown_next_to_it(app):
     app.run()
     app.number_input(key="param_approx_bitmaps").set_value(1_000_000_000).run()  # 715 GiB of bitmaps
     assert not app.exception, app.exception
-    assert any(e.value.startswith("approx: these parameters need more memory than the server has")
-               for e in app.error)
+    assert any(e.value.startswith("bitmaps must be at most 16,384, got 1,000,000,000") for e in app.error)
     app.number_input(key="param_approx_bitmaps").set_value(64).run()
     assert not app.exception and not app.error
     assert len(comparison(app)) == 10
@@ -643,7 +642,7 @@ def test_a_link_with_a_parameter_its_engine_refuses_leaves_it_out(app):
                               "p.approx.bitmaps": "1000000000"})  # 715 GiB of bitmaps
     page.run()
     assert not page.exception and not page.error and page.number_input(key="param_approx_bitmaps").value == 64
-    assert "p.approx.bitmaps = 1000000000: needs more memory than the server has (Unable to allocate" in warnings(page)
+    assert "p.approx.bitmaps = 1000000000: bitmaps must be at most 16,384, got 1,000,000,000" in warnings(page)
     assert app.query_params["p.sao.layers"] == "2" and "p.sao.memory" not in app.query_params
     app.number_input(key=live_state.param_key("sao", "memory")).set_value(0).run()  # typed: shown, not dropped
     assert "parameter memory of sao must be >= 1, got 0" in app.error[-1].value
