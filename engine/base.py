@@ -175,57 +175,26 @@ class Algorithm(abc.ABC):
 
 def _checking_shape(process):
     """``process``, refusing first (``O(1)``) what is not a :class:`~engine.stream.Batch` of the
-    algorithm's query: an object, a hand-made batch whose columns differ in length or whose
-    features are not the query's (they raised ``AttributeError`` or ``IndexError``, or were taken).
-    The values are trusted as :func:`engine.slides` checked them."""
+    algorithm's query: an object, a batch whose features are not the query's or an object-stream
+    batch given to an attribute-stream algorithm (they raised ``AttributeError`` or
+    ``IndexError``, or were taken).  A batch's columns were checked when it was made
+    (:class:`~engine.stream.Batch`); its values are trusted as :func:`engine.slides` checked them."""
 
     @functools.wraps(process)
     def checked(self: "Algorithm", batch: Batch) -> None:
-        check_batch_shape(self.name, self.q, self.stream, batch)
+        if not isinstance(batch, Batch):
+            raise ValueError(f"{self.name}: process takes an engine.Batch (from engine.slides), "
+                             f"got {type(batch).__name__}")
+        if self.stream == "single":
+            if batch.x.shape[1] != self.q.dimensions:
+                raise ValueError(f"{self.name}: the batch has {batch.x.shape[1]} feature(s), "
+                                 f"the query {self.q.dimensions} weight(s)")
+        elif batch.stream is None or batch.value is None:
+            raise ValueError(f"{self.name} reads attribute streams (id, stream, value, t); "
+                             "this batch is an object stream")
         process(self, batch)
 
     return checked
-
-
-def check_batch_shape(name: str, query: Query, stream: str, batch: Any) -> None:
-    """Refuse, naming ``name``, a ``batch`` that is not an :class:`~engine.stream.Batch` with
-    1-D columns of one length and ``query``'s features (or attribute columns) (``O(1)``).
-
-    >>> from engine.stream import Batch
-    >>> check_batch_shape("oracle", Query([1.0, 1.0], k=1, window=2, slide=1), "single",
-    ...                   Batch(np.arange(2), np.arange(2), np.arange(2), np.ones((2, 1)), end=2, index=0))
-    Traceback (most recent call last):
-    ...
-    ValueError: oracle: the batch has 1 feature(s), the query 2 weight(s)
-    """
-    if not isinstance(batch, Batch):
-        raise ValueError(f"{name}: process takes an engine.Batch (from engine.slides), got {type(batch).__name__}")
-    single = stream == "single"
-    if not single and (batch.stream is None or batch.value is None):
-        raise ValueError(f"{name} reads attribute streams (id, stream, value, t); this batch is an object stream")
-    m = len(batch.ids) if isinstance(batch.ids, np.ndarray) and batch.ids.ndim == 1 else -1
-    x = batch.x
-    if not (m >= 0 and _column_fits(batch.seq, m) and _column_fits(batch.t, m)
-            and (single or (_column_fits(batch.stream, m) and _column_fits(batch.value, m)))
-            and isinstance(x, np.ndarray) and x.ndim == 2 and len(x) == m):
-        columns = {"ids": batch.ids, "seq": batch.seq, "t": batch.t, "x": x}
-        if not single:
-            columns.update(stream=batch.stream, value=batch.value)
-        for column, values in columns.items():
-            if not isinstance(values, np.ndarray) or values.ndim != (2 if column == "x" else 1):
-                shape = "an (m, d)" if column == "x" else "a 1-D"
-                raise ValueError(f"{name}: the batch's {column} must be {shape} numpy array, "
-                                 f"got {getattr(values, 'shape', type(values).__name__)}")
-            if len(values) != m:
-                raise ValueError(f"{name}: the batch's {column} has {len(values)} values for {m} ids")
-    if single and x.shape[1] != query.dimensions:
-        raise ValueError(f"{name}: the batch has {x.shape[1]} feature(s), the query {query.dimensions} weight(s)")
-    if isinstance(batch.end, bool) or not isinstance(batch.end, (int, np.integer)):
-        raise ValueError(f"{name}: the batch's end must be an integer, got {batch.end!r}")
-
-
-def _column_fits(values: Any, m: int) -> bool:
-    return isinstance(values, np.ndarray) and values.ndim == 1 and len(values) == m
 
 
 def check_answer_size(k: Any) -> None:

@@ -41,6 +41,35 @@ class Batch:
     stream: np.ndarray | None = None
     value: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse (``O(1)``) columns that are not 1-D numpy arrays of one length, ``x`` that is not
+        an ``(m, d)`` array and an ``end`` that is not an integer, so a hand-made batch holds what
+        one from :func:`slides` holds (its values are the maker's to check).
+
+        >>> Batch(np.arange(2), np.arange(3), np.arange(2), np.ones((2, 1)), end=2, index=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: the batch's seq has 3 values for 2 ids
+        """
+        ids = self.ids
+        m = len(ids) if isinstance(ids, np.ndarray) and ids.ndim == 1 else -1
+        x = self.x
+        if not (m >= 0 and _fits(self.seq, m) and _fits(self.t, m) and isinstance(x, np.ndarray) and x.ndim == 2
+                and len(x) == m and (self.stream is None or _fits(self.stream, m))
+                and (self.value is None or _fits(self.value, m))):
+            columns = {"ids": ids, "seq": self.seq, "t": self.t, "x": x, "stream": self.stream, "value": self.value}
+            for column, values in columns.items():
+                if values is None and column in ("stream", "value"):
+                    continue
+                if not isinstance(values, np.ndarray) or values.ndim != (2 if column == "x" else 1):
+                    shape = "an (m, d)" if column == "x" else "a 1-D"
+                    raise ValueError(f"the batch's {column} must be {shape} numpy array, "
+                                     f"got {getattr(values, 'shape', type(values).__name__)}")
+                if len(values) != m:
+                    raise ValueError(f"the batch's {column} has {len(values)} values for {m} ids")
+        if isinstance(self.end, bool) or not isinstance(self.end, (int, np.integer)):
+            raise ValueError(f"the batch's end must be an integer, got {self.end!r}")
+
     def __len__(self) -> int:
         return len(self.ids)
 
@@ -51,6 +80,10 @@ class Batch:
     def keys(self, query: Query) -> np.ndarray:
         """The values that decide expiry: ``seq`` for count windows, ``t`` for time windows."""
         return getattr(self, query.expiry_key)
+
+
+def _fits(values: Any, m: int) -> bool:
+    return isinstance(values, np.ndarray) and values.ndim == 1 and len(values) == m
 
 
 def as_object_stream(ids, t, x, dimensions: int | None = None, weights=None):

@@ -237,7 +237,7 @@ def run_shared_task(task: SharedTask) -> Iterator[dict[str, Any]]:
             rows = {name: values[mask] for name, values in arrays.items()}
         began = time.perf_counter()
         results = executor.process(rows["id"], rows["t"], rows["x"], seq=rows["seq"], stream_end=stream_end,
-                                   time_now=time_now)
+                                   time_now=time_now, max_slides=None)
         seconds = (time.perf_counter() - began) / max(len(results), 1)
         stats = executor.stats()
         for result in results:

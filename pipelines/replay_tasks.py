@@ -350,7 +350,7 @@ def stream_slides(chunks: Iterator[dict[str, np.ndarray]], query: Query, task_co
                          stream=data[1][mask] if attribute else None, value=data[2][mask] if attribute else None)
         consumed = 0
         for batch in engine.slides(data, query, seq_start=seq_start, start=boundary if query.kind == "time" else None,
-                                   first_index=index):
+                                   first_index=index, max_slides=None):
             rows = len(batch)
             boundary = batch.end
             if keep is None:

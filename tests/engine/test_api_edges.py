@@ -262,11 +262,29 @@ def test_process_refuses_a_batch_of_other_features_or_lengths_and_changes_nothin
     before = algorithm.to_state()["data"]
     with pytest.raises(ValueError, match=f"^{name}: the batch has 1 feature\\(s\\), the query 2 weight\\(s\\)"):
         algorithm.process(dataclasses.replace(batch, end=4, x=np.ones((2, 1))))
-    with pytest.raises(ValueError, match=f"^{name}: the batch's seq has 2 values for 1 ids"):
+    with pytest.raises(ValueError, match="^the batch's seq has 2 values for 1 ids"):
         algorithm.process(dataclasses.replace(batch, end=4, ids=np.array([7])))
-    with pytest.raises(ValueError, match=f"^{name}: the batch.s x must be an \\(m, d\\) numpy array, got list"):
+    with pytest.raises(ValueError, match="^the batch.s x must be an \\(m, d\\) numpy array, got list"):
         algorithm.process(dataclasses.replace(batch, end=4, x=[[1.0, 2.0], [3.0, 4.0]]))
     assert algorithm.to_state()["data"] == before
+
+
+@pytest.mark.parametrize("columns, message", [
+    ({"ids": [1, 2]}, "^the batch's ids must be a 1-D numpy array, got list$"),
+    ({"t": np.arange(3)}, "^the batch's t has 3 values for 2 ids$"),
+    ({"x": np.ones(2)}, "^the batch's x must be an \\(m, d\\) numpy array, got \\(2,\\)$"),
+    ({"x": np.ones((3, 1))}, "^the batch's x has 3 values for 2 ids$"),
+    ({"stream": np.arange(1)}, "^the batch's stream has 1 values for 2 ids$"),
+    ({"value": np.ones((2, 1))}, "^the batch's value must be a 1-D numpy array, got \\(2, 1\\)$"),
+    ({"end": 2.0}, "^the batch's end must be an integer, got 2.0$"),
+    ({"end": True}, "^the batch's end must be an integer, got True$"),
+])
+def test_a_batch_is_refused_when_made_with_columns_of_other_shapes_or_lengths(columns, message):
+    """A hand-made batch is checked when it is made, once for every algorithm it is given to."""
+    fields = {"ids": np.arange(2), "seq": np.arange(2), "t": np.arange(2), "x": np.ones((2, 1)), "end": 2, "index": 0}
+    with pytest.raises(ValueError, match=message):
+        engine.Batch(**{**fields, **columns})
+    engine.Batch(**fields, stream=np.arange(2), value=np.ones(2))
 
 
 @pytest.mark.parametrize("weights", [[True], [1.0, False], ["1"], [b"1"], np.array([True, False])])
