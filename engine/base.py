@@ -173,6 +173,23 @@ class Algorithm(abc.ABC):
         return f"{type(self).__name__}({self.q!r}{params})"
 
 
+class OnePassStats:
+    """For an algorithm whose own :meth:`Algorithm.stats` builds every figure in one pass (the
+    memory figures included: no method calls on the per-slide path): :meth:`_stats` and
+    :meth:`memory` derived from it (``O(1)``).  Listed before :class:`Algorithm` in the bases."""
+
+    def _stats(self) -> dict[str, Any]:
+        """:meth:`stats` without the memory figures (``O(1)``)."""
+        out = self.stats()
+        del out["bytes"], out["measured_bytes"]
+        return out
+
+    def memory(self) -> tuple[int, int]:
+        """``(bytes, measured_bytes)`` of :meth:`stats` (``O(1)``)."""
+        out = self.stats()
+        return out["bytes"], out["measured_bytes"]
+
+
 def _checking_shape(process):
     """``process``, refusing first (``O(1)``) what is not a :class:`~engine.stream.Batch` of the
     algorithm's query: an object, a batch whose features are not the query's or an object-stream

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import Algorithm
+from ..base import Algorithm, OnePassStats
 from ..jsondata import ints_in
 from ..kernels import mintopk as kernel
 from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
@@ -31,7 +31,7 @@ FIRST_CAPACITY = 64
 
 
 @register
-class MinTopK(Algorithm):
+class MinTopK(OnePassStats, Algorithm):
     """Continuous top-k with one super-top-k list shared by all ``C_nw = n / s`` windows.
 
     The list holds the MTK set: every object predicted to be in the top-k of the current
@@ -130,26 +130,15 @@ class MinTopK(Algorithm):
         return self._records[kernel.ranked(self._records, self._meta), SEQ]
 
     def stats(self) -> dict[str, Any]:
-        """``candidates``, ``retained``, the counters (:data:`COUNTERS`), then :meth:`memory`'s
-        ``bytes`` and ``measured_bytes``, spelled out in one dict literal (no method calls, one
-        read of the record count): ``O(1)``."""
+        """``candidates``, ``retained``, the counters (:data:`COUNTERS`), ``bytes`` (from the record
+        count) and ``measured_bytes`` (from the arrays' sizes), spelled out in one dict literal (no
+        method calls, one read of the record count): ``O(1)``; :meth:`memory` reads them from here."""
         size = self._meta.item(SIZE)
         arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
         return {"candidates": size, "retained": size, "arrivals": arrivals,
                 "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
                 "lbp_skips": lbp_skips, "bytes": RECORD_BYTES * size + WINDOW_BYTES * self._windows,
                 "measured_bytes": self._array_bytes + self._rest_bytes}
-
-    def _stats(self) -> dict[str, Any]:
-        """:meth:`stats` without the memory figures (``O(1)``)."""
-        out = self.stats()
-        del out["bytes"], out["measured_bytes"]
-        return out
-
-    def memory(self) -> tuple[int, int]:
-        """Both figures from the record count and the arrays' sizes: ``O(1)``."""
-        return (RECORD_BYTES * self._meta.item(SIZE) + WINDOW_BYTES * self._windows,
-                self._array_bytes + self._rest_bytes)
 
     def footprints(self) -> list[Footprint]:
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)

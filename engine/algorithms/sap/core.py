@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...base import Algorithm
+from ...base import Algorithm, OnePassStats
 from ...memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, deep_size
 from ...jsondata import floats_in, floats_out, ints_in
 from ...ranking import Answer, score
@@ -311,7 +311,7 @@ def _top_bytes(top: Top) -> int:
     return TOP_ARRAYS + len(top[0]) * RAW_ROW
 
 
-class SAPBase(Algorithm):
+class SAPBase(OnePassStats, Algorithm):
     """The SAP framework (Algorithm 1 per slide); subclasses choose the partitioning.
 
     Per slide (``process``), in this order:
@@ -980,17 +980,6 @@ class SAPBase(Algorithm):
                                  + self._cache_bytes + self._answer_bytes + m_bytes + self._other_bytes)
         out["meaningful"] = meaningful
         return out
-
-    def _stats(self) -> dict[str, Any]:
-        """:meth:`stats` without the memory figures (``O(1)``)."""
-        out = self.stats()
-        del out["bytes"], out["measured_bytes"]
-        return out
-
-    def memory(self) -> tuple[int, int]:
-        """``(bytes, measured_bytes)`` of :meth:`stats` (``O(1)``)."""
-        out = self.stats()
-        return out["bytes"], out["measured_bytes"]
 
     def _measure_fixed(self) -> None:
         """The attributes outside the structures (settings, counters, the variant's), walked
