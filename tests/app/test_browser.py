@@ -99,9 +99,14 @@ def shown_slide(page) -> int:
     return int(text.split(" ·")[0].removeprefix("Slide ").replace(",", ""))
 
 
-def table_ids(page, column: int) -> list[int]:
-    rows = page.get_by_test_id("stTable").first.locator("tbody tr")
-    return [int(rows.nth(r).locator("td").nth(column).inner_text()) for r in range(rows.count())]
+def table_ids(page, column: int, rows: int) -> list[int]:
+    """The ids in ``column`` of the page's first table, once it shows ``rows`` rows (a caption of
+    the same run can reach the browser before the table does)."""
+    from playwright.sync_api import expect
+
+    cells = page.get_by_test_id("stTable").first.locator("tbody tr")
+    expect(cells).to_have_count(rows, timeout=30_000)
+    return [int(cells.nth(r).locator("td").nth(column).inner_text()) for r in range(rows)]
 
 
 def delivered_rows(page) -> int:
@@ -148,7 +153,7 @@ def test_live_and_runs_in_the_browser(chromium, server, tmp_path):
             table = page.get_by_test_id("stTable")
             expect(table).to_have_count(1)
             expect(table.locator("tbody tr")).to_have_count(query.k)
-            assert table_ids(page, 1) == answer.ids.tolist()  # exact id column
+            assert table_ids(page, 1, len(answer.ids)) == answer.ids.tolist()  # exact id column
             mintopk = table.locator("tbody tr td:nth-child(4)").all_inner_texts()  # rank, exact id, score, mintopk
             assert mintopk == ["✓"] * query.k
             assert "stock" not in page.url and "at=20" in page.url
@@ -352,12 +357,12 @@ def test_hostile_links_a_busy_database_and_a_shared_view_in_the_browser(chromium
                 expect(page).to_have_url(re.compile(r"ds=demo&.*k=4&.*w=0.45%2C-1&at=4"))
             query = engine.Query(weights=[0.45, -1.0], k=4, window=RUN_QUERY.window, slide=RUN_QUERY.slide)
             answer = oracle_answers(data.load_trace(Path(os.environ["TOPK_DB"]), "demo").arrays, query, 5)[-1]
-            assert table_ids(page, 1) == answer.ids.tolist()
+            assert table_ids(page, 1, len(answer.ids)) == answer.ids.tolist()
 
             shared = browser.new_page(viewport={"width": 1400, "height": 2000})
             shared.goto(page.url)
             expect(shared.get_by_text(re.compile(r"^Slide 4 ·"))).to_be_visible(timeout=60_000)
-            assert table_ids(shared, 1) == answer.ids.tolist() and shared.url == page.url
+            assert table_ids(shared, 1, len(answer.ids)) == answer.ids.tolist() and shared.url == page.url
             expect(shared.get_by_test_id("stAlertContentWarning")).to_have_count(0)
         finally:
             browser.close()
@@ -433,7 +438,7 @@ def test_back_and_forward_show_the_view_of_each_address(chromium, server, tmp_pa
             query = engine.Query(weights=[0.5, -1.0], k=4, window=RUN_QUERY.window, slide=RUN_QUERY.slide)
             answer = oracle_answers(data.load_trace(Path(os.environ["TOPK_DB"]), "demo").arrays, query, 4)[-1]
             expect(page.get_by_test_id("stTable").first.locator("tbody tr")).to_have_count(4)
-            assert table_ids(page, 1) == answer.ids.tolist()
+            assert table_ids(page, 1, len(answer.ids)) == answer.ids.tolist()
             page.go_forward()
             page.go_forward()
             expect(page.get_by_text(re.compile(r"^Slide 4 ·"))).to_be_visible(timeout=30_000)
