@@ -12,6 +12,9 @@ import numpy as np
 
 KINDS = ("count", "time")
 
+FIELDS = ("weights", "k", "window", "slide", "kind")
+"""The fields of :meth:`Query.to_dict`, in order."""
+
 INT64_MAX = 2**63 - 1
 """The largest ``k``, ``window`` and ``slide`` (and time ``window + slide``): every structure
 and kernel holds them, and a time window's bounds, in int64."""
@@ -136,10 +139,19 @@ class Query:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Query":
-        """Inverse of :meth:`to_dict`; a missing or bad field raises ``ValueError``."""
+        """Inverse of :meth:`to_dict`; a missing, unknown or bad field raises ``ValueError``.
+
+        >>> Query.from_dict({"weights": [1.0], "k": 1, "window": 2, "slide": 1, "kind": "count", "K": 5})
+        Traceback (most recent call last):
+        ...
+        ValueError: query has unknown field(s) K; valid: weights, k, window, slide, kind
+        """
         if not isinstance(data, dict):
             raise ValueError(f"query must be a mapping, got {type(data).__name__}")
-        missing = [f for f in ("weights", "k", "window", "slide", "kind") if f not in data]
+        unknown = sorted(str(field) for field in data if field not in FIELDS)
+        if unknown:
+            raise ValueError(f"query has unknown field(s) {', '.join(unknown)}; valid: {', '.join(FIELDS)}")
+        missing = [f for f in FIELDS if f not in data]
         if missing:
             raise ValueError(f"query is missing field(s): {', '.join(missing)}")
         return cls(weights=data["weights"], k=data["k"], window=data["window"],

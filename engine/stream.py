@@ -8,6 +8,7 @@ Time windows: boundaries are multiples of ``s`` in ``t``; the answer at boundary
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 from dataclasses import dataclass
@@ -93,14 +94,9 @@ def as_object_stream(ids, t, x, dimensions: int | None = None, weights=None):
     :func:`check_scores`).
     """
     ids, t = int64_column("ids", ids), int64_column("t", t)
-    try:
-        x = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"features must be numbers: {exc}") from None
+    x = float_array("features", x, "a 1-D or 2-D array", (1, 2))
     if x.ndim == 1:  # one feature per row; no rows at all have the query's features
         x = x.reshape(len(x), 1 if len(x) or dimensions is None else dimensions)
-    if x.ndim != 2:
-        raise ValueError(f"features must be a 1-D or 2-D array, got {x.ndim} dimensions")
     x = np.ascontiguousarray(x)
     if not len(ids) == len(t) == len(x):
         raise ValueError(f"ids, t and x must have equal lengths, got {len(ids)}, {len(t)}, {len(x)}")
@@ -113,6 +109,54 @@ def as_object_stream(ids, t, x, dimensions: int | None = None, weights=None):
         with np.errstate(over="ignore", invalid="ignore"):
             check_scores(score(x, weights))
     return ids, t, x
+
+
+def float_array(name: str, values, shape: str, dimensions: tuple[int, ...]) -> np.ndarray:
+    """``values``, numbers in an array of one of ``dimensions`` (described as ``shape``), as
+    float64; a bool or text (``True``, ``"1.5"``, which numpy reads as 1.0 and 1.5) or anything
+    else that is not a real number is a ``ValueError`` naming the row (and the feature of a
+    matrix).  ``O(1)`` for a numpy array of floats or integers; a list, tuple or other array is
+    checked value by value.
+
+    >>> float_array("value", [0.5, True], "a 1-D sequence of numbers", (1,))
+    Traceback (most recent call last):
+    ...
+    ValueError: value must be numbers: row 1: True is a boolean
+    >>> float_array("features", [[0.5, "2"]], "a 1-D or 2-D array", (1, 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: features must be numbers: row 0, feature 1: '2' is text
+    """
+    numeric = isinstance(values, np.ndarray) and values.dtype.kind in "fiu"
+    try:
+        array = values if numeric else np.asarray(values)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be numbers: {exc}") from None
+    if array.ndim not in dimensions:
+        raise ValueError(f"{name} must be {shape}, got {array.ndim} dimensions")
+    if not numeric:
+        objects = array if array.dtype.kind == "O" else np.array(values, dtype=object)
+        problems = np.frompyfunc(_not_a_number, 1, 1)(objects).reshape(objects.shape)
+        for index, problem in enumerate(problems.flat):
+            if problem is not None:
+                position = np.unravel_index(index, problems.shape)
+                where = f"row {position[0]}" + (f", feature {position[1]}" if len(position) > 1 else "")
+                raise ValueError(f"{name} must be numbers: {where}: {problem}")
+    try:
+        return array.astype(np.float64, copy=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be numbers: {exc}") from None
+
+
+def _not_a_number(value: Any) -> str | None:
+    """Why ``value`` is not a real number :func:`float_array` takes, ``None`` if it is one."""
+    if isinstance(value, (bool, np.bool_)):
+        return f"{bool(value)!r} is a boolean"
+    if isinstance(value, (str, bytes)):
+        return f"{str(value) if isinstance(value, str) else bytes(value)!r} is text"
+    if isinstance(value, (numbers.Real, decimal.Decimal)):
+        return None
+    return f"{value!r} is not a number"
 
 
 def int64_column(name: str, values) -> np.ndarray:
@@ -307,12 +351,7 @@ def as_attribute_stream(ids, stream, value, t, dimensions: int, weights: Sequenc
     ValueError: row 0: stream must be in 0..0, got 1
     """
     ids, stream, t = int64_column("ids", ids), int64_column("stream", stream), int64_column("t", t)
-    try:
-        value = np.ascontiguousarray(value, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"value must be numbers: {exc}") from None
-    if value.ndim != 1:
-        raise ValueError(f"value must be a 1-D sequence of numbers, got {value.ndim} dimensions")
+    value = np.ascontiguousarray(float_array("value", value, "a 1-D sequence of numbers", (1,)))
     if not len(ids) == len(stream) == len(value) == len(t):
         raise ValueError(f"ids, stream, value and t must have equal lengths, got "
                          f"{len(ids)}, {len(stream)}, {len(value)}, {len(t)}")

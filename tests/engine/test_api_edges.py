@@ -81,6 +81,47 @@ def test_an_integer_beyond_the_floats_precision_beside_a_float_is_read_exactly()
     assert batch.ids.tolist() == [2**62 + 1, 2]
 
 
+# ------------------------------------------------------------------ number columns
+
+
+TWO_FEATURES = engine.Query(weights=[1.0, 1.0], k=1, window=2, slide=1)
+
+
+@pytest.mark.parametrize("x, message", [
+    ([[1.0, True], [2.0, 3.0]], "row 0, feature 1: True is a boolean"),         # was read as 1.0
+    ([[1.0, 2.0], ["1.5", 3.0]], "row 1, feature 0: '1.5' is text"),             # was read as 1.5
+    (np.array([[True, False], [False, True]]), "row 0, feature 0: True is a boolean"),
+    (np.array([["1", "2"], ["3", "4"]]), "row 0, feature 0: '1' is text"),
+    ([[1.0, 2.0], [3.0, np.bool_(False)]], "row 1, feature 1: False is a boolean"),
+    ([[1.0, 2.0], [3.0, b"4"]], "row 1, feature 1: b'4' is text"),
+    (np.array([[1 + 1j, 2], [3, 4]]), "row 0, feature 0: \\(1\\+1j\\) is not a number"),  # its imaginary part was dropped
+])
+def test_slides_and_the_shared_executor_refuse_bools_or_text_among_the_features(x, message):
+    with pytest.raises(ValueError, match=f"^features must be numbers: {message}$"):
+        engine.slides(([1, 2], [0, 1], x), TWO_FEATURES)
+    executor = SharedTopK([TWO_FEATURES])
+    with pytest.raises(ValueError, match=f"^features must be numbers: {message}$"):
+        executor.process([1, 2], [0, 1], x)
+    assert executor.stats()["candidates"] == 0
+
+
+@pytest.mark.parametrize("value, message", [
+    ([0.5, True], "row 1: True is a boolean"),
+    (["0.5", 0.5], "row 0: '0.5' is text"),
+    (np.array([True, False]), "row 0: True is a boolean"),
+    (np.array(["0.5", "1"]), "row 0: '0.5' is text"),
+])
+def test_attribute_streams_refuse_a_bool_or_text_value(value, message):
+    with pytest.raises(ValueError, match=f"^value must be numbers: {message}$"):
+        engine.slides(([1, 2], [0, 1], value, [0, 1]), ATTRIBUTES)
+
+
+@pytest.mark.parametrize("x", [np.array([[1, 2], [3, 4]], dtype=np.int32), np.array([[1, 2], [3, 4]], dtype=np.uint8),
+                               np.array([[1, 2], [3, 4]], dtype=object), [[1, np.float32(2)], [3, 4.0]]])
+def test_numbers_of_any_numeric_type_are_still_taken(x):
+    assert [b.x.tolist() for b in engine.slides(([1, 2], [0, 1], x), TWO_FEATURES)] == [[[1.0, 2.0]], [[3.0, 4.0]]]
+
+
 @pytest.mark.parametrize("ids", [np.array([2**63], dtype=np.uint64), [2**64], np.array(["1", "2"]), [[1], [2]]])
 def test_ids_beyond_int64_text_or_a_matrix_are_refused(ids):
     with pytest.raises(ValueError, match="^ids must be"):
@@ -306,3 +347,30 @@ def test_the_shared_executor_refuses_a_handle_that_is_a_bool_or_unhashable():
     assert sorted(executor.queries) == [0, 1]
     executor.remove(np.int64(1))
     assert sorted(executor.queries) == [0]
+
+
+# ------------------------------------------------------------------ query fields
+
+
+def test_a_query_from_a_mapping_refuses_unknown_fields_as_the_command_line_does():
+    """``{"K": 5}`` (a typo of ``k``) or any other extra field was ignored; ``run-many`` refuses it."""
+    fields = {**COUNT.to_dict(), "K": 5, "note": "x"}
+    with pytest.raises(ValueError, match="^query has unknown field\\(s\\) K, note; valid: weights, k, window, slide, kind$"):
+        engine.Query.from_dict(fields)
+    assert engine.Query.from_dict(COUNT.to_dict()) == COUNT
+
+
+@pytest.mark.parametrize("name", ["mintopk", "multi"])
+def test_a_state_whose_query_has_an_unknown_field_is_refused(name):
+    from engine.jsondata import pack
+    if name == "multi":
+        executor = SharedTopK([COUNT])
+        state = executor.to_state()
+        state = pack("multi", {"queries": [{**state["query"]["queries"][0], "note": "x"}]}, {}, state["data"])
+        with pytest.raises(engine.StateError, match="query has unknown field\\(s\\) note"):
+            SharedTopK.restore(state)
+    else:
+        state = engine.create(name, COUNT).to_state()
+        state = pack(name, {**state["query"], "note": "x"}, state["params"], state["data"])
+        with pytest.raises(engine.StateError, match="^state is invalid: query has unknown field\\(s\\) note; valid: "):
+            engine.restore(state)
