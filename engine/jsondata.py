@@ -28,8 +28,12 @@ class StateError(ValueError):
 
 
 def canonical(data: Any) -> str:
-    """The canonical JSON form of ``data`` (sorted keys, no spaces, no NaN), which :func:`checksum` hashes."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    """The canonical JSON form of ``data`` (sorted keys, no spaces, no NaN), which :func:`checksum` hashes;
+    a ``ValueError`` when it is not JSON data, lists or objects nested too deeply included."""
+    try:
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise ValueError("lists or objects nested too deeply for JSON") from None
 
 
 def checksum(data: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -80,7 +81,7 @@ class Query:
 
     def __post_init__(self) -> None:
         try:
-            if isinstance(self.weights, (str, bytes)):
+            if isinstance(self.weights, (str, bytes, Set, Mapping)):  # a set's order is arbitrary, a dict's keys no weights
                 raise TypeError
             weights = tuple(self.weights)
             if any(isinstance(w, (bool, np.bool_, str, bytes)) for w in weights):  # float(True), float("1") read them
@@ -107,8 +108,9 @@ class Query:
             raise ValueError(f"slide must be <= window ({self.window}), got {self.slide}")
         if self.window % self.slide:
             raise ValueError(f"window must be a multiple of slide ({self.slide}), got {self.window}")
-        if self.kind not in KINDS:
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        object.__setattr__(self, "kind", str(self.kind))  # numpy's str_ too
         if self.kind == "time" and self.window + self.slide > INT64_MAX:
             raise ValueError(f"a time window needs window + slide at most {INT64_MAX} (int64), got "
                              f"{self.window} + {self.slide}")

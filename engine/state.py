@@ -59,6 +59,10 @@ def restore(state: Any, query: Query | None = None, *, algorithm: str | None = N
     ...
     engine.jsondata.StateError: state differs in params (memory: 40 saved, 400 asked)
     """
+    if query is not None and not isinstance(query, Query):
+        raise ValueError(f"query must be an engine.Query, got {type(query).__name__}")
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"params must be a mapping of parameter names to values, got {type(params).__name__}")
     document = _current_format(state)
     try:
         cls = algorithm_class(document["algorithm"])

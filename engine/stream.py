@@ -11,6 +11,7 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -419,8 +420,9 @@ def slides(data: Sequence, query: Query, *, seq_start: int = 0, start: int | Non
     max_slides = None if max_slides is None else int64_argument("max_slides", max_slides)
     if max_slides is not None and max_slides < 1:
         raise ValueError(f"max_slides must be >= 1 (None: no limit), got {max_slides}")
-    if isinstance(data, (str, bytes)) or not hasattr(data, "__len__") or len(data) not in (3, 4):
-        raise ValueError("data must be (ids, t, x) or (ids, stream, value, t)")
+    if isinstance(data, (str, bytes, Mapping)) or not hasattr(data, "__len__") or len(data) not in (3, 4):
+        raise ValueError("data must be (ids, t, x) or (ids, stream, value, t)"
+                         + (f", got a {type(data).__name__}" if isinstance(data, Mapping) else ""))
     if len(data) == 3:
         ids, t, x = as_object_stream(*data, dimensions=query.dimensions, weights=query.weights)
         stream = value = None

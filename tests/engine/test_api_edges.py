@@ -374,3 +374,48 @@ def test_a_state_whose_query_has_an_unknown_field_is_refused(name):
         state = pack(name, {**state["query"], "note": "x"}, state["params"], state["data"])
         with pytest.raises(engine.StateError, match="^state is invalid: query has unknown field\\(s\\) note; valid: "):
             engine.restore(state)
+
+
+# ------------------------------------------------------------------ arguments of other types
+
+
+@pytest.mark.parametrize("weights", [{1.0, 2.0, 3.0}, frozenset([1.0]), {1.0: "a"}])
+def test_a_query_refuses_weights_in_a_set_or_a_mapping(weights):
+    """A set's weights were taken in its arbitrary order, a dict's keys as weights."""
+    with pytest.raises(ValueError, match="^weights must be a sequence of numbers, got "):
+        engine.Query(weights=weights, k=1, window=2, slide=1)
+
+
+def test_a_query_keeps_its_kind_as_text():
+    """numpy's ``str_("time")`` was kept, and written by ``to_dict`` as ``np.str_('time')``."""
+    assert type(engine.Query(weights=[1.0], k=1, window=2, slide=1, kind=np.str_("time")).to_dict()["kind"]) is str
+
+
+def test_slides_refuse_a_mapping_of_columns_naming_it():
+    """A dict's keys were unpacked as the columns: "ids must be a 1-D sequence ..., got 0 dimensions"."""
+    with pytest.raises(ValueError, match="^data must be \\(ids, t, x\\) or \\(ids, stream, value, t\\), got a dict$"):
+        engine.slides({"ids": [1, 2], "t": [0, 1], "x": [1.0, 2.0]}, COUNT)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"query": COUNT.to_dict()}, "^query must be an engine.Query, got dict$"),        # was AttributeError
+    ({"params": ["prefilter"]}, "^params must be a mapping of parameter names to values, got list$"),  # TypeError
+    ({"params": "prefilter"}, "^params must be a mapping of parameter names to values, got str$"),
+])
+def test_restore_refuses_arguments_of_other_types(arguments, message):
+    state = engine.create("mintopk", COUNT).to_state()
+    with pytest.raises(ValueError, match=message):
+        engine.restore(state, **arguments)
+
+
+def test_a_state_nested_too_deeply_is_refused_as_not_matching_its_checksum():
+    """Its checksum raised RecursionError from the JSON encoder."""
+    nested: list = []
+    for _ in range(100_000):
+        nested = [nested]
+    state = engine.create("mintopk", COUNT).to_state()
+    with pytest.raises(engine.StateError, match="^state does not match its checksum"):
+        engine.restore({**state, "data": nested})
+    state = SharedTopK([COUNT]).to_state()
+    with pytest.raises(engine.StateError, match="^state is corrupt: its checksum does not match its data$"):
+        SharedTopK.restore({**state, "data": nested})
