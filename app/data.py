@@ -173,6 +173,22 @@ def dataset_choices(db: Path, shown: str | None = None) -> tuple[list[str], str 
         return list(BUILT_IN), f"{missing} Meanwhile the built-in synthetic stream is available."
 
 
+def first_with_rows(db: Path, names: Sequence[str]) -> str:
+    """The first of ``names`` (:func:`dataset_choices`) that holds rows, the page's dataset when
+    the address names none: an ingested dataset whose ``datasets`` row counts no rows (rows read
+    less those rejected and merged) only when every other one is empty too."""
+    try:
+        frame = datasets(db)
+    except MissingData:
+        return names[0]
+    if frame.empty or not {"rows_read", "rows_rejected"} <= set(frame.columns):
+        return names[0]
+    merged = frame["rows_merged"].fillna(0) if "rows_merged" in frame.columns else 0
+    rows = frame["rows_read"] - frame["rows_rejected"] - merged
+    empty = set(frame.loc[rows.notna() & (rows <= 0), "name"])
+    return next((name for name in names if name not in empty), names[0])
+
+
 REPEATED = "_repeated"
 """Key of :func:`open_session`'s pending parameters that holds :func:`repeated_params`' note."""
 

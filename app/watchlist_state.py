@@ -44,6 +44,32 @@ across a gap in the times cannot be paused (a 1 ms slide over a month of taxi tr
 2.6 billion boundaries)."""
 
 
+WEIGHT_STEP = 0.05
+"""Step of the form's weight sliders, which run from -1 to 1."""
+
+
+def slider_position(weight: float) -> float:
+    """Where a weight slider stands for ``weight``: the nearest step of ``[-1, 1]``. A link may
+    give any weight (``0.33``, ``2.5``); a slider cannot hold one off its steps or range.
+
+    >>> slider_position(0.33), slider_position(2.5), slider_position(-0.124)
+    (0.35, 1.0, -0.1)
+    """
+    return round(round(min(1.0, max(-1.0, weight)) / WEIGHT_STEP) * WEIGHT_STEP, 2)
+
+
+def edited_weights(values: Sequence[float], kept: Sequence[tuple[float, float]]) -> list[float]:
+    """The weights an edit saves: the query's own weight where its slider still stands where the
+    edit put it (``kept``: each feature's ``(weight, slider_position(weight))``), else the slider's
+    value; a weight off the sliders' steps or range is kept exactly unless its slider is moved.
+
+    >>> edited_weights([0.35, 0.5], [(0.33, 0.35), (0.1234, 0.1)])
+    [0.33, 0.5]
+    """
+    return [weight if abs(value - position) < WEIGHT_STEP / 2 else value
+            for value, (weight, position) in zip(values, kept)]
+
+
 def boundaries_problem(trace: Trace, query: engine.Query) -> str | None:
     """Why ``query``'s slides are too many over ``trace`` (more than :data:`MAX_SLIDES` and its
     rows), a message for the user; ``None`` when they are not. The Live page applies the same rule."""
@@ -103,8 +129,9 @@ def link_value(name: str, text: str, read: Callable[[str], Any]) -> Any:
 
 def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list[engine.Query]:
     """The queries of :func:`to_url`'s text (``""``: none); malformed ones (or of other
-    dimensions, or spanning more than :data:`app.units.MAX_SLIDES_PER_WINDOW` slides) are
-    skipped, each with a line in ``notes`` when it is given.
+    dimensions, a ``k`` the form refuses, or spanning more than
+    :data:`app.units.MAX_SLIDES_PER_WINDOW` slides) are skipped, each with a line in ``notes``
+    when it is given.
 
     >>> notes = []
     >>> [q.k for q in from_url("count:5:200:50:1,-0.5;time:3:10:5:1,1;bad;count:1:2:1:1", 2, notes)]
@@ -127,6 +154,8 @@ def from_url(text: str, dimensions: int, notes: list[str] | None = None) -> list
             query = engine.Query(weights=[link_value("weight", w, float) for w in weights.split(",")],
                                  k=link_value("k", k, int), window=link_value("window", window, int),
                                  slide=link_value("slide", slide, int), kind=kind)
+            if (k_problem := live_state.k_problem(query.k)) is not None:
+                raise ValueError(k_problem)
             if query.window > units.MAX_LENGTH:
                 raise ValueError(f"window must be at most {units.MAX_LENGTH:,}, got {query.window:,}")
             if (too_many := units.slides_per_window_problem(query.window, query.slide)) is not None:
@@ -314,8 +343,13 @@ class Watch:
         del self.watched[number], self.alone[number]
 
     def restarted(self) -> "Watch":
-        """The same queries from row 0 (every one then holds whole windows)."""
-        return Watch(self.trace, self.queries)
+        """The same queries under the same numbers, from row 0 (every one then holds whole windows);
+        a query added next takes the number it would have taken before."""
+        watch = Watch(self.trace)
+        for number, watched in self.watched.items():
+            watch.watched[number], watch.alone[number] = watch._start(watched.query)
+        watch.numbered = self.numbered
+        return watch
 
     def next_stop(self) -> int:
         """The row count at which the next slide boundary of any query is passed."""

@@ -436,8 +436,8 @@ if missing:
     st.info(missing)
 
 pending = data.open_session(names, started="live_started", url="url_pending", playing="playing", dataset="dataset")
-if "dataset" not in ss and presets.demo().get("dataset") in names:  # open on what `make run` replays
-    ss.dataset = presets.demo()["dataset"]
+if "dataset" not in ss:  # open on what `make run` replays, else on the first dataset with rows
+    ss.dataset = data.first_with_rows(db, [name for name in [presets.demo().get("dataset")] if name in names] + names)
 
 run: LiveRun | None = ss.get("live_run")
 with st.sidebar:

@@ -24,7 +24,8 @@ import streamlit as st
 
 import engine
 from app import data, live_state, playback, presets, units
-from app.watchlist_state import Watch, from_url, parse_query, records_chart, to_url, typed
+from app.watchlist_state import (WEIGHT_STEP, Watch, edited_weights, from_url, parse_query, records_chart,
+                                 slider_position, to_url, typed)
 
 SPEEDS = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000]  # rows per second
 NOTES_SHOWN = 5  # most changes to a link named one by one in its warning
@@ -78,7 +79,6 @@ def step() -> None:
 def restart() -> None:
     ss.wl_playing = False
     ss.wl_watch = ss.wl_watch.restarted()
-    ss.pop("wl_editing", None)  # the restarted list numbers its queries again
 
 
 def start_edit(profile: presets.Profile) -> None:
@@ -90,8 +90,9 @@ def start_edit(profile: presets.Profile) -> None:
     ss.wl_editing = number
     ss.wl_kind, ss.wl_k = q.kind, q.k
     ss.wl_window, ss.wl_slide = typed(q.window, q.kind, profile.t_unit), typed(q.slide, q.kind, profile.t_unit)
-    for feature, weight in zip(profile.features, q.weights):
-        ss[f"wl_w_{feature}"] = weight
+    ss.wl_edit_weights = [(weight, slider_position(weight)) for weight in q.weights]
+    for feature, (_, position) in zip(profile.features, ss.wl_edit_weights):
+        ss[f"wl_w_{feature}"] = position
 
 
 def stop_edit(profile: presets.Profile) -> None:
@@ -208,8 +209,8 @@ if missing:
 pending = data.open_session(names, started="wl_started", url="wl_url", playing="wl_playing", dataset="wl_dataset")
 
 watch: Watch | None = ss.get("wl_watch")
-if "wl_dataset" not in ss and watch is not None:  # back from another page: widget values were dropped
-    ss.wl_dataset = watch.trace.name
+if "wl_dataset" not in ss:  # back from another page (widget values were dropped), else a fresh session
+    ss.wl_dataset = watch.trace.name if watch is not None else data.first_with_rows(db, names)
 with st.sidebar:
     dataset = st.selectbox("Dataset", names, key="wl_dataset")
 try:
@@ -272,8 +273,13 @@ with st.sidebar:
     unit_hint = "objects, e.g. 1,000 or 1k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
     window_text = st.text_input(f"Window ({unit_hint})", key="wl_window")
     slide_text = st.text_input("Slide", key="wl_slide", help="The window must be a whole number of slides.")
-    weights = [st.slider(feature, -1.0, 1.0, step=0.05, key=f"wl_w_{feature}") for feature in trace.features]
+    weights = [st.slider(feature, -1.0, 1.0, step=WEIGHT_STEP, key=f"wl_w_{feature}") for feature in trace.features]
     if editing is not None:
+        sliders, weights = weights, edited_weights(weights, ss.wl_edit_weights)
+        kept = [f"{feature} = {units.weights_text([weight])}" for feature, weight, value
+                in zip(trace.features, weights, sliders) if weight != value]
+        if kept:
+            st.caption(f"Kept as the query has it unless you move its slider: {', '.join(kept)}.")
         save_col, cancel_col = st.columns(2)
         cancel_col.button("Cancel", key="wl_cancel_edit", icon=":material/close:", on_click=stop_edit, args=(profile,),
                           width="stretch", help="Leave the query as it is; the form adds queries again.")

@@ -619,8 +619,19 @@ def test_a_link_repeating_a_parameter_says_which_value_is_used(app):
     assert app.query_params["k"] == "7"
 
 
-def test_a_dataset_without_rows_says_so(app, no_rows_db):
+def test_a_fresh_session_opens_on_a_dataset_with_rows_not_the_first_one_without(app, no_rows_db):
+    """Without the demo dataset the page opened the first dataset, ``nothing``, which has no rows."""
     app.run()
+    assert not app.exception and not app.error and not app.warning
+    assert app.selectbox(key="dataset").value == data.SYNTHETIC
+    assert app.selectbox(key="dataset").options[0] == "nothing"
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
+
+
+def test_a_dataset_without_rows_says_so(app, no_rows_db):
+    app.query_params["ds"] = "nothing"
+    app.run()
+    assert app.selectbox(key="dataset").value == "nothing"
     for kind in ("count", "time"):
         app.radio(key="kind").set_value(kind).run()
         assert not app.exception and not app.error

@@ -152,6 +152,51 @@ def test_the_url_restores_the_workload_and_the_position():
     assert app.button(key="wl_step").disabled and app.button(key="wl_play").disabled
 
 
+def test_restart_keeps_the_numbers_the_queries_are_shown_with():
+    """Restart numbered the queries again from #0: after #1 was removed, #2 came back as #1 (and a
+    query being edited as #2 was left without its form)."""
+    app = open_page(q="count:4:300:60:1,0,-1;count:2:100:20:0,0,1;time:3:200:50:1,1,1", at="300")
+    app.selectbox(key="wl_remove_pick").set_value(1)
+    app.button(key="wl_remove").click().run()
+    app.selectbox(key="wl_remove_pick").set_value(2)
+    app.button(key="wl_edit").click().run()
+    app.button(key="wl_restart").click().run()
+    assert rows_delivered(app) == 0 and table(app)["#"].tolist() == [0, 2]
+    assert [option.split(" · ")[0] for option in app.selectbox(key="wl_remove_pick").options] == ["#0", "#2"]
+    assert app.sidebar.subheader[0].value == "Edit query #2"
+    app.button(key="wl_cancel_edit").click().run()
+    add_query(app, "count", 5, "100", "50", [1.0, 0.0, 0.0])
+    assert table(app)["#"].tolist() == [0, 2, 3]
+    while table(app)["slide"].isna().any():
+        app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app) == 3
+
+
+def test_editing_a_query_from_a_link_keeps_its_weights_off_the_sliders_steps_unless_a_slider_moves():
+    """A link's weight beyond the sliders' [-1, 1] (2.5) raised StreamlitValueAboveMaxError when the
+    query was edited; one off their 0.05 steps (0.33, 0.1234567) is kept exactly, not rounded."""
+    app = open_page(q="count:4:300:60:2.5,0.1234567,-1;count:2:100:20:0.33,0.33,0.33")
+    for number, k, moved in ((0, 6, None), (1, 3, 0.5)):
+        app.selectbox(key="wl_remove_pick").set_value(number)
+        app.button(key="wl_edit").click().run()
+        assert not app.exception, app.exception
+        assert [s.value for s in app.slider if s.key.startswith("wl_w_")] == \
+            ([1.0, 0.1, -1.0] if number == 0 else [0.35] * 3)
+        app.number_input(key="wl_k").set_value(k)
+        if moved is not None:
+            app.slider(key="wl_w_x_1").set_value(moved).run()
+        assert any(c.value == ("Kept as the query has it unless you move its slider: x_0 = 2.5, x_1 = 0.1234567."
+                               if number == 0 else
+                               "Kept as the query has it unless you move its slider: x_0 = 0.33, x_2 = 0.33.")
+                   for c in app.sidebar.caption)
+        app.button(key="wl_save").click().run()
+        assert not app.exception and not app.error
+    assert [(q.k, q.weights) for q in url_queries(app)] == [(6, (2.5, 0.1234567, -1.0)), (3, (0.33, 0.5, 0.33))]
+    for _ in range(6):
+        app.button(key="wl_step").click().run()
+    assert assert_rows_equal_the_oracle(app) == 2
+
+
 def test_an_ingested_dataset_with_a_clock(filled_db, trace):
     app = open_page(ds="demo")
     assert app.selectbox(key="wl_dataset").value == "demo"
@@ -219,6 +264,14 @@ def test_a_link_with_a_length_or_weight_that_is_not_a_number_names_it():
     assert notes == ['query 1 (time:3:1 h:600000:1,1) left out: window "1 h" is not a whole number',
                      'query 2 (count:5:200:50:x,1) left out: weight "x" is not a number',
                      'query 3 (count:k:200:50:1,1) left out: k "k" is not a whole number']
+
+
+def test_a_link_with_a_k_the_form_refuses_leaves_the_query_out():
+    """``k = 10**18`` was watched from a link, where the form (and Live's link) take at most 1,000."""
+    notes: list[str] = []
+    assert [q.k for q in from_url("count:1000000000000000000:1000:50:1,1;count:1000:1000:50:1,1", 2, notes)] == [1000]
+    assert notes == ["query 1 (count:1000000000000000000:1000:50:1,1) left out: k must be a whole number from 1 to "
+                     "1,000 (the most objects the page lists in an answer), got 1,000,000,000,000,000,000"]
 
 
 def test_a_refused_query_does_not_leave_the_last_added_ones_note_beside_its_error():
@@ -471,6 +524,12 @@ def test_a_query_is_edited_in_place_keeping_its_number_and_row():
     while table(app)["slide"].isna().any():
         app.button(key="wl_step").click().run()
     assert assert_rows_equal_the_oracle(app, since={1: 60}) == 3
+
+
+def test_a_fresh_session_opens_on_a_dataset_with_rows(no_rows_db):
+    app = open_page()
+    assert app.selectbox(key="wl_dataset").options[0] == "nothing"
+    assert app.selectbox(key="wl_dataset").value == data.SYNTHETIC and not app.warning
 
 
 def test_a_dataset_without_rows_says_so(no_rows_db):
