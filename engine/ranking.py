@@ -56,11 +56,21 @@ def top_indices(scores: np.ndarray, seq: np.ndarray, k: int) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Answer:
-    """A ranked answer: ``ids``, ``scores`` and ``seq``, best first."""
+    """A ranked answer: ``ids``, ``scores`` and ``seq``, best first; read-only, as an algorithm
+    may hand the same answer out again on later slides (``O(1)``).
+
+    >>> Answer.empty().ids.flags.writeable
+    False
+    """
 
     ids: np.ndarray
     scores: np.ndarray
     seq: np.ndarray
+
+    def __post_init__(self) -> None:
+        for values in (self.ids, self.scores, self.seq):
+            if isinstance(values, np.ndarray):
+                values.flags.writeable = False
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -419,3 +419,23 @@ def test_a_state_nested_too_deeply_is_refused_as_not_matching_its_checksum():
     state = SharedTopK([COUNT]).to_state()
     with pytest.raises(engine.StateError, match="^state is corrupt: its checksum does not match its data$"):
         SharedTopK.restore({**state, "data": nested})
+
+
+# ------------------------------------------------------------------ answers
+
+
+@pytest.mark.parametrize("name", [info.name for info in engine.available()])
+def test_an_answer_cannot_be_changed_by_its_reader(name):
+    """``topk()`` hands out the answer it keeps (MinTopK keeps it over the slides where it stands):
+    ``answer.ids[:] = -1`` changed what ``topk()`` answered next."""
+    algorithm = engine.create(name, ATTRIBUTES if engine.create(name, COUNT).stream == "incomplete" else COUNT)
+    data = (([1, 2, 3, 4], [0, 1, 0, 1], [0.5, 0.25, 0.75, 1.0], [0, 1, 2, 3]) if algorithm.stream == "incomplete"
+            else ([1, 2, 3, 4], [0, 1, 2, 3], [0.5, 0.25, 0.75, 1.0]))
+    for batch in engine.slides(data, algorithm.q):
+        algorithm.process(batch)
+    answer = algorithm.topk()
+    expected = answer.ids.tolist()
+    for values in (answer.ids, answer.scores, answer.seq):
+        with pytest.raises(ValueError, match="read-only"):
+            values[:] = -1
+    assert algorithm.topk().ids.tolist() == expected
