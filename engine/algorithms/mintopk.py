@@ -12,7 +12,7 @@ from ..kernels import mintopk as kernel
 from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
 from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
 from ..query import check_windows_per_object
-from ..ranking import Answer, score
+from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
 
@@ -80,6 +80,7 @@ class MinTopK(OnePassStats, Algorithm):
         check_windows_per_object(self.q, self.name)
         self._windows = self.q.windows_per_object
         self._k = self.q.k
+        self._weights = np.array(self.q.weights, np.float64)
         self._records, self._scores, self._table, self._meta, self._counters = \
             kernel.empty_arrays(FIRST_CAPACITY, self._windows)
         self._current: int | None = None
@@ -113,8 +114,7 @@ class MinTopK(OnePassStats, Algorithm):
         prefilter = self.params["prefilter"]
         self._reserve(min(len(batch), self._k) if prefilter else len(batch))
         stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
-                              self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t,
-                              prefilter)
+                              self._current, slide, batch.x, self._weights, batch.seq, batch.ids, batch.t, prefilter)
         self._current = slide
         if not stands:
             self._answer = None

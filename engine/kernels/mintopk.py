@@ -21,7 +21,9 @@ Arrays (one record per row, free rows chained through ``BELOW``):
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from .pool import grown_pool
 from .select import best_first, ranks_above
@@ -50,6 +52,29 @@ def empty_arrays(capacity: int, windows: int):
 def grown(records: np.ndarray, scores: np.ndarray, meta: np.ndarray, capacity: int):
     """The two record arrays copied into ``capacity`` rows; the new rows join the free chain."""
     return grown_pool(records, scores, meta, capacity, link=BELOW, free=FREE, fill=NONE)
+
+
+def unowned(array: np.ndarray) -> np.ndarray:
+    """``array`` itself, compiled as a view that holds no reference count: passing it to an
+    inlined step, or binding it, costs no atomic count (numba counts every array binding).
+    Only for the arguments of one kernel call, which the caller keeps alive; never returned."""
+    return array
+
+
+@intrinsic
+def _without_meminfo(typingctx, array):
+    def codegen(context, builder, signature, args):
+        view = cgutils.create_struct_proxy(array)(context, builder, value=args[0])
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+    return array(array), codegen
+
+
+@overload(unowned)
+def _unowned(array):
+    if isinstance(array, types.Array):
+        return lambda array: _without_meminfo(array)
 
 
 @njit(cache=True)
@@ -199,10 +224,11 @@ def purge_expired_window(records, windows, meta, window) -> None:
 
 @njit(cache=True)
 def slide(records, scores, windows, meta, counters, k, current, newest_slide,
-          values, seqs, ids, ts, prefilter) -> bool:
+          x, weights, seqs, ids, ts, prefilter) -> bool:
     """One slide: ``PurgeExpiredWindow`` for every window answered since ``current``, then
-    ``UpdateSuperTopk`` for the slide's arrivals, best first; with ``prefilter`` only the top
-    ``k`` of the slide arrive (``O(s log k)``): the others expire with them, never in MTK.
+    ``UpdateSuperTopk`` for the slide's arrivals (features ``x``, scored with ``weights`` as
+    :func:`engine.ranking.score` does: ``O(s d)``), best first; with ``prefilter`` only the
+    top ``k`` of the slide arrive (``O(s log k)``): the others expire with them, never in MTK.
 
     ``UpdateSuperTopk`` (Figure 6), written out in the arrivals' loop (a compiled call, even
     inlined, pays atomic reference counts on its array arguments per arrival): an arrival that
@@ -215,10 +241,12 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
     Returns whether window ``current``'s answer stands as window ``newest_slide``'s: no purge
     dropped a record (none of its members expired) and no arrival entered ``newest_slide``'s
     predicted top k (``docs/algorithms/mintopk.md``, "The kept answer")."""
+    records, scores, windows, meta = unowned(records), unowned(scores), unowned(windows), unowned(meta)
     held = meta[SIZE]
     for window in range(current, newest_slide):
         purge_expired_window(records, windows, meta, window)
     stands = meta[SIZE] == held
+    values = weighted_scores(x, weights)
     m = len(values)
     counters[ARRIVALS] += m
     if prefilter:
@@ -262,6 +290,20 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
         if window < newest_slide:
             stands = False
     return stands
+
+
+@njit(cache=True, inline="always")
+def weighted_scores(x, weights):
+    """``F = x . w`` per row, summed column by column in :func:`engine.ranking.score`'s order,
+    so a score is the same bits in every algorithm (``O(m d)``)."""
+    m, d = x.shape
+    values = np.empty(m)
+    for i in range(m):
+        value = x[i, 0] * weights[0]
+        for j in range(1, d):
+            value += x[i, j] * weights[j]
+        values[i] = value
+    return values
 
 
 @njit(cache=True)
