@@ -80,6 +80,8 @@ class MinTopK(OnePassStats, Algorithm):
         check_windows_per_object(self.q, self.name)
         self._windows = self.q.windows_per_object
         self._k = self.q.k
+        self._slide = self.q.slide
+        self._prefilter = self.params["prefilter"]
         self._weights = np.array(self.q.weights, np.float64)
         self._records, self._scores, self._table, self._meta, self._counters = \
             kernel.empty_arrays(FIRST_CAPACITY, self._windows)
@@ -106,15 +108,18 @@ class MinTopK(OnePassStats, Algorithm):
 
     def process(self, batch: Batch) -> None:
         """``PurgeExpiredWindow`` for the answered windows, then ``UpdateSuperTopk`` per arrival."""
-        slide = batch.end // self.q.slide
-        if self._current is None:
-            self._current = slide
-        elif slide <= self._current:
-            raise ValueError(f"slide {slide} arrives after slide {self._current}")
-        prefilter = self.params["prefilter"]
-        self._reserve(min(len(batch), self._k) if prefilter else len(batch))
+        slide = batch.end // self._slide
+        current = self._current
+        if current is None:
+            current = slide
+        elif slide <= current:
+            raise ValueError(f"slide {slide} arrives after slide {current}")
+        seqs = batch.seq
+        arrivals = min(len(seqs), self._k) if self._prefilter else len(seqs)
+        if self._meta.item(SIZE) + arrivals > len(self._records):
+            self._reserve(arrivals)
         stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
-                              self._current, slide, batch.x, self._weights, batch.seq, batch.ids, batch.t, prefilter)
+                              current, slide, batch.x, self._weights, seqs, batch.ids, batch.t, self._prefilter)
         self._current = slide
         if not stands:
             self._answer = None
