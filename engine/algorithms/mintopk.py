@@ -10,7 +10,7 @@ from ..base import Algorithm, OnePassStats
 from ..jsondata import ints_in
 from ..kernels import mintopk as kernel
 from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
-from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..memory import ARRAY_HEADERS, OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
 from ..query import check_windows_per_object
 from ..ranking import Answer
 from ..registry import register
@@ -103,7 +103,8 @@ class MinTopK(OnePassStats, Algorithm):
     def _resized(self) -> None:
         """The measured bytes that change with the capacity: the arrays', and the rest with the
         answer at the most it can hold, ``min(k, capacity)`` objects (``O(1)``)."""
-        self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta, self._counters)
+        self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta) + ARRAY_HEADERS[1]
+        """The counters are a view of ``meta``: their header only."""
         self._rest_bytes = self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records))
 
     def process(self, batch: Batch) -> None:
@@ -118,8 +119,7 @@ class MinTopK(OnePassStats, Algorithm):
         arrivals = min(len(seqs), self._k) if self._prefilter else len(seqs)
         if self._meta.item(SIZE) + arrivals > len(self._records):
             self._reserve(arrivals)
-        stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
-                              current, slide, batch.x, self._weights, seqs, batch.ids, batch.t, self._prefilter)
+        stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._k, current, slide, batch.x, self._weights, seqs, batch.ids, batch.t, self._prefilter)
         self._current = slide
         if not stands:
             self._answer = None
@@ -137,9 +137,9 @@ class MinTopK(OnePassStats, Algorithm):
     def stats(self) -> dict[str, Any]:
         """``candidates``, ``retained``, the counters (:data:`COUNTERS`), ``bytes`` (from the record
         count) and ``measured_bytes`` (from the arrays' sizes), spelled out in one dict literal (no
-        method calls, one read of the record count): ``O(1)``; :meth:`memory` reads them from here."""
-        size = self._meta.item(SIZE)
-        arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
+        method calls, one ``tolist()`` of ``meta``, which holds the counters): ``O(1)``; :meth:`memory` reads
+        them from here."""
+        _, _, size, _, arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._meta.tolist()
         return {"candidates": size, "retained": size, "arrivals": arrivals,
                 "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
                 "lbp_skips": lbp_skips, "bytes": RECORD_BYTES * size + WINDOW_BYTES * self._windows,
