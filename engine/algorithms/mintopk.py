@@ -79,6 +79,7 @@ class MinTopK(OnePassStats, Algorithm):
     def _reset(self) -> None:
         check_windows_per_object(self.q, self.name)
         self._windows = self.q.windows_per_object
+        self._window_bytes = WINDOW_BYTES * self._windows
         self._k = self.q.k
         self._slide = self.q.slide
         self._prefilter = self.params["prefilter"]
@@ -101,11 +102,11 @@ class MinTopK(OnePassStats, Algorithm):
             self._resized()
 
     def _resized(self) -> None:
-        """The measured bytes that change with the capacity: the arrays', and the rest with the
-        answer at the most it can hold, ``min(k, capacity)`` objects (``O(1)``)."""
+        """The measured bytes, which change with the capacity: the arrays', the other attributes' and
+        the answer's at the most it can hold, ``min(k, capacity)`` objects (``O(1)``)."""
         self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta) + ARRAY_HEADERS[1]
         """The counters are a view of ``meta``: their header only."""
-        self._rest_bytes = self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records))
+        self._measured_bytes = self._array_bytes + self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records))
 
     def process(self, batch: Batch) -> None:
         """``PurgeExpiredWindow`` for the answered windows, then ``UpdateSuperTopk`` per arrival."""
@@ -142,8 +143,8 @@ class MinTopK(OnePassStats, Algorithm):
         _, _, size, _, arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._meta.tolist()
         return {"candidates": size, "retained": size, "arrivals": arrivals,
                 "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
-                "lbp_skips": lbp_skips, "bytes": RECORD_BYTES * size + WINDOW_BYTES * self._windows,
-                "measured_bytes": self._array_bytes + self._rest_bytes}
+                "lbp_skips": lbp_skips, "bytes": RECORD_BYTES * size + self._window_bytes,
+                "measured_bytes": self._measured_bytes}
 
     def footprints(self) -> list[Footprint]:
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)
