@@ -104,8 +104,8 @@ class MinTopK(OnePassStats, Algorithm):
     def _resized(self) -> None:
         """The measured bytes, which change with the capacity: the arrays', the other attributes' and
         the answer's at the most it can hold, ``min(k, capacity)`` objects (``O(1)``)."""
-        self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta) + ARRAY_HEADERS[1]
-        """The counters are a view of ``meta``: their header only."""
+        counters_view = ARRAY_HEADERS[1]                                     # its buffer is meta's
+        self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta) + counters_view
         self._measured_bytes = self._array_bytes + self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records))
 
     def process(self, batch: Batch) -> None:
@@ -120,7 +120,8 @@ class MinTopK(OnePassStats, Algorithm):
         arrivals = min(len(seqs), self._k) if self._prefilter else len(seqs)
         if self._meta.item(SIZE) + arrivals > len(self._records):
             self._reserve(arrivals)
-        stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._k, current, slide, batch.x, self._weights, seqs, batch.ids, batch.t, self._prefilter)
+        stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._k, current, slide,
+                              batch.x, self._weights, seqs, batch.ids, batch.t, self._prefilter)
         self._current = slide
         if not stands:
             self._answer = None
