@@ -10,9 +10,9 @@ from ..base import Algorithm, OnePassStats
 from ..jsondata import ints_in
 from ..kernels import mintopk as kernel
 from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
-from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..memory import ARRAY_HEADERS, OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
 from ..query import check_windows_per_object
-from ..ranking import Answer, score
+from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
 
@@ -79,7 +79,11 @@ class MinTopK(OnePassStats, Algorithm):
     def _reset(self) -> None:
         check_windows_per_object(self.q, self.name)
         self._windows = self.q.windows_per_object
+        self._window_bytes = WINDOW_BYTES * self._windows
         self._k = self.q.k
+        self._slide = self.q.slide
+        self._prefilter = self.params["prefilter"]
+        self._weights = np.array(self.q.weights, np.float64)
         self._records, self._scores, self._table, self._meta, self._counters = \
             kernel.empty_arrays(FIRST_CAPACITY, self._windows)
         self._current: int | None = None
@@ -98,23 +102,26 @@ class MinTopK(OnePassStats, Algorithm):
             self._resized()
 
     def _resized(self) -> None:
-        """The measured bytes that change with the capacity: the arrays', and the rest with the
-        answer at the most it can hold, ``min(k, capacity)`` objects (``O(1)``)."""
-        self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta, self._counters)
-        self._rest_bytes = self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records))
+        """The measured bytes, which change with the capacity: the arrays', the other attributes' and
+        the answer's at the most it can hold, ``min(k, capacity)`` objects (``O(1)``)."""
+        counters_view = ARRAY_HEADERS[1]                                     # its buffer is meta's
+        self._array_bytes = owned_bytes(self._records, self._scores, self._table, self._meta) + counters_view
+        self._measured_bytes = self._array_bytes + self._fixed_bytes + ANSWER_BYTES * min(self._k, len(self._records))
 
     def process(self, batch: Batch) -> None:
         """``PurgeExpiredWindow`` for the answered windows, then ``UpdateSuperTopk`` per arrival."""
-        slide = batch.end // self.q.slide
-        if self._current is None:
-            self._current = slide
-        elif slide <= self._current:
-            raise ValueError(f"slide {slide} arrives after slide {self._current}")
-        prefilter = self.params["prefilter"]
-        self._reserve(min(len(batch), self._k) if prefilter else len(batch))
-        stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._counters, self._k,
-                              self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t,
-                              prefilter)
+        slide = batch.end // self._slide
+        current = self._current
+        if current is None:
+            current = slide
+        elif slide <= current:
+            raise ValueError(f"slide {slide} arrives after slide {current}")
+        seqs = batch.seq
+        arrivals = min(len(seqs), self._k) if self._prefilter else len(seqs)
+        if self._meta.item(SIZE) + arrivals > len(self._records):
+            self._reserve(arrivals)
+        stands = kernel.slide(self._records, self._scores, self._table, self._meta, self._k, current, slide,
+                              batch.x, self._weights, seqs, batch.ids, batch.t, self._prefilter)
         self._current = slide
         if not stands:
             self._answer = None
@@ -132,13 +139,13 @@ class MinTopK(OnePassStats, Algorithm):
     def stats(self) -> dict[str, Any]:
         """``candidates``, ``retained``, the counters (:data:`COUNTERS`), ``bytes`` (from the record
         count) and ``measured_bytes`` (from the arrays' sizes), spelled out in one dict literal (no
-        method calls, one read of the record count): ``O(1)``; :meth:`memory` reads them from here."""
-        size = self._meta.item(SIZE)
-        arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._counters.tolist()
+        method calls, one ``tolist()`` of ``meta``, which holds the counters): ``O(1)``; :meth:`memory` reads
+        them from here."""
+        _, _, size, _, arrivals, prefiltered, discarded, inserted, evictions, lbp_skips = self._meta.tolist()
         return {"candidates": size, "retained": size, "arrivals": arrivals,
                 "prefiltered": prefiltered, "discarded": discarded, "inserted": inserted, "evictions": evictions,
-                "lbp_skips": lbp_skips, "bytes": RECORD_BYTES * size + WINDOW_BYTES * self._windows,
-                "measured_bytes": self._array_bytes + self._rest_bytes}
+                "lbp_skips": lbp_skips, "bytes": RECORD_BYTES * size + self._window_bytes,
+                "measured_bytes": self._measured_bytes}
 
     def footprints(self) -> list[Footprint]:
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)

@@ -14,14 +14,17 @@ Arrays (one record per row, free rows chained through ``BELOW``):
 * ``scores`` (float64, ``capacity``);
 * ``windows`` (int64, ``C_nw x 2``): ``TKC`` and ``LBP`` of window ``w`` in row ``w % C_nw``;
 * ``meta`` (int64): ``TOP`` (best record), ``ROOT`` (of the index), ``SIZE`` (records),
-  ``FREE`` (first free row);
-* ``counters`` (int64): the algorithm's counters, in ``COUNTERS`` order.
+  ``FREE`` (first free row), then the algorithm's counters in ``COUNTERS`` order (``ARRIVALS``
+  onwards; ``counters`` is a view of them), so a slide unboxes one array fewer and ``stats()``
+  reads every figure in one ``tolist()``.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from .pool import grown_pool
 from .select import best_first, ranks_above
@@ -30,26 +33,50 @@ SEQ, ID, T, START, END, ABOVE, BELOW, LEFT, RIGHT, PARENT = range(10)
 FIELDS = 10
 TOP, ROOT, SIZE, FREE = range(4)
 TKC, LBP = range(2)
-ARRIVALS, PREFILTERED, DISCARDED, INSERTED, EVICTIONS, LBP_SKIPS = range(6)
 COUNTERS = ("arrivals", "prefiltered", "discarded", "inserted", "evictions", "lbp_skips")
+ARRIVALS, PREFILTERED, DISCARDED, INSERTED, EVICTIONS, LBP_SKIPS = range(4, 4 + len(COUNTERS))
 NONE = -1
 _PRIME = 2147483647
 
 
 def empty_arrays(capacity: int, windows: int):
-    """``records, scores, windows, meta, counters`` of an empty list with ``capacity`` free rows."""
+    """``records, scores, windows, meta, counters`` of an empty list with ``capacity`` free rows
+    (``counters``: the view of ``meta`` from ``ARRIVALS`` on)."""
     records = np.full((capacity, FIELDS), NONE, np.int64)
     records[:, BELOW] = np.arange(1, capacity + 1)
     records[-1, BELOW] = NONE
     table = np.zeros((windows, 2), np.int64)
     table[:, LBP] = NONE
-    meta = np.array([NONE, NONE, 0, 0], np.int64)
-    return records, np.zeros(capacity), table, meta, np.zeros(len(COUNTERS), np.int64)
+    meta = np.array([NONE, NONE, 0, 0] + [0] * len(COUNTERS), np.int64)
+    return records, np.zeros(capacity), table, meta, meta[ARRIVALS:]
 
 
 def grown(records: np.ndarray, scores: np.ndarray, meta: np.ndarray, capacity: int):
     """The two record arrays copied into ``capacity`` rows; the new rows join the free chain."""
     return grown_pool(records, scores, meta, capacity, link=BELOW, free=FREE, fill=NONE)
+
+
+def unowned(array: np.ndarray) -> np.ndarray:
+    """``array`` itself, compiled as a view that holds no reference count: passing it to an
+    inlined step, or binding it, costs no atomic count (numba counts every array binding).
+    Only for the arguments of one kernel call, which the caller keeps alive; never returned."""
+    return array
+
+
+@intrinsic
+def _without_meminfo(typingctx, array):
+    def codegen(context, builder, signature, args):
+        view = cgutils.create_struct_proxy(array)(context, builder, value=args[0])
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+    return array(array), codegen
+
+
+@overload(unowned)
+def _unowned(array):
+    if isinstance(array, types.Array):
+        return lambda array: _without_meminfo(array)
 
 
 @njit(cache=True)
@@ -198,14 +225,15 @@ def purge_expired_window(records, windows, meta, window) -> None:
 
 
 @njit(cache=True)
-def slide(records, scores, windows, meta, counters, k, current, newest_slide,
-          values, seqs, ids, ts, prefilter) -> bool:
+def slide(records, scores, windows, meta, k, current, newest_slide,
+          x, weights, seqs, ids, ts, prefilter) -> bool:
     """One slide: ``PurgeExpiredWindow`` for every window answered since ``current``, then
-    ``UpdateSuperTopk`` for the slide's arrivals, best first; with ``prefilter`` only the top
-    ``k`` of the slide arrive (``O(s log k)``): the others expire with them, never in MTK.
+    ``UpdateSuperTopk`` for the slide's arrivals (features ``x``, scored with ``weights`` as
+    :func:`engine.ranking.score` does: ``O(s d)``), best first; with ``prefilter`` only the
+    top ``k`` of the slide arrive (``O(s log k)``): the others expire with them, never in MTK.
 
-    ``UpdateSuperTopk`` (Figure 6), written out in the arrivals' loop (a compiled call, even
-    inlined, pays atomic reference counts on its array arguments per arrival): an arrival that
+    ``UpdateSuperTopk`` (Figure 6), written out in the arrivals' loop; the state arrays are
+    bound through :func:`unowned` views, so the inlined steps count no references: an arrival that
     ranks below the newest window's full top k is discarded (``O(1)``); otherwise it is
     positioned (``O(log MTK)``) and enters windows from the newest back while they are not full
     or it ranks above their ``lbp`` object, which then loses the window (``start_w += 1``,
@@ -215,15 +243,17 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
     Returns whether window ``current``'s answer stands as window ``newest_slide``'s: no purge
     dropped a record (none of its members expired) and no arrival entered ``newest_slide``'s
     predicted top k (``docs/algorithms/mintopk.md``, "The kept answer")."""
+    records, scores, windows, meta = unowned(records), unowned(scores), unowned(windows), unowned(meta)
     held = meta[SIZE]
     for window in range(current, newest_slide):
         purge_expired_window(records, windows, meta, window)
     stands = meta[SIZE] == held
+    values = weighted_scores(x, weights)
     m = len(values)
-    counters[ARRIVALS] += m
+    meta[ARRIVALS] += m
     if prefilter:
         order = best_first(values, seqs, k)
-        counters[PREFILTERED] += m - len(order)
+        meta[PREFILTERED] += m - len(order)
     else:
         order = np.arange(m)
     size = len(windows)
@@ -233,7 +263,7 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
         row = newest % size
         lowest = windows[row, LBP]
         if windows[row, TKC] == k and ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
-            counters[DISCARDED] += 1
+            meta[DISCARDED] += 1
             continue
         record = position(records, scores, meta, score, seq, ids[i], ts[i], newest)
         window = newest
@@ -246,11 +276,11 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
             else:
                 if ranks_above(scores[lowest], records[lowest, SEQ], score, seq):
                     break
-                counters[EVICTIONS] += 1
+                meta[EVICTIONS] += 1
                 records[lowest, START] += 1
                 above = records[lowest, ABOVE]
                 while records[above, END] < window:
-                    counters[LBP_SKIPS] += 1
+                    meta[LBP_SKIPS] += 1
                     above = records[above, ABOVE]
                 windows[row, LBP] = above
                 if records[lowest, START] > records[lowest, END]:
@@ -258,10 +288,24 @@ def slide(records, scores, windows, meta, counters, k, current, newest_slide,
             window -= 1
             row = row - 1 if row else size - 1
         records[record, START] = window + 1
-        counters[INSERTED] += 1
+        meta[INSERTED] += 1
         if window < newest_slide:
             stands = False
     return stands
+
+
+@njit(cache=True, inline="always")
+def weighted_scores(x, weights):
+    """``F = x . w`` per row, summed column by column in :func:`engine.ranking.score`'s order,
+    so a score is the same bits in every algorithm (``O(m d)``)."""
+    m, d = x.shape
+    values = np.empty(m)
+    for i in range(m):
+        value = x[i, 0] * weights[0]
+        for j in range(1, d):
+            value += x[i, j] * weights[j]
+        values[i] = value
+    return values
 
 
 @njit(cache=True)

@@ -151,3 +151,30 @@ def test_pretopk_check_finds_a_damaged_structure(damage):
         alg._meta[set_kernel.DISTINCT] += 1
     with pytest.raises(AssertionError):
         alg.check()
+
+
+@pytest.mark.parametrize("dimensions", [1, 2, 5])
+def test_mintopk_scores_a_slide_as_the_engine_scores_it(dimensions):
+    rng = np.random.default_rng(dimensions)
+    x = rng.normal(size=(500, dimensions)) * 10.0 ** rng.integers(-8, 9, size=(500, dimensions))
+    weights = rng.normal(size=dimensions)
+    ours = list_kernel.weighted_scores(x, weights)
+    assert ours.tobytes() == engine.ranking.score(x, weights.tolist()).tobytes()
+
+
+def test_mintopk_slides_leave_the_reference_counts_of_its_arrays_alone():
+    """The slide kernel binds its state arrays through views without a reference count
+    (``unowned``): a wrong count would free or leak them."""
+    import sys
+
+    q = engine.Query(weights=[1.0], k=5, window=60, slide=3)
+    alg = engine.create("mintopk", q)
+    alg._reserve(200)
+    arrays = (alg._records, alg._scores, alg._table, alg._meta, alg._counters)
+    before = [sys.getrefcount(array) for array in arrays]
+    rng = np.random.default_rng(3)
+    for batch in engine.slides((np.arange(600), np.arange(600), rng.random((600, 1))), q):
+        alg.process(batch)
+    assert [sys.getrefcount(array) for array in arrays] == before
+    assert alg._records is arrays[0]
+    alg.check()
