@@ -124,7 +124,7 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
     Raises
     ------
     InputError
-        Missing options, an unreadable file, or a header without a chosen column.
+        Missing options, an unreadable file, or a header without a chosen column or with one twice.
     """
     params = settings(options, existing)
     wanted = [params["id_column"], params["time_column"], *params["features"]]
@@ -136,6 +136,10 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
             missing = [name for name in wanted if name not in header]
             if missing:
                 raise InputError(f"{path}: no column {', '.join(missing)} in the header {','.join(header)[:200]!r}")
+            repeated = [name for name in dict.fromkeys(wanted) if header.count(name) > 1]
+            if repeated:
+                raise InputError(f"{path}: column {', '.join(repeated)} appears twice in the header; which one to read "
+                                 "is unclear")
         positions.append([header.index(name) if name in header else 0 for name in wanted])
         widths.append(len(header))
         bodies.append(raws)
