@@ -13,9 +13,9 @@ import pytest
 
 from engine import cli
 from pipelines import ingest, replay
-from pipelines.errors import StoreError
+from pipelines.errors import InputError, StoreError
 
-from tests.pipelines.conftest import MARKET_OPEN_MS, write_trade_zip
+from tests.pipelines.conftest import MARKET_OPEN_MS, small_replay, write_trade_zip
 
 quiet = dict(log=lambda _: None)
 CSV_OPTIONS = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
@@ -109,3 +109,22 @@ def test_java_number_suffixes_and_hex_floats_are_rejected_as_non_numeric(spark, 
         f"{MARKET_OPEN_MS + 2},1670000,1e2F,P,20002000,0", f"{MARKET_OPEN_MS + 3}d,1670000,100,P,20002000,0"])
     summary = ingest.ingest(spark, "stock", [trades], db=db, out=tmp_path / "datasets", max_rejected=1.0, **quiet)
     assert summary.rejects["non_numeric"] == 3 and summary.rows_written == 1
+
+
+@pytest.mark.parametrize("foreign, message", [
+    ({"id": [9], "seq": [4], "t": [4], "y": [1.0]}, "column x is missing"),
+    ({"id": [9], "seq": [4], "t": [4], "x": ["1.5"]}, "column x has type string"),
+    ({"id": [9], "seq": [4], "t": [4], "x": [True]}, "column x has type bool"),
+])
+def test_a_dataset_part_without_a_column_or_of_another_type_is_refused_with_one_line(tmp_path, foreign, message):
+    """A part dropped into a dataset directory by hand, with no feature column or text in it:
+    the plan's overflow check raised a ValueError traceback reading its statistics."""
+    db, config = small_replay(tmp_path, rows=4, window=2, slide=1)
+    single = tmp_path / "small.parquet"
+    table = pq.read_table(single)
+    single.unlink()
+    single.mkdir()
+    pq.write_table(table, single / "seq-000000000000.parquet")
+    pq.write_table(pa.table(foreign), single / "seq-000000000004.parquet")
+    with pytest.raises(InputError, match=re.escape(f"{single / 'seq-000000000004.parquet'}: {message}")):
+        replay.prepare(config, db=db)
