@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,15 @@ def judged_once(judged: DataFrame) -> DataFrame:
     """
     return judged.localCheckpoint(eager=False)
 
+
+
+PLAIN_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
+"""A number in plain decimal, as the engine's CLI reads it (Python's ``float``, less ``1_000``)."""
+
+
+def plain_number(text: Column) -> Column:
+    """The double a field's text holds, ``null`` unless it is a number in plain decimal.
+
+    Spark's cast to double also reads Java's suffixes (``1d``, ``2F``) and hex floats
+    (``0x1p3``), which the engine's CLI refuses: a family must reject those rows too."""
+    return F.when(text.rlike(PLAIN_NUMBER), text.try_cast("double"))

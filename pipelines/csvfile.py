@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .cleaned import Cleaned, Raw, judged_once
+from .cleaned import Cleaned, Raw, judged_once, plain_number
 from .errors import InputError
 from .ordering import with_seq
 from .rawfiles import lines_table, per_file, read_lines
@@ -124,7 +124,7 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
     Raises
     ------
     InputError
-        Missing options, an unreadable file, or a header without a chosen column.
+        Missing options, an unreadable file, or a header without a chosen column or with one twice.
     """
     params = settings(options, existing)
     wanted = [params["id_column"], params["time_column"], *params["features"]]
@@ -136,6 +136,10 @@ def extract(paths: Sequence[Path], options: dict[str, Any] | None = None,
             missing = [name for name in wanted if name not in header]
             if missing:
                 raise InputError(f"{path}: no column {', '.join(missing)} in the header {','.join(header)[:200]!r}")
+            repeated = [name for name in dict.fromkeys(wanted) if header.count(name) > 1]
+            if repeated:
+                raise InputError(f"{path}: column {', '.join(repeated)} appears twice in the header; which one to read "
+                                 "is unclear")
         positions.append([header.index(name) if name in header else 0 for name in wanted])
         widths.append(len(header))
         bodies.append(raws)
@@ -218,8 +222,8 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
     parsed = raw.select("source_index", "source_file", "line", "raw",
                         (F.size(fields) == per_file(params["_layout"]["width"])).alias("fits"),
                         *[field(i).alias(f"_text{i}") for i in (0, 1)],
-                        field(0).try_cast("double").alias("id_value"), field(1).try_cast("double").alias("t_value"),
-                        *[field(2 + i).try_cast("double").alias(f"_f{i}") for i in range(len(features))])
+                        plain_number(field(0)).alias("id_value"), plain_number(field(1)).alias("t_value"),
+                        *[plain_number(field(2 + i)).alias(f"_f{i}") for i in range(len(features))])
     parsed = parsed.select("*", integer("_text0", "id_value").alias("id_long"),
                            integer("_text1", "t_value").alias("t_long"))
 

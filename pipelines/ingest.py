@@ -211,6 +211,7 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
             pass
     if not existing:
         _recover(Path(out).resolve() / f"{name}.parquet", db, name, log)
+        _refuse_another_databases_dataset(Path(out).resolve() / f"{name}.parquet", db, name)
     for path in inputs:
         log(f"[ingest] reading {path}")
     raw = family.extract(inputs, options, existing["params"] if existing else None)
@@ -361,6 +362,9 @@ def _publish(extracted: Extracted, staging: Path, facts: Any, rejects: dict[str,
     parts = _name_parts_by_seq(written)
     if not parts:
         raise RuntimeError(f"Spark wrote no Parquet part under {written}")
+    if extracted.existing is None:  # checked again: another database's ingest may have published meanwhile
+        _refuse_another_databases_dataset(target, extracted.db, extracted.name)
+        (written / OWNER_FILE).write_text(str(extracted.db.resolve()))
     ingested_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     publish.publish(staging, written, parts, target, name=extracted.name, db=extracted.db,
                     append=extracted.existing is not None, ingested_at=ingested_at,
@@ -420,6 +424,21 @@ def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected:
 def _parent(directory: Path) -> Path:
     directory.parent.mkdir(parents=True, exist_ok=True)
     return directory.parent
+
+
+OWNER_FILE = ".database"
+"""A hidden file in a dataset directory naming the database file that records it (readers skip it)."""
+
+
+def _refuse_another_databases_dataset(target: Path, db: Path, name: str) -> None:
+    """Refuse to replace a dataset directory that another database file, still there, recorded."""
+    try:
+        owner = Path((target / OWNER_FILE).read_text())
+    except (OSError, UnicodeDecodeError):  # no directory, or one written before owners were kept
+        return
+    if owner != Path(db).resolve() and owner.is_file():
+        raise InputError(f"{target} is the dataset {name!r} of another database, {owner}; give --out another "
+                         "directory or --name another name (or delete that database first)")
 
 
 def _recover(target: Path, db: Path, name: str, log: Callable[[str], None]) -> None:

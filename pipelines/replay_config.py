@@ -122,7 +122,7 @@ class ReplayConfig:
 def read_config(path: Path) -> dict[str, Any]:
     """The raw JSON object of a config file, with ``name`` defaulting to the file's stem."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise InputError(f"{path}: no such config file") from None
     except (OSError, UnicodeDecodeError) as error:

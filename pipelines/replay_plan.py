@@ -33,7 +33,8 @@ from .errors import InputError
 from .replay_config import (SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, check_run_name, parse_config,
                             read_config)
 from .replay_multi import RestoredMember, check_shared_state, group_of, slide_cut, state_position
-from .replay_tasks import ATTRIBUTE_COLUMNS, feature_magnitudes, id_shard, is_attribute_dataset, read_rows
+from .replay_tasks import (ATTRIBUTE_COLUMNS, check_columns, feature_magnitudes, id_shard, is_attribute_dataset,
+                          read_rows)
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ def load_dataset(db: Path, name: str) -> Dataset:
     publish.recover(Path(parquet), Path(db), name)
     try:
         attribute = is_attribute_dataset(parquet)
+        check_columns(parquet, ("id", "seq", "t", *(ATTRIBUTE_COLUMNS if attribute else store.from_json(features))))
         chunks = [chunk["t"] for chunk in read_rows(parquet, ("t",), chunk_rows=1 << 22)]
     except (OSError, ValueError) as error:
         raise InputError(f"dataset {name!r}: cannot read {parquet} ({error})") from None

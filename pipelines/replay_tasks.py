@@ -308,6 +308,19 @@ _cache: tuple[tuple, dict[str, np.ndarray]] | None = None
 """The worker's cached dataset: ``(key, columns)`` (see :func:`dataset_chunks`)."""
 
 
+def check_columns(source: str | Path, columns: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` naming the first dataset file without one of ``columns`` or holding
+    one that is not numbers (a part dropped in by hand): the plan reads them all."""
+    for path in dataset_files(source):
+        schema = pq.ParquetFile(path).schema_arrow
+        for name in columns:
+            if name not in schema.names:
+                raise ValueError(f"{path}: column {name} is missing")
+            kind = schema.field(name).type
+            if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
+                raise ValueError(f"{path}: column {name} has type {kind}; expected numbers")
+
+
 def is_attribute_dataset(source: str | Path) -> bool:
     """Whether the dataset's files have the attribute-stream columns ``stream`` and ``value``."""
     names = pq.ParquetFile(dataset_files(source)[0]).schema_arrow.names

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .cleaned import Cleaned, Raw, judged_once
+from .cleaned import Cleaned, Raw, judged_once, plain_number
 from .errors import InputError
 from .ordering import with_seq
 from .rawfiles import lines_table, read_lines
@@ -155,7 +155,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
     fields = F.split("raw", ",", -1)
 
     def number(position: int) -> Column:
-        return F.try_element_at(fields, F.lit(position + 1)).try_cast("double")
+        return plain_number(F.try_element_at(fields, F.lit(position + 1)))
 
     time_ms, price, size, suspicious = number(0), number(1), number(2), number(5)
     parsed = raw.select(

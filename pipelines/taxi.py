@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .cleaned import Cleaned, Raw, judged_once
+from .cleaned import Cleaned, Raw, judged_once, plain_number
 from .errors import InputError
 from .ordering import with_seq
 from .rawfiles import lines_table, per_file, read_lines
@@ -143,7 +143,7 @@ def transform(raw: DataFrame, *, seq_start: int = 0, t_after: int | None = None,
         F.try_to_timestamp(field("pickup_datetime"), F.lit(TIME_FORMAT)).alias("pickup"),
         F.try_to_timestamp(field("dropoff_datetime"), F.lit(TIME_FORMAT)).alias("dropoff"),
         *[field(name).alias(f"{name}_text") for name in ("trip_distance",) + AMOUNT_COLUMNS],
-        *[field(name).try_cast("double").alias(name) for name in ("trip_distance",) + AMOUNT_COLUMNS],
+        *[plain_number(field(name)).alias(name) for name in ("trip_distance",) + AMOUNT_COLUMNS],
     )
 
     def finite(name: str) -> Column:

@@ -13,7 +13,9 @@ import pytest
 
 from engine import cli
 from pipelines import ingest, replay
-from pipelines.errors import StoreError
+from pipelines.errors import InputError, StoreError
+
+from tests.pipelines.conftest import MARKET_OPEN_MS, small_replay, write_trade_zip
 
 quiet = dict(log=lambda _: None)
 CSV_OPTIONS = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
@@ -88,3 +90,41 @@ def test_a_data_file_given_as_the_database_is_refused_before_spark_and_left_unch
     with pytest.raises(StoreError, match=message):
         replay.prepare(config, db=data)
     assert data.read_bytes() == before
+
+
+def test_java_number_suffixes_and_hex_floats_are_rejected_as_non_numeric(spark, tmp_path):
+    """Spark's cast to double reads Java's ``1d``, ``2F`` and hex ``0x1p3`` as numbers; the
+    engine's CLI (Python's float) refuses them, and so must every family's cleaning."""
+    path = tmp_path / "suffixes.csv"
+    path.write_text("id,t,x\n1,10,0.5\n2,20,1d\n3,30,2F\n4,40,0x1p3\n5d,50,1.5\n6,60D,1.5\n7,70,-.5e1\n")
+    db = tmp_path / "topk.duckdb"
+    summary = ingest.ingest(spark, "csv", [path], db=db, out=tmp_path / "datasets", options=CSV_OPTIONS,
+                            max_rejected=1.0, **quiet)
+    assert rejected_rows(db) == [("suffixes.csv", line, "non_numeric") for line in (3, 4, 5, 6, 7)]
+    assert [(row["id"], row["t"], row["x"]) for row in ingest.read_dataset(summary.parquet).to_pylist()] == [
+        (1, 10, 0.5), (7, 70, -5.0)]
+
+    trades = write_trade_zip(tmp_path, "SPY", "20131007", [
+        f"{MARKET_OPEN_MS},1670000,100,P,20002000,0", f"{MARKET_OPEN_MS + 1},1670000d,100,P,20002000,0",
+        f"{MARKET_OPEN_MS + 2},1670000,1e2F,P,20002000,0", f"{MARKET_OPEN_MS + 3}d,1670000,100,P,20002000,0"])
+    summary = ingest.ingest(spark, "stock", [trades], db=db, out=tmp_path / "datasets", max_rejected=1.0, **quiet)
+    assert summary.rejects["non_numeric"] == 3 and summary.rows_written == 1
+
+
+@pytest.mark.parametrize("foreign, message", [
+    ({"id": [9], "seq": [4], "t": [4], "y": [1.0]}, "column x is missing"),
+    ({"id": [9], "seq": [4], "t": [4], "x": ["1.5"]}, "column x has type string"),
+    ({"id": [9], "seq": [4], "t": [4], "x": [True]}, "column x has type bool"),
+])
+def test_a_dataset_part_without_a_column_or_of_another_type_is_refused_with_one_line(tmp_path, foreign, message):
+    """A part dropped into a dataset directory by hand, with no feature column or text in it:
+    the plan's overflow check raised a ValueError traceback reading its statistics."""
+    db, config = small_replay(tmp_path, rows=4, window=2, slide=1)
+    single = tmp_path / "small.parquet"
+    table = pq.read_table(single)
+    single.unlink()
+    single.mkdir()
+    pq.write_table(table, single / "seq-000000000000.parquet")
+    pq.write_table(pa.table(foreign), single / "seq-000000000004.parquet")
+    with pytest.raises(InputError, match=re.escape(f"{single / 'seq-000000000004.parquet'}: {message}")):
+        replay.prepare(config, db=db)

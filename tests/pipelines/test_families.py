@@ -510,6 +510,18 @@ def test_csv_append_with_another_time_unit_is_refused():
         csvfile.settings({**options, "time_unit": "ms"}, dataset)
 
 
+def test_a_csv_header_naming_a_chosen_column_twice_is_refused_as_the_engine_refuses_it(tmp_path):
+    """``id,t,x,x`` took the first ``x`` and dropped the second without a word; ``python -m
+    engine run`` refuses that header. A column not chosen may repeat: it is not read."""
+    options = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
+    path = tmp_path / "twice.csv"
+    path.write_text("id,t,x,note, x \n1,1,1,a,2\n")
+    with pytest.raises(InputError, match=re.escape(f"{path}: column x appears twice in the header")):
+        csvfile.extract([path], options)
+    path.write_text("id,t,x,note,note\n1,1,1,a,b\n")
+    assert csvfile.extract([path], options).table.num_rows == 1
+
+
 def test_a_csv_file_name_becomes_a_safe_dataset_name():
     assert csvfile.default_name([Path("/data/my trips (2).csv.gz")]) == "my-trips--2-"
     assert csvfile.default_name([Path("/data/.csv")]) == "csv"

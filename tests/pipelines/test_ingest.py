@@ -335,3 +335,22 @@ def test_an_out_that_is_a_file_is_refused_before_spark(tmp_path):
     with pytest.raises(InputError, match=re.escape(f"--out {out}: not a directory")):
         ingest.extract("synthetic:time-u", db=tmp_path / "topk.duckdb", out=out, options={"rows": 5},
                        log=lambda _: None)
+
+
+def test_a_dataset_directory_of_another_database_is_not_replaced(spark, tmp_path):
+    """Two database files with one --out (the default var/datasets): an ingest into the second
+    replaced the first one's dataset directory, whose record then described other rows."""
+    out, first, second = tmp_path / "datasets", tmp_path / "first.duckdb", tmp_path / "second.duckdb"
+    quiet = dict(log=lambda _: None)
+    racing = ingest.extract("synthetic:time-u", db=second, out=out, options={"rows": 7}, **quiet)
+    summary = ingest.ingest(spark, "synthetic:time-u", db=first, out=out, options={"rows": 5}, **quiet)
+    before = ingest.read_dataset(summary.parquet)
+    with pytest.raises(InputError, match=re.escape(f"{summary.parquet} is the dataset 'time-u' of another database, "
+                                                   f"{first.resolve()}")):
+        ingest.extract("synthetic:time-u", db=second, out=out, options={"rows": 7}, **quiet)
+    with pytest.raises(InputError, match="of another database"):  # published while the second one was cleaning
+        ingest.transform_and_load(spark, racing, **quiet)
+    assert ingest.read_dataset(summary.parquet) == before and not second.exists()
+    assert ingest.ingest(spark, "synthetic:time-u", db=first, out=out, options={"rows": 6}, **quiet).rows_written == 6
+    first.unlink()  # a database deleted leaves its datasets to the next one
+    assert ingest.ingest(spark, "synthetic:time-u", db=second, out=out, options={"rows": 7}, **quiet).rows_written == 7

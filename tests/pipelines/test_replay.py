@@ -314,6 +314,15 @@ def test_a_config_name_may_hold_any_letters():
     assert replay_config.parse_config(config, ["x"]).name == "démo über 2"
 
 
+def test_a_config_saved_with_a_byte_order_mark_is_read_as_run_many_reads_its_queries(tmp_path):
+    """Windows editors start UTF-8 files with a BOM; run-many and run read theirs."""
+    config = {"name": "demo", "dataset": "d", "algorithms": [{"name": "oracle"}],
+              "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
+    path = tmp_path / "demo.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(config).encode())
+    assert replay_config.read_config(path) == config
+
+
 EDITED_SNAPSHOTS = [
     (lambda state: {**state, "data": {**state["data"], "current": state["data"]["current"] + 1}},
      "state differs in data"),
