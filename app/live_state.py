@@ -34,6 +34,10 @@ MAX_BUDGET = 2.0  # most seconds of engine work per tick, so that a Pause is ser
 CATCH_UP = 10.0  # most seconds of playback one tick makes up for (a tab shown again after a while)
 
 
+WEIGHT_STEP = 0.05
+"""Step of the weight sliders (Live's and the Watch list form's), which run up to 1."""
+
+
 def weight_key(feature: str) -> str:
     return f"w_{feature}"
 

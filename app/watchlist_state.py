@@ -26,7 +26,7 @@ import pandas as pd
 import engine
 from app import live_state, units
 from app.data import Trace
-from app.live_state import typed
+from app.live_state import WEIGHT_STEP, typed
 from app.presets import Profile, describe_weights
 from app.tables import score_text
 from engine.multi import SharedTopK
@@ -42,10 +42,6 @@ MAX_SLIDES = 1_000_000
 rows): the shared executor answers every boundary, empty ones included, and a chunk of rows
 across a gap in the times cannot be paused (a 1 ms slide over a month of taxi trips passes
 2.6 billion boundaries)."""
-
-
-WEIGHT_STEP = 0.05
-"""Step of the form's weight sliders, which run from -1 to 1."""
 
 
 def slider_position(weight: float) -> float:

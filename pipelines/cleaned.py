@@ -54,7 +54,6 @@ def judged_once(judged: DataFrame) -> DataFrame:
     return judged.localCheckpoint(eager=False)
 
 
-
 PLAIN_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
 """A number in plain decimal, as the engine's CLI reads it (Python's ``float``, less ``1_000``)."""
 

@@ -527,7 +527,7 @@ with st.sidebar:
                if trace.stream == "single" else "Weights: score = Σ weight × (sum of the object's valid values "
                                                 "in that stream); weights are at least 0.")
     lowest = 0.0 if trace.stream == "incomplete" else -1.0  # incomplete streams need monotone scores
-    weights = [st.slider(feature, lowest, 1.0, step=0.05, key=live_state.weight_key(feature))
+    weights = [st.slider(feature, lowest, 1.0, step=live_state.WEIGHT_STEP, key=live_state.weight_key(feature))
                for feature in trace.features]
     try:
         candidate = engine.Query(weights=weights, k=int(k), window=window_len, slide=slide_len, kind=kind) \

@@ -24,7 +24,7 @@ import streamlit as st
 
 import engine
 from app import data, live_state, playback, presets, units
-from app.watchlist_state import (WEIGHT_STEP, Watch, edited_weights, from_url, parse_query, records_chart,
+from app.watchlist_state import (Watch, edited_weights, from_url, parse_query, records_chart,
                                  slider_position, to_url, typed)
 
 SPEEDS = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000]  # rows per second
@@ -273,7 +273,7 @@ with st.sidebar:
     unit_hint = "objects, e.g. 1,000 or 1k" if kind == "count" else f"duration, e.g. {units.example_durations(trace.t_unit)}"
     window_text = st.text_input(f"Window ({unit_hint})", key="wl_window")
     slide_text = st.text_input("Slide", key="wl_slide", help="The window must be a whole number of slides.")
-    weights = [st.slider(feature, -1.0, 1.0, step=WEIGHT_STEP, key=f"wl_w_{feature}") for feature in trace.features]
+    weights = [st.slider(feature, -1.0, 1.0, step=live_state.WEIGHT_STEP, key=f"wl_w_{feature}") for feature in trace.features]
     if editing is not None:
         sliders, weights = weights, edited_weights(weights, ss.wl_edit_weights)
         kept = [f"{feature} = {units.weights_text([weight])}" for feature, weight, value
