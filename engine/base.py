@@ -252,7 +252,7 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
     >>> coerce_param("sla", "k_max", 0, 1e30)
     Traceback (most recent call last):
     ...
-    ValueError: parameter k_max of sla must fit in a 64-bit integer (from -2**63 to 2**63 - 1), got 1e+30
+    ValueError: parameter k_max of sla must fit in int64 (at most 9223372036854775807), got 1e+30
     """
     kind = type(default)
     try:
@@ -282,6 +282,6 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
     except (TypeError, ValueError):
         raise ValueError(f"parameter {key} of {algorithm} must be {kind.__name__}, got {value!r}") from None
     if not INT64_MIN <= integer <= INT64_MAX:
-        raise ValueError(f"parameter {key} of {algorithm} must fit in a 64-bit integer "
-                         f"(from -2**63 to 2**63 - 1), got {value!r}")
+        bound = f"at most {INT64_MAX}" if integer > INT64_MAX else f"at least {INT64_MIN}"
+        raise ValueError(f"parameter {key} of {algorithm} must fit in int64 ({bound}), got {value!r}")
     return integer
