@@ -37,6 +37,9 @@ HISTORY = 2000
 """Points kept for the chart."""
 CHUNK = 250
 """Rows per call of the shared executor during playback (a pause is served between chunks)."""
+MAX_QUERIES = 50
+"""Most queries a watch list holds (Add refuses more; a link's first ones are watched, the rest
+dropped): each is one more MinTopK beside the shared executor, and a link of 300 took 11 s to open."""
 MAX_SLIDES = 1_000_000
 """Most slide boundaries a time query may pass over the whole trace (when they outnumber its
 rows): the shared executor answers every boundary, empty ones included, and a chunk of rows
@@ -305,6 +308,8 @@ class Watch:
 
     def add(self, query: engine.Query) -> int:
         """Watch one more query from the current row on; the others go on undisturbed. Returns its number."""
+        if len(self.watched) >= MAX_QUERIES:
+            raise ValueError(f"the watch list holds at most {MAX_QUERIES} queries: remove one first")
         number, self.numbered = self.numbered, self.numbered + 1
         self.watched[number], self.alone[number] = self._start(query)
         return number

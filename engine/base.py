@@ -233,6 +233,9 @@ def plain_digits(text: str) -> bool:
     return text.isascii() and "_" not in text
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
     """Convert ``value`` (possibly a CLI string) to the type of ``default``.
 
@@ -246,6 +249,10 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
     Traceback (most recent call last):
     ...
     ValueError: parameter repeats of approx must be int, got True
+    >>> coerce_param("sla", "k_max", 0, 1e30)
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter k_max of sla must fit in int64 (at most 9223372036854775807), got 1e+30
     """
     kind = type(default)
     try:
@@ -267,9 +274,14 @@ def coerce_param(algorithm: str, key: str, default: Any, value: Any) -> Any:
         if kind is int:
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError
-            return int(value)
-        if kind is float:
+            integer = int(value)
+        elif kind is float:
             return float(value)
-        return kind(value)
+        else:
+            return kind(value)
     except (TypeError, ValueError):
         raise ValueError(f"parameter {key} of {algorithm} must be {kind.__name__}, got {value!r}") from None
+    if not INT64_MIN <= integer <= INT64_MAX:
+        bound = f"at most {INT64_MAX}" if integer > INT64_MAX else f"at least {INT64_MIN}"
+        raise ValueError(f"parameter {key} of {algorithm} must fit in int64 ({bound}), got {value!r}")
+    return integer

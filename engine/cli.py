@@ -498,11 +498,9 @@ def check_params(info: AlgorithmInfo, params: Sequence[tuple[str, str]]) -> dict
             valid = ", ".join(f"{name} (default {default})" for name, default in info.defaults.items())
             raise CommandError(f"--param: unknown parameter {key!r} for {info.name}; valid: {valid or 'none'}")
         try:
-            coerced = coerce_param(info.name, key, info.defaults[key], value)
+            coerce_param(info.name, key, info.defaults[key], value)
         except ValueError as exc:
             raise CommandError(f"--param: {exc}") from None
-        if type(coerced) is int and not INT64_RANGE[0] <= coerced <= INT64_RANGE[1]:
-            raise CommandError(f"--param: parameter {key} of {info.name} must fit in a 64-bit integer, got {value}")
         checked[key] = value
     return checked
 

@@ -128,7 +128,12 @@ def float_array(name: str, values, shape: str, dimensions: tuple[int, ...]) -> n
     Traceback (most recent call last):
     ...
     ValueError: features must be numbers: row 0, feature 1: '2' is text
+    >>> float_array("value", np.ma.masked_array([0.5, 0.7], mask=[0, 1]), "a 1-D sequence of numbers", (1,))
+    Traceback (most recent call last):
+    ...
+    ValueError: value must be numbers: row 1: masked (a masked array's masked entries have no value)
     """
+    values = unmasked(f"{name} must be numbers", values)
     numeric = isinstance(values, np.ndarray) and values.dtype.kind in "fiu"
     try:
         array = values if numeric else np.asarray(values)
@@ -144,6 +149,20 @@ def float_array(name: str, values, shape: str, dimensions: tuple[int, ...]) -> n
         return array.astype(np.float64, copy=False)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{name} must be numbers: {exc}") from None
+
+
+def unmasked(refusal: str, values):
+    """The data of a numpy masked array with no masked entry (``np.asarray`` drops the mask and
+    reads the values under it), else ``ValueError`` ``refusal: row i[, feature j]: masked``;
+    anything else as it is."""
+    if not isinstance(values, np.ma.MaskedArray):
+        return values
+    mask = np.ma.getmaskarray(values)
+    if mask.any():
+        position = [int(index) for index in np.unravel_index(int(np.argmax(mask)), mask.shape)]
+        where = f"row {position[0]}" + (f", feature {position[1]}" if len(position) == 2 else "")
+        raise ValueError(f"{refusal}: {where}: masked (a masked array's masked entries have no value)")
+    return np.ma.getdata(values)
 
 
 def _listed_types(values, dimensions: int) -> set[type] | None:
@@ -199,6 +218,7 @@ def int64_column(name: str, values) -> np.ndarray:
     ...
     ValueError: ids must be int64 integers: row 1: 3.5 is not a whole number
     """
+    values = unmasked(f"{name} must be int64 integers", values)
     listed = isinstance(values, (list, tuple))
     try:
         array = np.asarray(values)

@@ -219,6 +219,7 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         raise InputError(f"dataset {name!r} has features {existing['features']}, the inputs give {list(raw.features)}")
     log(f"[ingest] {raw.table.num_rows:,} rows read from {len(inputs) or 'the generator'}"
         f"{' file(s)' if inputs else ''}")
+    _refuse_empty_inputs(inputs, raw.table)
     digests = _new_contents(name, inputs, existing)
     parquet = Path(existing["parquet"]) if existing else Path(out).resolve() / f"{name}.parquet"
     return Extracted(family_name=family_name, family=family, name=name, inputs=inputs, raw=raw, db=Path(db),
@@ -306,6 +307,16 @@ def parse_share(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a share: {text!r} (give e.g. 0.05 or 5%)") from None
 
 
+def _refuse_empty_inputs(inputs: Sequence[Path], raw: pa.Table) -> None:
+    """Raise :class:`InputError` naming the first input that gave no raw row (empty, or a header only), before Spark."""
+    if "source_file" not in raw.column_names:
+        return
+    read_per_file = Counter(raw.column("source_file").to_pylist())
+    for path in inputs:
+        if not read_per_file.get(path.name):
+            raise InputError(f"{path}: no rows to ingest (empty file, or a header only)")
+
+
 def _refuse_bad_input(extracted: Extracted, rejected: pa.Table, rejects: dict[str, int]) -> None:
     """Raise :class:`InputError` for a file with no accepted row or a rejected share above the limit."""
     raw = extracted.raw.table
@@ -315,9 +326,7 @@ def _refuse_bad_input(extracted: Extracted, rejected: pa.Table, rejects: dict[st
         for file_name, reason in zip(rejected.column("source_file").to_pylist(), rejected.column("reason").to_pylist()):
             rejected_per_file.setdefault(file_name, Counter())[reason] += 1
         for path in extracted.inputs:
-            read = read_per_file.get(path.name, 0)
-            if read == 0:
-                raise InputError(f"{path}: no rows to ingest (empty file, or a header only)")
+            read = read_per_file[path.name]
             reasons = rejected_per_file.get(path.name, Counter())
             if sum(reasons.values()) == read:
                 raise InputError(f"{path}: none of its {read:,} rows is accepted ({_top(reasons)})")

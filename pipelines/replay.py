@@ -42,7 +42,7 @@ from . import locks, store
 from .errors import exit_status
 from .replay_job import Interrupted, execute, received_signals, stop_signal
 from .replay_load import ReplaySummary
-from .replay_plan import ReplayPlan, prepare, staging_directory
+from .replay_plan import ReplayPlan, prepare, require_database, staging_directory
 from .spark import spark_session
 
 __all__ = ["ReplayPlan", "ReplaySummary", "execute", "main", "prepare", "replay", "staging_directory"]
@@ -87,7 +87,8 @@ def replay(spark: SparkSession, config_path: Path, *, db: Path = store.DEFAULT_D
 
 
 def writing(db: Path, lock_wait: float | None, log: Callable[[str], None]):
-    """The writer lock of ``db``, logging as replay."""
+    """The writer lock of ``db``, logging as replay; a missing ``db`` is refused first, leaving no lock directory."""
+    require_database(db)
     return locks.writer_lock(db, wait=lock_wait, log=lambda line: log(f"[replay] {line}"))
 
 

@@ -162,10 +162,15 @@ def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = Fa
                       resumed=previous is not None, progress=progress)
 
 
-def load_dataset(db: Path, name: str) -> Dataset:
-    """The dataset ``name`` recorded in ``db``, with its times (in ``seq`` order) read from its Parquet."""
+def require_database(db: Path) -> None:
+    """Refuse a ``db`` that is not a file: a replay reads its dataset there, so it creates nothing."""
     if not Path(db).is_file():
         raise InputError(f"no database {db}; run python -m pipelines.ingest first")
+
+
+def load_dataset(db: Path, name: str) -> Dataset:
+    """The dataset ``name`` recorded in ``db``, with its times (in ``seq`` order) read from its Parquet."""
+    require_database(db)
     with store.connection(db) as con:
         found = con.execute("SELECT parquet, features FROM datasets WHERE name = ?", [name]).fetchone()
     if found is None:

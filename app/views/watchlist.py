@@ -24,7 +24,7 @@ import streamlit as st
 
 import engine
 from app import data, live_state, playback, presets, units
-from app.watchlist_state import (Watch, edited_weights, from_url, parse_query, records_chart,
+from app.watchlist_state import (MAX_QUERIES, Watch, edited_weights, from_url, parse_query, records_chart,
                                  slider_position, to_url, typed)
 
 SPEEDS = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000]  # rows per second
@@ -232,6 +232,10 @@ if watch is None or watch.trace.name != trace.name:
         url_notes.append(f"its dataset `{units.shorten(pending['ds'])}` is not in `{db}`: `{trace.name}` is shown")
     queries = from_url(pending["q"], len(trace.features), url_notes) if "q" in pending else seed_queries(profile)
     watch = ss.wl_watch = Watch(trace)
+    if len(queries) > MAX_QUERIES:
+        st.caption(f"This link holds {len(queries):,} queries: the first {MAX_QUERIES} are watched, the other "
+                   f"{len(queries) - MAX_QUERIES:,} were dropped (a watch list holds at most {MAX_QUERIES}).")
+        queries = queries[:MAX_QUERIES]
     for query in queries:
         try:
             watch.add(query)

@@ -15,7 +15,7 @@ from ..kernels import incomplete as table
 from ..kernels.eaa import ESTIMATED, ROWS
 from ..registry import register
 from ..stream import Batch
-from .eaa import EAA, LARGEST
+from .eaa import EAA
 
 UNSEEN_VALUES = ("mean", "max")
 """What one occurrence not seen yet adds to a best score, times its probability: the window's
@@ -97,9 +97,6 @@ class Approx(EAA):
             raise ValueError(f"bitmaps must be >= 1, got {self.params['bitmaps']}")
         if self.params["repeats"] < 0:
             raise ValueError(f"repeats must be 0 (estimate) or >= 1, got {self.params['repeats']}")
-        for name in ("bitmaps", "repeats"):
-            if self.params[name] > LARGEST:
-                raise ValueError(f"{name} must fit in int64 (at most {LARGEST}), got {self.params[name]}")
         if self.params["bitmaps"] > MAX_BITMAPS:
             raise ValueError(f"bitmaps must be at most {MAX_BITMAPS:,}, got {self.params['bitmaps']:,}: each stream "
                              f"keeps 32 stamps per bitmap ({MAX_BITMAPS:,} bitmaps: 4 MiB per stream), and "

@@ -35,9 +35,6 @@ ENTRY_WORDS = 2
 ANSWER_ROW_BYTES = 3 * WORD
 """The data of one row of the cached answer: id, score and seq."""
 
-LARGEST = int(np.iinfo(np.int64).max)
-"""The largest ``occurrences`` (and approx's ``repeats`` and ``bitmaps``): the kernels take int64."""
-
 SCOPES = ("validity", "window")
 """What the ``occurrences`` bound ``m`` counts: an object's tuples in one stream while it stays
 valid (the paper's "at most once" for ``m = 1``), or within any one window."""
@@ -168,8 +165,6 @@ class EAA(AttributeAlgorithm):
         self._occurrences = self.params["occurrences"]
         if self._occurrences < 1:
             raise ValueError(f"occurrences must be >= 1, got {self._occurrences}")
-        if self._occurrences > LARGEST:
-            raise ValueError(f"occurrences must fit in int64 (at most {LARGEST}), got {self._occurrences}")
         if self.params["occurrences_per"] not in SCOPES:
             raise ValueError(f"occurrences_per must be one of {', '.join(SCOPES)}, "
                              f"got {self.params['occurrences_per']!r}")

@@ -40,6 +40,11 @@ when a feature that varies spans less than its inverse (a later window far narro
 
 ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uniform")
 RANK_WEIGHTS = ("1", "1/i")
+MAX_MEMORY = 2**53
+"""Largest budget ``M``: :func:`layer_quotas` splits it in float64, exact up to ``2**53``."""
+MAX_LAYERS = 100_000
+"""Largest ``L``: every slide splits the budget over at least ``L`` layers (one million took
+0.15 s per slide, ``2**63 - 1`` could not be allocated)."""
 COUNTERS = ("arrivals_examined", "filtered", "tied", "insertions", "expiries", "evictions", "expelled")
 
 
@@ -279,8 +284,12 @@ class SAO(Algorithm):
         p = self.params
         if p["layers"] < 1:
             raise ValueError(f"parameter layers of sao must be >= 1, got {p['layers']}")
+        if p["layers"] > MAX_LAYERS:
+            raise ValueError(f"parameter layers of sao must be from 1 to {MAX_LAYERS:,}, got {p['layers']:,}")
         if p["memory"] < 1:
             raise ValueError(f"parameter memory of sao must be >= 1, got {p['memory']}")
+        if p["memory"] > MAX_MEMORY:
+            raise ValueError(f"parameter memory of sao must be from 1 to {MAX_MEMORY:,} (2**53), got {p['memory']:,}")
         if p["allocation"] not in ALLOCATIONS:
             raise ValueError(f"parameter allocation of sao must be one of {', '.join(ALLOCATIONS)}, got {p['allocation']!r}")
         if p["rank_weights"] not in RANK_WEIGHTS:

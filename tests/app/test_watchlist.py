@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import engine
 from app import data, live_state, presets, units
-from app.watchlist_state import Watch, from_url, parse_query
+from app.watchlist_state import MAX_QUERIES, Watch, from_url, parse_query
 
 from .conftest import ENTRY, demo_trace
 
@@ -439,6 +439,18 @@ def test_a_link_with_thousands_of_bad_queries_names_the_first_few():
     assert [(q.k, q.window, q.slide) for q in url_queries(app)] == [(4, 300, 60)]
     note = app.warning[0].value
     assert note.count("left out") == 5 and note.endswith("; and 2,995 more.")
+
+
+def test_a_link_with_more_queries_than_a_watch_list_holds_watches_the_first_and_says_so():
+    queries = [f"count:{k}:300:60:1,0,-1" for k in range(1, MAX_QUERIES + 11)]
+    app = open_page(q=";".join(["count:0:200:50:1,1,1", *queries]))  # a query left out does not count
+    assert [q.k for q in url_queries(app)] == list(range(1, MAX_QUERIES + 1))
+    assert len(table(app)) == MAX_QUERIES
+    assert (f"This link holds {MAX_QUERIES + 10} queries: the first {MAX_QUERIES} are watched, the other 10 were "
+            f"dropped (a watch list holds at most {MAX_QUERIES}).") in [caption.value for caption in app.caption]
+    app.button(key="wl_add").click().run()
+    assert app.error[-1].value == f"Not added: the watch list holds at most {MAX_QUERIES} queries: remove one first"
+    assert len(url_queries(app)) == MAX_QUERIES
 
 
 def test_a_link_repeating_a_parameter_says_which_value_is_used():

@@ -116,6 +116,30 @@ def test_attribute_streams_refuse_a_bool_or_text_value(value, message):
         engine.slides(([1, 2], [0, 1], value, [0, 1]), ATTRIBUTES)
 
 
+MASKED = "masked \\(a masked array's masked entries have no value\\)"
+
+
+def test_masked_entries_are_refused_not_read_as_the_values_under_them():
+    x = np.ma.masked_array([[1.0, 2.0], [3.0, 1e9]], mask=[[0, 0], [0, 1]])  # 1e9 was read as row 1's feature
+    with pytest.raises(ValueError, match=f"^features must be numbers: row 1, feature 1: {MASKED}$"):
+        engine.slides(([1, 2], [0, 1], x), TWO_FEATURES)
+    executor = SharedTopK([TWO_FEATURES])
+    with pytest.raises(ValueError, match=f"^features must be numbers: row 1, feature 1: {MASKED}$"):
+        executor.process([1, 2], [0, 1], x)
+    assert executor.stats()["candidates"] == 0
+    value = np.ma.masked_array([0.5, 0.9], mask=[1, 0])
+    with pytest.raises(ValueError, match=f"^value must be numbers: row 0: {MASKED}$"):
+        engine.slides(([1, 2], [0, 1], value, [0, 1]), ATTRIBUTES)
+    with pytest.raises(ValueError, match=f"^t must be int64 integers: row 1: {MASKED}$"):
+        engine.slides(([1, 2], np.ma.masked_array([0, 1], mask=[0, 1]), [[1.0, 2.0], [3.0, 4.0]]), TWO_FEATURES)
+
+
+def test_a_masked_array_without_masked_entries_is_read_as_its_data():
+    x = np.ma.masked_array([[1.0, 2.0], [3.0, 4.0]], mask=False)
+    assert [b.x.tolist() for b in engine.slides(([1, 2], np.ma.masked_array([0, 1]), x), TWO_FEATURES)] == \
+        [[[1.0, 2.0]], [[3.0, 4.0]]]
+
+
 @pytest.mark.parametrize("x", [np.array([[1, 2], [3, 4]], dtype=np.int32), np.array([[1, 2], [3, 4]], dtype=np.uint8),
                                np.array([[1, 2], [3, 4]], dtype=object), [[1, np.float32(2)], [3, 4.0]]])
 def test_numbers_of_any_numeric_type_are_still_taken(x):

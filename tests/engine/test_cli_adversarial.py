@@ -440,7 +440,7 @@ def test_an_integer_parameter_beyond_int64_is_refused(tmp_path, capsys):
     status, message = run(capsys, "run", "--algorithm", "sao", "--param", "memory=" + BEYOND, "--k", "1",
                           "--window", "2", "--slide", "1", "--input", str(source),
                           "--output", str(tmp_path / "o.jsonl"))
-    assert_refused(status, message, ["--param", "memory of sao must fit in a 64-bit integer", BEYOND])
+    assert_refused(status, message, ["--param", "memory of sao must fit in int64 (at most 9223372036854775807)", BEYOND])
 
 
 class OutOfMemory(registry.algorithm_class("oracle")):

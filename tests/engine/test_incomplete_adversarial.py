@@ -376,7 +376,8 @@ def test_an_integer_parameter_beyond_int64_is_refused_as_a_bad_argument(name, pa
     "Maximum allowed dimension exceeded"; the command line refuses them, the API raised other
     errors than ``ValueError``.  int64's largest is still taken."""
     query = engine.Query(weights=[1.0, 1.0], k=2, window=2, slide=1)
-    with pytest.raises(ValueError, match=f"{parameter} must fit in int64 \\(at most {I64.max}\\), got {value}"):
+    with pytest.raises(ValueError, match=f"^parameter {parameter} of {name} must fit in int64 \\(at most {I64.max}\\), "
+                                         f"got {value}$"):
         algorithm = engine.create(name, query, **{parameter: value})
         for batch in engine.slides((np.array([1, 1, 2]), np.array([0, 1, 0]), np.ones(3), np.arange(3)), query):
             algorithm.process(batch)

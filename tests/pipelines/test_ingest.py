@@ -329,6 +329,23 @@ def test_a_signal_during_the_spark_job_ends_the_ingest_with_one_line(tmp_path, s
     assert not db.exists() and (not out.exists() or list(out.iterdir()) == [])
 
 
+@pytest.mark.parametrize("content", ["", "id,t,x\n", "id,t,x"])
+def test_an_empty_or_header_only_csv_is_refused_before_spark(tmp_path, content):
+    good, empty = tmp_path / "good.csv", tmp_path / "empty.csv"
+    good.write_text("id,t,x\n1,1,0.5\n")
+    empty.write_text(content)
+    options = {"id_column": "id", "time_column": "t", "feature_columns": "x"}
+    with pytest.raises(InputError, match=re.escape(f"{empty}: no rows to ingest (empty file, or a header only)")):
+        ingest.extract("csv", [good, empty], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                       options=options, log=lambda _: None)
+    done = subprocess.run([sys.executable, "-m", "pipelines.ingest", "csv", "--input", str(empty), "--id-column", "id",
+                           "--time-column", "t", "--feature-columns", "x", "--db", str(tmp_path / "topk.duckdb"),
+                           "--out", str(tmp_path / "datasets")], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and "Spark" not in done.stdout + done.stderr
+    assert done.stderr == f"error: {empty}: no rows to ingest (empty file, or a header only)\n"
+    assert not (tmp_path / "topk.duckdb").exists() and not (tmp_path / "datasets").exists()
+
+
 def test_an_out_that_is_a_file_is_refused_before_spark(tmp_path):
     out = tmp_path / "datasets"
     out.write_text("a file where the datasets' directory should be\n")  # failed after Spark: NotADirectoryError

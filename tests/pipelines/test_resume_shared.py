@@ -66,3 +66,41 @@ def test_resume_refuses_a_shared_snapshot_that_is_not_its_groups_state_at_its_sl
         replay.replay(spark, config, db=db, resume=True, **quiet)
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] == "finished"
+
+
+METRICS = 'query_id, algorithm, slide, "end", candidates, retained, bytes, precision, error'
+
+
+def slide_metrics(db, run_id):
+    """Every slide's metrics but its time and ``measured_bytes`` (the multi executor's Python objects
+    measure a few hundred bytes apart from one Spark worker to another, resumed or not)."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(f"SELECT {METRICS} FROM slide_metrics WHERE run_id = ? ORDER BY ALL", [run_id]).fetchall()
+
+
+def test_resumed_shared_runs_store_the_slide_metrics_of_a_run_from_the_start(spark, tmp_path):
+    """After more rows, and after the latest slides were deleted by hand: every slide's metrics
+    are there, equal to those of one run over all the rows."""
+    runs = {}
+    for name in ("whole", "grown", "deleted"):
+        directory = tmp_path / name
+        directory.mkdir()
+        db, data, config = directory / "topk.duckdb", directory / "rows.parquet", directory / "many.json"
+        write_rows(data, ROWS if name == "grown" else MORE_ROWS)
+        with store.connection(db) as con:
+            store.insert_row(con, "datasets", {"name": "rows", "family": "test", "features": ["a", "b"],
+                                               "parquet": str(data)})
+        config.write_text(json.dumps({"name": "many", "dataset": "rows", "queries": QUERIES, "shards": 2,
+                                      "snapshot_every": 3, "algorithms": [{"name": "oracle"}, {"name": "multi"}]}))
+        run_id = replay.replay(spark, config, db=db, **quiet).run_id
+        if name == "grown":
+            write_rows(data, MORE_ROWS)
+        elif name == "deleted":
+            with duckdb.connect(str(db)) as con:
+                for table in ("answers", "slide_metrics", "snapshots"):
+                    con.execute(f"DELETE FROM {table} WHERE slide >= 12")
+        if name != "whole":
+            assert replay.replay(spark, config, db=db, resume=True, **quiet).slides_written > 0
+        runs[name] = slide_metrics(db, run_id)
+    assert len({(q, algorithm) for q, algorithm, *_ in runs["whole"]}) == 2 * len(QUERIES)
+    assert runs["grown"] == runs["whole"] and runs["deleted"] == runs["whole"]

@@ -164,6 +164,16 @@ def test_both_commands_give_up_with_one_line_and_status_1_before_reading_or_star
     assert db.read_bytes() == before and not (tmp_path / "spy.parquet").exists()
 
 
+def test_a_replay_into_a_missing_database_is_refused_and_creates_nothing(tmp_path, capsys):
+    config = write_config(tmp_path, "nowhere", "spy")
+    before = sorted(tmp_path.iterdir())
+    for db in (tmp_path / "missing.duckdb", tmp_path / "no" / "such" / "topk.duckdb"):
+        assert replay.main(["--config", str(config), "--db", str(db)]) == 2
+        out, err = capsys.readouterr()
+        assert err == f"error: no database {db}; run python -m pipelines.ingest first\n" and "Spark" not in out
+    assert sorted(tmp_path.iterdir()) == before  # no <db>.locks directory, no parent directory
+
+
 def test_a_reader_reads_while_a_writer_holds_the_lock(tmp_path):
     db = tmp_path / "topk.duckdb"
     store.connect(db).close()
