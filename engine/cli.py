@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
 import numpy as np
 
 from .attributes import check_weights
-from .base import Algorithm, coerce_param, plain_digits
+from .base import INT64_MAX, INT64_MIN, Algorithm, coerce_param, plain_digits
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create
 from .ranking import Answer, score
@@ -77,9 +77,6 @@ ATTRIBUTE_COLUMNS = ("id", "stream", "value", "t")
 ATTRIBUTE_MARKS = ("stream", "value")
 """Columns that make a file an attribute stream, as they make a dataset one for the replay: a
 single-stream algorithm refuses such a file rather than score stream numbers as a feature."""
-
-INT64_RANGE = (-(2**63), 2**63 - 1)
-
 
 class CommandError(Exception):
     """A problem with the arguments or the input, reported as ``error: <message>``, exit 2."""
@@ -290,7 +287,7 @@ def _text_problem(text: str, integer: bool) -> str | None:
         number = int(text) if integer else float(text)
     except ValueError:
         return f"{shown(text)} is not {'an integer' if integer else 'a number'}"
-    if integer and not INT64_RANGE[0] <= number <= INT64_RANGE[1]:
+    if integer and not INT64_MIN <= number <= INT64_MAX:
         return f"{shown(text)} does not fit in a 64-bit integer"
     if not integer and not math.isfinite(number):
         return f"{shown(text)} is not a finite number"
@@ -321,7 +318,7 @@ def _convert_typed(raw: np.ndarray, integer: bool) -> tuple[np.ndarray, np.ndarr
         bad = ~(np.isfinite(raw) & (np.floor(raw) == raw) & (np.abs(raw) < 2.0**63))
         return np.where(bad, 0, raw).astype(np.int64), bad
     if raw.dtype.kind == "u":
-        bad = raw > INT64_RANGE[1]
+        bad = raw > INT64_MAX
         return raw.astype(np.int64), bad
     return raw.astype(np.int64), np.zeros(len(raw), dtype=bool)
 
