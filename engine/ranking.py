@@ -28,6 +28,26 @@ def score(x: np.ndarray, weights) -> np.ndarray:
     return out
 
 
+
+def finite_score(x: np.ndarray, weights) -> np.ndarray:
+    """:func:`score`, refusing with a ``ValueError`` a score that overflows (``O(m d)``): the
+    ``query(weights, k)`` of an algorithm answering any weights gets weights the stream was
+    never checked with, and an ``inf`` (or, of mixed signs, a ``nan``) score would rank wrongly.
+
+    Examples
+    --------
+    >>> finite_score(np.array([[1e308, 1e308]]), [10.0, -10.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: the score x · w of an object in the window overflows under weights [10.0, -10.0]; scale the weights down
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = score(x, weights)
+    if not np.isfinite(values).all():
+        raise ValueError(f"the score x · w of an object in the window overflows under weights {list(weights)}; "
+                         "scale the weights down")
+    return values
+
 def top_indices(scores: np.ndarray, seq: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``min(k, m)`` best of ``m`` objects, best first, by ``(score, seq)``.
 

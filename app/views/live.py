@@ -179,7 +179,10 @@ def rebuild(old: LiveRun | None, trace: data.Trace, setup: Setup, at: int | None
     others: dict[str, tuple[engine.Answer, float]] = {}  # other engines that answer any weights at once
     if same_windows and (old.setup.query.weights, old.setup.query.k) != (new_q.weights, new_q.k):
         start = perf_counter()
-        instant = old.oracle.query(new_q.weights, new_q.k)
+        try:
+            instant = old.oracle.query(new_q.weights, new_q.k)
+        except ValueError:  # weights under which a score of the window overflows: no instant answer
+            instant = None
         instant_ms = (perf_counter() - start) * 1e3
         for name, alg in old.engines.items():
             if name != old.reference and callable(getattr(alg, "query", None)):

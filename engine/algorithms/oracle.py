@@ -8,7 +8,7 @@ import numpy as np
 
 from ..base import Algorithm, check_answer_size
 from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, owned_bytes
-from ..ranking import Answer, score, top_indices
+from ..ranking import Answer, finite_score, score, top_indices
 from ..registry import register
 from ..stream import Batch
 from ..window import WindowBuffer
@@ -68,7 +68,7 @@ class Oracle(Algorithm):
         if len(weights) != self.q.dimensions:
             raise ValueError(f"weights must hold one weight per feature ({self.q.dimensions}), got {len(weights)}")
         check_answer_size(k)
-        return self._ranked(score(self._window.view("x"), weights), k)
+        return self._ranked(finite_score(self._window.view("x"), weights), k)
 
     def _ranked(self, scores: np.ndarray, k: int) -> Answer:
         seq = self._window.view("seq")

@@ -10,7 +10,7 @@ from ..attributes import AttributeAlgorithm, aggregate, check_weights
 from ..base import check_answer_size
 from ..jsondata import floats_in, ints_in
 from ..memory import WORD, Footprint, Layout, deep_size
-from ..ranking import Answer, score, top_indices
+from ..ranking import Answer, finite_score, score, top_indices
 from ..registry import register
 from ..stream import Batch
 from ..window import WindowBuffer
@@ -85,7 +85,8 @@ class OracleIncomplete(AttributeAlgorithm):
             objects, attributes, newest = aggregate(w.view("ids"), w.view("stream"), w.view("value"),
                                                     w.view("seq"), self.q.dimensions)
             self._objects = len(objects)
-            self._answer = self._ranked(objects, attributes, newest, self.q.weights, self.q.k)
+            scores = score(attributes, self.q.weights) if len(objects) else np.empty(0)
+            self._answer = self._ranked(objects, scores, newest, self.q.k)
         return self._answer
 
     def query(self, weights, k: int) -> Answer:
@@ -100,11 +101,11 @@ class OracleIncomplete(AttributeAlgorithm):
         w = self._window
         objects, attributes, newest = aggregate(w.view("ids"), w.view("stream"), w.view("value"),
                                                 w.view("seq"), self.q.dimensions)
-        return self._ranked(objects, attributes, newest, query.weights, int(k))
+        scores = finite_score(attributes, query.weights) if len(objects) else np.empty(0)
+        return self._ranked(objects, scores, newest, int(k))
 
     @staticmethod
-    def _ranked(objects, attributes, newest, weights, k: int) -> Answer:
-        scores = score(attributes, weights) if len(objects) else np.empty(0)
+    def _ranked(objects, scores, newest, k: int) -> Answer:
         top = top_indices(scores, newest, k)
         return Answer(objects[top], scores[top], newest[top])
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..base import OBJECT_WORDS, WORD, Algorithm, check_answer_size
 from ..memory import PY_INT, array_bytes, deep_size, python_bytes
 from ..jsondata import floats_in, floats_out, ints_in
-from ..ranking import Answer, score
+from ..ranking import Answer, finite_score
 from ..registry import register
 from ..stream import Batch
 from ..kernels import hull as kernel
@@ -696,12 +696,12 @@ class SAO(Algorithm):
     def _search(self, weights: tuple[float, ...], k: int) -> Answer:
         """:meth:`query` of valid ``weights`` and ``k``."""
         if not self._created:
-            return Answer.ranked(self._buffer.ids, _scores(self._buffer.x, weights), self._buffer.seq, k)
+            return Answer.ranked(self._buffer.ids, finite_score(self._buffer.x, weights), self._buffer.seq, k)
         found_places, found_scores, found_counts = [], [], []
         kth = -math.inf
         count = 0
         for layer in self._layers:
-            scores = _scores(layer.places.raw, weights)
+            scores = finite_score(layer.places.raw, weights)
             if count >= k and kth > scores.max():
                 break
             counts = np.array([len(self._objects[place]) for place in layer.places.ids.tolist()], np.int64)
@@ -715,7 +715,7 @@ class SAO(Algorithm):
                 reached = np.searchsorted(np.cumsum(np.concatenate(found_counts)[order]), k)
                 kth = float(every[order[reached]])
         reserve = self._reserve
-        ids, seq, values = reserve.ids.tolist(), reserve.seq.tolist(), _scores(reserve.x, weights).tolist()
+        ids, seq, values = reserve.ids.tolist(), reserve.seq.tolist(), finite_score(reserve.x, weights).tolist()
         places = np.concatenate(found_places) if found_places else np.empty(0, np.int64)
         scores = np.concatenate(found_scores) if found_scores else np.empty(0)
         taken = 0
@@ -978,16 +978,6 @@ def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
     return first[order], rank[inverse.ravel()]
-
-
-def _scores(x: np.ndarray, weights) -> np.ndarray:
-    """``score(x, weights)``, refusing a score that overflows (``O(m d)``)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        values = score(x, weights)
-    if not np.isfinite(values).all():
-        raise ValueError(f"the score x · w of a held object overflows under weights {list(weights)}; "
-                         "scale the weights down")
-    return values
 
 
 def _frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

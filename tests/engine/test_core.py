@@ -215,6 +215,23 @@ def test_an_empty_piece_given_as_plain_lists_fits_a_query_of_several_features():
         engine.stream.as_object_stream([1], [0], [0.5], dimensions=2)
 
 
+
+@pytest.mark.parametrize("name", ["oracle", "sao"])
+@pytest.mark.parametrize("weights", [[10.0, -10.0], [10.0, 10.0]])
+def test_answers_for_other_weights_refuse_scores_that_overflow(name, weights):
+    """The stream was checked with the query's weights only: under ``[10, -10]`` the oracle scored
+    the row ``(1e308, 1e308)`` ``nan`` and answered 2 of the window's 3 objects, under ``[10, 10]``
+    ``inf`` (``sao`` already refused, with the same message now)."""
+    q = engine.Query(weights=[1.0, 0.0], k=3, window=4, slide=2)
+    algorithm = engine.create(name, q)
+    x = np.array([[1e308, 1e308], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])
+    for batch in engine.slides((np.arange(4), np.arange(4), x), q):
+        algorithm.process(batch)
+    with pytest.raises(ValueError, match=r"^the score x · w of an object in the window overflows under weights "
+                                         rf"\[{weights[0]}, {weights[1]}\]; scale the weights down$"):
+        algorithm.query(weights, 3)
+    assert algorithm.query([1.0, -1.0], 3).ids.tolist() == [3, 2, 1]
+
 @pytest.mark.parametrize("weights,k,message", [([1.0], 2, r"one weight per feature \(2\), got 1"),
                                                ([1.0, 1.0, 1.0], 2, r"one weight per feature \(2\), got 3"),
                                                ([1.0, 1.0], 0, "k must be an integer >= 1, got 0"),

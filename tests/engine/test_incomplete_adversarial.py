@@ -208,6 +208,19 @@ def test_the_brute_force_answers_other_weights_only_one_per_stream(weights):
     assert oracle.query([0.0, 1.0], 1).ids.tolist() == [2]
 
 
+
+def test_the_brute_force_refuses_other_weights_whose_scores_overflow():
+    """Object 1's window sums ``(1, 1)`` weighted by ``[1e308, 1e308]`` scored ``inf``, silently:
+    the stream was checked with the query's weights only."""
+    query = engine.Query(weights=[1.0, 1.0], k=2, window=4, slide=2)
+    oracle = engine.create("oracle-incomplete", query)
+    for batch in engine.slides(([1, 1, 2, 2], [0, 1, 0, 1], [1.0, 1.0, 0.5, 0.5], range(4)), query):
+        oracle.process(batch)
+    with pytest.raises(ValueError, match=r"^the score x · w of an object in the window overflows under weights "
+                                         r"\[1e\+308, 1e\+308\]; scale the weights down$"):
+        oracle.query([1e308, 1e308], 1)
+    assert oracle.query([1e307, 1e307], 1).scores.tolist() == [2e307]
+
 def state_after(name: str, kind: str = "count") -> tuple[dict, engine.Query]:
     """A state of ``name`` after 30 slides of a correlated stream, as plain JSON data."""
     from engine.generators import correlated_streams
