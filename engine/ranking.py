@@ -28,7 +28,6 @@ def score(x: np.ndarray, weights) -> np.ndarray:
     return out
 
 
-
 def finite_score(x: np.ndarray, weights) -> np.ndarray:
     """:func:`score`, refusing with a ``ValueError`` a score that overflows (``O(m d)``): the
     ``query(weights, k)`` of an algorithm answering any weights gets weights the stream was
