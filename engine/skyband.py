@@ -9,7 +9,7 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from .kernels import skyband as kernel
-from .memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size
+from .memory import OBJECT_FIELDS, WORD, Footprint, Layout, attribute_bytes, deep_size
 
 LAYOUT = Layout("dominance skyband", {"member": {**OBJECT_FIELDS, "score": 1, "counter": 1}})
 """One member: id, seq, t, score and its dominance counter (5 words), in k-skyband and SMA."""
@@ -27,7 +27,7 @@ def fixed_bytes(algorithm, structures: tuple) -> int:
 
     Used by k-skyband, SMA and TMA, whose ``memory()`` is then ``O(1)``.
     """
-    return deep_size(algorithm.__dict__, exclude=(algorithm.q, algorithm.params, *structures))
+    return attribute_bytes(algorithm, exclude=(algorithm.q, algorithm.params, *structures))
 
 
 ANSWER_ROW_BYTES = 3 * WORD

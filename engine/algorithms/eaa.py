@@ -16,7 +16,7 @@ from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, EARLIER_RECO
                            LAST_RECORD, LATER, LATER_RECORD, LINKS, NEWER, NEWEST_KEY, NEWEST_SEQ, NEED_MASK,
                            NEXT_UID, OID, OLDEST, PER_VALIDITY, PER_WINDOW, RECORD, RECORDS, SEQ,
                            TOO_MANY_WHILE_VALID, UID)
-from ..memory import deep_size, owned_bytes
+from ..memory import attribute_bytes, owned_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -112,7 +112,7 @@ class EAA(AttributeAlgorithm):
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = 0
         self._measure()
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *self._arrays(), *self._tallied()))
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, *self._arrays(), *self._tallied()))
 
     def _tallied(self) -> tuple:
         """Other structures ``memory`` sizes from kept counts, not from the walk made at reset."""

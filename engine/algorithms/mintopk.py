@@ -10,7 +10,7 @@ from ..base import Algorithm, OnePassStats
 from ..jsondata import ints_in
 from ..kernels import mintopk as kernel
 from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
-from ..memory import ARRAY_HEADERS, OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..memory import ARRAY_HEADERS, OBJECT_FIELDS, WORD, Footprint, Layout, attribute_bytes, owned_bytes
 from ..query import check_windows_per_object
 from ..ranking import Answer
 from ..registry import register
@@ -89,7 +89,7 @@ class MinTopK(OnePassStats, Algorithm):
         self._current: int | None = None
         self._answer: Answer | None = Answer.empty()
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays))
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, *arrays))
         """The other attributes, measured once."""
         self._resized()
 

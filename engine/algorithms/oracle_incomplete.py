@@ -9,7 +9,7 @@ import numpy as np
 from ..attributes import AttributeAlgorithm, aggregate, check_weights
 from ..base import check_answer_size
 from ..jsondata import floats_in, ints_in
-from ..memory import WORD, Footprint, Layout, deep_size
+from ..memory import WORD, Footprint, Layout, attribute_bytes
 from ..ranking import Answer, score, top_indices
 from ..registry import register
 from ..stream import Batch
@@ -68,7 +68,7 @@ class OracleIncomplete(AttributeAlgorithm):
         self._answer: Answer | None = Answer.empty()
         self._objects: int | None = 0
         self._end: int | None = None
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, self._window))
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, self._window))
 
     def process(self, batch: Batch) -> None:
         self._check_order(batch.end, self._end)

@@ -10,7 +10,7 @@ from ..base import Algorithm
 from ..jsondata import ints_in
 from ..kernels import pretopk as kernel
 from ..kernels.pretopk import COUNTERS, DISTINCT, ID, MEMBERSHIPS, NONE, REFS, SEQ, T
-from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, attribute_bytes, owned_bytes
 from ..query import check_windows_per_object
 from ..ranking import Answer, score
 from ..registry import register
@@ -87,7 +87,7 @@ class PreTopK(Algorithm):
             kernel.empty_arrays(FIRST_CAPACITY, self._windows, 0)
         self._current: int | None = None
         self._answer: Answer | None = Answer.empty()
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *self._arrays()))
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, *self._arrays()))
         """The other attributes, measured once."""
         self._resized()
 

@@ -12,7 +12,7 @@ from ..kernels import incomplete as table
 from ..kernels import sla as kernel
 from ..kernels.sla import (COUNTERS, FREE, HEAD, ID, IN_VIEW, KEY, NEXT, OBJECT_SEQ, OBJECTS, SEQ, SLOT, STREAM,
                            TAIL, TUPLES, VIEW)
-from ..memory import Footprint, Layout, deep_size, owned_bytes
+from ..memory import Footprint, Layout, attribute_bytes, owned_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -98,7 +98,7 @@ class SLA(AttributeAlgorithm):
         self._counters = np.zeros(len(COUNTERS), np.int64)
         self._end: int | None = None
         self._measure()
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params,
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params,
                                                               *(a for arrays in self._structures() for a in arrays)))
 
     def _structures(self) -> tuple[tuple, ...]:

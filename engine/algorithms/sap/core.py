@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...base import Algorithm, OnePassStats
-from ...memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, deep_size
+from ...memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, attribute_bytes, deep_size
 from ...jsondata import floats_in, floats_out, ints_in
 from ...ranking import Answer, score
 from ...stream import Batch
@@ -986,7 +986,7 @@ class SAPBase(OnePassStats, Algorithm):
         once (``O(attributes)``), and the fixed parts of ``C``, the answer and ``M_0``."""
         owners = tuple(owner for part in self._structures() for owner in part[3])
         self._other_bytes = 0
-        self._other_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *owners)) + FIXED_HELD
+        self._other_bytes = attribute_bytes(self, exclude=(self.q, self.params, *owners)) + FIXED_HELD
 
     def _variant_resized(self, nbytes: int) -> None:
         """A variant's attribute of ``nbytes`` replaces the one counted in ``_variant_bytes``."""
