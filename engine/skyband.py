@@ -149,13 +149,24 @@ class DominanceSet:
         """Keep only the best ``m`` members (``O(1)``)."""
         self.size = min(self.size, m)
 
-    def load(self, scores, seq, ids, t, counts) -> None:
-        """Replace the members, given best first with their counters (``O(m)``)."""
+    @property
+    def capacity(self) -> int:
+        """Rows of the columns (``O(1)``)."""
+        return len(self._score)
+
+    def load(self, scores, seq, ids, t, counts, capacity: int | None = None) -> None:
+        """Replace the members, given best first with their counters, in columns of ``capacity``
+        rows (a saved :attr:`capacity`, so that the set grows and measures as the saved one;
+        ``None``: room for the members) (``O(m + capacity)``)."""
         columns = [np.asarray(scores, np.float64)] + [np.asarray(c, np.int64) for c in (seq, ids, t, counts)]
         if len({len(c) for c in columns}) != 1 or any(c.ndim != 1 for c in columns):
             raise ValueError("skyband columns have different lengths")
         m = len(columns[0])
+        if capacity is not None and capacity < m:
+            raise ValueError(f"capacity: {capacity} rows cannot hold {m} skyband members")
         self.size = 0
+        if capacity is not None:
+            self._allocate(capacity)
         self._reserve(m)
         for target, column in zip(self._columns(), columns):
             target[:m] = column

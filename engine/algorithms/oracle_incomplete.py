@@ -131,13 +131,18 @@ class OracleIncomplete(AttributeAlgorithm):
     def dump_state(self) -> dict[str, Any]:
         w = self._window
         return {"end": self._end, "ids": w.view("ids").tolist(), "stream": w.view("stream").tolist(),
-                "value": w.view("value").tolist(), "t": w.view("t").tolist(), "seq": w.view("seq").tolist()}
+                "value": w.view("value").tolist(), "t": w.view("t").tolist(), "seq": w.view("seq").tolist(),
+                "buffer": w.placement()}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data; ``buffer`` (absent before the buffer's placement was
+        saved) places the window where it was."""
         columns = {name: ints_in(data[name], name) for name in ("ids", "stream", "t", "seq")}
         columns["value"] = floats_in(data["value"])
         if len({len(column) for column in columns.values()}) > 1:
             raise ValueError("state columns have different lengths")
+        if "buffer" in data:
+            self._window.place(**data["buffer"])
         self._window.append(**columns)
         self._end = data["end"]
         self._answer = None
