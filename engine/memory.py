@@ -190,6 +190,27 @@ def attribute_dict_bytes(attributes: dict) -> int:
     return _attribute_dict_bytes(len(attributes))
 
 
+@functools.lru_cache(maxsize=None)
+def dict_bytes(entries: int) -> int:
+    """``sys.getsizeof`` of a dict holding ``entries`` keys while keys keep coming and going (each
+    new key replacing the oldest, as a window's slides do), once its size has settled
+    (``O(entries)`` once per length).  A dict's own size depends on the most it ever held and on
+    its deletions, which a restored copy does not know; this depends on the length only.
+
+    >>> churned = dict.fromkeys(range(10))
+    >>> for key in range(10, 200):
+    ...     churned[key] = None
+    ...     del churned[key - 10]
+    >>> dict_bytes(10) == sys.getsizeof(churned)
+    True
+    """
+    churned = dict.fromkeys(range(entries))
+    for key in range(entries, 5 * entries + 64):
+        churned[key] = None
+        del churned[key - entries]
+    return sys.getsizeof(churned)
+
+
 def attribute_bytes(obj: object, exclude: tuple = ()) -> int:
     """Bytes of ``obj``'s attributes: its attribute dict (:func:`attribute_dict_bytes`) and
     :func:`deep_size` of everything it references, ``obj`` itself and ``exclude`` left out."""
