@@ -64,10 +64,11 @@ class WindowBuffer:
     def place(self, capacity: int, head: int) -> None:
         """Empty the buffer into columns of ``capacity`` rows, the next append starting at row
         ``head`` (``O(capacity)``); a placement that is not two integers with
-        ``0 <= head < capacity`` raises ``ValueError``."""
+        ``0 <= head <= capacity``, ``capacity >= 1``, raises ``ValueError``."""
         if not all(isinstance(value, int) and not isinstance(value, bool) for value in (capacity, head)) \
-                or not 0 <= head < capacity:
-            raise ValueError(f"buffer placement must be integers 0 <= head < capacity, got {capacity!r}, {head!r}")
+                or not 0 <= head <= capacity or capacity < 1:
+            raise ValueError(f"buffer placement must be integers 0 <= head <= capacity, capacity >= 1, "
+                             f"got {capacity!r}, {head!r}")
         self._cols = {name: np.empty((capacity, *column.shape[1:]), column.dtype) for name, column in self._cols.items()}
         self._head = self._tail = head
 

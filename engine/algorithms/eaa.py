@@ -45,7 +45,6 @@ valid (the paper's "at most once" for ``m = 1``), or within any one window."""
 FIRST_CAPACITY = 16
 
 
-
 @register
 class EAA(AttributeAlgorithm):
     """Early aggregation with interval dominance: exact, keeps the ``k`` dominance set.

@@ -338,3 +338,23 @@ def test_a_restored_copy_measures_as_the_saved_one(name):
             saved.process(batch)
         restored = engine.restore(json.loads(json.dumps(saved.to_state())), q, algorithm=name)
         assert measured_series(restored, batches[cut:]) == uninterrupted[cut:], f"{name} restored at slide {cut}"
+
+
+@pytest.mark.parametrize("name", ["oracle", "oracle-incomplete"])
+def test_a_window_buffer_emptied_at_its_end_restores_where_it_was(name):
+    """A buffer whose every row expired once it was full saves its first row at its capacity
+    (``head == capacity``): the restore takes that placement and continues alike."""
+    rows = 1_024
+    q = engine.Query(weights=[1.0], k=2, window=10, slide=10, kind="time")
+    t = np.concatenate([np.zeros(rows, np.int64), [100]])
+    if name in INCOMPLETE:
+        data = (np.arange(rows + 1), np.zeros(rows + 1, np.int64), np.full(rows + 1, 0.5), t)
+    else:
+        data = (np.arange(rows + 1), t, np.random.default_rng(1).random(rows + 1))
+    batches = list(engine.slides(data, q))
+    saved = engine.create(name, q)
+    for batch in batches[:-1]:
+        saved.process(batch)
+    assert saved._window.placement() == {"capacity": rows, "head": rows}
+    restored = engine.restore(json.loads(json.dumps(saved.to_state())), q, algorithm=name)
+    assert measured_series(restored, batches[-1:]) == measured_series(saved, batches[-1:])
