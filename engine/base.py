@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .jsondata import pack, pack_text
-from .memory import OBJECT_FIELDS, WORD, Footprint, deep_size
+from .memory import OBJECT_FIELDS, WORD, Footprint, attribute_bytes
 from .query import Query
 from .ranking import Answer
 from .stream import Batch
@@ -144,9 +144,9 @@ class Algorithm(abc.ABC):
                 return figures[1]
             parts = self.footprints()
         if parts is None:
-            return deep_size(self.__dict__, exclude=(self.q, self.params))
+            return attribute_bytes(self, exclude=(self.q, self.params))
         owners = tuple(owner for part in parts for owner in part.owners)
-        rest = deep_size(self.__dict__, exclude=(self.q, self.params, *owners))
+        rest = attribute_bytes(self, exclude=(self.q, self.params, *owners))
         return rest + sum(part.measured for part in parts)
 
     @abc.abstractmethod

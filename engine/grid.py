@@ -12,7 +12,7 @@ from .kernels import grid as kernel
 from .memory import OBJECT_FIELDS, Footprint, Layout, deep_size
 from .query import Query
 from .ranking import score, top_indices
-from .jsondata import floats_in, floats_out, ints_in
+from .jsondata import floats_in, floats_out, ints_in, saved_capacity
 
 MAX_CELLS = 1 << 22
 """Largest number of cells a grid may have (``cells_per_dim ** d``)."""
@@ -430,11 +430,20 @@ class Grid:
         return {"cells_per_dim": self._c, "edges": None if self._edges is None else self._edges.tolist(),
                 "ids": self.held("ids").tolist(), "seq": self.held("seq").tolist(), "t": self.held("t").tolist(),
                 "x": self.held("x").tolist(), "raised": raised,
-                "counters": {name: self.counters[name] for name in COUNTERS}}
+                "counters": {name: self.counters[name] for name in COUNTERS}, "capacity": self._mask + 1}
 
     def load(self, data: dict[str, Any]) -> None:
-        """Rebuild from :meth:`dump` data (``O(n log n + c^d)``); ``ValueError`` if inconsistent."""
+        """Rebuild from :meth:`dump` data (``O(n log n + c^d)``); ``ValueError`` if inconsistent.
+        ``capacity`` (absent from data dumped before it) gives the ring's rows as they were, so
+        the rebuilt grid grows and measures as the dumped one."""
         d = self._d
+        if "capacity" in data:
+            capacity = saved_capacity(data, "capacity")
+            if capacity & (capacity - 1) or capacity < len(data["ids"]):
+                raise ValueError(f"grid capacity {capacity} is not a power of two holding {len(data['ids'])} objects")
+            self._first = self._end = 0
+            self._allocate(capacity)
+            self._measure()
         ids, seq, t = ints_in(data["ids"], "ids"), ints_in(data["seq"], "seq"), ints_in(data["t"], "t")
         x = np.asarray(data["x"], np.float64).reshape(-1, d)
         if not len(ids) == len(seq) == len(t) == len(x):

@@ -103,6 +103,15 @@ def floats_in(values) -> np.ndarray:
     return np.asarray(out, np.float64)
 
 
+def saved_capacity(capacity: dict[str, int], name: str, least: int = 1) -> int:
+    """``capacity[name]``, an array's capacity read from a state: a 64-bit integer of at least
+    ``least`` (``ValueError`` on anything else)."""
+    value = capacity[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value < 2 ** 63:
+        raise ValueError(f"capacity: {name} must be a 64-bit integer of at least {least}, got {value!r}")
+    return value
+
+
 def ints_in(values, name: str) -> np.ndarray:
     """A list of JSON integers as an int64 array (``ValueError`` on anything else, an integer
     beyond int64 included)."""

@@ -9,7 +9,7 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from .kernels import skyband as kernel
-from .memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size
+from .memory import OBJECT_FIELDS, WORD, Footprint, Layout, attribute_bytes, deep_size
 
 LAYOUT = Layout("dominance skyband", {"member": {**OBJECT_FIELDS, "score": 1, "counter": 1}})
 """One member: id, seq, t, score and its dominance counter (5 words), in k-skyband and SMA."""
@@ -27,7 +27,7 @@ def fixed_bytes(algorithm, structures: tuple) -> int:
 
     Used by k-skyband, SMA and TMA, whose ``memory()`` is then ``O(1)``.
     """
-    return deep_size(algorithm.__dict__, exclude=(algorithm.q, algorithm.params, *structures))
+    return attribute_bytes(algorithm, exclude=(algorithm.q, algorithm.params, *structures))
 
 
 ANSWER_ROW_BYTES = 3 * WORD
@@ -149,13 +149,24 @@ class DominanceSet:
         """Keep only the best ``m`` members (``O(1)``)."""
         self.size = min(self.size, m)
 
-    def load(self, scores, seq, ids, t, counts) -> None:
-        """Replace the members, given best first with their counters (``O(m)``)."""
+    @property
+    def capacity(self) -> int:
+        """Rows of the columns (``O(1)``)."""
+        return len(self._score)
+
+    def load(self, scores, seq, ids, t, counts, capacity: int | None = None) -> None:
+        """Replace the members, given best first with their counters, in columns of ``capacity``
+        rows (a saved :attr:`capacity`, so that the set grows and measures as the saved one;
+        ``None``: room for the members) (``O(m + capacity)``)."""
         columns = [np.asarray(scores, np.float64)] + [np.asarray(c, np.int64) for c in (seq, ids, t, counts)]
         if len({len(c) for c in columns}) != 1 or any(c.ndim != 1 for c in columns):
             raise ValueError("skyband columns have different lengths")
         m = len(columns[0])
+        if capacity is not None and capacity < m:
+            raise ValueError(f"capacity: {capacity} rows cannot hold {m} skyband members")
         self.size = 0
+        if capacity is not None:
+            self._allocate(capacity)
         self._reserve(m)
         for target, column in zip(self._columns(), columns):
             target[:m] = column

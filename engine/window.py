@@ -56,6 +56,22 @@ class WindowBuffer:
             self._cols[name] = fresh
         self._head, self._tail = 0, live
 
+    def placement(self) -> dict[str, int]:
+        """The buffer's capacity and the row of its oldest object: :meth:`place` gives a restored
+        buffer the same, so it grows (and measures) as the buffer it was saved from."""
+        return {"capacity": self.capacity, "head": self._head}
+
+    def place(self, capacity: int, head: int) -> None:
+        """Empty the buffer into columns of ``capacity`` rows, the next append starting at row
+        ``head`` (``O(capacity)``); a placement that is not two integers with
+        ``0 <= head <= capacity``, ``capacity >= 1``, raises ``ValueError``."""
+        if not all(isinstance(value, int) and not isinstance(value, bool) for value in (capacity, head)) \
+                or not 0 <= head <= capacity or capacity < 1:
+            raise ValueError(f"buffer placement must be integers 0 <= head <= capacity, capacity >= 1, "
+                             f"got {capacity!r}, {head!r}")
+        self._cols = {name: np.empty((capacity, *column.shape[1:]), column.dtype) for name, column in self._cols.items()}
+        self._head = self._tail = head
+
     def expire_before(self, column: str, bound: int) -> int:
         """Drop the front objects whose non-decreasing ``column`` is below ``bound``."""
         dropped = int(np.searchsorted(self.view(column), bound, side="left"))

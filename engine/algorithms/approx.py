@@ -9,7 +9,7 @@ import numpy as np
 from ..attributes import attribute_sum
 from ..base import WORD
 from ..fmsketch import SlidingSketches
-from ..jsondata import floats_in, floats_out, ints_in
+from ..jsondata import floats_in, floats_out, ints_in, saved_capacity
 from ..kernels import approx as kernel
 from ..kernels import incomplete as table
 from ..kernels.eaa import ESTIMATED, ROWS
@@ -235,7 +235,19 @@ class Approx(EAA):
         data["start"] = self._start
         return data
 
+    def _capacities(self) -> dict[str, int]:
+        """EAA's, plus the slide counters' rows and the probability rows (the mask table follows them)."""
+        return {**super()._capacities(), "slides": len(self._counter_arrays[0]), "probability_rows": len(self._tables[4])}
+
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data; ``capacity`` (absent from states saved before it) sizes
+        the slide counters and probability rows as they were, EAA's arrays as EAA does."""
+        if "capacity" in data:
+            self._counter_arrays = self._empty_counters(saved_capacity(data["capacity"], "slides"))
+            rows = saved_capacity(data["capacity"], "probability_rows")
+            repeats, values, _, _, _, words, powers = self._tables
+            self._tables = (repeats, values, *table.empty_table(table.table_capacity(rows)),
+                            np.zeros((rows, self.q.dimensions)), words, powers)
         stamps = ints_in(data["sketches"], "sketches")
         if stamps.size != self._sketches.stamps.size:
             raise ValueError(f"sketches hold {stamps.size} timestamps, expected {self._sketches.stamps.size}")

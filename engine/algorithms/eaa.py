@@ -8,7 +8,7 @@ import numpy as np
 
 from ..attributes import AttributeAlgorithm
 from ..base import WORD
-from ..jsondata import floats_in, floats_out, ints_in
+from ..jsondata import floats_in, floats_out, ints_in, saved_capacity
 from ..kernels import eaa as kernel
 from ..kernels import incomplete as table
 from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, EARLIER_RECORD, ERROR, ERROR_COUNT, ERROR_OID,
@@ -16,7 +16,7 @@ from ..kernels.eaa import (BSORTED, COUNTERS, CSORTED, DC, EARLIER, EARLIER_RECO
                            LAST_RECORD, LATER, LATER_RECORD, LINKS, NEWER, NEWEST_KEY, NEWEST_SEQ, NEED_MASK,
                            NEXT_UID, OID, OLDEST, PER_VALIDITY, PER_WINDOW, RECORD, RECORDS, SEQ,
                            TOO_MANY_WHILE_VALID, UID)
-from ..memory import deep_size, owned_bytes
+from ..memory import attribute_bytes, owned_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -109,7 +109,7 @@ class EAA(AttributeAlgorithm):
         self._answer: Answer | None = Answer.empty()
         self._answer_bytes = 0
         self._measure()
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *self._arrays(), *self._tallied()))
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, *self._arrays(), *self._tallied()))
 
     def _tallied(self) -> tuple:
         """Other structures ``memory`` sizes from kept counts, not from the walk made at reset."""
@@ -158,6 +158,29 @@ class EAA(AttributeAlgorithm):
             grown = True
         if grown:
             self._measure()
+
+    def _capacities(self) -> dict[str, int]:
+        """Rows of the validity table, positions of its id table and rows of the instance pool:
+        saved in the state, so that a restored copy holds (and measures) the arrays the saved one
+        held and grows them alike, whatever it held at its largest."""
+        return {"records": len(self._record_arrays[0]), "table": len(self._keys),
+                "instances": len(self._instance_arrays[0])}
+
+    def _allocate(self, capacity: dict[str, int], objects: int, instances_held: int) -> None:
+        """Empty arrays of the :meth:`_capacities` saved, refused (``ValueError``) when they cannot
+        hold the state's ``objects`` and ``instances_held`` (``O(capacity)``; right after reset)."""
+        records, positions, instances = (saved_capacity(capacity, name) for name in ("records", "table", "instances"))
+        if positions & (positions - 1) or positions < table.table_capacity(objects):
+            raise ValueError(f"capacity: table must be a power of two, at least 16 and twice the objects, "
+                             f"got {positions}")
+        if records < objects or instances < instances_held:
+            raise ValueError(f"capacity: {records} records and {instances} instances cannot hold the state's "
+                             f"{objects} objects and {instances_held} instances")
+        d = self.q.dimensions
+        self._record_arrays = kernel.empty_records(records, d)
+        self._keys, self._slots = table.empty_table(positions)
+        self._instance_arrays = kernel.empty_instances(instances, d, self._width())
+        self._measure()
 
     # ------------------------------------------------------------------ bounds
 
@@ -286,19 +309,24 @@ class EAA(AttributeAlgorithm):
             out.append([int(records[record, ID]), int(records[record, NEWEST_SEQ]), occurrences[record].tolist(),
                         stored, int(records[record, NEWEST_KEY])])
         return {"end": self._end, "next_uid": int(self._meta[NEXT_UID]), "records": out,
-                "instances": int(self._meta[INSTANCES]), "counters": dict(zip(COUNTERS, self._counters.tolist()))}
+                "instances": int(self._meta[INSTANCES]), "counters": dict(zip(COUNTERS, self._counters.tolist())),
+                "capacity": self._capacities()}
 
     def load_state(self, data: dict[str, Any]) -> None:
         """Read :meth:`dump_state` data: every instance is rebuilt and linked in ``uid``
         (creation) order, every entry in the validity list by newest seq.  An entry of the
         format-1 layout has no newest key: it is the newest seq in a count window and the
-        newest instance's key in a time window (format 1 kept entries with instances only)."""
+        newest instance's key in a time window (format 1 kept entries with instances only).
+        ``capacity`` (absent from states saved before it) sizes the arrays as they were."""
         k = self.q.k
         stored_records = [entry if len(entry) == 5 else [*entry, None] for entry in data["records"]]
         stored = sum(len(entry[3]) for entry in stored_records)
         if stored != data["instances"]:
             raise ValueError(f"state lists {stored} instances, expected {data['instances']}")
-        self._reserve(max(stored, len(stored_records)))
+        if "capacity" in data:
+            self._allocate(data["capacity"], len(stored_records), stored)
+        else:
+            self._reserve(max(stored, len(stored_records)))
         instances, sums, counts, current, best, dominators, links = self._instance_arrays
         records, occurrences = self._record_arrays
         meta = self._meta

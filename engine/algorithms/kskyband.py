@@ -12,7 +12,7 @@ from ..ranking import Answer, score
 from ..registry import register
 from ..stream import Batch
 from ..skyband import ANSWER_ROW_BYTES, MEMBER_BYTES, DominanceSet, fixed_bytes
-from ..jsondata import floats_in, floats_out, ints_in
+from ..jsondata import floats_in, floats_out, ints_in, saved_capacity
 
 
 @register
@@ -100,13 +100,17 @@ class KSkyband(Algorithm):
         scores, seq, ids, t = self._band.members()
         return {"end": self._end, "scores": floats_out(scores), "seq": seq.tolist(),
                 "ids": ids.tolist(), "t": t.tolist(), "counts": self._band.counts().tolist(),
-                "dropped": self._band.dropped, "counters": dict(self._counters)}
+                "dropped": self._band.dropped, "counters": dict(self._counters),
+                "capacity": {"skyband": self._band.capacity}}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data; ``capacity`` (absent from states saved before it) sizes
+        the skyband's columns as they were."""
         scores = floats_in(data["scores"])
         seq, ids, t = ints_in(data["seq"], "seq"), ints_in(data["ids"], "ids"), ints_in(data["t"], "t")
         counts = ints_in(data["counts"], "counts")
-        self._band.load(scores, seq, ids, t, counts)
+        capacity = saved_capacity(data["capacity"], "skyband") if "capacity" in data else None
+        self._band.load(scores, seq, ids, t, counts, capacity)
         self._band.dropped = int(data["dropped"])
         self._end = data["end"] if data["end"] is None else int(data["end"])
         self._counters.update({name: int(data["counters"][name]) for name in self._counters})

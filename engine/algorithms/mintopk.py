@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ..base import Algorithm, OnePassStats
-from ..jsondata import ints_in
+from ..jsondata import ints_in, saved_capacity
 from ..kernels import mintopk as kernel
 from ..kernels.mintopk import ABOVE, BELOW, COUNTERS, END, ID, LEFT, NONE, PARENT, RIGHT, SEQ, SIZE, START, T, TOP
-from ..memory import ARRAY_HEADERS, OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..memory import ARRAY_HEADERS, OBJECT_FIELDS, WORD, Footprint, Layout, attribute_bytes, owned_bytes
 from ..query import check_windows_per_object
 from ..ranking import Answer
 from ..registry import register
@@ -89,7 +89,7 @@ class MinTopK(OnePassStats, Algorithm):
         self._current: int | None = None
         self._answer: Answer | None = Answer.empty()
         arrays = (self._records, self._scores, self._table, self._meta, self._counters)
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *arrays))
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, *arrays))
         """The other attributes, measured once."""
         self._resized()
 
@@ -162,13 +162,23 @@ class MinTopK(OnePassStats, Algorithm):
         fields = self._records[rows][:, [SEQ, START, END, ID, T]].tolist()
         objects = [[value, *rest] for value, rest in zip(self._scores[rows].tolist(), fields)]
         return {"current": self._current, "objects": objects, "windows": windows,
-                "counters": dict(zip(COUNTERS, self._counters.tolist()))}
+                "counters": dict(zip(COUNTERS, self._counters.tolist())), "capacity": {"records": len(self._records)}}
 
     def load_state(self, data: dict[str, Any]) -> None:
-        """Read :meth:`dump_state` data (the layout is unchanged since format 1)."""
+        """Read :meth:`dump_state` data (the layout is unchanged since format 1); ``capacity``
+        (absent from states saved before it) gives the record arrays' rows as they were, so the
+        restored arrays grow (and measure) alike."""
         self._current = None if data["current"] is None else int(ints_in([data["current"]], "current")[0])
         objects = data["objects"]
-        self._reserve(len(objects))
+        if "capacity" in data:
+            capacity = saved_capacity(data["capacity"], "records")
+            if capacity < len(objects):
+                raise ValueError(f"capacity: {capacity} records cannot hold {len(objects)} objects")
+            self._records, self._scores, self._table, self._meta, self._counters = \
+                kernel.empty_arrays(capacity, self._windows)
+            self._resized()
+        else:
+            self._reserve(len(objects))
         row_of = {}
         for value, seq, start, end, oid, t in reversed(objects):
             row = kernel.position(self._records, self._scores, self._meta, float(value), int(seq), int(oid),

@@ -97,10 +97,14 @@ class Oracle(Algorithm):
     def dump_state(self) -> dict[str, Any]:
         w = self._window
         return {"end": self._end, "ids": w.view("ids").tolist(), "seq": w.view("seq").tolist(),
-                "t": w.view("t").tolist(), "x": w.view("x").tolist()}
+                "t": w.view("t").tolist(), "x": w.view("x").tolist(), "buffer": w.placement()}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data; ``buffer`` (absent before the buffer's placement was
+        saved) places the window where it was."""
         x = np.asarray(data["x"], np.float64).reshape(-1, self.q.dimensions)
+        if "buffer" in data:
+            self._window.place(**data["buffer"])
         self._window.append(ids=data["ids"], seq=data["seq"], t=data["t"], x=x,
                             score=score(x, self.q.weights))
         self._end = data["end"]

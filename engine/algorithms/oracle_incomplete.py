@@ -9,7 +9,7 @@ import numpy as np
 from ..attributes import AttributeAlgorithm, aggregate, check_weights
 from ..base import check_answer_size
 from ..jsondata import floats_in, ints_in
-from ..memory import WORD, Footprint, Layout, deep_size
+from ..memory import WORD, Footprint, Layout, attribute_bytes
 from ..ranking import Answer, finite_score, score, top_indices
 from ..registry import register
 from ..stream import Batch
@@ -68,7 +68,7 @@ class OracleIncomplete(AttributeAlgorithm):
         self._answer: Answer | None = Answer.empty()
         self._objects: int | None = 0
         self._end: int | None = None
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, self._window))
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, self._window))
 
     def process(self, batch: Batch) -> None:
         self._check_order(batch.end, self._end)
@@ -132,13 +132,18 @@ class OracleIncomplete(AttributeAlgorithm):
     def dump_state(self) -> dict[str, Any]:
         w = self._window
         return {"end": self._end, "ids": w.view("ids").tolist(), "stream": w.view("stream").tolist(),
-                "value": w.view("value").tolist(), "t": w.view("t").tolist(), "seq": w.view("seq").tolist()}
+                "value": w.view("value").tolist(), "t": w.view("t").tolist(), "seq": w.view("seq").tolist(),
+                "buffer": w.placement()}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data; ``buffer`` (absent before the buffer's placement was
+        saved) places the window where it was."""
         columns = {name: ints_in(data[name], name) for name in ("ids", "stream", "t", "seq")}
         columns["value"] = floats_in(data["value"])
         if len({len(column) for column in columns.values()}) > 1:
             raise ValueError("state columns have different lengths")
+        if "buffer" in data:
+            self._window.place(**data["buffer"])
         self._window.append(**columns)
         self._end = data["end"]
         self._answer = None

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ..base import Algorithm
-from ..jsondata import ints_in
+from ..jsondata import ints_in, saved_capacity
 from ..kernels import pretopk as kernel
 from ..kernels.pretopk import COUNTERS, DISTINCT, ID, MEMBERSHIPS, NONE, REFS, SEQ, T
-from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, deep_size, owned_bytes
+from ..memory import OBJECT_FIELDS, WORD, Footprint, Layout, attribute_bytes, owned_bytes
 from ..query import check_windows_per_object
 from ..ranking import Answer, score
 from ..registry import register
@@ -87,7 +87,7 @@ class PreTopK(Algorithm):
             kernel.empty_arrays(FIRST_CAPACITY, self._windows, 0)
         self._current: int | None = None
         self._answer: Answer | None = Answer.empty()
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *self._arrays()))
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, *self._arrays()))
         """The other attributes, measured once."""
         self._resized()
 
@@ -167,13 +167,25 @@ class PreTopK(Algorithm):
                                                                   self._objects[rows, SEQ].tolist())])
         held = self._held()
         return {"current": self._current, "sets": sets, "counters": dict(zip(COUNTERS, self._counters.tolist())),
-                "objects": self._objects[held][:, [SEQ, ID, T]].tolist()}
+                "objects": self._objects[held][:, [SEQ, ID, T]].tolist(),
+                "capacity": {"objects": len(self._objects), "width": self._sets.shape[1]}}
 
     def load_state(self, data: dict[str, Any]) -> None:
         """Read :meth:`dump_state` data (the layout is unchanged since format 1: each set's
-        members, whatever the width of the arrays that held them)."""
+        members, whatever the width of the arrays that held them).  ``capacity`` (absent from
+        states saved before it) gives the table's rows and the sets' width as they were, so the
+        restored arrays grow (and measure) alike."""
         self._current = None if data["current"] is None else int(ints_in([data["current"]], "current")[0])
-        self._reserve(len(data["objects"]))
+        if "capacity" in data:
+            capacity, width = saved_capacity(data["capacity"], "objects"), saved_capacity(data["capacity"], "width", 0)
+            if capacity < len(data["objects"]) or width > self._k:
+                raise ValueError(f"capacity: {capacity} rows cannot hold {len(data['objects'])} objects, "
+                                 f"or width {width} exceeds k = {self._k}")
+            self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters = \
+                kernel.empty_arrays(capacity, self._windows, width)
+            self._resized()
+        else:
+            self._reserve(len(data["objects"]))
         row_of = {}
         for seq, oid, t in data["objects"]:
             row_of[int(seq)] = kernel.new_object(self._objects, self._scores, self._meta, 0.0, int(seq), int(oid),

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..base import OBJECT_WORDS, WORD, Algorithm, check_answer_size
-from ..memory import PY_INT, array_bytes, deep_size, python_bytes
+from ..memory import PY_INT, array_bytes, attribute_bytes, attribute_dict_bytes, python_bytes
 from ..jsondata import floats_in, floats_out, ints_in
 from ..ranking import Answer, finite_score
 from ..registry import register
@@ -759,7 +759,7 @@ class SAO(Algorithm):
                       + sys.getsizeof(expiry) + len(expiry) * EXPIRY_ENTRY_BYTES + (len(expiry) - self._count) * PY_INT
                       + sys.getsizeof(where) + len(where) * (sys.getsizeof(bytes(WORD * self._d)) + PY_INT))
         layers = self._layers
-        rest = deep_size(self.__dict__, exclude=(self.q, self.params, objects, expiry, where, layers))
+        rest = attribute_bytes(self, exclude=(self.q, self.params, objects, expiry, where, layers))
         return self._modelled_bytes(), per_object + rest + self._layers_bytes()
 
     def _layers_bytes(self) -> int:
@@ -770,14 +770,13 @@ class SAO(Algorithm):
         if not layers:
             return sys.getsizeof(layers)
         first = layers[0]
-        shells = [first, vars(first), first.places, vars(first.places)]
-        if first.hull is not None:
-            shells += [first.hull, vars(first.hull),
-                       *(v for v in vars(first.hull).values() if isinstance(v, float))]
+        shells = [first, first.places] if first.hull is None else [first, first.places, first.hull]
+        scalars = [] if first.hull is None else [v for v in vars(first.hull).values() if isinstance(v, float)]
+        shell = python_bytes(*shells, *scalars) + sum(attribute_dict_bytes(vars(item)) for item in shells)
         arrays = array_bytes(array for layer in layers
                              for array in (layer.places.ids, layer.places.x, layer.places.raw,
                                            *(_hull_arrays(layer.hull) if layer.hull is not None else ())))
-        return sys.getsizeof(layers) + python_bytes(*shells) * len(layers) + arrays
+        return sys.getsizeof(layers) + shell * len(layers) + arrays
 
     def _modelled_bytes(self) -> int:
         objects = self._count if self._created else len(self._buffer)

@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 
 from ..attributes import AttributeAlgorithm, attribute_sum, combine
-from ..jsondata import ints_in
+from ..jsondata import ints_in, saved_capacity
 from ..kernels import incomplete as table
 from ..kernels import sla as kernel
 from ..kernels.sla import (COUNTERS, FREE, HEAD, ID, IN_VIEW, KEY, NEXT, OBJECT_SEQ, OBJECTS, SEQ, SLOT, STREAM,
                            TAIL, TUPLES, VIEW)
-from ..memory import Footprint, Layout, deep_size, owned_bytes
+from ..memory import Footprint, Layout, attribute_bytes, owned_bytes
 from ..ranking import Answer
 from ..registry import register
 from ..stream import Batch
@@ -98,7 +98,7 @@ class SLA(AttributeAlgorithm):
         self._counters = np.zeros(len(COUNTERS), np.int64)
         self._end: int | None = None
         self._measure()
-        self._fixed_bytes = deep_size(self.__dict__, exclude=(self.q, self.params,
+        self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params,
                                                               *(a for arrays in self._structures() for a in arrays)))
 
     def _structures(self) -> tuple[tuple, ...]:
@@ -140,6 +140,28 @@ class SLA(AttributeAlgorithm):
             grown = True
         if grown:
             self._measure()
+
+    def _capacities(self) -> dict[str, int]:
+        """Rows of the FIFO and of the object table, positions of the id table: saved in the
+        state, so that a restored copy holds (and measures) the arrays the saved one held and
+        grows them alike (the lists and the view follow the object table)."""
+        return {"fifo": len(self._values), "objects": len(self._object_arrays[0]), "table": len(self._keys)}
+
+    def _allocate(self, capacity: dict[str, int], tuples: int, objects: int) -> None:
+        """Empty arrays of the :meth:`_capacities` saved, refused (``ValueError``) when they cannot
+        hold the state's ``tuples`` and ``objects`` (``O(capacity)``; right after reset)."""
+        fifo, rows, positions = (saved_capacity(capacity, name) for name in ("fifo", "objects", "table"))
+        if fifo & (fifo - 1) or positions & (positions - 1) or fifo < tuples or rows < objects \
+                or positions < table.table_capacity(objects):
+            raise ValueError(f"capacity: a FIFO of {fifo} rows, {rows} objects and an id table of {positions} "
+                             f"positions (powers of two) cannot hold the state's {tuples} tuples of {objects} objects")
+        d = self.q.dimensions
+        self._tuples_, self._values = kernel.empty_fifo(fifo)
+        self._object_arrays = kernel.empty_objects(rows, d)
+        self._keys, self._slots = table.empty_table(positions)
+        self._links = kernel.grown_links(np.zeros((d, 0, 3), np.int64), rows)
+        self._view = kernel.empty_view(self._view_capacity())
+        self._measure()
 
     def _arguments(self) -> tuple:
         return (self._tuples_, self._values, *self._object_arrays, self._links, self._roots,
@@ -209,11 +231,13 @@ class SLA(AttributeAlgorithm):
         rows = self._view[2][:int(self._meta[VIEW])]
         return {"end": self._end, "key": key.tolist(), "seq": seq.tolist(), "ids": ids.tolist(),
                 "stream": stream.tolist(), "value": value.tolist(),
-                "view": self._object_arrays[0][rows, ID].tolist(), "counters": dict(zip(COUNTERS, self._counters.tolist()))}
+                "view": self._object_arrays[0][rows, ID].tolist(), "counters": dict(zip(COUNTERS, self._counters.tolist())),
+                "capacity": self._capacities()}
 
     def load_state(self, data: dict[str, Any]) -> None:
         """Read :meth:`dump_state` data (the layout is unchanged since format 1): the FIFO's
-        tuples arrive again, then the view is set to the stored objects."""
+        tuples arrive again, then the view is set to the stored objects.  ``capacity`` (absent
+        from states saved before it) sizes the arrays as they were."""
         key, seq, ids, stream = (ints_in(data[name], name) for name in ("key", "seq", "ids", "stream"))
         value = np.asarray([float(v) for v in data["value"]], np.float64)
         if len({len(key), len(seq), len(ids), len(stream), len(value)}) > 1:
@@ -222,7 +246,10 @@ class SLA(AttributeAlgorithm):
         if bad.any():
             row = int(np.argmax(bad))
             raise ValueError(f"invalid tuple {(int(key[row]), int(seq[row]), int(ids[row]), int(stream[row]), float(value[row]))}")
-        self._reserve(len(key))
+        if "capacity" in data:
+            self._allocate(data["capacity"], len(key), len(np.unique(ids)))
+        else:
+            self._reserve(len(key))
         kernel.arrivals(*self._arguments(), self._k_max, ids, stream, value, key, seq)
         view_ids = ints_in(data["view"], "view").tolist()
         if len(set(view_ids)) != len(view_ids):

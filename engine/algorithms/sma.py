@@ -14,7 +14,7 @@ from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
 from ..skyband import ANSWER_ROW_BYTES, MEMBER_BYTES, DominanceSet, dominance_counts, fixed_bytes
-from ..jsondata import floats_in, floats_out, ints_in
+from ..jsondata import floats_in, floats_out, ints_in, saved_capacity
 
 _EMPTY_F = np.empty(0, np.float64)
 
@@ -161,9 +161,12 @@ class SMA(Algorithm):
         return {"end": self._end, "origin": self._origin, "grid": self._grid.dump(), "theta": theta,
                 "skyband": seq.tolist(),
                 "counts": self._band.counts().tolist(), "dropped": self._band.dropped,
-                "counters": {name: self._counters[name] for name in COUNTERS}}
+                "counters": {name: self._counters[name] for name in COUNTERS},
+                "capacity": {"skyband": self._band.capacity}}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data; ``capacity`` (absent from states saved before it) sizes
+        the skyband's columns as they were (the grid's ring: its own ``capacity``)."""
         grid = self._grid
         grid.load(data["grid"])
         seq, counts = ints_in(data["skyband"], "skyband"), ints_in(data["counts"], "counts")
@@ -172,7 +175,8 @@ class SMA(Algorithm):
         order = np.argsort(seq)
         pos = np.empty(len(seq), np.int64)
         pos[order] = grid.positions_of(seq[order])
-        self._band.load(grid.column("score", pos), seq, grid.column("ids", pos), grid.column("t", pos), counts)
+        capacity = saved_capacity(data["capacity"], "skyband") if "capacity" in data else None
+        self._band.load(grid.column("score", pos), seq, grid.column("ids", pos), grid.column("t", pos), counts, capacity)
         self._band.dropped = int(data["dropped"])
         theta = data["theta"]
         self._theta = None if theta is None else (float(floats_in([theta[0]])[0]), int(ints_in([theta[1]], "theta")[0]))

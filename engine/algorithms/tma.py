@@ -14,7 +14,7 @@ from ..registry import register
 from ..stream import Batch
 from ..grid import Grid
 from ..skyband import ANSWER_ROW_BYTES, fixed_bytes
-from ..jsondata import ints_in
+from ..jsondata import ints_in, saved_capacity
 from ..kernels import tma as kernel
 
 _EMPTY_F = np.empty(0, np.float64)
@@ -177,11 +177,16 @@ class TMA(Algorithm):
     def dump_state(self) -> dict[str, Any]:
         result = self._result
         return {"end": self._end, "grid": self._grid.dump(), "result": result.seq[:result.size].tolist(),
-                "counters": {name: self._counters[name] for name in COUNTERS}}
+                "counters": {name: self._counters[name] for name in COUNTERS},
+                "capacity": {"result": len(result.pos)}}
 
     def load_state(self, data: dict[str, Any]) -> None:
+        """Read :meth:`dump_state` data; ``capacity`` (absent from states saved before it) sizes
+        the result's columns as they were (the grid's ring: its own ``capacity``)."""
         grid = self._grid
         grid.load(data["grid"])
+        if "capacity" in data:
+            self._result.reserve(saved_capacity(data["capacity"], "result"))
         pos = grid.positions_of(ints_in(data["result"], "result"))
         self._result.set(pos, grid.column("score", pos), grid.column("seq", pos))
         self._end = data["end"] if data["end"] is None else int(data["end"])

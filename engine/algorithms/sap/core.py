@@ -14,13 +14,13 @@ import abc
 import math
 from itertools import accumulate
 import sys
-from sys import getsizeof
 from typing import Any
 
 import numpy as np
 
 from ...base import Algorithm, OnePassStats
-from ...memory import OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, deep_size
+from ...memory import (OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, attribute_bytes,
+                       deep_size, dict_bytes)
 from ...jsondata import floats_in, floats_out, ints_in
 from ...ranking import Answer, score
 from ...stream import Batch
@@ -350,7 +350,7 @@ class SAPBase(OnePassStats, Algorithm):
         self._slide: int | None = None
         self._quiet_until = NONE_QUIET  # slides before it are quiet (_next_event)
         self._raw: dict[int, np.ndarray] = {}
-        self._raw_bytes = getsizeof(self._raw)  # the dict's own size: it changes only when a slide is put
+        self._raw_bytes = dict_bytes(0)  # the dict's size for its length (its own keeps the most it held)
         self._raw_size = 0
         self._raw_int_keys = 0  # slide numbers above the interpreter's cached small ints
         self._raw_in_c = 0  # members of C of partitions whose raw slides are kept
@@ -741,7 +741,7 @@ class SAPBase(OnePassStats, Algorithm):
     def _raw_put(self, slide: int, rows: np.ndarray) -> None:
         raw, size, big = self._raw, len(rows), slide > SMALL_INT
         raw[slide] = rows
-        self._raw_bytes = getsizeof(raw)
+        self._raw_bytes = dict_bytes(len(raw))
         self._raw_size += size
         self._raw_int_keys += big
         self._held_words += RAW_OBJECT_WORDS * size
@@ -750,6 +750,7 @@ class SAPBase(OnePassStats, Algorithm):
     def _raw_drop(self, slide: int) -> None:
         rows = self._raw.pop(slide, None)
         if rows is not None:
+            self._raw_bytes = dict_bytes(len(self._raw))
             size, big = len(rows), slide > SMALL_INT
             self._raw_size -= size
             self._raw_int_keys -= big
@@ -986,7 +987,7 @@ class SAPBase(OnePassStats, Algorithm):
         once (``O(attributes)``), and the fixed parts of ``C``, the answer and ``M_0``."""
         owners = tuple(owner for part in self._structures() for owner in part[3])
         self._other_bytes = 0
-        self._other_bytes = deep_size(self.__dict__, exclude=(self.q, self.params, *owners)) + FIXED_HELD
+        self._other_bytes = attribute_bytes(self, exclude=(self.q, self.params, *owners)) + FIXED_HELD
 
     def _variant_resized(self, nbytes: int) -> None:
         """A variant's attribute of ``nbytes`` replaces the one counted in ``_variant_bytes``."""
@@ -1009,7 +1010,7 @@ class SAPBase(OnePassStats, Algorithm):
                 running_bytes += _top_bytes(part.running)
         M = self._M
         raw = (RAW_SLIDES, {"object": self._raw_size},
-               (sys.getsizeof(self._raw) + len(self._raw) * FIXED["raw slide"] + self._raw_int_keys * PY_INT
+               (dict_bytes(len(self._raw)) + len(self._raw) * FIXED["raw slide"] + self._raw_int_keys * PY_INT
                 + self._raw_size * RAW.itemsize), (self._raw,))
         candidates = (CANDIDATES, {"candidate": len(self._C)},
                       FIXED["candidate set"] + 6 * FIXED["array"] + len(self._C) * CandidateSet.ROW_BYTES, (self._C,))

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from ...jsondata import floats_in, floats_out
+from ...jsondata import floats_in, floats_out, saved_capacity
 from ...registry import register
 from .candidates import Top, merge_tops
 from .core import NEVER, Partition, SAPBase, Unit, _f, _key_in, _key_out
@@ -240,14 +240,22 @@ class SAP(SAPDynamic):
 
     # ----------------------------------------------------------------- state
     def _dump_variant(self) -> dict:
-        return {"tau": _f(self._tau), "initialising": self._initialising, "above": floats_out(self._above[:self._above_n])}
+        return {"tau": _f(self._tau), "initialising": self._initialising, "above": floats_out(self._above[:self._above_n]),
+                "above_capacity": len(self._above)}
 
     def _load_variant(self, data: dict) -> None:
+        """Read :meth:`_dump_variant` data; ``above_capacity`` (absent from states saved before it)
+        sizes ``U^tau``'s array as it was, so it grows and measures as the saved one."""
         self._tau = float(floats_in([data["tau"]])[0])
         self._initialising = bool(data["initialising"])
-        self._above = floats_in(data["above"])
+        above = floats_in(data["above"])
+        capacity = saved_capacity(data, "above_capacity", 0) if "above_capacity" in data else len(above)
+        if capacity < len(above):
+            raise ValueError(f"above_capacity {capacity} cannot hold the {len(above)} scores above tau")
+        self._above = np.empty(capacity, np.float64)
+        self._above[:len(above)] = above
         self._variant_resized(sys.getsizeof(self._above))
-        self._above_n = len(self._above)
+        self._above_n = len(above)
         units = [u for p in self._parts for u in p.units] + self._open
         self._previous = units[-1] if units else None
 
