@@ -486,16 +486,19 @@ class SAPBase(OnePassStats, Algorithm):
         unit.objects += m
         unit_top = unit.top
         chosen, held = min(k, m), len(unit_top[0])
-        size = min(k, chosen + held)
-        top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
         rows = new_array(chosen, RAW)
+        if held == k:  # the top stays k objects: merged in place (nothing else holds the filling unit's top)
+            top = None
+        else:
+            size = min(k, chosen + held)
+            top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
         if not self._quiet_kernel(batch, rows, unit_top, top, kept and self._answer_full):
             self._drop_answer()
         events = self._events
         events["arrivals"] += m
         events["prefiltered"] += m - chosen
-        unit.top = top
-        if size != held:
+        if top is not None:
+            unit.top = top
             self._tally_open()
         self._raw_put(e, rows)
         if len(parts) > 1:  # the share of _advance_formation (no partition is pending on a quiet slide)
@@ -503,9 +506,15 @@ class SAPBase(OnePassStats, Algorithm):
             if second.state == "forming" and parts[0].first <= gone:
                 self._form(second, -(-second.cursor // (parts[0].last - gone + 1)))
 
-    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top, full: bool) -> bool:
-        """:func:`engine.kernels.sap.quiet_slide` without TBUI (the variant with TBUI observes
-        too): whether the answer stands (``full``: it is kept and holds ``k`` objects)."""
+    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top | None, full: bool) -> bool:
+        """:func:`engine.kernels.sap.quiet_slide` into the new ``top``, or
+        :func:`engine.kernels.sap.quiet_slide_full` into ``unit_top`` in place (``top`` None),
+        without TBUI (the variant with TBUI observes too): whether the answer stands (``full``:
+        it is kept and holds ``k`` objects)."""
+        if top is None:
+            return kernels.quiet_slide_full(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows,
+                                            *unit_top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, full,
+                                            self._answer_kth_score, self._answer_kth_seq)[2]
         return kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top,
                                    *top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, full, self._answer_kth_score,
                                    self._answer_kth_seq)[2]
@@ -912,7 +921,10 @@ class SAPBase(OnePassStats, Algorithm):
         """The delay policy: decide on ``M_i`` as late as possible (``rho`` only grows)."""
         part.state = "forming"
         part.capacity = self._k - part.rho if self.params.get("savl", True) else self._raw_objects(part)
-        part.running = self._later_top(part)
+        running = self._later_top(part)
+        if self._filling is not None and running is self._filling.top:  # that one changes in place (_quiet_step)
+            running = tuple(column.copy() for column in running)
+        part.running = running
         part.builder = StackBuilder(part.capacity)
         part.cursor = self._work_items(part)
         for unit in part.units:
