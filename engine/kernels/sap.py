@@ -48,15 +48,49 @@ def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, se
 
 
 @njit(cache=True)
+def select_slide(values, seq, ids, t, k, rows):
+    """Appendix C: the slide's best ``len(rows)`` objects into the raw record array ``rows``,
+    best first; returns their positions in the slide (``O(m log k)``)."""
+    chosen = best_first(values, seq, k)
+    for i in range(len(chosen)):
+        r = chosen[i]
+        rows[i]["score"], rows[i]["seq"], rows[i]["id"], rows[i]["t"] = values[r], seq[r], ids[r], t[r]
+    return chosen
+
+
+@njit(cache=True)
+def merge_into_full_top(rows, score, seq, ids, t):
+    """Merge a slide's best objects ``rows`` (best first) into a top that already holds ``k``
+    objects, in place: it keeps its best ``k`` (``O(k)``, nothing when the slide's best does
+    not rank above its last).  First the count of the top's members that stay (a forward
+    walk), then a merge from the back: the slot written is never below the member read."""
+    k, c = len(score), len(rows)
+    if c == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"], score[k - 1], seq[k - 1]):
+        return
+    i = j = 0
+    for _ in range(k):
+        if j < c and ranks_above(rows[j]["score"], rows[j]["seq"], score[i], seq[i]):
+            j += 1
+        else:
+            i += 1
+    i, j, out = i - 1, j - 1, k - 1
+    while j >= 0:
+        if i >= 0 and ranks_above(rows[j]["score"], rows[j]["seq"], score[i], seq[i]):
+            score[out], seq[out], ids[out], t[out] = score[i], seq[i], ids[i], t[i]
+            i -= 1
+        else:
+            score[out], seq[out], ids[out], t[out] = rows[j]["score"], rows[j]["seq"], rows[j]["id"], rows[j]["t"]
+            j -= 1
+        out -= 1
+
+
+@njit(cache=True)
 def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t):
     """Algorithm 1 lines 7-11 for one slide, with Appendix C: the slide's best ``len(rows)``
     objects (only they can ever be meaningful: they expire together) go to the raw record
     array ``rows``, best first, and are merged with the filling unit's top ``u_*`` into
     ``score, out_seq, out_id, out_t`` (its new top ``k``).  ``O(m log k + k)``."""
-    chosen = best_first(values, seq, k)
-    for i in range(len(chosen)):
-        r = chosen[i]
-        rows[i]["score"], rows[i]["seq"], rows[i]["id"], rows[i]["t"] = values[r], seq[r], ids[r], t[r]
+    chosen = select_slide(values, seq, ids, t, k, rows)
     i = j = 0
     for out in range(len(score)):
         if j >= len(chosen) or (i < len(u_score) and ranks_above(u_score[i], u_seq[i], values[chosen[j]],
@@ -508,6 +542,21 @@ def quiet_slide(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, sco
     arrays.  Returns ``(n, tau, stands)``; ``O(m (d + log k) + |U^tau|)``."""
     values = scores_of(x, weights)
     take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
+    if observe:
+        n, tau = tbui_observe(values, above, n, tau, zeta, limit, initialising)
+    stands = a_full and (len(rows) == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"], a_score, a_seq))
+    return n, tau, stands
+
+
+@njit(cache=True)
+def quiet_slide_full(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t,
+                     above, n, tau, zeta, limit, initialising, observe, a_full, a_score, a_seq):
+    """:func:`quiet_slide` when the filling unit's top ``u_*`` already holds ``k`` objects: the
+    slide's best objects are merged into it in place (:func:`merge_into_full_top`), so the call
+    takes four arrays fewer and the caller allocates no new top.  Returns ``(n, tau, stands)``."""
+    values = scores_of(x, weights)
+    select_slide(values, seq, ids, t, k, rows)
+    merge_into_full_top(rows, u_score, u_seq, u_id, u_t)
     if observe:
         n, tau = tbui_observe(values, above, n, tau, zeta, limit, initialising)
     stands = a_full and (len(rows) == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"], a_score, a_seq))

@@ -340,6 +340,42 @@ def test_quiet_slide_takes_the_slide_observes_it_and_tells_whether_the_answer_st
     assert stands == (everything == previous)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_quiet_slide_full_merges_the_slide_into_a_full_top_in_place(seed):
+    """The filling unit's top already holds ``k`` objects: the slide's best ``k`` go to ``rows``
+    and the top's own arrays become the best ``k`` of both (some slides enter it, some do not),
+    with TBUI and the answer's verdict as in :func:`quiet_slide`."""
+    rng = np.random.default_rng(seed)
+    m, k = int(rng.integers(1, 40)), int(rng.integers(1, 15))
+    weights = rng.choice([-1.0, 0.5, 2.0], int(rng.integers(1, 4)))
+    x = rng.integers(0, 4, (m, len(weights))).astype(np.float64)
+    score = [sum((row[j] * weights[j] for j in range(1, len(weights))), start=row[0] * weights[0])
+             for row in x.tolist()]
+    seq = rng.permutation(m).astype(np.int64) + 500
+    ids, t = seq + 1000, seq // 3
+    unit_score = rng.integers(-4, 12, k).astype(np.float64)  # from below every slide score to above all
+    unit_rows = ranked(unit_score, np.arange(300, 300 + k), np.arange(1300, 1300 + k), np.arange(100, 100 + k))
+    unit = columns(unit_rows)
+    arrays = [id(column) for column in unit]
+    rows = np.empty(min(k, m), [("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
+    c_rows = ranked(*objects(rng, int(rng.integers(0, 20))))
+    previous = sorted(c_rows + unit_rows, key=lambda r: (r[0], r[1]), reverse=True)[:k]
+    observe = bool(seed % 2)
+    above = np.empty(100)
+    above[:2] = (1.0, 3.0)
+    got_n, got_tau, stands = kernels.quiet_slide_full(
+        x, weights, seq, ids, t, k, rows, *unit, above, 2, 1.0, 2, 4, False, observe, True, *previous[-1][:2])
+    best = ranked(np.array(score), seq, ids, t)[:k]
+    assert rows.tolist() == best
+    new_top = sorted(best + unit_rows, key=lambda r: (r[0], r[1]), reverse=True)[:k]
+    assert list(zip(*(c.tolist() for c in unit))) == new_top and [id(column) for column in unit] == arrays
+    if observe:
+        expected, tau = reference_observe([1.0, 3.0], score, 1.0, 2, 4, False)
+        assert got_tau == tau and sorted(above[:got_n].tolist()) == sorted(expected)
+    everything = sorted(c_rows + new_top, key=lambda r: (r[0], r[1]), reverse=True)[:k]
+    assert stands == (everything == previous)
+
+
 # ----------------------------------------------------------------- the Mann-Whitney test (Section 4.2)
 def test_u_counts_enumerate_every_arrangement():
     """Reference: every choice of the ranks of the first sample among ``n1 + n2``, its ``U``."""

@@ -74,6 +74,9 @@ COUNTERS = ("arrivals", "prefiltered", "refines", "refine_drops", "promotions", 
             "savl_dropped", "scanned", "units_skipped", "tests", "splits")
 """The event counters ``stats`` reports, kept as they happen in the dict ``stats`` copies."""
 
+FIGURES = ("candidates", "retained", "bytes", "measured_bytes", "meaningful")
+"""The sizes ``stats`` reports, kept in its dict as the structures change (deltas where they change)."""
+
 STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "meaningful", *COUNTERS)
 """The keys of ``stats``, in order."""
 
@@ -304,6 +307,8 @@ TOP_ARRAYS = FIXED["top"] + 4 * FIXED["array"]
 RAW_ROW = RAW.itemsize
 CANDIDATE_ROW = CandidateSet.ROW_BYTES
 PART_TOP_ROW = RAW.itemsize + WORD  # a member of P_i^k and its seq in top_seqs
+RAW_OBJECT_MODEL, CANDIDATE_MODEL = WORD * RAW_OBJECT_WORDS, WORD * CANDIDATE_WORDS
+"""Modelled bytes (``stats()['bytes']``) of a raw object and of a candidate."""
 
 
 def _top_bytes(top: Top) -> int:
@@ -353,14 +358,11 @@ class SAPBase(OnePassStats, Algorithm):
         self._raw_bytes = dict_bytes(0)  # the dict's size for its length (its own keeps the most it held)
         self._raw_size = 0
         self._raw_int_keys = 0  # slide numbers above the interpreter's cached small ints
-        self._raw_in_c = 0  # members of C of partitions whose raw slides are kept
         self._part_tops = 0  # partitions holding their P_i^k (those whose raw slides are kept)
         self._part_top_size = 0
         self._units = 0  # finished units, in partitions and in the open partition
         self._unit_tops = 0  # finished units holding a top k of their own (not their partition's)
         self._unit_top_size = 0
-        self._held_words = 0  # modelled words of the raw slides, partitions and units (the counts above)
-        self._held_bytes = 0  # their measured bytes, list and dict headers excluded
         self._parts: list[Partition] = []
         self._serial = 0
         self._open: list[Unit] = []
@@ -372,7 +374,7 @@ class SAPBase(OnePassStats, Algorithm):
         self._meaningful_retained = 0  # see _front_changed
         self._C = CandidateSet(q.k, self._expiry)
         self._M = MeaningfulSet(self._expiry)
-        # M_0's stacks, entries and bytes for stats(): read again after every slide that may change them
+        # M_0's stacks, entries and bytes as stats() counts them: read again after every slide that may change them
         self._m_figures = self._M.meta.tolist()
         self._answer: Answer | None = Answer.empty()
         self._answer_full = False  # the answer holds k objects; then its last's (score, seq):
@@ -380,12 +382,13 @@ class SAPBase(OnePassStats, Algorithm):
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
         self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
-        # stats()' dict, which it copies: the counters and the partition count kept as they change, the
-        # five size figures filled in on the copy
+        # stats()' dict, which it copies: every figure kept as the structures change (the sizes by deltas)
         self._events = dict.fromkeys(STATS, 0)
         self._reset_variant()
         self._tally_open()
+        self._events.update(dict.fromkeys(FIGURES, 0))
         self._measure_fixed()
+        self._events.update(self._figures(self._aggregates()))
 
     def _reset_variant(self) -> None:
         """Variant state (TBUI)."""
@@ -418,10 +421,9 @@ class SAPBase(OnePassStats, Algorithm):
         else:
             empty = empty_top()
             self._step(e, empty[0], empty)
-        self._answer = None
-        self._answer_bytes = 0
+        self._drop_answer()
         self._quiet_until = self._next_event(e)
-        self._m_figures = self._M.meta.tolist()
+        self._meaningful_changed()
 
     def _next_event(self, e: int) -> int:
         """The first slide after ``e`` at which a step of Algorithm 1 other than an arrival, the
@@ -464,7 +466,8 @@ class SAPBase(OnePassStats, Algorithm):
         expired or promoted ``M_0`` entry and per object the formation scans."""
         self._slide = e
         self._open_cache = None
-        self._cache_bytes = 0
+        if self._cache_bytes:
+            self._set_cache_bytes(0)
         kept = self._answer is not None
         gone = e - self._W
         parts = self._parts
@@ -476,24 +479,26 @@ class SAPBase(OnePassStats, Algorithm):
                 if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
                     if self._refill(front):
                         kept = False
-                    self._m_figures = self._M.meta.tolist()
+                    self._meaningful_changed()
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
         unit.objects += m
         unit_top = unit.top
         chosen, held = min(k, m), len(unit_top[0])
-        size = min(k, chosen + held)
-        top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
         rows = new_array(chosen, RAW)
+        if held == k:  # the top stays k objects: merged in place (nothing else holds the filling unit's top)
+            top = None
+        else:
+            size = min(k, chosen + held)
+            top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
         if not self._quiet_kernel(batch, rows, unit_top, top, kept and self._answer_full):
-            self._answer = None
-            self._answer_bytes = 0
+            self._drop_answer()
         events = self._events
         events["arrivals"] += m
         events["prefiltered"] += m - chosen
-        unit.top = top
-        if size != held:
+        if top is not None:
+            unit.top = top
             self._tally_open()
         self._raw_put(e, rows)
         if len(parts) > 1:  # the share of _advance_formation (no partition is pending on a quiet slide)
@@ -501,9 +506,15 @@ class SAPBase(OnePassStats, Algorithm):
             if second.state == "forming" and parts[0].first <= gone:
                 self._form(second, -(-second.cursor // (parts[0].last - gone + 1)))
 
-    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top, full: bool) -> bool:
-        """:func:`engine.kernels.sap.quiet_slide` without TBUI (the variant with TBUI observes
-        too): whether the answer stands (``full``: it is kept and holds ``k`` objects)."""
+    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top | None, full: bool) -> bool:
+        """:func:`engine.kernels.sap.quiet_slide` into the new ``top``, or
+        :func:`engine.kernels.sap.quiet_slide_full` into ``unit_top`` in place (``top`` None),
+        without TBUI (the variant with TBUI observes too): whether the answer stands (``full``:
+        it is kept and holds ``k`` objects)."""
+        if top is None:
+            return kernels.quiet_slide_full(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows,
+                                            *unit_top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, full,
+                                            self._answer_kth_score, self._answer_kth_seq)[2]
         return kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top,
                                    *top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, full, self._answer_kth_score,
                                    self._answer_kth_seq)[2]
@@ -511,11 +522,11 @@ class SAPBase(OnePassStats, Algorithm):
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
         self._open_cache = None
-        self._cache_bytes = 0
+        self._set_cache_bytes(0)
         self._expire(e)
         self._arrive(e, values, arrivals)
         self._open_cache = None
-        self._cache_bytes = 0
+        self._set_cache_bytes(0)
         self._advance_formation(e)
         self._activate_front()
         self._after_step(e)
@@ -534,8 +545,8 @@ class SAPBase(OnePassStats, Algorithm):
             self._M.clear()
             self._release(front)
             self._units -= len(front.units)
-            self._held_words -= PARTITION_WORDS + UNIT_WORDS * len(front.units)
-            self._held_bytes -= FIXED_PARTITION + FIXED_UNIT * len(front.units)
+            self._held(-(PARTITION_WORDS + UNIT_WORDS * len(front.units)),
+                       -(FIXED_PARTITION + FIXED_UNIT * len(front.units)))
             self._tally_formation(front, -1)
             del parts[0]
             self._tally_open()
@@ -553,8 +564,8 @@ class SAPBase(OnePassStats, Algorithm):
         if bound > self._C.oldest:
             expired = self._C.expire(bound)
             front.in_c -= expired
-            if front.raw:
-                self._raw_in_c -= expired
+            if expired:
+                self._candidates_changed(-expired, -expired if front.raw else 0)
         self._M.expire(bound)
         self._raw_drop(gone)
         return expired
@@ -584,8 +595,7 @@ class SAPBase(OnePassStats, Algorithm):
         if dead:
             self._C.insert(promoted, counts, front.serial)
             front.in_c += dead
-            if front.raw:
-                self._raw_in_c += dead
+            self._candidates_changed(dead, dead if front.raw else 0)
             self._events["promotions"] += dead
         return dead
 
@@ -614,8 +624,7 @@ class SAPBase(OnePassStats, Algorithm):
         if unit.slides == self._unit_slides:
             self._filling = None
             self._units += 1
-            self._held_words += UNIT_WORDS
-            self._held_bytes += FIXED_UNIT
+            self._held(UNIT_WORDS, FIXED_UNIT)
             self._count_unit_top(unit, 1)
             self._unit_done(unit)
             changed = True
@@ -631,10 +640,14 @@ class SAPBase(OnePassStats, Algorithm):
         if filling is not None:
             size += len(filling.top[0])
             measured += FIXED_UNIT + _top_bytes(filling.top)
+        events = self._events
+        events["candidates"] += size - self._open_size
+        events["bytes"] += WORD * OPEN_OBJECT_WORDS * (size - self._open_size)
+        events["measured_bytes"] += measured - self._open_bytes
         self._open_size = size
         self._open_words = OPEN_OBJECT_WORDS * size
         self._open_bytes = measured
-        self._events["partitions"] = len(self._parts) + (1 if self._open or filling is not None else 0)
+        events["partitions"] = len(self._parts) + (1 if self._open or filling is not None else 0)
 
     def _open_top_bytes(self) -> int:
         """The measured bytes of ``P_m^k`` (``O(open units)``): none when it is the very top of
@@ -666,14 +679,15 @@ class SAPBase(OnePassStats, Algorithm):
         self._events["refines"] += 1
         self._events["refine_drops"] += len(dropped)
         by_serial = {p.serial: p for p in self._parts}
+        raw_dropped = 0
         for serial in dropped:
             by_serial[serial].in_c -= 1
-            self._raw_in_c -= by_serial[serial].raw
+            raw_dropped += by_serial[serial].raw
+        self._candidates_changed(part.in_c - len(dropped), part.in_c - raw_dropped)
         self._part_tops += 1
         self._part_top_size += len(top[0])
-        self._held_words += PARTITION_WORDS + PARTITION_TOP_WORDS * len(top[0])
-        self._held_bytes += FIXED_PARTITION + PART_TOP_ARRAYS + len(top[0]) * PART_TOP_ROW
-        self._raw_in_c += part.in_c
+        self._held(PARTITION_WORDS + PARTITION_TOP_WORDS * len(top[0]),
+                   FIXED_PARTITION + PART_TOP_ARRAYS + len(top[0]) * PART_TOP_ROW)
         for unit in units:  # the merge of the units' tops is one of them when the others are empty
             if unit.top is top:
                 self._count_unit_top(unit, -1)
@@ -719,9 +733,8 @@ class SAPBase(OnePassStats, Algorithm):
             self._raw_drop(slide)
         self._part_tops -= 1
         self._part_top_size -= len(part.top[0])
-        self._held_words -= PARTITION_TOP_WORDS * len(part.top[0])
-        self._held_bytes -= PART_TOP_ARRAYS + len(part.top[0]) * PART_TOP_ROW
-        self._raw_in_c -= part.in_c
+        self._held(-PARTITION_TOP_WORDS * len(part.top[0]), -(PART_TOP_ARRAYS + len(part.top[0]) * PART_TOP_ROW))
+        self._events["retained"] += part.in_c  # no longer among the raw slides: counted as candidates
         for unit in part.units:
             if unit.top is not None and unit.top is not part.top:
                 self._count_unit_top(unit, -1)
@@ -736,35 +749,83 @@ class SAPBase(OnePassStats, Algorithm):
         released (before, they are among them): kept for ``stats`` where the front partition
         or its ``raw`` changes (``O(1)``)."""
         parts = self._parts
-        self._meaningful_retained = 1 if parts and not parts[0].raw else 0
+        retained = 1 if parts and not parts[0].raw else 0
+        self._events["retained"] += self._m_figures[1] * (retained - self._meaningful_retained)
+        self._meaningful_retained = retained
+
+    def _meaningful_changed(self) -> None:
+        """Read ``M_0``'s stacks, entries and bytes again (after a slide that may change them)
+        and move ``stats``' figures by the difference (``O(1)``)."""
+        stacks, meaningful, nbytes = figures = self._M.meta.tolist()
+        old_stacks, old_meaningful, old_bytes = self._m_figures
+        if figures != self._m_figures:
+            self._m_figures = figures
+            events = self._events
+            events["candidates"] += meaningful - old_meaningful
+            events["retained"] += (meaningful - old_meaningful) * self._meaningful_retained
+            events["bytes"] += WORD * (ENTRY_WORDS * (meaningful - old_meaningful) + STACK_WORDS * (stacks - old_stacks))
+            events["measured_bytes"] += nbytes - old_bytes
+            events["meaningful"] = meaningful
+
+    def _candidates_changed(self, change: int, raw_change: int) -> None:
+        """``C`` gained (or lost) ``change`` members, ``raw_change`` of them of partitions whose raw
+        slides are kept (already counted in ``retained``): ``stats``' figures follow (``O(1)``)."""
+        events = self._events
+        events["candidates"] += change
+        events["retained"] += change - raw_change
+        events["bytes"] += CANDIDATE_MODEL * change
+        events["measured_bytes"] += CANDIDATE_ROW * change
+
+    def _held(self, words: int, nbytes: int) -> None:
+        """The raw slides, partitions, units or an S-AVL under construction gained (or lost)
+        ``words`` modelled words and ``nbytes`` measured bytes."""
+        events = self._events
+        events["bytes"] += WORD * words
+        events["measured_bytes"] += nbytes
+
+    def _set_cache_bytes(self, nbytes: int) -> None:
+        self._events["measured_bytes"] += nbytes - self._cache_bytes
+        self._cache_bytes = nbytes
+
+    def _drop_answer(self) -> None:
+        self._answer = None
+        self._events["measured_bytes"] -= self._answer_bytes
+        self._answer_bytes = 0
 
     def _raw_put(self, slide: int, rows: np.ndarray) -> None:
         raw, size, big = self._raw, len(rows), slide > SMALL_INT
         raw[slide] = rows
-        self._raw_bytes = dict_bytes(len(raw))
+        nbytes = dict_bytes(len(raw))
         self._raw_size += size
         self._raw_int_keys += big
-        self._held_words += RAW_OBJECT_WORDS * size
-        self._held_bytes += FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
+        events = self._events
+        events["retained"] += size
+        events["bytes"] += RAW_OBJECT_MODEL * size
+        events["measured_bytes"] += nbytes - self._raw_bytes + FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
+        self._raw_bytes = nbytes
 
     def _raw_drop(self, slide: int) -> None:
         rows = self._raw.pop(slide, None)
         if rows is not None:
-            self._raw_bytes = dict_bytes(len(self._raw))
+            nbytes = dict_bytes(len(self._raw))
             size, big = len(rows), slide > SMALL_INT
             self._raw_size -= size
             self._raw_int_keys -= big
-            self._held_words -= RAW_OBJECT_WORDS * size
-            self._held_bytes -= FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
+            events = self._events
+            events["retained"] -= size
+            events["bytes"] -= RAW_OBJECT_MODEL * size
+            events["measured_bytes"] += nbytes - self._raw_bytes - (FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW)
+            self._raw_bytes = nbytes
 
     def _count_unit_top(self, unit: Unit, sign: int) -> None:
         self._unit_tops += sign
         self._unit_top_size += sign * len(unit.top[0])
-        self._held_words += sign * UNIT_TOP_WORDS * len(unit.top[0])
-        self._held_bytes += sign * (TOP_ARRAYS + len(unit.top[0]) * RAW_ROW)
+        self._held(sign * UNIT_TOP_WORDS * len(unit.top[0]), sign * (TOP_ARRAYS + len(unit.top[0]) * RAW_ROW))
 
     def _aggregates(self) -> dict[str, int]:
-        """The counters ``stats`` reads, recomputed from the structures (``O(partitions + units)``)."""
+        """The counts ``stats``' figures follow, recomputed from the structures (``O(partitions +
+        units + raw slides)``): the kept ones (attributes) and the modelled words, measured bytes
+        and members of ``C`` of the raw slides, partitions, units and S-AVLs under construction."""
         parts = self._parts
         owner_top = {id(unit): p.top for p in parts for unit in p.units}
         finished = [unit for p in parts for unit in p.units] + self._open
@@ -785,10 +846,31 @@ class SAPBase(OnePassStats, Algorithm):
                 held_bytes += FIXED_BUILDER + part.builder.nbytes()
             if part.running is not None:
                 held_bytes += _top_bytes(part.running)
-        return {"_held_words": held_words, "_held_bytes": held_bytes,
-                "_raw_in_c": sum(p.in_c for p in parts if p.raw), "_part_tops": sum(p.raw for p in parts),
-                "_part_top_size": part_top_size, "_units": len(finished), "_unit_tops": len(own),
-                "_unit_top_size": unit_top_size, "_raw_int_keys": int_keys}
+        return {"held_words": held_words, "held_bytes": held_bytes, "raw_in_c": sum(p.in_c for p in parts if p.raw),
+                "_part_tops": sum(p.raw for p in parts), "_part_top_size": part_top_size, "_units": len(finished),
+                "_unit_tops": len(own), "_unit_top_size": unit_top_size, "_raw_int_keys": int_keys,
+                "_raw_size": raw_size}
+
+    def _figures(self, counts: dict[str, int]) -> dict[str, int]:
+        """``stats``' sizes from :meth:`_aggregates`' ``counts``, the sizes of ``C``, the open tops
+        and ``M_0`` (as last read) and the kept byte figures: where the kept figures start and
+        what :meth:`check` compares them with.
+
+        ``bytes`` is the sum of :meth:`footprints`' modelled costs.  ``measured_bytes``: the raw
+        slides', partitions', units' and S-AVLs' bytes, the raw slides' dict, the open tops'
+        and the answer's bytes, the arrays of ``C`` and ``M_0``, and ``_other_bytes`` (every
+        other attribute: walked once in ``_reset``, then kept as the variant's arrays are
+        reallocated)."""
+        stacks, meaningful, m_bytes = self._m_figures
+        candidates = len(self._C.score)
+        return {
+            "candidates": candidates + self._open_size + meaningful,
+            "retained": counts["_raw_size"] + candidates - counts["raw_in_c"] + meaningful * self._meaningful_retained,
+            "bytes": WORD * (counts["held_words"] + CANDIDATE_WORDS * candidates + self._open_words
+                             + ENTRY_WORDS * meaningful + STACK_WORDS * stacks),
+            "measured_bytes": (counts["held_bytes"] + dict_bytes(len(self._raw)) + CANDIDATE_ROW * candidates
+                               + self._open_bytes + self._cache_bytes + self._answer_bytes + m_bytes + self._other_bytes),
+            "meaningful": meaningful}
 
     def _open_tops(self) -> Top:
         """The best ``k`` of the open partition and the filling unit (cached per slide)."""
@@ -797,7 +879,7 @@ class SAPBase(OnePassStats, Algorithm):
             if self._filling is not None:
                 top = merge_tops(top, self._filling.top, self._k)
                 if top is not self._open_top and top is not self._filling.top:
-                    self._cache_bytes = _top_bytes(top)
+                    self._set_cache_bytes(_top_bytes(top))
             self._open_cache = top
         return self._open_cache
 
@@ -841,7 +923,10 @@ class SAPBase(OnePassStats, Algorithm):
         """The delay policy: decide on ``M_i`` as late as possible (``rho`` only grows)."""
         part.state = "forming"
         part.capacity = self._k - part.rho if self.params.get("savl", True) else self._raw_objects(part)
-        part.running = self._later_top(part)
+        running = self._later_top(part)
+        if self._filling is not None and running is self._filling.top:  # that one changes in place (_quiet_step)
+            running = tuple(column.copy() for column in running)
+        part.running = running
         part.builder = StackBuilder(part.capacity)
         part.cursor = self._work_items(part)
         for unit in part.units:
@@ -860,14 +945,14 @@ class SAPBase(OnePassStats, Algorithm):
         the running top changes, and in :meth:`_scan_slides`, where objects enter the S-AVL."""
         builder = part.builder
         if builder is not None:
-            self._held_words += sign * (ENTRY_WORDS * int(builder.meta[1]) + STACK_WORDS * int(builder.meta[0]))
-            self._held_bytes += sign * (FIXED_BUILDER + builder.nbytes())
+            self._held(sign * (ENTRY_WORDS * int(builder.meta[1]) + STACK_WORDS * int(builder.meta[0])),
+                       sign * (FIXED_BUILDER + builder.nbytes()))
         running = part.running
         if running is not None:
-            self._held_bytes += sign * _top_bytes(running)
+            self._held(0, sign * _top_bytes(running))
             if running is self._open_cache:  # counted as the running top while it is one
                 fresh = running is not self._open_top and (self._filling is None or running is not self._filling.top)
-                self._cache_bytes = _top_bytes(running) if sign < 0 and fresh else 0
+                self._set_cache_bytes(_top_bytes(running) if sign < 0 and fresh else 0)
 
     def _work_items(self, part: Partition) -> int:
         return part.slides
@@ -945,7 +1030,9 @@ class SAPBase(OnePassStats, Algorithm):
             self._answer_full = n == self._k
             if self._answer_full:
                 self._answer_kth_score, self._answer_kth_seq = scores.item(n - 1), seq.item(n - 1)
-            self._answer_bytes = ANSWER_ARRAYS + n * 3 * WORD
+            nbytes = ANSWER_ARRAYS + n * 3 * WORD
+            self._events["measured_bytes"] += nbytes - self._answer_bytes
+            self._answer_bytes = nbytes
         return self._answer
 
     def candidates(self) -> np.ndarray:
@@ -958,29 +1045,10 @@ class SAPBase(OnePassStats, Algorithm):
 
     def stats(self) -> dict[str, Any]:
         """``candidates``, ``retained``, ``bytes``, ``measured_bytes``, ``partitions``,
-        ``meaningful`` and the event counters (:data:`COUNTERS`), all kept as the structures
-        change: ``O(1)``, one pass that reads each figure once.
-
-        ``bytes`` is the sum of :meth:`footprints`' modelled costs: the raw slides', partitions',
-        units' and S-AVLs' under construction share kept in ``_held_words``, the rest from the
-        sizes of ``C``, the open tops and ``M_0``.  ``measured_bytes``: likewise from
-        ``_held_bytes``, the raw slides' dict (its size kept as slides are put), the open tops'
-        and the answer's bytes (kept as they change), the arrays of ``C`` and ``M_0`` at their
-        capacity (``M_0``'s read from its ``meta`` after every slide that may change it), and
-        ``_other_bytes`` (every other attribute: walked once, ``O(attributes)``,
-        in ``_reset``, then kept as the variant's arrays are reallocated).
-        """
-        out = self._events.copy()
-        stacks, meaningful, m_bytes = self._m_figures
-        candidates, open_size = len(self._C.score), self._open_size
-        out["candidates"] = candidates + open_size + meaningful
-        out["retained"] = self._raw_size + candidates - self._raw_in_c + meaningful * self._meaningful_retained
-        out["bytes"] = WORD * (self._held_words + CANDIDATE_WORDS * candidates + self._open_words
-                               + ENTRY_WORDS * meaningful + STACK_WORDS * stacks)
-        out["measured_bytes"] = (self._held_bytes + self._raw_bytes + CANDIDATE_ROW * candidates + self._open_bytes
-                                 + self._cache_bytes + self._answer_bytes + m_bytes + self._other_bytes)
-        out["meaningful"] = meaningful
-        return out
+        ``meaningful`` and the event counters (:data:`COUNTERS`): a copy of the dict in which
+        every figure is kept as the structures change (``O(1)``; the sizes as :meth:`_figures`
+        defines them, moved by the difference wherever one of their terms changes)."""
+        return self._events.copy()
 
     def _measure_fixed(self) -> None:
         """The attributes outside the structures (settings, counters, the variant's), walked
@@ -992,6 +1060,7 @@ class SAPBase(OnePassStats, Algorithm):
     def _variant_resized(self, nbytes: int) -> None:
         """A variant's attribute of ``nbytes`` replaces the one counted in ``_variant_bytes``."""
         self._other_bytes += nbytes - self._variant_bytes
+        self._events["measured_bytes"] += nbytes - self._variant_bytes
         self._variant_bytes = nbytes
 
     def _structures(self) -> list[tuple]:
@@ -1076,7 +1145,8 @@ class SAPBase(OnePassStats, Algorithm):
         _share_unit_top(self._open, self._open_top)
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
-        self.__dict__.update(self._aggregates())
+        counts = self._aggregates()
+        self.__dict__.update((name, value) for name, value in counts.items() if name.startswith("_"))
         self._tally_open()
         self._front_changed()
         self._load_variant(data["variant"])
@@ -1086,6 +1156,8 @@ class SAPBase(OnePassStats, Algorithm):
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
         self._quiet_until = NONE_QUIET
         self._m_figures = self._M.meta.tolist()
+        self._raw_bytes = dict_bytes(len(self._raw))
+        self._events.update(self._figures(counts))
 
     def _load_variant(self, data: dict) -> None:
         """Variant state."""
@@ -1148,11 +1220,14 @@ class SAPBase(OnePassStats, Algorithm):
         for u in self._open + ([self._filling] if self._filling else []):
             raw_slides.update(range(u.first, u.last + 1))
         assert set(self._raw) <= raw_slides, "a raw slide outside the retained partitions"
-        assert self._raw_size == sum(len(rows) for rows in self._raw.values())
-        assert all(getattr(self, name) == value for name, value in self._aggregates().items()), "stats counters"
+        counts = self._aggregates()
+        assert all(getattr(self, name) == value for name, value in counts.items() if name.startswith("_")), \
+            "stats counters"
         filling = self._filling
         open_size = len(self._open_top[0]) + (0 if filling is None else len(filling.top[0]))
         stats = self.stats()
+        assert self._m_figures == self._M.meta.tolist(), "M_0's figures as stats counts them"
+        assert {name: stats[name] for name in FIGURES} == self._figures(counts), "kept stats figures"
         assert self._open_size == open_size, "the open tops' kept size"
         assert self._meaningful_retained == (1 if parts and not parts[0].raw else 0), "M_0 in retained"
         assert stats["partitions"] == len(parts) + (1 if self._open or filling is not None else 0), "partitions"

@@ -127,14 +127,21 @@ class SAP(SAPDynamic):
             self._variant_resized(sys.getsizeof(grown))
 
     def _quiet_kernel(self, batch, rows, unit_top, top, full) -> bool:
-        """:func:`engine.kernels.sap.quiet_slide` with TBUI's observation (Algorithm 2 lines 3-9)."""
+        """:func:`engine.kernels.sap.quiet_slide` (or ``quiet_slide_full``, in place, when
+        ``top`` is None) with TBUI's observation (Algorithm 2 lines 3-9)."""
         m = len(batch.ids)
         if self._above_n + m > len(self._above):
             self._reserve_above(m)
-        self._above_n, self._tau, stands = kernels.quiet_slide(
-            batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top, self._above,
-            self._above_n, self._tau, self._zeta, self._limit, self._initialising, True, full,
-            self._answer_kth_score, self._answer_kth_seq)
+        if top is None:
+            self._above_n, self._tau, stands = kernels.quiet_slide_full(
+                batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, self._above,
+                self._above_n, self._tau, self._zeta, self._limit, self._initialising, True, full,
+                self._answer_kth_score, self._answer_kth_seq)
+        else:
+            self._above_n, self._tau, stands = kernels.quiet_slide(
+                batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top, self._above,
+                self._above_n, self._tau, self._zeta, self._limit, self._initialising, True, full,
+                self._answer_kth_score, self._answer_kth_seq)
         return stands
 
     def _classify(self, unit: Unit) -> None:
