@@ -190,20 +190,39 @@ def attribute_dict_bytes(attributes: dict) -> int:
     return _attribute_dict_bytes(len(attributes))
 
 
+SMALL_DICT = 64
+"""Up to this many keys :func:`dict_bytes` churns a dict of that length itself."""
+
+
 @functools.lru_cache(maxsize=None)
 def dict_bytes(entries: int) -> int:
     """``sys.getsizeof`` of a dict holding ``entries`` keys while keys keep coming and going (each
-    new key replacing the oldest, as a window's slides do), once its size has settled
-    (``O(entries)`` once per length).  A dict's own size depends on the most it ever held and on
-    its deletions, which a restored copy does not know; this depends on the length only.
+    new key replacing the oldest, as a window's slides do), once its size has settled.  A dict's
+    own size depends on the most it ever held and on its deletions, which a restored copy does
+    not know; this depends on the length only.
 
-    >>> churned = dict.fromkeys(range(10))
-    >>> for key in range(10, 200):
-    ...     churned[key] = None
-    ...     del churned[key - 10]
-    >>> dict_bytes(10) == sys.getsizeof(churned)
+    ``O(1)`` (cached per length) after the first call for a table size: a churned dict resizes to the smallest
+    power of two of at least ``3 * entries`` slots (CPython's growth rate), so beyond
+    :data:`SMALL_DICT` keys the size is that of the smallest length settling at that table,
+    churned once per power of two (``O(entries)`` in all, not per length: a window of 10,000
+    slides meets every length up to 10,000 while it fills).
+
+    >>> def churned(entries):
+    ...     keys = dict.fromkeys(range(entries))
+    ...     for key in range(entries, 4 * entries + 200):
+    ...         keys[key] = None
+    ...         del keys[key - entries]
+    ...     return sys.getsizeof(keys)
+    >>> all(dict_bytes(n) == churned(n) for n in (0, 1, 10, 64, 65, 1000, 5461, 5462, 10000))
     True
     """
+    if entries <= SMALL_DICT:
+        return _churned_dict_bytes(entries)
+    return _churned_dict_bytes((1 << ((3 * entries - 1).bit_length() - 1)) // 3 + 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _churned_dict_bytes(entries: int) -> int:
     churned = dict.fromkeys(range(entries))
     for key in range(entries, 5 * entries + 64):
         churned[key] = None
