@@ -415,3 +415,13 @@ def test_the_docstring_examples_hold():
     from benchmarks import common
     for module in (report, common):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_the_sap_variants_table_leaves_out_a_case_whose_sap_row_was_skipped():
+    """A full run can skip a row (turnover or fill over its CPU budget): the report is still built."""
+    skipped = {**grid_row("b", "sap", 0.0), "status": "skipped: filling one window took over 60 s of CPU"}
+    rows = pd.DataFrame([grid_row("a", "sap", 100.0), grid_row("a", "sap-equal", 200.0),
+                         skipped, grid_row("b", "sap-equal", 50.0)])
+    table = report.sap_variants_md(rows, "stock", PAPER)
+    cases = [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[2:] if line.startswith("| ")]
+    assert cases == ["a"]
