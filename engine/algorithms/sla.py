@@ -35,8 +35,9 @@ STRUCTURES = ((FIFO, "tuple"), (OBJECTS_LAYOUT, "object"), (LISTS, "entry"), (VI
 FIRST_CAPACITY = 16
 
 LARGEST = np.iinfo(np.int64).max
-"""``k_max`` only bounds the view, which never outgrows the valid objects: a larger one (``2k``
-for a huge ``k``) is clamped to what the kernels' int64 can hold."""
+"""``k_max`` only bounds the view, which never outgrows the valid objects: a default ``2k``
+beyond it (for a huge ``k``) is clamped to what the kernels' int64 can hold (a given ``k_max``
+must fit in int64, as every integer parameter)."""
 
 
 @register

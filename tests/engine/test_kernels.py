@@ -24,7 +24,9 @@ PLAIN = {"mintopk": PlainMinTopK, "pretopk": PlainPreTopK}
 
 
 def comparable(state: dict) -> dict:
-    """PreTopK lists its object table in table order: compare it as a set."""
+    """The structure without the compiled arrays' ``capacity`` (an allocation the plain lists do
+    not have); PreTopK lists its object table in table order: compare it as a set."""
+    state = {key: value for key, value in state.items() if key != "capacity"}
     if "sets" in state:
         state = {**state, "objects": sorted(state["objects"])}
     return state
