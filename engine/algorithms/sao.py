@@ -42,7 +42,7 @@ ALLOCATIONS = ("dynamic-errmin", "dynamic-uniform", "static-errmin", "static-uni
 RANK_WEIGHTS = ("1", "1/i")
 MAX_MEMORY = 2**53
 """Largest budget ``M``: :func:`layer_quotas` splits it in float64, exact up to ``2**53``."""
-MAX_LAYERS = 100_000
+MAX_LAYERS = 10_000_000
 """Largest ``L``: every slide splits the budget over at least ``L`` layers (one million took
 0.15 s per slide, ``2**63 - 1`` could not be allocated)."""
 COUNTERS = ("arrivals_examined", "filtered", "tied", "insertions", "expiries", "evictions", "expelled")
