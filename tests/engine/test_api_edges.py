@@ -97,6 +97,12 @@ TWO_FEATURES = engine.Query(weights=[1.0, 1.0], k=1, window=2, slide=1)
     (np.array([[1 + 1j, 2], [3, 4]]), "row 0, feature 0: \\(1\\+1j\\) is not a number"),  # its imaginary part was dropped
 ])
 def test_slides_and_the_shared_executor_refuse_bools_or_text_among_the_features(x, message):
+    assert_features_refused(x, message)
+
+
+def assert_features_refused(x, message):
+    """``engine.slides`` and the shared executor refuse the two rows' features ``x`` with
+    ``message``, and the executor holds nothing after it."""
     with pytest.raises(ValueError, match=f"^features must be numbers: {message}$"):
         engine.slides(([1, 2], [0, 1], x), TWO_FEATURES)
     executor = SharedTopK([TWO_FEATURES])
@@ -121,12 +127,7 @@ MASKED = "masked \\(a masked array's masked entries have no value\\)"
 
 def test_masked_entries_are_refused_not_read_as_the_values_under_them():
     x = np.ma.masked_array([[1.0, 2.0], [3.0, 1e9]], mask=[[0, 0], [0, 1]])  # 1e9 was read as row 1's feature
-    with pytest.raises(ValueError, match=f"^features must be numbers: row 1, feature 1: {MASKED}$"):
-        engine.slides(([1, 2], [0, 1], x), TWO_FEATURES)
-    executor = SharedTopK([TWO_FEATURES])
-    with pytest.raises(ValueError, match=f"^features must be numbers: row 1, feature 1: {MASKED}$"):
-        executor.process([1, 2], [0, 1], x)
-    assert executor.stats()["candidates"] == 0
+    assert_features_refused(x, f"row 1, feature 1: {MASKED}")
     value = np.ma.masked_array([0.5, 0.9], mask=[1, 0])
     with pytest.raises(ValueError, match=f"^value must be numbers: row 0: {MASKED}$"):
         engine.slides(([1, 2], [0, 1], value, [0, 1]), ATTRIBUTES)

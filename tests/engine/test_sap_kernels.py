@@ -297,6 +297,19 @@ def test_tbui_observe_follows_algorithm_2(seed):
         assert got_tau == tau and sorted(buffer[:n].tolist()) == sorted(above)
 
 
+def random_slide(rng):
+    """A slide of ``m`` objects with tied integer features, weights of either sign and shuffled
+    ``seq``, and a ``k``: ``(m, k, weights, x, score, seq, ids, t)``, ``score`` summed by hand in
+    :func:`engine.ranking.score`'s column order."""
+    m, k = int(rng.integers(1, 40)), int(rng.integers(1, 15))
+    weights = rng.choice([-1.0, 0.5, 2.0], int(rng.integers(1, 4)))
+    x = rng.integers(0, 4, (m, len(weights))).astype(np.float64)
+    score = [sum((row[j] * weights[j] for j in range(1, len(weights))), start=row[0] * weights[0])
+             for row in x.tolist()]
+    seq = rng.permutation(m).astype(np.int64) + 500
+    return m, k, weights, x, score, seq, seq + 1000, seq // 3
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_quiet_slide_takes_the_slide_observes_it_and_tells_whether_the_answer_stands(seed):
     """The quiet slide against the references of its steps: the slide's best ``k`` and the
@@ -304,13 +317,7 @@ def test_quiet_slide_takes_the_slide_observes_it_and_tells_whether_the_answer_st
     answer (the best of ``C``, ``P_m^k`` and the unit's old top) is still the best ``k`` of
     them with the new top: it is reported standing exactly when it is."""
     rng = np.random.default_rng(seed)
-    m, k = int(rng.integers(1, 40)), int(rng.integers(1, 15))
-    weights = rng.choice([-1.0, 0.5, 2.0], int(rng.integers(1, 4)))
-    x = rng.integers(0, 4, (m, len(weights))).astype(np.float64)
-    score = [sum((row[j] * weights[j] for j in range(1, len(weights))), start=row[0] * weights[0])
-             for row in x.tolist()]
-    seq = rng.permutation(m).astype(np.int64) + 500
-    ids, t = seq + 1000, seq // 3
+    m, k, weights, x, score, seq, ids, t = random_slide(rng)
     unit_rows = ranked(*objects(rng, int(rng.integers(0, k + 1)), start=300))
     c_rows = ranked(*objects(rng, int(rng.integers(0, 20))))
     open_rows = ranked(*objects(rng, int(rng.integers(0, k + 1)), start=100))
@@ -346,13 +353,7 @@ def test_quiet_slide_full_merges_the_slide_into_a_full_top_in_place(seed):
     and the top's own arrays become the best ``k`` of both (some slides enter it, some do not),
     with TBUI and the answer's verdict as in :func:`quiet_slide`."""
     rng = np.random.default_rng(seed)
-    m, k = int(rng.integers(1, 40)), int(rng.integers(1, 15))
-    weights = rng.choice([-1.0, 0.5, 2.0], int(rng.integers(1, 4)))
-    x = rng.integers(0, 4, (m, len(weights))).astype(np.float64)
-    score = [sum((row[j] * weights[j] for j in range(1, len(weights))), start=row[0] * weights[0])
-             for row in x.tolist()]
-    seq = rng.permutation(m).astype(np.int64) + 500
-    ids, t = seq + 1000, seq // 3
+    m, k, weights, x, score, seq, ids, t = random_slide(rng)
     unit_score = rng.integers(-4, 12, k).astype(np.float64)  # from below every slide score to above all
     unit_rows = ranked(unit_score, np.arange(300, 300 + k), np.arange(1300, 1300 + k), np.arange(100, 100 + k))
     unit = columns(unit_rows)

@@ -30,6 +30,19 @@ def write_rows(path, rows):
                              "a": x[:rows, 0], "b": x[:rows, 1]}), path)
 
 
+def replay_setup(directory, rows):
+    """A database holding the dataset ``rows`` (its first ``rows`` rows written) and the replay
+    config of :data:`QUERIES` over it: ``(db, data, config)``."""
+    db, data, config = directory / "topk.duckdb", directory / "rows.parquet", directory / "many.json"
+    write_rows(data, rows)
+    with store.connection(db) as con:
+        store.insert_row(con, "datasets", {"name": "rows", "family": "test", "features": ["a", "b"],
+                                           "parquet": str(data)})
+    config.write_text(json.dumps({"name": "many", "dataset": "rows", "queries": QUERIES, "shards": 2,
+                                  "snapshot_every": 3, "algorithms": [{"name": "oracle"}, {"name": "multi"}]}))
+    return db, data, config
+
+
 def later_state_over_earlier(con, run_id):
     """Query 2's earlier snapshot replaced by its later one, the later deleted: the state is ahead of its slide."""
     first, last = (row[0] for row in con.execute("SELECT DISTINCT slide FROM snapshots WHERE run_id = ? "
@@ -51,13 +64,7 @@ def shards_swapped(con, run_id):
 
 @pytest.mark.parametrize("tamper", [later_state_over_earlier, shards_swapped])
 def test_resume_refuses_a_shared_snapshot_that_is_not_its_groups_state_at_its_slide(spark, tmp_path, tamper):
-    db, data, config = tmp_path / "topk.duckdb", tmp_path / "rows.parquet", tmp_path / "many.json"
-    write_rows(data, ROWS)
-    with store.connection(db) as con:
-        store.insert_row(con, "datasets", {"name": "rows", "family": "test", "features": ["a", "b"],
-                                           "parquet": str(data)})
-    config.write_text(json.dumps({"name": "many", "dataset": "rows", "queries": QUERIES, "shards": 2,
-                                  "snapshot_every": 3, "algorithms": [{"name": "oracle"}, {"name": "multi"}]}))
+    db, data, config = replay_setup(tmp_path, ROWS)
     run_id = replay.replay(spark, config, db=db, **quiet).run_id
     with duckdb.connect(str(db)) as con:
         named = tamper(con, run_id)
@@ -85,13 +92,7 @@ def test_resumed_shared_runs_store_the_slide_metrics_of_a_run_from_the_start(spa
     for name in ("whole", "grown", "deleted"):
         directory = tmp_path / name
         directory.mkdir()
-        db, data, config = directory / "topk.duckdb", directory / "rows.parquet", directory / "many.json"
-        write_rows(data, ROWS if name == "grown" else MORE_ROWS)
-        with store.connection(db) as con:
-            store.insert_row(con, "datasets", {"name": "rows", "family": "test", "features": ["a", "b"],
-                                               "parquet": str(data)})
-        config.write_text(json.dumps({"name": "many", "dataset": "rows", "queries": QUERIES, "shards": 2,
-                                      "snapshot_every": 3, "algorithms": [{"name": "oracle"}, {"name": "multi"}]}))
+        db, data, config = replay_setup(directory, ROWS if name == "grown" else MORE_ROWS)
         run_id = replay.replay(spark, config, db=db, **quiet).run_id
         if name == "grown":
             write_rows(data, MORE_ROWS)
