@@ -171,9 +171,7 @@ class MinTopK(OnePassStats, Algorithm):
         self._current = None if data["current"] is None else int(ints_in([data["current"]], "current")[0])
         objects = data["objects"]
         if "capacity" in data:
-            capacity = saved_capacity(data["capacity"], "records")
-            if capacity < len(objects):
-                raise ValueError(f"capacity: {capacity} records cannot hold {len(objects)} objects")
+            capacity = saved_capacity(data["capacity"], "records", len(objects))
             self._records, self._scores, self._table, self._meta, self._counters = \
                 kernel.empty_arrays(capacity, self._windows)
             self._resized()

@@ -511,13 +511,9 @@ class SAPBase(OnePassStats, Algorithm):
         :func:`engine.kernels.sap.quiet_slide_full` into ``unit_top`` in place (``top`` None),
         without TBUI (the variant with TBUI observes too): whether the answer stands (``full``:
         it is kept and holds ``k`` objects)."""
-        if top is None:
-            return kernels.quiet_slide_full(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows,
-                                            *unit_top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, full,
-                                            self._answer_kth_score, self._answer_kth_seq)[2]
-        return kernels.quiet_slide(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top,
-                                   *top, NO_ABOVE, 0, 0.0, 0, 0.0, False, False, full, self._answer_kth_score,
-                                   self._answer_kth_seq)[2]
+        step, tops = (kernels.quiet_slide_full, unit_top) if top is None else (kernels.quiet_slide, (*unit_top, *top))
+        return step(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *tops, NO_ABOVE, 0, 0.0,
+                    0, 0.0, False, False, full, self._answer_kth_score, self._answer_kth_seq)[2]
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e

@@ -132,16 +132,11 @@ class SAP(SAPDynamic):
         m = len(batch.ids)
         if self._above_n + m > len(self._above):
             self._reserve_above(m)
-        if top is None:
-            self._above_n, self._tau, stands = kernels.quiet_slide_full(
-                batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, self._above,
-                self._above_n, self._tau, self._zeta, self._limit, self._initialising, True, full,
-                self._answer_kth_score, self._answer_kth_seq)
-        else:
-            self._above_n, self._tau, stands = kernels.quiet_slide(
-                batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *unit_top, *top, self._above,
-                self._above_n, self._tau, self._zeta, self._limit, self._initialising, True, full,
-                self._answer_kth_score, self._answer_kth_seq)
+        step, tops = (kernels.quiet_slide_full, unit_top) if top is None else (kernels.quiet_slide, (*unit_top, *top))
+        self._above_n, self._tau, stands = step(
+            batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *tops, self._above,
+            self._above_n, self._tau, self._zeta, self._limit, self._initialising, True, full,
+            self._answer_kth_score, self._answer_kth_seq)
         return stands
 
     def _classify(self, unit: Unit) -> None:
@@ -256,9 +251,7 @@ class SAP(SAPDynamic):
         self._tau = float(floats_in([data["tau"]])[0])
         self._initialising = bool(data["initialising"])
         above = floats_in(data["above"])
-        capacity = saved_capacity(data, "above_capacity", 0) if "above_capacity" in data else len(above)
-        if capacity < len(above):
-            raise ValueError(f"above_capacity {capacity} cannot hold the {len(above)} scores above tau")
+        capacity = saved_capacity(data, "above_capacity", len(above)) if "above_capacity" in data else len(above)
         self._above = np.empty(capacity, np.float64)
         self._above[:len(above)] = above
         self._variant_resized(sys.getsizeof(self._above))
