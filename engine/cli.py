@@ -78,6 +78,7 @@ ATTRIBUTE_MARKS = ("stream", "value")
 """Columns that make a file an attribute stream, as they make a dataset one for the replay: a
 single-stream algorithm refuses such a file rather than score stream numbers as a feature."""
 
+
 class CommandError(Exception):
     """A problem with the arguments or the input, reported as ``error: <message>``, exit 2."""
 

@@ -211,8 +211,8 @@ def dict_bytes(entries: int) -> int:
     own size depends on the most it ever held and on its deletions, which a restored copy does
     not know; this depends on the length only.
 
-    ``O(1)`` (cached per length) after the first call for a table size: a churned dict resizes to the smallest
-    power of two of at least ``3 * entries`` slots (CPython's growth rate), so beyond
+    ``O(1)`` (cached per length) after the first call for a table size: a churned dict resizes
+    to the smallest power of two of at least ``3 * entries`` slots (CPython's growth rate), so beyond
     :data:`SMALL_DICT` keys the size is that of the smallest length settling at that table,
     churned once per power of two (``O(entries)`` in all, not per length: a window of 10,000
     slides meets every length up to 10,000 while it fills).

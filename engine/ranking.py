@@ -47,6 +47,7 @@ def finite_score(x: np.ndarray, weights) -> np.ndarray:
                          "scale the weights down")
     return values
 
+
 def top_indices(scores: np.ndarray, seq: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``min(k, m)`` best of ``m`` objects, best first, by ``(score, seq)``.
 

@@ -100,7 +100,7 @@ class SLA(AttributeAlgorithm):
         self._end: int | None = None
         self._measure()
         self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params,
-                                                              *(a for arrays in self._structures() for a in arrays)))
+                                                           *(a for arrays in self._structures() for a in arrays)))
 
     def _structures(self) -> tuple[tuple, ...]:
         """The arrays of the FIFO, the object table (with its id table), the lists and the view
