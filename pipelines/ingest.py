@@ -371,13 +371,14 @@ def _publish(extracted: Extracted, staging: Path, facts: Any, rejects: dict[str,
     parts = _name_parts_by_seq(written)
     if not parts:
         raise RuntimeError(f"Spark wrote no Parquet part under {written}")
-    if extracted.existing is None:  # checked again: another database's ingest may have published meanwhile
-        _refuse_another_databases_dataset(target, extracted.db, extracted.name)
-        (written / OWNER_FILE).write_text(str(extracted.db.resolve()))
-    ingested_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    publish.publish(staging, written, parts, target, name=extracted.name, db=extracted.db,
-                    append=extracted.existing is not None, ingested_at=ingested_at,
-                    commit=lambda: _record(extracted, facts, rejects, rejected, learned, ingested_at))
+    with locks.dataset_lock(target, log=lambda line: log(f"[ingest] {line}")):
+        if extracted.existing is None:  # checked again: another database's ingest may have published meanwhile
+            _refuse_another_databases_dataset(target, extracted.db, extracted.name)
+            (written / OWNER_FILE).write_text(str(extracted.db.resolve()))
+        ingested_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        publish.publish(staging, written, parts, target, name=extracted.name, db=extracted.db,
+                        append=extracted.existing is not None, ingested_at=ingested_at,
+                        commit=lambda: _record(extracted, facts, rejects, rejected, learned, ingested_at))
     log(f"[ingest] {len(parts)} Parquet part(s) {'added to' if extracted.existing else 'written to'} {target}")
 
 
