@@ -214,6 +214,7 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         _refuse_another_databases_dataset(Path(out).resolve() / f"{name}.parquet", db, name)
     for path in inputs:
         log(f"[ingest] reading {path}")
+    digests_before_reading = [_digest_if_readable(path) for path in inputs]  # an unreadable one: the family says why
     raw = family.extract(inputs, options, existing["params"] if existing else None)
     if existing and list(raw.features) != existing["features"]:
         raise InputError(f"dataset {name!r} has features {existing['features']}, the inputs give {list(raw.features)}")
@@ -221,6 +222,7 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         f"{' file(s)' if inputs else ''}")
     _refuse_empty_inputs(inputs, raw.table)
     digests = _new_contents(name, inputs, existing)
+    _refuse_changed_while_read(inputs, digests_before_reading, digests)
     parquet = Path(existing["parquet"]) if existing else Path(out).resolve() / f"{name}.parquet"
     return Extracted(family_name=family_name, family=family, name=name, inputs=inputs, raw=raw, db=Path(db),
                      parquet=parquet, max_rejected=max_rejected, existing=existing, digests=digests)
@@ -511,6 +513,22 @@ def _new_contents(name: str, inputs: Sequence[Path], existing: dict[str, Any] | 
             raise InputError(f"{path}: the same content as {given[digest]}, given twice")
         given[digest] = path
     return digests
+
+
+def _refuse_changed_while_read(inputs: Sequence[Path], before: list[str], after: list[str]) -> None:
+    """Refuse an input whose bytes changed while it was read (a feed still writing it): the rows
+    read would not be the content its recorded digest names, so a later ``--append`` of the
+    complete file would be refused as already ingested, its new rows never read."""
+    for path, digest_before, digest_after in zip(inputs, before, after):
+        if digest_before != digest_after:
+            raise InputError(f"{path}: changed while it was read; ingest it once it is complete")
+
+
+def _digest_if_readable(path: Path) -> str | None:
+    try:
+        return file_digest(path)
+    except OSError:
+        return None
 
 
 def file_digest(path: Path) -> str:
