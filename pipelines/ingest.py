@@ -26,10 +26,8 @@ import datetime as dt
 import hashlib
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,14 +251,10 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
             learned = cleaned.learned.first().asDict() if cleaned.learned is not None else {}
             if existing and family.kind == "object":  # an attribute stream's objects come back in later chunks
                 _refuse_known_ids(spark, rows, existing["parquet"], name)
-            staging = Path(tempfile.mkdtemp(prefix=f"{publish.hidden_prefix(extracted.parquet)}staging-",
-                                            dir=_parent(extracted.parquet)))
-            try:
+            with publish.working_directory(extracted.parquet, "staging") as staging:
                 log(f"[ingest] writing {facts['rows']:,} rows under {extracted.parquet}")
                 _write_parts(rows, staging / "out", family.partition_by)
                 _publish(extracted, staging, facts, rejects, rejected, learned, log)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
         finally:
             rows.unpersist()
     seconds = (dt.datetime.now(dt.timezone.utc) - started).total_seconds()
@@ -279,15 +273,12 @@ def _raw_frame(spark: SparkSession, table: pa.Table, dataset: Path) -> Iterator[
     driver, in one thread. The staging directory sits next to the dataset (a path the
     executors can read, as they must read the dataset) and is removed afterwards.
     """
-    staging = Path(tempfile.mkdtemp(prefix=f"{publish.hidden_prefix(dataset)}raw-", dir=_parent(dataset)))
-    try:
+    with publish.working_directory(dataset, "raw") as staging:
         pieces = max(1, min(spark.sparkContext.defaultParallelism * 2, table.num_rows // RAW_ROWS_PER_PIECE))
         step = -(-table.num_rows // pieces) if table.num_rows else 1
         for index in range(pieces):
             pq.write_table(table.slice(index * step, step), staging / f"raw-{index:05d}.parquet")
         yield spark.read.parquet(str(staging))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def family_by_name(name: str) -> Family:
@@ -433,11 +424,6 @@ def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected:
         })
 
 
-def _parent(directory: Path) -> Path:
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    return directory.parent
-
-
 OWNER_FILE = ".database"
 """A hidden file in a dataset directory naming the database file that records it (readers skip it)."""
 
@@ -454,7 +440,8 @@ def _refuse_another_databases_dataset(target: Path, db: Path, name: str) -> None
 
 
 def _recover(target: Path, db: Path, name: str, log: Callable[[str], None]) -> None:
-    settled = publish.recover(target, db, name)
+    with locks.dataset_lock(target, log=lambda line: log(f"[ingest] {line}")):  # not during another's publication
+        settled = publish.recover(target, db, name)
     if settled:
         log(f"[ingest] {settled}")
 

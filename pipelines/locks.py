@@ -83,52 +83,13 @@ def writer_lock(db: str | Path, *, wait: float | None = None,
     command, since when).  Not re-entrant: a process that holds the lock and asks again waits
     for itself.
     """
-    with _flock(lock_path(db), f"{db} is being written", f"which is writing {db}", wait, log) as path:
-        yield path
-
-
-def dataset_lock_path(target: str | Path) -> Path:
-    """``<out>/.<dataset dir>.lock``, beside the dataset directory (hidden: readers skip it)."""
-    target = Path(target).resolve()
-    return target.parent / f".{target.name}.lock"
-
-
-@contextlib.contextmanager
-def dataset_lock(target: str | Path, *, wait: float | None = None,
-                 log: Callable[[str], None] = print) -> Iterator[Path]:
-    """Hold the lock of dataset directory ``target`` for the block, as :func:`writer_lock` holds a database's.
-
-    Ingests into two database files hold two writer locks, yet may publish into one dataset
-    directory (one ``--out`` and ``--name``): each holds this lock from its check of the
-    directory's owner (``.database``) to the end of its publication, so the second one
-    checks after the first has published and refuses the other database's dataset.
-    """
-    with _flock(dataset_lock_path(target), f"dataset directory {target} is being published",
-                f"which is publishing into {target}", wait, log) as path:
-        yield path
-
-
-@contextlib.contextmanager
-def _flock(path: Path, busy: str, doing: str, wait: float | None, log: Callable[[str], None]) -> Iterator[Path]:
-    """Hold an ``flock`` on ``path`` (created with its directory), writing this process's name into it."""
     seconds = wait_seconds(wait)
+    path = lock_path(db)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = open(path, "a+")
     try:
-        deadline = time.monotonic() + seconds
-        waiting = False
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StoreError(f"{busy} by {holder(path)}; gave up after waiting {seconds:g} s "
-                                     f"(--lock-wait or ${WAIT_ENVIRONMENT}); retry when it has finished") from None
-                if not waiting:
-                    log(f"waiting up to {seconds:g} s for {holder(path)}, {doing}")
-                    waiting = True
-                time.sleep(RETRY_SECONDS)
+        _take(handle.fileno(), seconds, lambda: f"{db} is being written by {holder(path)}",
+              lambda: f"{holder(path)}, which is writing {db}", log)
         since = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         handle.seek(0)
         handle.truncate()
@@ -137,6 +98,47 @@ def _flock(path: Path, busy: str, doing: str, wait: float | None, log: Callable[
         yield path
     finally:
         handle.close()  # closing the file releases the lock
+
+
+@contextlib.contextmanager
+def dataset_lock(target: str | Path, *, wait: float | None = None,
+                 log: Callable[[str], None] = print) -> Iterator[Path]:
+    """Hold, for the block, the lock of the directory holding dataset directory ``target`` (``--out``).
+
+    Ingests into two database files hold two writer locks, yet may publish into one dataset
+    directory (one ``--out`` and ``--name``): each holds this lock from its check of the
+    directory's owner (``.database``) to the end of its publication, so the second one checks
+    after the first has published and refuses the other database's dataset.  An ``flock`` on
+    the directory itself, so no file is left beside the datasets; waits as :func:`writer_lock`.
+    """
+    out = Path(target).resolve().parent
+    out.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(out, os.O_RDONLY)
+    try:
+        _take(descriptor, wait_seconds(wait), lambda: f"{out} is being published into by another process",
+              lambda: f"another process, which is publishing into {out}", log)
+        yield out
+    finally:
+        os.close(descriptor)  # closing the descriptor releases the lock
+
+
+def _take(descriptor: int, seconds: float, busy: Callable[[], str], other: Callable[[], str],
+          log: Callable[[str], None]) -> None:
+    """``flock`` ``descriptor``, waiting up to ``seconds`` with one log line, then :class:`StoreError`."""
+    deadline = time.monotonic() + seconds
+    waiting = False
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreError(f"{busy()}; gave up after waiting {seconds:g} s "
+                                 f"(--lock-wait or ${WAIT_ENVIRONMENT}); retry when it has finished") from None
+            if not waiting:
+                log(f"waiting up to {seconds:g} s for {other()}")
+                waiting = True
+            time.sleep(RETRY_SECONDS)
 
 
 def add_wait_option(parser) -> None:

@@ -300,7 +300,7 @@ def test_two_databases_publishing_one_dataset_directory_take_turns(tmp_path):
     with locks.dataset_lock(out / "shared.parquet", wait=0):
         commands = [Command(PUBLISH_INTO_SHARED, db, out) for db in dbs]
         for command in commands:
-            command.wait_for(f"waiting up to {locks.wait_seconds():g} s for process {os.getpid()} (")
+            command.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, which is publishing into {out}")
     assert [command.finish() for command in commands] == [0, 0]
     outcomes = sorted(command.lines[-1].split(":")[0].strip() for command in commands)
     assert outcomes == ["published", "refused"], [command.output for command in commands]
@@ -309,6 +309,54 @@ def test_two_databases_publishing_one_dataset_directory_take_turns(tmp_path):
     for db in dbs:
         with duckdb.connect(str(db), read_only=True) as con:
             assert con.execute("SELECT count(*) FROM datasets").fetchone() == ((1,) if db == winner else (0,))
+
+
+HOLD_WORKING_DIRECTORY = """
+import sys, time
+from pathlib import Path
+from pipelines import publish
+with publish.working_directory(Path(sys.argv[1]), "raw") as directory:
+    print("working in", directory, flush=True)
+    time.sleep(120)
+"""
+
+
+def test_recovery_leaves_the_working_directories_of_a_running_ingest(tmp_path):
+    """An ingest into another database file with the same dataset directory settles leftovers
+    first: it removed every hidden working directory, those of an ingest still reading and
+    writing them included, whose Spark job then failed."""
+    target, db = tmp_path / "datasets" / "shared.parquet", tmp_path / "second.duckdb"
+    running = Command(HOLD_WORKING_DIRECTORY, target)
+    try:
+        running.wait_for("working in")
+        directory = Path(running.lines[-1].split("working in ", 1)[1].strip())
+        (tmp_path / "datasets" / ".shared.parquet-staging-killed").mkdir()
+        assert publish.recover(target, db, "shared") == "removed 1 working directory of an interrupted ingest of shared"
+        assert directory.is_dir()
+    finally:
+        running.process.kill()
+        running.finish()
+    assert publish.recover(target, db, "shared") == "removed 1 working directory of an interrupted ingest of shared"
+    assert not directory.exists()
+
+
+SETTLE_LEFTOVERS = """
+import sys
+from pathlib import Path
+from pipelines import ingest
+ingest._recover(Path(sys.argv[1]), Path(sys.argv[2]), "shared", print)
+print("settled", flush=True)
+"""
+
+
+def test_settling_leftovers_waits_for_another_databases_publication(tmp_path):
+    """The journal of a publication in progress (into another database file) is not settled
+    against this database, which never commits it: that dropped it under the publisher."""
+    out = tmp_path / "datasets"
+    with locks.dataset_lock(out / "shared.parquet", wait=0):
+        settling = Command(SETTLE_LEFTOVERS, out / "shared.parquet", tmp_path / "second.duckdb")
+        settling.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, which is publishing into {out}")
+    assert settling.finish() == 0 and settling.lines[-1] == "settled\n"
 
 
 # --- with Spark: appends, kills and replays in their own processes --------------------------------
