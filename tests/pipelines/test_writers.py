@@ -300,7 +300,8 @@ def test_two_databases_publishing_one_dataset_directory_take_turns(tmp_path):
     with locks.dataset_lock(out / "shared.parquet", wait=0):
         commands = [Command(PUBLISH_INTO_SHARED, db, out) for db in dbs]
         for command in commands:
-            command.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, which is publishing into {out}")
+            command.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, "
+                             f"which is publishing into {out}")
     assert [command.finish() for command in commands] == [0, 0]
     outcomes = sorted(command.lines[-1].split(":")[0].strip() for command in commands)
     assert outcomes == ["published", "refused"], [command.output for command in commands]
@@ -355,7 +356,8 @@ def test_settling_leftovers_waits_for_another_databases_publication(tmp_path):
     out = tmp_path / "datasets"
     with locks.dataset_lock(out / "shared.parquet", wait=0):
         settling = Command(SETTLE_LEFTOVERS, out / "shared.parquet", tmp_path / "second.duckdb")
-        settling.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, which is publishing into {out}")
+        settling.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, "
+                          f"which is publishing into {out}")
     assert settling.finish() == 0 and settling.lines[-1] == "settled\n"
 
 
