@@ -26,10 +26,8 @@ import datetime as dt
 import hashlib
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,6 +212,7 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         _refuse_another_databases_dataset(Path(out).resolve() / f"{name}.parquet", db, name)
     for path in inputs:
         log(f"[ingest] reading {path}")
+    digests_before_reading = [_digest_if_readable(path) for path in inputs]  # an unreadable one: the family says why
     raw = family.extract(inputs, options, existing["params"] if existing else None)
     if existing and list(raw.features) != existing["features"]:
         raise InputError(f"dataset {name!r} has features {existing['features']}, the inputs give {list(raw.features)}")
@@ -221,6 +220,7 @@ def extract(family_name: str, inputs: Sequence[Path] = (), *, db: Path = store.D
         f"{' file(s)' if inputs else ''}")
     _refuse_empty_inputs(inputs, raw.table)
     digests = _new_contents(name, inputs, existing)
+    _refuse_changed_while_read(inputs, digests_before_reading, digests)
     parquet = Path(existing["parquet"]) if existing else Path(out).resolve() / f"{name}.parquet"
     return Extracted(family_name=family_name, family=family, name=name, inputs=inputs, raw=raw, db=Path(db),
                      parquet=parquet, max_rejected=max_rejected, existing=existing, digests=digests)
@@ -251,14 +251,10 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
             learned = cleaned.learned.first().asDict() if cleaned.learned is not None else {}
             if existing and family.kind == "object":  # an attribute stream's objects come back in later chunks
                 _refuse_known_ids(spark, rows, existing["parquet"], name)
-            staging = Path(tempfile.mkdtemp(prefix=f"{publish.hidden_prefix(extracted.parquet)}staging-",
-                                            dir=_parent(extracted.parquet)))
-            try:
+            with publish.working_directory(extracted.parquet, "staging") as staging:
                 log(f"[ingest] writing {facts['rows']:,} rows under {extracted.parquet}")
                 _write_parts(rows, staging / "out", family.partition_by)
                 _publish(extracted, staging, facts, rejects, rejected, learned, log)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
         finally:
             rows.unpersist()
     seconds = (dt.datetime.now(dt.timezone.utc) - started).total_seconds()
@@ -277,15 +273,12 @@ def _raw_frame(spark: SparkSession, table: pa.Table, dataset: Path) -> Iterator[
     driver, in one thread. The staging directory sits next to the dataset (a path the
     executors can read, as they must read the dataset) and is removed afterwards.
     """
-    staging = Path(tempfile.mkdtemp(prefix=f"{publish.hidden_prefix(dataset)}raw-", dir=_parent(dataset)))
-    try:
+    with publish.working_directory(dataset, "raw") as staging:
         pieces = max(1, min(spark.sparkContext.defaultParallelism * 2, table.num_rows // RAW_ROWS_PER_PIECE))
         step = -(-table.num_rows // pieces) if table.num_rows else 1
         for index in range(pieces):
             pq.write_table(table.slice(index * step, step), staging / f"raw-{index:05d}.parquet")
         yield spark.read.parquet(str(staging))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def family_by_name(name: str) -> Family:
@@ -371,13 +364,14 @@ def _publish(extracted: Extracted, staging: Path, facts: Any, rejects: dict[str,
     parts = _name_parts_by_seq(written)
     if not parts:
         raise RuntimeError(f"Spark wrote no Parquet part under {written}")
-    if extracted.existing is None:  # checked again: another database's ingest may have published meanwhile
-        _refuse_another_databases_dataset(target, extracted.db, extracted.name)
-        (written / OWNER_FILE).write_text(str(extracted.db.resolve()))
-    ingested_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    publish.publish(staging, written, parts, target, name=extracted.name, db=extracted.db,
-                    append=extracted.existing is not None, ingested_at=ingested_at,
-                    commit=lambda: _record(extracted, facts, rejects, rejected, learned, ingested_at))
+    with locks.dataset_lock(target, log=lambda line: log(f"[ingest] {line}")):
+        if extracted.existing is None:  # checked again: another database's ingest may have published meanwhile
+            _refuse_another_databases_dataset(target, extracted.db, extracted.name)
+            (written / OWNER_FILE).write_text(str(extracted.db.resolve()))
+        ingested_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        publish.publish(staging, written, parts, target, name=extracted.name, db=extracted.db,
+                        append=extracted.existing is not None, ingested_at=ingested_at,
+                        commit=lambda: _record(extracted, facts, rejects, rejected, learned, ingested_at))
     log(f"[ingest] {len(parts)} Parquet part(s) {'added to' if extracted.existing else 'written to'} {target}")
 
 
@@ -430,11 +424,6 @@ def _record(extracted: Extracted, facts: Any, rejects: dict[str, int], rejected:
         })
 
 
-def _parent(directory: Path) -> Path:
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    return directory.parent
-
-
 OWNER_FILE = ".database"
 """A hidden file in a dataset directory naming the database file that records it (readers skip it)."""
 
@@ -451,7 +440,8 @@ def _refuse_another_databases_dataset(target: Path, db: Path, name: str) -> None
 
 
 def _recover(target: Path, db: Path, name: str, log: Callable[[str], None]) -> None:
-    settled = publish.recover(target, db, name)
+    with locks.dataset_lock(target, log=lambda line: log(f"[ingest] {line}")):  # not during another's publication
+        settled = publish.recover(target, db, name)
     if settled:
         log(f"[ingest] {settled}")
 
@@ -510,6 +500,22 @@ def _new_contents(name: str, inputs: Sequence[Path], existing: dict[str, Any] | 
             raise InputError(f"{path}: the same content as {given[digest]}, given twice")
         given[digest] = path
     return digests
+
+
+def _refuse_changed_while_read(inputs: Sequence[Path], before: list[str], after: list[str]) -> None:
+    """Refuse an input whose bytes changed while it was read (a feed still writing it): the rows
+    read would not be the content its recorded digest names, so a later ``--append`` of the
+    complete file would be refused as already ingested, its new rows never read."""
+    for path, digest_before, digest_after in zip(inputs, before, after):
+        if digest_before != digest_after:
+            raise InputError(f"{path}: changed while it was read; ingest it once it is complete")
+
+
+def _digest_if_readable(path: Path) -> str | None:
+    try:
+        return file_digest(path)
+    except OSError:
+        return None
 
 
 def file_digest(path: Path) -> str:

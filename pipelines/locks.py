@@ -88,20 +88,8 @@ def writer_lock(db: str | Path, *, wait: float | None = None,
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = open(path, "a+")
     try:
-        deadline = time.monotonic() + seconds
-        waiting = False
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StoreError(f"{db} is being written by {holder(path)}; gave up after waiting {seconds:g} s "
-                                     f"(--lock-wait or ${WAIT_ENVIRONMENT}); retry when it has finished") from None
-                if not waiting:
-                    log(f"waiting up to {seconds:g} s for {holder(path)}, which is writing {db}")
-                    waiting = True
-                time.sleep(RETRY_SECONDS)
+        _take(handle.fileno(), seconds, lambda: f"{db} is being written by {holder(path)}",
+              lambda: f"{holder(path)}, which is writing {db}", log)
         since = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         handle.seek(0)
         handle.truncate()
@@ -110,6 +98,47 @@ def writer_lock(db: str | Path, *, wait: float | None = None,
         yield path
     finally:
         handle.close()  # closing the file releases the lock
+
+
+@contextlib.contextmanager
+def dataset_lock(target: str | Path, *, wait: float | None = None,
+                 log: Callable[[str], None] = print) -> Iterator[Path]:
+    """Hold, for the block, the lock of the directory holding dataset directory ``target`` (``--out``).
+
+    Ingests into two database files hold two writer locks, yet may publish into one dataset
+    directory (one ``--out`` and ``--name``): each holds this lock from its check of the
+    directory's owner (``.database``) to the end of its publication, so the second one checks
+    after the first has published and refuses the other database's dataset.  An ``flock`` on
+    the directory itself, so no file is left beside the datasets; waits as :func:`writer_lock`.
+    """
+    out = Path(target).resolve().parent
+    out.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(out, os.O_RDONLY)
+    try:
+        _take(descriptor, wait_seconds(wait), lambda: f"{out} is being published into by another process",
+              lambda: f"another process, which is publishing into {out}", log)
+        yield out
+    finally:
+        os.close(descriptor)  # closing the descriptor releases the lock
+
+
+def _take(descriptor: int, seconds: float, busy: Callable[[], str], other: Callable[[], str],
+          log: Callable[[str], None]) -> None:
+    """``flock`` ``descriptor``, waiting up to ``seconds`` with one log line, then :class:`StoreError`."""
+    deadline = time.monotonic() + seconds
+    waiting = False
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreError(f"{busy()}; gave up after waiting {seconds:g} s "
+                                 f"(--lock-wait or ${WAIT_ENVIRONMENT}); retry when it has finished") from None
+            if not waiting:
+                log(f"waiting up to {seconds:g} s for {other()}")
+                waiting = True
+            time.sleep(RETRY_SECONDS)
 
 
 def add_wait_option(parser) -> None:

@@ -17,18 +17,22 @@ A process killed anywhere leaves either no journal (nothing was published; at mo
 staging directory) or a journal that :func:`recover` settles: the next writer of the database
 (ingest or replay, under the writer lock of :mod:`pipelines.locks`) asks DuckDB whether the
 commit happened; if it did, it finishes the moves, if not it drops the staged parts.  Either
-way it removes the hidden leftovers.  A dataset directory belongs to the one database that
-records it.
+way it removes the hidden leftovers, but not the working directories of an ingest still running
+(into another database file: each is ``flock``-ed by its ingest, :func:`working_directory`).
+A dataset directory belongs to the one database that records it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from . import store
 
@@ -41,6 +45,40 @@ def journal_path(target: Path) -> Path:
 def hidden_prefix(target: Path) -> str:
     """Names of an ingest's hidden working directories beside ``target``: staging, raw rows, retired."""
     return f".{target.name}-"
+
+
+@contextlib.contextmanager
+def working_directory(target: Path, kind: str) -> Iterator[Path]:
+    """A new hidden working directory beside ``target`` (``.<dataset dir>-<kind>-...``), removed after the block.
+
+    It is ``flock``-ed while the block runs, so that :func:`recover` run by an ingest into another
+    database file with the same dataset directory leaves it; the kernel releases the lock of a
+    killed process, whose directory the next writer removes.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix=f"{hidden_prefix(target)}{kind}-", dir=target.parent))
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        os.close(descriptor)
+
+
+def _in_use(directory: Path) -> bool:
+    """Whether a running ingest holds working directory ``directory`` (:func:`working_directory`)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)
 
 
 def publish(staging: Path, written: Path, parts: list[Path], target: Path, *, name: str, db: Path,
@@ -105,7 +143,7 @@ def recover(target: Path, db: Path, name: str) -> str | None:
             done = f"dropped the uncommitted parts of an interrupted ingest of {name}"
         path.unlink()
     path.with_name(f"{path.name}.tmp").unlink(missing_ok=True)
-    leftovers = [p for p in target.parent.glob(f"{hidden_prefix(target)}*") if p.is_dir()] \
+    leftovers = [p for p in target.parent.glob(f"{hidden_prefix(target)}*") if p.is_dir() and not _in_use(p)] \
         if target.parent.is_dir() else []
     for leftover in leftovers:
         shutil.rmtree(leftover, ignore_errors=True)

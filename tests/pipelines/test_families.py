@@ -7,6 +7,7 @@ the pipeline's code.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import gzip
 import hashlib
@@ -562,6 +563,26 @@ def test_csv_append_of_a_daily_feed_reusing_one_file_name(spark, tmp_path):
     assert json.loads(sources) == [str(monday), str(tuesday)]
     assert json.loads(digests) == [ingest.file_digest(monday), ingest.file_digest(tuesday)]
     assert summary.rows_total == 4
+
+
+def test_a_csv_that_grows_while_it_is_read_is_refused(tmp_path, monkeypatch):
+    """A feed still writing its file: the rows were read from one content and the digest taken
+    of a longer one, so a later --append of the complete file was refused as already ingested
+    and its last rows were never read."""
+    feed = tmp_path / "latest.csv"
+    feed.write_text("id,t,x\n1,0,0.5\n")
+    csv_family = ingest.FAMILIES["csv"]
+
+    def read_then_the_feed_writes_on(paths, options, existing):
+        raw = csv_family.extract(paths, options, existing)
+        with open(feed, "a") as handle:
+            handle.write("2,1,0.25\n")
+        return raw
+
+    monkeypatch.setitem(ingest.FAMILIES, "csv", dataclasses.replace(csv_family, extract=read_then_the_feed_writes_on))
+    with pytest.raises(InputError, match=re.escape(f"{feed}: changed while it was read; ingest it once it is complete")):
+        ingest.extract("csv", [feed], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                       options={"id_column": "id", "time_column": "t", "feature_columns": "x"}, **quiet)
 
 
 def test_csv_append_with_other_columns_names_the_flags_to_leave_out():

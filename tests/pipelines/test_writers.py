@@ -263,6 +263,104 @@ def test_the_next_writer_completes_a_committed_publication_and_drops_another(tmp
     assert publish.recover(target, db, "d") is None
 
 
+PUBLISH_INTO_SHARED = """
+import sys, tempfile
+from pathlib import Path
+import pyarrow as pa, pyarrow.parquet as pq
+from pipelines import ingest, store
+from pipelines.cleaned import Raw
+from pipelines.errors import InputError
+db, out = Path(sys.argv[1]), Path(sys.argv[2])
+store.connect(db).close()
+staging = Path(tempfile.mkdtemp(prefix=".shared.parquet-staging-", dir=out))
+(staging / "out").mkdir()
+pq.write_table(pa.table({"id": [1, 2], "seq": [0, 1], "t": [0, 1], "x": [0.5, 0.25]}), staging / "out" / "p.parquet")
+family = ingest.FAMILIES["csv"]
+raw = Raw(table=pa.table({"source_file": ["a.csv"] * 2, "line": [2, 3], "raw": ["", ""]}), params={}, features=("x",))
+extracted = ingest.Extracted(family_name="csv", family=family, name="shared", inputs=[], raw=raw, db=db,
+                             parquet=out.resolve() / "shared.parquet", max_rejected=0.0, existing=None, digests=[])
+no_rejects = pa.table({"source_file": pa.array([], pa.string()), "line": pa.array([], pa.int64()),
+                       "reason": pa.array([], pa.string()), "raw": pa.array([], pa.string())})
+try:
+    ingest._publish(extracted, staging, {"rows": 2, "t_min": 0, "t_max": 1}, dict.fromkeys(family.reasons, 0),
+                    no_rejects, {}, print)
+    print("published", flush=True)
+except InputError as error:
+    print(f"refused: {error}", flush=True)
+"""
+
+
+def test_two_databases_publishing_one_dataset_directory_take_turns(tmp_path):
+    """Two ingests into two database files (two writer locks) with one --out and --name: each
+    checked the directory's owner, then published, so both could pass the check and the
+    second replaced the first one's dataset.  They queue on the directory's lock instead."""
+    out = tmp_path / "datasets"
+    out.mkdir()
+    dbs = [tmp_path / "first.duckdb", tmp_path / "second.duckdb"]
+    with locks.dataset_lock(out / "shared.parquet", wait=0):
+        commands = [Command(PUBLISH_INTO_SHARED, db, out) for db in dbs]
+        for command in commands:
+            command.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, "
+                             f"which is publishing into {out}")
+    assert [command.finish() for command in commands] == [0, 0]
+    outcomes = sorted(command.lines[-1].split(":")[0].strip() for command in commands)
+    assert outcomes == ["published", "refused"], [command.output for command in commands]
+    winner = dbs[[command.lines[-1].startswith("published") for command in commands].index(True)]
+    assert (out / "shared.parquet" / ingest.OWNER_FILE).read_text() == str(winner.resolve())
+    for db in dbs:
+        with duckdb.connect(str(db), read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM datasets").fetchone() == ((1,) if db == winner else (0,))
+
+
+HOLD_WORKING_DIRECTORY = """
+import sys, time
+from pathlib import Path
+from pipelines import publish
+with publish.working_directory(Path(sys.argv[1]), "raw") as directory:
+    print("working in", directory, flush=True)
+    time.sleep(120)
+"""
+
+
+def test_recovery_leaves_the_working_directories_of_a_running_ingest(tmp_path):
+    """An ingest into another database file with the same dataset directory settles leftovers
+    first: it removed every hidden working directory, those of an ingest still reading and
+    writing them included, whose Spark job then failed."""
+    target, db = tmp_path / "datasets" / "shared.parquet", tmp_path / "second.duckdb"
+    running = Command(HOLD_WORKING_DIRECTORY, target)
+    try:
+        running.wait_for("working in")
+        directory = Path(running.lines[-1].split("working in ", 1)[1].strip())
+        (tmp_path / "datasets" / ".shared.parquet-staging-killed").mkdir()
+        assert publish.recover(target, db, "shared") == "removed 1 working directory of an interrupted ingest of shared"
+        assert directory.is_dir()
+    finally:
+        running.process.kill()
+        running.finish()
+    assert publish.recover(target, db, "shared") == "removed 1 working directory of an interrupted ingest of shared"
+    assert not directory.exists()
+
+
+SETTLE_LEFTOVERS = """
+import sys
+from pathlib import Path
+from pipelines import ingest
+ingest._recover(Path(sys.argv[1]), Path(sys.argv[2]), "shared", print)
+print("settled", flush=True)
+"""
+
+
+def test_settling_leftovers_waits_for_another_databases_publication(tmp_path):
+    """The journal of a publication in progress (into another database file) is not settled
+    against this database, which never commits it: that dropped it under the publisher."""
+    out = tmp_path / "datasets"
+    with locks.dataset_lock(out / "shared.parquet", wait=0):
+        settling = Command(SETTLE_LEFTOVERS, out / "shared.parquet", tmp_path / "second.duckdb")
+        settling.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, "
+                          f"which is publishing into {out}")
+    assert settling.finish() == 0 and settling.lines[-1] == "settled\n"
+
+
 # --- with Spark: appends, kills and replays in their own processes --------------------------------
 
 def write_csv(path: Path, ids: range, t) -> Path:
