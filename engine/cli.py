@@ -848,7 +848,10 @@ def id_texts(ids: np.ndarray) -> list[str]:
 def score_texts_of_bits(bits: np.ndarray) -> list[str]:
     """The texts of the scores whose float64 bits are ``bits`` (int64), as ``json.dumps`` writes
     them: told apart by their bits, ``-0.0`` keeps its sign."""
-    return [score_text(value) for value in bits.view(np.float64).tolist()]
+    values = bits.view(np.float64)
+    if np.isfinite(values).all():
+        return list(map(repr, values.tolist()))
+    return [score_text(value) for value in values.tolist()]
 
 
 class AnswerLines:
@@ -921,12 +924,12 @@ def shared_lines(executor: "SharedTopK", queries: Sequence[Query], data: tuple) 
         answers = executor.answers(ids[lo:hi], t[lo:hi], x[lo:hi], max_slides=None)  # rows checked before
         at_start = int(np.searchsorted(answers.position, lo, side="right"))
         at_end = int(np.searchsorted(answers.position, hi, side="left"))
-        keyed = zip(answers.query.tolist(), answers.slide.tolist(), column_lines(answers))
+        lines = column_lines(answers)
         if held or at_start:
-            held.extend(islice(keyed, at_start))
+            held.extend(zip(answers.query[:at_start].tolist(), answers.slide[:at_start].tolist(), lines))
             yield from (line for *_, line in sorted(held))
-        yield from (line for *_, line in islice(keyed, at_end - at_start))
-        held = list(keyed)
+        yield from islice(lines, at_end - at_start)
+        held = list(zip(answers.query[at_end:].tolist(), answers.slide[at_end:].tolist(), lines))
     yield from (line for *_, line in held)
 
 
