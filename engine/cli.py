@@ -821,12 +821,37 @@ def score_text(value: float) -> str:
     return repr(value) if math.isfinite(value) else json.dumps(value)
 
 
-def joined(pieces: list[str]) -> tuple[str, np.ndarray]:
-    """``", ".join(pieces)`` and where each piece starts in it, plus one past the end (+2): the
-    text of pieces ``lo..hi-1`` is ``text[at[lo]:at[hi] - 2]``, empty when ``lo == hi``."""
-    at = np.zeros(len(pieces) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)) + 2, out=at[1:])
-    return ", ".join(pieces), at
+def joined(keys: np.ndarray, texts: Callable[[np.ndarray], list[str]]) -> tuple[str, np.ndarray]:
+    """``", ".join`` of the texts of ``keys`` (int64; ``texts`` is given the distinct keys,
+    ascending, and returns their texts: each is written once, an object being in many windows'
+    answers) and where each piece starts in it, plus one past the end (+2): the text of pieces
+    ``lo..hi-1`` is ``text[at[lo]:at[hi] - 2]``, empty when ``lo == hi``.  ``O(n log n)``
+    numpy steps and one Python step per distinct key.
+
+    >>> joined(np.array([3, 10, 3]), lambda distinct: list(map(str, distinct.tolist())))
+    ('3, 10, 3', array([ 0,  3,  7, 10]))
+    """
+    distinct, which = np.unique(keys, return_inverse=True)
+    which = which.reshape(-1)
+    written = np.array(texts(distinct) or [""], dtype=object)
+    lengths = np.fromiter(map(len, written), np.int64, len(written))
+    at = np.zeros(len(keys) + 1, np.int64)
+    np.cumsum(lengths[which] + 2, out=at[1:])
+    return ", ".join(written[which].tolist()), at
+
+
+def id_texts(ids: np.ndarray) -> list[str]:
+    """The texts of ``ids``, as ``json.dumps`` writes them."""
+    return list(map(str, ids.tolist()))
+
+
+def score_texts_of_bits(bits: np.ndarray) -> list[str]:
+    """The texts of the scores whose float64 bits are ``bits`` (int64), as ``json.dumps`` writes
+    them: told apart by their bits, ``-0.0`` keeps its sign."""
+    values = bits.view(np.float64)
+    if np.isfinite(values).all():
+        return list(map(repr, values.tolist()))
+    return [score_text(value) for value in values.tolist()]
 
 
 class AnswerLines:
@@ -874,10 +899,8 @@ def column_lines(answers) -> Iterator[str]:
     ...                           np.array([0.5, -0.0]), np.array([3, 4]))))
     ['{"query": 1, "slide": 0, "end": 10, "ids": [7, 8], "scores": [0.5, -0.0]}\\n']
     """
-    id_text, id_at = joined(list(map(str, answers.ids.tolist())))
-    bits, which = np.unique(np.ascontiguousarray(answers.scores).view(np.int64), return_inverse=True)
-    distinct = np.array([score_text(value) for value in bits.view(np.float64).tolist()] or [""], dtype=object)
-    score_texts, score_at = joined(distinct[which.reshape(-1)].tolist())
+    id_text, id_at = joined(answers.ids, id_texts)
+    score_texts, score_at = joined(np.ascontiguousarray(answers.scores).view(np.int64), score_texts_of_bits)
     lo, hi = answers.offset, answers.offset + answers.length
     return (f'{{"query": {q}, "slide": {j}, "end": {e}, "ids": [{id_text[a:b]}], "scores": [{score_texts[c:d]}]}}\n'
             for q, j, e, a, b, c, d in zip(answers.query.tolist(), answers.slide.tolist(), answers.end.tolist(),
@@ -901,12 +924,12 @@ def shared_lines(executor: "SharedTopK", queries: Sequence[Query], data: tuple) 
         answers = executor.answers(ids[lo:hi], t[lo:hi], x[lo:hi], max_slides=None)  # rows checked before
         at_start = int(np.searchsorted(answers.position, lo, side="right"))
         at_end = int(np.searchsorted(answers.position, hi, side="left"))
-        keyed = zip(answers.query.tolist(), answers.slide.tolist(), column_lines(answers))
+        lines = column_lines(answers)
         if held or at_start:
-            held.extend(islice(keyed, at_start))
+            held.extend(zip(answers.query[:at_start].tolist(), answers.slide[:at_start].tolist(), lines))
             yield from (line for *_, line in sorted(held))
-        yield from (line for *_, line in islice(keyed, at_end - at_start))
-        held = list(keyed)
+        yield from islice(lines, at_end - at_start)
+        held = list(zip(answers.query[at_end:].tolist(), answers.slide[at_end:].tolist(), lines))
     yield from (line for *_, line in held)
 
 

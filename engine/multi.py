@@ -122,6 +122,32 @@ class Answers(NamedTuple):
                                              self.position.tolist(), self.offset.tolist(), self.length.tolist())]
 
 
+class _Records:
+    """The answers' records of one :meth:`SharedTopK.answers` call (ids, scores, seq), every
+    group's kernel writing after the last: grown by doubling, so no group's records are copied
+    to be joined with the others' (amortised ``O(1)`` per record)."""
+
+    def __init__(self) -> None:
+        self.ids = np.empty(0, np.int64)
+        self.scores = np.empty(0)
+        self.seq = np.empty(0, np.int64)
+        self.used = 0
+
+    def reserve(self, room: int) -> None:
+        """Make room for ``room`` more records after the ``used`` ones."""
+        if self.used + room <= len(self.ids):
+            return
+        size = max(2 * len(self.ids), self.used + room)
+        for name in ("ids", "scores", "seq"):
+            old = getattr(self, name)
+            grown = np.empty(size, old.dtype)
+            grown[:self.used] = old[:self.used]
+            setattr(self, name, grown)
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.ids[:self.used], self.scores[:self.used], self.seq[:self.used]
+
+
 class _Group:
     """The arrays of one weights group: its super-top-k list and its window families."""
 
@@ -227,10 +253,11 @@ class _Group:
     # ---- running
 
     def process(self, values: np.ndarray, seqs: np.ndarray, ids: np.ndarray, ts: np.ndarray, stream_end: int,
-                time_now: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                time_now: int, records: "_Records") -> np.ndarray:
         """Run the kernel over one chunk: the windows answered, in stream order, as rows
-        ``(family, window, position, offset, length)`` into the answers' ``ids, scores, seq``."""
-        emitted, answered, stored = [], [], 0
+        ``(family, window, position, offset, length)``, their records appended to ``records``
+        (``offset`` is where a window's records start there)."""
+        emitted = []
         first, done = 0, False
         widest = max(int(self.fam[f, K]) for f in self.families())
         expected = sum(max(len(values), stream_end - int(self.meta[NEXT_SEQ])) // int(self.fam[f, SLIDE]) + 2
@@ -241,28 +268,20 @@ class _Group:
             self.grow_nodes(min(len(values) - first, widest) + 1)
             longest = min(widest, len(self.scores))  # an answer holds at most every record (the kernel's bound)
             out_room = max(out_room, min(expected, _EMIT_ROOM) * longest)
+            records.reserve(out_room)
             emits = np.empty((emit_room, kernel.EMIT_COLUMNS), np.int64)
-            out_ids = np.empty(out_room, np.int64)
-            out_scores = np.empty(out_room)
-            out_seq = np.empty(out_room, np.int64)
-            cursor = np.zeros(2, np.int64)
+            cursor = np.array([0, records.used], np.int64)
             first, done = kernel.process_arrivals(
                 self.scores, self.nodes, self.forward, self.free, self.meta, self.start, self.end, self.fam,
                 self.tkc, self.lbp, self.counters, values, seqs, ids, ts, first, stream_end, time_now, emits,
-                out_ids, out_scores, out_seq, cursor)
-            rows = emits[:cursor[EMITS]]
-            rows[:, E_OFFSET] += stored
-            emitted.append(rows)
-            used = int(cursor[OUTS])
-            answered.append((out_ids[:used], out_scores[:used], out_seq[:used]))
-            stored += used
+                records.ids, records.scores, records.seq, cursor)
+            emitted.append(emits[:cursor[EMITS]])
+            records.used = int(cursor[OUTS])
             if cursor[EMITS] >= emit_room - 1:
                 emit_room *= 2
-            if cursor[OUTS] + longest > out_room:
+            if records.used + longest > len(records.ids):
                 out_room = 2 * out_room + longest
-        if len(answered) == 1:
-            return emitted[0], *answered[0]
-        return np.concatenate(emitted), *(np.concatenate(column) for column in zip(*answered))
+        return emitted[0] if len(emitted) == 1 else np.concatenate(emitted)
 
     # ---- plain data
 
@@ -475,16 +494,14 @@ class SharedTopK:
         if time_now is not None:
             latest = int(time_now) if latest is None else max(latest, int(time_now))
         columns: list[tuple[np.ndarray, ...]] = []
-        records: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        stored = 0
+        records = _Records()
         with np.errstate(over="ignore", invalid="ignore"):
             group_values = [score(x, group.weights) for group in self._groups.values()]
         for values in group_values:
             check_scores(values)
         for group, values in zip(self._groups.values(), group_values):
-            emits, best_ids, best_scores, best_seq = group.process(
-                values, seq, ids, t, stream_end, kernel.UNSET if time_now is None else int(time_now))
-            records.append((best_ids, best_scores, best_seq))
+            emits = group.process(values, seq, ids, t, stream_end, kernel.UNSET if time_now is None else int(time_now),
+                                  records)
             of_family = emits[:, E_FAMILY]
             for family, handles in group.members.items():
                 rows = emits[of_family == family]
@@ -492,14 +509,13 @@ class SharedTopK:
                 if n == 0:
                     continue
                 end = rows[:, E_WINDOW] * group.fam[family, SLIDE]
-                offset = rows[:, E_OFFSET] + stored
+                offset = rows[:, E_OFFSET]
                 for handle in handles:
                     first = self._answered[handle]
                     columns.append((np.full(n, handle, np.int64), np.arange(first, first + n, dtype=np.int64), end,
                                     rows[:, E_POSITION], offset,
                                     np.minimum(rows[:, E_LENGTH], self._queries[handle].k)))
                     self._answered[handle] = first + n
-            stored += len(best_ids)
         self._next_seq = stream_end
         self._arrivals += m
         self._t_last = latest
@@ -509,7 +525,7 @@ class SharedTopK:
         query, slide, end, position, offset, length = (np.concatenate(column) for column in zip(*columns))
         order = np.lexsort((slide, query, position))
         answers = Answers(query[order], slide[order], end[order], position[order], offset[order], length[order],
-                          *(np.concatenate(column) for column in zip(*records)))
+                          *records.columns())
         handles, from_last = np.unique(answers.query[::-1], return_index=True)
         for handle, i in zip(handles.tolist(), (len(order) - 1 - from_last).tolist()):
             self._keep_last(handle, answers.result(i))

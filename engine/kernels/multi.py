@@ -49,9 +49,14 @@ EMITS, OUTS = range(2)
 
 @njit(cache=True)
 def ranks_above(scores, nodes, node, value, seq):
-    """Whether ``node`` ranks above the key ``(value, seq)`` in the total order: ``O(1)``."""
+    """Whether ``node`` ranks above the key ``(value, seq)`` in the total order: ``O(1)``.
+
+    Both reads come before the comparisons: read in the branch the comparison of scores takes,
+    ``nodes`` kept its reference count update (two atomic operations per call, on the hot path
+    of every search and window step) because numba's pruning cannot pair them across branches."""
     score = scores[node]
-    return score > value or (score == value and nodes[node, SEQ] > seq)
+    later = nodes[node, SEQ] > seq
+    return score > value or (score == value and later)
 
 
 @njit(cache=True)
@@ -134,15 +139,6 @@ def unlink(nodes, forward, free, meta, node):
 
 
 @njit(cache=True)
-def leave_family(nodes, forward, free, meta, node):
-    """The record's career in a family is over; a record in no family's windows leaves the
-    list.  ``O(1)``, ``O(log MTK)`` on removal."""
-    nodes[node, CAREERS] -= 1
-    if nodes[node, CAREERS] == 0:
-        unlink(nodes, forward, free, meta, node)
-
-
-@njit(cache=True)
 def newest_slot(fam, family):
     """The ring slot of the newest window of ``family``: ``O(1)``."""
     span = fam[family, SPAN]
@@ -150,84 +146,80 @@ def newest_slot(fam, family):
 
 
 @njit(cache=True)
-def enters(scores, nodes, tkc, lbp, k, slot, value, seq):
-    """Whether a new key enters the newest window (ring slot ``slot``) of a family kept at
-    ``k`` (then it enters a suffix of its windows, Lemma 4.3): ``O(1)``."""
-    return tkc[slot] < k or not ranks_above(scores, nodes, lbp[slot], value, seq)
+def insert_piece(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
+                 values, seqs, ids, ts, chosen, n, newest, entered, update):
+    """Insert a piece's best arrivals ``chosen[:n]`` (best first), every family's newest window
+    at ring slot ``newest[family]`` (``NONE`` for an inactive family).  Each is discarded in
+    ``O(F)`` unless it enters some family's newest window (then it enters a suffix of its
+    windows, Lemma 4.3), else positioned once (``O(log MTK)``) and, per family it enters,
+    MinTopK's ``UpdateSuperTopk``: it joins the windows from the newest back while it beats their
+    ``lbp``; a full window's ``lbp`` record loses the window and ``lbp`` moves up to the next
+    record alive in it (Lemma 4.5), ``O(1)`` per window joined plus the records skipped.  The
+    first arrival entering no family stops the piece: the worse ones left, in the same windows,
+    cannot enter any either (counted as discarded).
 
-
-@njit(cache=True)
-def update_window_marks(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                        family, slot, node):
-    """MinTopK's ``UpdateSuperTopk`` for one family: the new record joins its windows from the
-    newest back while it beats their ``lbp``; a full window's ``lbp`` record loses the window
-    and ``lbp`` moves up to the next record alive in it (Lemma 4.5).  ``O(1)`` per window
-    joined plus the records skipped on the way up; ``slot`` is the newest window's ring slot."""
-    span = fam[family, SPAN]
-    k = fam[family, K]
-    offset = fam[family, OFFSET]
-    oldest = fam[family, CURRENT]
-    newest = oldest + span - 1
-    value = scores[node]
-    seq = nodes[node, SEQ]
-    end[node, family] = newest
-    window = newest
-    while window >= oldest:
-        lowest = lbp[slot]
-        if tkc[slot] < k:
-            tkc[slot] += 1
-            if lowest == NONE or ranks_above(scores, nodes, lowest, value, seq):
-                lbp[slot] = node
-        else:
-            if ranks_above(scores, nodes, lowest, value, seq):
-                break
-            counters[EVICTIONS] += 1
-            above = nodes[lowest, ABOVE]
-            while end[above, family] < window:
-                counters[LBP_SKIPS] += 1
-                above = nodes[above, ABOVE]
-            lbp[slot] = above
-            # Inline, not a call taking the arrays: each compiled call with array arguments
-            # costs atomic reference-count updates, and this step runs once per window the arrival evicts from.
-            start[lowest, family] += 1
-            if start[lowest, family] > end[lowest, family]:
-                leave_family(nodes, forward, free, meta, lowest)
-        window -= 1
-        slot = slot - 1 if slot > offset else offset + span - 1
-    start[node, family] = window + 1
-    if window < newest:
-        nodes[node, CAREERS] += 1
-
-
-@njit(cache=True)
-def insert_arrival(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                   value, seq, oid, t, slots, entered, update):
-    """One arrival: discarded in ``O(F)`` unless it enters some family's newest window (ring
-    slot ``slots[family]``, ``NONE`` for an inactive family), else positioned once
-    (``O(log MTK)``) and offered to each family it enters.  Returns whether it entered the list."""
+    One function, with the discard test and the window marks' update written inline: numba
+    does not inline its calls, and a compiled call with array arguments updates each array's
+    reference count atomically, which made the calls once per arrival and family (``enters``,
+    ``update_window_marks``) cost more than their work."""
     families = fam.shape[0]
-    any_entered = False
-    for family in range(families):
-        entered[family] = slots[family] != NONE and enters(scores, nodes, tkc, lbp, fam[family, K],
-                                                            slots[family], value, seq)
-        any_entered = any_entered or entered[family]
-    if not any_entered:
-        counters[DISCARDED] += 1
-        return False
-    counters[INSERTED] += 1
-    node = link(scores, nodes, forward, free, meta, value, seq, oid, t, update)
-    for family in range(families):
-        if entered[family]:
-            update_window_marks(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                                family, slots[family], node)
-        elif fam[family, ACTIVE] == 1:
-            newest_window = fam[family, CURRENT] + fam[family, SPAN] - 1
-            start[node, family] = newest_window + 1
+    for position in range(n):
+        index = chosen[position]
+        value = values[index]
+        seq = seqs[index]
+        any_entered = False
+        for family in range(families):
+            slot = newest[family]
+            entered[family] = slot != NONE and (tkc[slot] < fam[family, K]
+                                                or not ranks_above(scores, nodes, lbp[slot], value, seq))
+            any_entered = any_entered or entered[family]
+        if not any_entered:
+            counters[DISCARDED] += n - position
+            return
+        counters[INSERTED] += 1
+        node = link(scores, nodes, forward, free, meta, value, seq, ids[index], ts[index], update)
+        for family in range(families):
+            span = fam[family, SPAN]
+            oldest = fam[family, CURRENT]
+            newest_window = oldest + span - 1
+            if not entered[family]:
+                if fam[family, ACTIVE] == 1:
+                    start[node, family] = newest_window + 1
+                    end[node, family] = newest_window
+                else:
+                    start[node, family] = 0
+                    end[node, family] = NEVER
+                continue
+            k = fam[family, K]
+            offset = fam[family, OFFSET]
+            slot = newest[family]
             end[node, family] = newest_window
-        else:
-            start[node, family] = 0
-            end[node, family] = NEVER
-    return True
+            window = newest_window
+            while window >= oldest:
+                lowest = lbp[slot]
+                if tkc[slot] < k:
+                    tkc[slot] += 1
+                    if lowest == NONE or ranks_above(scores, nodes, lowest, value, seq):
+                        lbp[slot] = node
+                else:
+                    if ranks_above(scores, nodes, lowest, value, seq):
+                        break
+                    counters[EVICTIONS] += 1
+                    above = nodes[lowest, ABOVE]
+                    while end[above, family] < window:
+                        counters[LBP_SKIPS] += 1
+                        above = nodes[above, ABOVE]
+                    lbp[slot] = above
+                    start[lowest, family] += 1
+                    if start[lowest, family] > end[lowest, family]:  # its career in the family is over
+                        nodes[lowest, CAREERS] -= 1
+                        if nodes[lowest, CAREERS] == 0:
+                            unlink(nodes, forward, free, meta, lowest)
+                window -= 1
+                slot = slot - 1 if slot > offset else offset + span - 1
+            start[node, family] = window + 1
+            if window < newest_window:
+                nodes[node, CAREERS] += 1
 
 
 @njit(cache=True)
@@ -260,7 +252,9 @@ def answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp,
             taken += 1
             start[node, family] += 1
             if start[node, family] > end[node, family]:
-                leave_family(nodes, forward, free, meta, node)
+                nodes[node, CAREERS] -= 1
+                if nodes[node, CAREERS] == 0:
+                    unlink(nodes, forward, free, meta, node)
         else:
             counters[ANSWER_SKIPS] += 1
         node = after
@@ -366,12 +360,8 @@ def process_arrivals(scores, nodes, forward, free, meta, start, end, fam, tkc, l
         if meta[FREE_TOP] < min(piece_end - i, widest):
             return i, False
         n = best_of_piece(values, i, piece_end, widest, chosen)
-        for position in range(n):
-            index = chosen[position]
-            if not insert_arrival(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
-                                  values[index], seqs[index], ids[index], ts[index], newest, entered, update):
-                counters[DISCARDED] += n - position - 1  # worse than a discarded one, same windows
-                break
+        insert_piece(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp, counters,
+                     values, seqs, ids, ts, chosen, n, newest, entered, update)
         counters[ARRIVALS] += piece_end - i
         counters[PREFILTERED] += piece_end - i - n
         meta[NEXT_SEQ] = seqs[piece_end - 1] + 1
