@@ -172,7 +172,7 @@ def _settled(pool: _Places) -> tuple[_Places, Hull, _Places]:
     return pool.take(hull.vertices), hull.reindexed(hull.vertices, len(pool)), pool.take(outside)
 
 
-def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer]):
+def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer], free_layers: int, room: int):
     """The layers of ``pool``, outermost first, computed on demand: ``(layer, its hull, the
     positions in pool of its places)`` each, the layer split off as :func:`_settled` splits
     it.  ``pool`` holds the places of the layers ``earlier`` (``origin[i]``: the earlier layer
@@ -180,16 +180,19 @@ def _peeled(pool: _Places, origin: np.ndarray, earlier: list[_Layer]):
 
     In 3-D the compiled peel settles every layer it can in one call, each from the places
     left down to the first intact earlier layer, and stops where the earlier layers follow
-    unchanged (they are yielded as they are); its layers are views of one reordered copy of
-    the pool.  The layers it leaves (flat or numerically hard remainders), and every layer in
-    other dimensions, take one :func:`layer_hull` each.  ``O(Σ n_j f_j)`` over the layers
+    unchanged (they are yielded as they are) or at the layer where the budget binds (see
+    :func:`engine.kernels.hull.repeel_3d` for ``free_layers`` and ``room``: the caller takes
+    no layer after it); its layers are views of one reordered copy of the pool.  The layers
+    it leaves (flat or numerically hard remainders), and every layer in other dimensions,
+    take one :func:`layer_hull` each.  ``O(Σ n_j f_j)`` over the layers
     yielded.
     """
     left = np.arange(len(pool))
     if pool.x.shape[1] == 3 and len(pool):
         damaged = np.array([layer.hull is None for layer in earlier], dtype=bool)
         members, member_starts, facets, facet_starts, normals, offsets, scales, kept_from = \
-            kernel.repeel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE, origin, damaged)
+            kernel.repeel_3d(np.ascontiguousarray(pool.x), KERNEL_TOLERANCE, origin, damaged,
+                             free_layers, room)
         if len(scales):
             settled = pool.take(members)
             centers = np.add.reduceat(settled.x, member_starts[:-1], axis=0) / np.diff(member_starts)[:, None]
@@ -408,7 +411,9 @@ class SAO(Algorithm):
         above = self._held - len(pool)
         origin = np.full(len(pool), -1, np.int64) if origin is None else origin
         peeled = np.zeros(len(pool), dtype=bool)
-        for kept, hull, taken in _peeled(pool, origin, earlier or []):
+        free_layers = max(self.params["layers"] - len(self._layers), 0)
+        room = -1 if self._static else self._memory - above
+        for kept, hull, taken in _peeled(pool, origin, earlier or [], free_layers, room):
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 room = 0 if self._static else self._memory - above
                 before = np.flatnonzero(~peeled)
