@@ -460,7 +460,7 @@ class SAO(Algorithm):
         rows = rows.take(slice(start, None))
         rows = rows.take(self._keys(rows) >= bound)
         first, inverse = _distinct(rows.x)
-        keys = [point.tobytes() for point in rows.x[first]]
+        keys = _row_bytes(rows.x[first])
         places = [where.get(key) for key in keys]
         unheld = rows.x[first[[place is None for place in places]]]
         if not self._framed(unheld):
@@ -632,7 +632,7 @@ class SAO(Algorithm):
         objects superseded them) once they outnumber the held ones; amortised ``O(1)`` per entry."""
         if len(self._expiry) > 2 * self._count + 64:
             oldest = {place: objects[0][0] for place, objects in self._objects.items() if objects}
-            self._expiry = deque(entry for entry in self._expiry if entry[1] >= oldest.get(entry[2], math.inf))
+            self._expiry = deque([entry for entry in self._expiry if entry[1] >= oldest.get(entry[2], math.inf)])
 
     def _taken_out(self, doomed: list[int], evicted: bool) -> int | None:
         """Delete the places ``doomed`` (expired, or ``evicted`` with their objects) from their
@@ -640,15 +640,13 @@ class SAO(Algorithm):
         (``None``: none).  ``O(n)``."""
         if not doomed or not self._layers:
             return None
-        starts = np.cumsum([0] + [len(layer.places) for layer in self._layers])
-        hit = np.flatnonzero(np.isin(np.concatenate([layer.places.ids for layer in self._layers]),
-                                     np.array(doomed, np.int64)))
-        layer_of = np.searchsorted(starts, hit, side="right") - 1
+        starts = np.cumsum([0] + [len(layer.places) for layer in self._layers]).tolist()
+        doomed_mask = np.isin(np.concatenate([layer.places.ids for layer in self._layers]), np.array(doomed, np.int64))
+        hit = np.flatnonzero(doomed_mask)
         first = None
-        for j in np.unique(layer_of).tolist():  # only the layers that lose places
+        for j in np.unique(np.searchsorted(starts, hit, side="right") - 1).tolist():  # the layers that lose places
             layer = self._layers[j]
-            gone = np.zeros(len(layer.places), dtype=bool)
-            gone[hit[layer_of == j] - starts[j]] = True
+            gone = doomed_mask[starts[j]:starts[j + 1]]
             if evicted:
                 self._drop(layer.places.take(gone))
             else:
@@ -667,7 +665,7 @@ class SAO(Algorithm):
             return
         earlier = self._layers[j:]
         parts = [layer.places for layer in earlier] + [incoming]
-        origin = np.concatenate([np.full(len(part), r, np.int64) for r, part in enumerate(parts)])
+        origin = np.repeat(np.arange(len(parts), dtype=np.int64), [len(part) for part in parts])
         origin[len(origin) - len(incoming):] = -1
         joined = _Places(*(np.concatenate([getattr(part, f) for part in parts]) for f in ("ids", "x", "raw")))
         order = np.argsort(joined.ids, kind="stable")
@@ -982,6 +980,11 @@ def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
     return first[order], rank[inverse.ravel()]
+
+
+def _row_bytes(x: np.ndarray) -> list[bytes]:
+    """``row.tobytes()`` of every row of ``x``, in one conversion (``O(m d)``)."""
+    return np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel().tolist()
 
 
 def _frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

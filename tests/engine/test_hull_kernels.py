@@ -290,6 +290,22 @@ def test_a_nearly_flat_3d_hull_leaves_no_point_outside():
     assert answered > 100
 
 
+def test_the_outside_test_agrees_with_a_plain_one():
+    """``_outside`` (counted facet by facet) says whether some point lies farther than the
+    tolerance above some facet, as the plain test over every pair does: points inside, on and
+    just beyond (by 0.5 and 2 tolerances) the unit cube's six planes, and a NaN point."""
+    normals = np.concatenate([np.eye(3), -np.eye(3)])
+    offsets = np.array([-1.0, -1.0, -1.0, 0.0, 0.0, 0.0])
+    rng = np.random.default_rng(4)
+    for beyond in (0.0, 0.5 * TOLERANCE, 2 * TOLERANCE, np.nan):
+        for face in range(6):
+            points = rng.random((40, 3))
+            points[17] = 0.5
+            points[17, face % 3] = (1.0 + beyond) if face < 3 else -beyond
+            plain = bool(((points @ normals.T + offsets) > TOLERANCE).any())
+            assert kernel._outside(points, normals, offsets, TOLERANCE) == plain
+            assert plain == (beyond == 2 * TOLERANCE)
+
 @pytest.mark.parametrize("d", [2, 3])
 def test_a_layer_hulls_vertices_are_all_vertices_of_their_own_hull(d):
     """Points at the corners of the unit square (cube) moved by 1e-13 to 2e-12, about the
