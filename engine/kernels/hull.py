@@ -363,8 +363,8 @@ def hull_3d(points: np.ndarray, tolerance: float):
     ``O(n log n)`` expected per round, plus ``O(n f)`` for that test.
     """
     chosen = np.arange(points.shape[0])
-    for round_ in range(3):
-        status, facets, normals, offsets = _quickhull_3d(points if round_ == 0 else points[chosen], tolerance)
+    for _ in range(3):
+        status, facets, normals, offsets = _quickhull_3d(points[chosen], tolerance)
         if status != DONE:
             return status, facets, normals, offsets
         extreme = extreme_vertices(facets, normals, len(chosen))
@@ -385,14 +385,12 @@ def hull_3d(points: np.ndarray, tolerance: float):
 
 @njit(cache=True)
 def _outside(points, normals, offsets, tolerance):
-    """Whether a point lies farther than ``tolerance`` above a facet's plane (``O(n f)``).
-    Counted facet by facet over every point, without an early exit: a loop the compiler
-    vectorises (an outside point is the rare case)."""
-    above = 0
-    for f in range(len(offsets)):
-        for p in range(points.shape[0]):
-            above += _distance(normals, offsets, f, points, p) > tolerance
-    return above > 0
+    """Whether a point lies farther than ``tolerance`` above a facet's plane (``O(n f)``)."""
+    for p in range(points.shape[0]):
+        for f in range(len(offsets)):
+            if _distance(normals, offsets, f, points, p) > tolerance:
+                return True
+    return False
 
 
 @njit(cache=True)

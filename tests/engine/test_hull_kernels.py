@@ -291,8 +291,8 @@ def test_a_nearly_flat_3d_hull_leaves_no_point_outside():
 
 
 def test_the_outside_test_agrees_with_a_plain_one():
-    """``_outside`` (counted facet by facet) says whether some point lies farther than the
-    tolerance above some facet, as the plain test over every pair does: points inside, on and
+    """``_outside`` says whether some point lies farther than the tolerance above some facet,
+    as the plain test over every pair does: points inside, on and
     just beyond (by 0.5 and 2 tolerances) the unit cube's six planes, and a NaN point."""
     normals = np.concatenate([np.eye(3), -np.eye(3)])
     offsets = np.array([-1.0, -1.0, -1.0, 0.0, 0.0, 0.0])
