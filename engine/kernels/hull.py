@@ -394,12 +394,17 @@ def _outside(points, normals, offsets, tolerance):
 
 
 @njit(cache=True)
-def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged: np.ndarray):
+def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged: np.ndarray,
+              free_layers: int, room: int):
     """Convex layers of ``points`` (``n x 3``) that were layers before a change (the insertion
     and deletion cascades of SAO, section 3.6, for a whole slide): ``origin[i]`` is the earlier
     layer of point ``i`` (``-1``: an inserted point), ``damaged[l]`` whether earlier layer ``l``
     lost points (no earlier layers: a peel from scratch).  Peeled outermost first while
-    :func:`hull_3d` settles them (a flat or failed remainder is left to the caller).
+    :func:`hull_3d` settles them (a flat or failed remainder is left to the caller), and no
+    further than the layer at which the budget binds: the first one after the first
+    ``free_layers`` whose places, with those of the layers before it, exceed ``room`` (SAO
+    trims that layer and drops every point below it, so deeper layers would be wasted work;
+    a ``room`` below zero stops at the first layer after ``free_layers``).
 
     An earlier layer that is *intact* (it lost no point and none of its points is peeled yet)
     contains every point of the deeper earlier layers, so each layer is the hull of the points
@@ -439,8 +444,9 @@ def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged:
     largest = 0  # position in by_magnitude of the largest magnitude left
     left = n
     layers = 0
+    placed = 0
     kept_from = -1
-    while left > 0:
+    while left > 0 and not (layers > free_layers and placed > room):
         first_intact = -1
         for layer in range(earlier):
             if intact[layer] and left_in[layer] > 0:
@@ -493,6 +499,7 @@ def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged:
         layers += 1
         member_starts[layers], facet_starts[layers] = last, stop
         left -= len(vertices)
+        placed += len(vertices)
     stop = facet_starts[layers]
     return (members[:member_starts[layers]], member_starts[:layers + 1], facets[:stop], facet_starts[:layers + 1],
             normals[:stop], offsets[:stop], scales[:layers], kept_from)

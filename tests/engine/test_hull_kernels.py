@@ -165,7 +165,7 @@ def test_peel_gives_qhulls_layers(seed, shape):
     else:
         points = grid(3, 4)[rng.permutation(64)]
     members, member_starts, facets, facet_starts, normals, offsets, _, kept_from = kernel.repeel_3d(
-        points, TOLERANCE, np.full(len(points), -1, np.int64), np.zeros(0, dtype=bool))
+        points, TOLERANCE, np.full(len(points), -1, np.int64), np.zeros(0, dtype=bool), len(points), len(points))
     assert kept_from == -1
     peeled = [vertex_points(points, members[a:b]) for a, b in zip(member_starts[:-1], member_starts[1:])]
     expected = qhull_layers(points)
@@ -231,7 +231,8 @@ def test_repeel_after_insertions_and_deletions_gives_qhulls_layers(seed):
     for p in points[deleted]:
         if tuple(p) in layer_of:
             damaged[layer_of[tuple(p)]] = True
-    members, member_starts, _, _, _, _, _, kept_from = kernel.repeel_3d(pool, TOLERANCE, origin, damaged)
+    members, member_starts, _, _, _, _, _, kept_from = kernel.repeel_3d(pool, TOLERANCE, origin, damaged,
+                                                                        len(pool), len(pool))
     peeled = [vertex_points(pool, members[a:b]) for a, b in zip(member_starts[:-1], member_starts[1:])]
     expected = qhull_layers(pool)
     if kept_from >= 0:
@@ -241,6 +242,26 @@ def test_repeel_after_insertions_and_deletions_gives_qhulls_layers(seed):
         peeled += rest
     assert peeled == expected
 
+
+
+@pytest.mark.parametrize("free_layers, room", [(0, 10), (2, 40), (3, -1), (1, 0), (100, 1000)])
+def test_repeel_stops_at_the_layer_where_the_budget_binds(free_layers, room):
+    """With a budget the peel is the unlimited peel's layers up to and including the first one
+    after ``free_layers`` whose places, with those before it, exceed ``room`` (SAO trims that
+    layer and drops the rest); every layer, facet and plane equals the unlimited peel's."""
+    points = np.random.default_rng(21).random((150, 3))
+    origin, damaged = np.full(len(points), -1, np.int64), np.zeros(0, dtype=bool)
+    whole = kernel.repeel_3d(points, TOLERANCE, origin, damaged, len(points), len(points))
+    sizes = np.diff(whole[1])
+    binding = next((j for j in range(len(sizes)) if j >= free_layers and sizes[:j + 1].sum() > room), len(sizes) - 1)
+    members, member_starts, facets, facet_starts, normals, offsets, scales, kept_from = kernel.repeel_3d(
+        points, TOLERANCE, origin, damaged, free_layers, room)
+    assert len(scales) == binding + 1 and kept_from == -1
+    assert np.array_equal(member_starts, whole[1][:binding + 2])
+    assert np.array_equal(members, whole[0][:member_starts[-1]])
+    assert np.array_equal(facet_starts, whole[3][:binding + 2])
+    for got, expected in zip((facets, normals, offsets, scales), (whole[2], whole[4], whole[5], whole[6])):
+        assert np.array_equal(got, expected[:len(got)])
 
 def test_a_near_duplicate_out_of_the_chains_order_does_not_make_a_triangle_flat():
     """Found by fuzzing SAO: (1e-300, 0) sorts after (0, 1) though it lies 1e-300 from (0, 0);
@@ -268,6 +289,22 @@ def test_a_nearly_flat_3d_hull_leaves_no_point_outside():
             assert (points @ normals.T + offsets).max() <= TOLERANCE * (1 + 1e-9), f"seed {seed}"
     assert answered > 100
 
+
+def test_the_outside_test_agrees_with_a_plain_one():
+    """``_outside`` says whether some point lies farther than the tolerance above some facet,
+    as the plain test over every pair does: points inside, on and
+    just beyond (by 0.5 and 2 tolerances) the unit cube's six planes, and a NaN point."""
+    normals = np.concatenate([np.eye(3), -np.eye(3)])
+    offsets = np.array([-1.0, -1.0, -1.0, 0.0, 0.0, 0.0])
+    rng = np.random.default_rng(4)
+    for beyond in (0.0, 0.5 * TOLERANCE, 2 * TOLERANCE, np.nan):
+        for face in range(6):
+            points = rng.random((40, 3))
+            points[17] = 0.5
+            points[17, face % 3] = (1.0 + beyond) if face < 3 else -beyond
+            plain = bool(((points @ normals.T + offsets) > TOLERANCE).any())
+            assert kernel._outside(points, normals, offsets, TOLERANCE) == plain
+            assert plain == (beyond == 2 * TOLERANCE)
 
 @pytest.mark.parametrize("d", [2, 3])
 def test_a_layer_hulls_vertices_are_all_vertices_of_their_own_hull(d):
