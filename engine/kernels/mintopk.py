@@ -22,12 +22,11 @@ Arrays (one record per row, free rows chained through ``BELOW``):
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba import njit
 
 from .pool import grown_pool
 from .select import best_first, ranks_above
+from .views import unowned
 
 SEQ, ID, T, START, END, ABOVE, BELOW, LEFT, RIGHT, PARENT = range(10)
 FIELDS = 10
@@ -54,29 +53,6 @@ def empty_arrays(capacity: int, windows: int):
 def grown(records: np.ndarray, scores: np.ndarray, meta: np.ndarray, capacity: int):
     """The two record arrays copied into ``capacity`` rows; the new rows join the free chain."""
     return grown_pool(records, scores, meta, capacity, link=BELOW, free=FREE, fill=NONE)
-
-
-def unowned(array: np.ndarray) -> np.ndarray:
-    """``array`` itself, compiled as a view that holds no reference count: passing it to an
-    inlined step, or binding it, costs no atomic count (numba counts every array binding).
-    Only for the arguments of one kernel call, which the caller keeps alive; never returned."""
-    return array
-
-
-@intrinsic
-def _without_meminfo(typingctx, array):
-    def codegen(context, builder, signature, args):
-        view = cgutils.create_struct_proxy(array)(context, builder, value=args[0])
-        view.meminfo = cgutils.get_null_value(view.meminfo.type)
-        view.parent = cgutils.get_null_value(view.parent.type)
-        return view._getvalue()
-    return array(array), codegen
-
-
-@overload(unowned)
-def _unowned(array):
-    if isinstance(array, types.Array):
-        return lambda array: _without_meminfo(array)
 
 
 @njit(cache=True)
@@ -232,8 +208,10 @@ def slide(records, scores, windows, meta, k, current, newest_slide,
     :func:`engine.ranking.score` does: ``O(s d)``), best first; with ``prefilter`` only the
     top ``k`` of the slide arrive (``O(s log k)``): the others expire with them, never in MTK.
 
-    ``UpdateSuperTopk`` (Figure 6), written out in the arrivals' loop; the state arrays are
-    bound through :func:`unowned` views, so the inlined steps count no references: an arrival that
+    ``UpdateSuperTopk`` (Figure 6), written out in the arrivals' loop; the steps (the
+    prefilter's :func:`engine.kernels.select.best_first` too) are inlined and every array is
+    bound through :func:`engine.kernels.views.unowned` views, so they count no references (a
+    call between compiled functions counts each array argument atomically): an arrival that
     ranks below the newest window's full top k is discarded (``O(1)``); otherwise it is
     positioned (``O(log MTK)``) and enters windows from the newest back while they are not full
     or it ranks above their ``lbp`` object, which then loses the window (``start_w += 1``,
@@ -244,6 +222,7 @@ def slide(records, scores, windows, meta, k, current, newest_slide,
     dropped a record (none of its members expired) and no arrival entered ``newest_slide``'s
     predicted top k (``docs/algorithms/mintopk.md``, "The kept answer")."""
     records, scores, windows, meta = unowned(records), unowned(scores), unowned(windows), unowned(meta)
+    x, weights, seqs, ids, ts = unowned(x), unowned(weights), unowned(seqs), unowned(ids), unowned(ts)
     held = meta[SIZE]
     for window in range(current, newest_slide):
         purge_expired_window(records, windows, meta, window)

@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from .select import best_first, ranks_above
+from .views import unowned
 
 
 # ----------------------------------------------------------------- tops
@@ -47,7 +48,7 @@ def merge_ranked(a_score, a_seq, a_id, a_t, b_score, b_seq, b_id, b_t, score, se
             j += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def select_slide(values, seq, ids, t, k, rows):
     """Appendix C: the slide's best ``len(rows)`` objects into the raw record array ``rows``,
     best first; returns their positions in the slide (``O(m log k)``)."""
@@ -58,7 +59,7 @@ def select_slide(values, seq, ids, t, k, rows):
     return chosen
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def merge_into_full_top(rows, score, seq, ids, t):
     """Merge a slide's best objects ``rows`` (best first) into a top that already holds ``k``
     objects, in place: it keeps its best ``k`` (``O(k)``, nothing when the slide's best does
@@ -84,7 +85,7 @@ def merge_into_full_top(rows, score, seq, ids, t):
         out -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t):
     """Algorithm 1 lines 7-11 for one slide, with Appendix C: the slide's best ``len(rows)``
     objects (only they can ever be meaningful: they expire together) go to the raw record
@@ -516,7 +517,7 @@ def take_slide_observed(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t,
     return tbui_observe(values, above, n, tau, zeta, limit, initialising)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def scores_of(x, weights):
     """``F = x · w`` of every row of ``x``, summed column by column in the order of
     :func:`engine.ranking.score` (the same roundings, so the same floats).  ``O(m d)``."""
@@ -539,7 +540,14 @@ def quiet_slide(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, sco
     slide's best object does not rank above its last (the caller vouches that no other source
     of the answer changed).  The previous answer is given by ``a_full`` (it holds ``k`` objects)
     and its last's key ``(a_score, a_seq)``: scalars, not arrays, so that the call unboxes fewer
-    arrays.  Returns ``(n, tau, stands)``; ``O(m (d + log k) + |U^tau|)``."""
+    arrays.  Returns ``(n, tau, stands)``; ``O(m (d + log k) + |U^tau|)``.
+
+    The steps are inlined (``inline="always"``) and the arrays bound through
+    :func:`engine.kernels.views.unowned` views: a call between compiled functions, or a binding,
+    counts every array argument's reference atomically, which would cost more than the steps."""
+    x, weights, seq, ids, t, rows = unowned(x), unowned(weights), unowned(seq), unowned(ids), unowned(t), unowned(rows)
+    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
+    score, out_seq, out_id, out_t = unowned(score), unowned(out_seq), unowned(out_id), unowned(out_t)
     values = scores_of(x, weights)
     take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
     if observe:
@@ -553,7 +561,10 @@ def quiet_slide_full(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t
                      above, n, tau, zeta, limit, initialising, observe, a_full, a_score, a_seq):
     """:func:`quiet_slide` when the filling unit's top ``u_*`` already holds ``k`` objects: the
     slide's best objects are merged into it in place (:func:`merge_into_full_top`), so the call
-    takes four arrays fewer and the caller allocates no new top.  Returns ``(n, tau, stands)``."""
+    takes four arrays fewer and the caller allocates no new top.  Returns ``(n, tau, stands)``;
+    inlined and unowned like :func:`quiet_slide`."""
+    x, weights, seq, ids, t, rows = unowned(x), unowned(weights), unowned(seq), unowned(ids), unowned(t), unowned(rows)
+    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
     values = scores_of(x, weights)
     select_slide(values, seq, ids, t, k, rows)
     merge_into_full_top(rows, u_score, u_seq, u_id, u_t)

@@ -28,7 +28,7 @@ def _sift_down(heap, size, scores, seqs, i):
         i = child
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def best_first(scores: np.ndarray, seqs: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``min(k, m)`` best of ``m`` objects by ``(score, seq)``, best first.
 

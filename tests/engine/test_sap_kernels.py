@@ -417,3 +417,24 @@ def test_mann_whitney_equals_scipy_on_random_and_tied_samples():
         assert abs(p - expected) <= 1e-9, (x.tolist(), y.tolist(), method, p, expected)
         checked += 1
     assert checked > 1000
+
+
+def test_quiet_slides_leave_the_reference_counts_of_their_arrays_alone():
+    """The quiet slides bind their arrays through views without a reference count
+    (:func:`engine.kernels.views.unowned`): a wrong count would free or leak them."""
+    import sys
+
+    rng = np.random.default_rng(5)
+    m, k, weights, x, score, seq, ids, t = random_slide(rng)
+    rows = np.empty(min(k, m), [("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
+    unit = (np.arange(k, 0, -1).astype(np.float64), *(np.arange(k, dtype=np.int64) for _ in range(3)))
+    top = (np.empty(k), *(np.empty(k, np.int64) for _ in range(3)))
+    above = np.empty(100)
+    arrays = (x, weights, seq, ids, t, rows, *unit, *top, above)
+    before = [sys.getrefcount(array) for array in arrays]
+    for observe in (False, True, False):
+        kernels.quiet_slide(x, weights, seq, ids, t, k, rows, *unit, *top, above, 0, 0.0, 2, 4, False, observe,
+                            True, 1.0, 0)
+        kernels.quiet_slide_full(x, weights, seq, ids, t, k, rows, *unit, above, 0, 0.0, 2, 4, False, observe,
+                                 True, 1.0, 0)
+    assert [sys.getrefcount(array) for array in arrays] == before
