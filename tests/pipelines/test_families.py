@@ -299,13 +299,15 @@ def test_csv_ingest_uses_the_named_columns(spark, tmp_path):
         {"id": 7, "seq": 3, "t": 45, "speed": -1.0, "load": 0.25},
     ]
     with pytest.raises(InputError, match="no column nope"):
-        ingest.extract("csv", [path], db=db, options={**options, "feature_columns": "speed,nope"}, **quiet)
+        ingest.extract("csv", [path], db=db, out=tmp_path / "datasets", options={**options, "feature_columns": "speed,nope"},
+                       **quiet)
     exported = tmp_path / "exported.csv"  # a spreadsheet's UTF-8 export starts with a byte order mark
     exported.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(CSV_LINES).encode())
     assert ingest.ingest(spark, "csv", [exported], db=db, out=tmp_path / "datasets", max_rejected=1.0,
                          options=options, **quiet).rejects == summary.rejects
     with pytest.raises(InputError, match="--id-column"):
-        ingest.extract("csv", [path], db=db, options={"time_column": "when", "feature_columns": "speed"}, **quiet)
+        ingest.extract("csv", [path], db=db, out=tmp_path / "datasets",
+                       options={"time_column": "when", "feature_columns": "speed"}, **quiet)
 
 
 QUOTED_LINES = [  # R's write.csv and spreadsheets quote names and text; a text field may hold commas and lines

@@ -217,7 +217,8 @@ def test_two_files_for_one_symbol_and_day_name_the_real_cause(tmp_path):
     (tmp_path / "copy").mkdir()
     second = write_trade_zip(tmp_path / "copy", "SPY", "20131007", trade_lines(3, seed=2))
     with pytest.raises(InputError, match="a second file for SPY on 20131007"):
-        ingest.extract("stock", [first, second], db=tmp_path / "topk.duckdb", log=lambda _: None)
+        ingest.extract("stock", [first, second], db=tmp_path / "topk.duckdb", out=tmp_path / "datasets",
+                       log=lambda _: None)
 
 
 def test_refusals_leave_duckdb_and_parquet_unchanged(spark, tmp_path):
@@ -292,7 +293,8 @@ def unreadable_input(directory, kind):
 def test_ingest_cli_unreadable_input_is_one_line_and_status_2(tmp_path, kind, message):
     path = unreadable_input(tmp_path, kind)
     done = subprocess.run([sys.executable, "-m", "pipelines.ingest", "stock", "--input", str(path),
-                           "--db", str(tmp_path / "topk.duckdb")], cwd=PROJECT_ROOT, capture_output=True, text=True)
+                           "--db", str(tmp_path / "topk.duckdb"), "--out", str(tmp_path / "datasets")],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and message in done.stderr
     assert not (tmp_path / "topk.duckdb").exists()
