@@ -412,8 +412,8 @@ class SAO(Algorithm):
         origin = np.full(len(pool), -1, np.int64) if origin is None else origin
         peeled = np.zeros(len(pool), dtype=bool)
         free_layers = max(self.params["layers"] - len(self._layers), 0)
-        room = -1 if self._static else self._memory - above
-        for kept, hull, taken in _peeled(pool, origin, earlier or [], free_layers, room):
+        peel_room = -1 if self._static else self._memory - above
+        for kept, hull, taken in _peeled(pool, origin, earlier or [], free_layers, peel_room):
             if len(self._layers) >= self.params["layers"] and (self._static or above + len(kept) > self._memory):
                 room = 0 if self._static else self._memory - above
                 before = np.flatnonzero(~peeled)
