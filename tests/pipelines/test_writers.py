@@ -290,6 +290,11 @@ except InputError as error:
 """
 
 
+def waiting_for_a_publisher(out: Path) -> str:
+    """The line an ingest logs while another process holds the lock of dataset directory ``out``."""
+    return f"waiting up to {locks.wait_seconds():g} s for another process, which is publishing into {out}"
+
+
 def test_two_databases_publishing_one_dataset_directory_take_turns(tmp_path):
     """Two ingests into two database files (two writer locks) with one --out and --name: each
     checked the directory's owner, then published, so both could pass the check and the
@@ -300,8 +305,7 @@ def test_two_databases_publishing_one_dataset_directory_take_turns(tmp_path):
     with locks.dataset_lock(out / "shared.parquet", wait=0):
         commands = [Command(PUBLISH_INTO_SHARED, db, out) for db in dbs]
         for command in commands:
-            command.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, "
-                             f"which is publishing into {out}")
+            command.wait_for(waiting_for_a_publisher(out))
     assert [command.finish() for command in commands] == [0, 0]
     outcomes = sorted(command.lines[-1].split(":")[0].strip() for command in commands)
     assert outcomes == ["published", "refused"], [command.output for command in commands]
@@ -356,8 +360,7 @@ def test_settling_leftovers_waits_for_another_databases_publication(tmp_path):
     out = tmp_path / "datasets"
     with locks.dataset_lock(out / "shared.parquet", wait=0):
         settling = Command(SETTLE_LEFTOVERS, out / "shared.parquet", tmp_path / "second.duckdb")
-        settling.wait_for(f"waiting up to {locks.wait_seconds():g} s for another process, "
-                          f"which is publishing into {out}")
+        settling.wait_for(waiting_for_a_publisher(out))
     assert settling.finish() == 0 and settling.lines[-1] == "settled\n"
 
 
