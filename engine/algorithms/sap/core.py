@@ -92,6 +92,13 @@ F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
 new_array = np.empty
 
 
+def quiet_step(unit_top: Top, top: Top | None):
+    """The quiet-slide kernel and its top arrays: :func:`engine.kernels.sap.quiet_slide_full`
+    merging into the filling unit's top in place when the caller made no new ``top``, else
+    :func:`engine.kernels.sap.quiet_slide` writing into ``top``."""
+    return (kernels.quiet_slide_full, unit_top) if top is None else (kernels.quiet_slide, (*unit_top, *top))
+
+
 def _record(top: Top) -> np.ndarray:
     rows = np.empty(len(top[0]), RAW)
     rows["score"], rows["seq"], rows["id"], rows["t"] = top
@@ -511,7 +518,7 @@ class SAPBase(OnePassStats, Algorithm):
         :func:`engine.kernels.sap.quiet_slide_full` into ``unit_top`` in place (``top`` None),
         without TBUI (the variant with TBUI observes too): whether the answer stands (``full``:
         it is kept and holds ``k`` objects)."""
-        step, tops = (kernels.quiet_slide_full, unit_top) if top is None else (kernels.quiet_slide, (*unit_top, *top))
+        step, tops = quiet_step(unit_top, top)
         return step(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *tops, NO_ABOVE, 0, 0.0,
                     0, 0.0, False, False, full, self._answer_kth_score, self._answer_kth_seq)[2]
 

@@ -10,7 +10,7 @@ import numpy as np
 from ...jsondata import floats_in, floats_out, saved_capacity
 from ...registry import register
 from .candidates import Top, merge_tops
-from .core import NEVER, Partition, SAPBase, Unit, _f, _key_in, _key_out
+from .core import NEVER, Partition, SAPBase, Unit, _f, _key_in, _key_out, quiet_step
 from .dynamic import SAPDynamic
 from .savl import StackBuilder
 from ...kernels import sap as kernels
@@ -132,7 +132,7 @@ class SAP(SAPDynamic):
         m = len(batch.ids)
         if self._above_n + m > len(self._above):
             self._reserve_above(m)
-        step, tops = (kernels.quiet_slide_full, unit_top) if top is None else (kernels.quiet_slide, (*unit_top, *top))
+        step, tops = quiet_step(unit_top, top)
         self._above_n, self._tau, stands = step(
             batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *tops, self._above,
             self._above_n, self._tau, self._zeta, self._limit, self._initialising, True, full,
