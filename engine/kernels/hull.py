@@ -112,11 +112,6 @@ def _plane(points, a, b, c, normal):
 
 
 @njit(cache=True)
-def _distance(normals, offsets, f, points, p):
-    return normals[f, 0] * points[p, 0] + normals[f, 1] * points[p, 1] + normals[f, 2] * points[p, 2] + offsets[f]
-
-
-@njit(cache=True)
 def _farthest_from_line(points, a, b):
     """The point farthest from the line through ``a`` and ``b``, and its distance."""
     dx, dy, dz = points[b, 0] - points[a, 0], points[b, 1] - points[a, 1], points[b, 2] - points[a, 2]
@@ -178,7 +173,7 @@ def _quickhull_3d(points: np.ndarray, tolerance: float):
     facets = np.empty((capacity, 3), np.int64)
     normals = np.empty((capacity, 3))
     offsets = np.empty(capacity)
-    alive = np.zeros(capacity, np.bool_)
+    alive = np.empty(capacity, np.bool_)  # this and the other per-facet arrays: set as facets are created
     count = 0
     corners = (first, second, third, fourth)
     for a, b, c in ((0, 1, 2), (0, 3, 1), (1, 3, 2), (0, 2, 3)):
@@ -195,15 +190,27 @@ def _quickhull_3d(points: np.ndarray, tolerance: float):
     edges = np.empty((3 * capacity, 2), np.int64)
     rim = np.empty((3 * capacity, 2), np.int64)
     starts = np.zeros(n, np.int64)
-    live = np.arange(capacity)
+    live = np.empty(capacity, np.int64)
     living = count
-    following = np.full(n, -1, np.int64)
-    head = np.full(capacity, -1, np.int64)
-    farthest = np.full(capacity, -1, np.int64)
-    height = np.zeros(capacity)
+    following = np.empty(n, np.int64)  # set when a point joins an outside set, read only after
+    head = np.empty(capacity, np.int64)
+    farthest = np.empty(capacity, np.int64)
+    height = np.empty(capacity)
+    for f in range(count):
+        live[f], head[f], farthest[f], height[f] = f, -1, -1, 0.0
+    # The outside-set partition and the distance tests are written out in the loops below: as
+    # calls taking the arrays they cost about half of the hull's time (same arithmetic either way).
     for p in range(n):
         if p != first and p != second and p != third and p != fourth:
-            _assign(points, p, normals, offsets, tolerance, 0, count, following, head, farthest, height)
+            for f in range(count):
+                distance = normals[f, 0] * points[p, 0] + normals[f, 1] * points[p, 1] \
+                    + normals[f, 2] * points[p, 2] + offsets[f]
+                if distance > tolerance:  # the first facet it lies above: its outside set
+                    following[p] = head[f]
+                    head[f] = p
+                    if distance > height[f]:
+                        farthest[f], height[f] = p, distance
+                    break  # a point above none is inside for good
     while True:
         p = -1
         for i in range(living):
@@ -215,7 +222,8 @@ def _quickhull_3d(points: np.ndarray, tolerance: float):
         seen = 0
         for i in range(living):
             f = live[i]
-            if _distance(normals, offsets, f, points, p) > tolerance:
+            if normals[f, 0] * points[p, 0] + normals[f, 1] * points[p, 1] + normals[f, 2] * points[p, 2] \
+                    + offsets[f] > tolerance:
                 visible[seen] = f
                 seen += 1
         listed = 0
@@ -272,8 +280,16 @@ def _quickhull_3d(points: np.ndarray, tolerance: float):
             q = head[visible[i]]
             while q >= 0:
                 after = following[q]
-                if q != p:
-                    _assign(points, q, normals, offsets, tolerance, created, count, following, head, farthest, height)
+                if q != p:  # into the outside set of the first cone facet it lies above
+                    for f in range(created, count):
+                        distance = normals[f, 0] * points[q, 0] + normals[f, 1] * points[q, 1] \
+                            + normals[f, 2] * points[q, 2] + offsets[f]
+                        if distance > tolerance:
+                            following[q] = head[f]
+                            head[f] = q
+                            if distance > height[f]:
+                                farthest[f], height[f] = q, distance
+                            break
                 q = after
         kept = 0
         for i in range(living):
@@ -288,21 +304,6 @@ def _quickhull_3d(points: np.ndarray, tolerance: float):
     kept = live[:living].copy()
     kept.sort()
     return DONE, facets[kept], normals[kept], offsets[kept]
-
-
-@njit(cache=True)
-def _assign(points, p, normals, offsets, tolerance, start, stop, following, head, farthest, height):
-    """Put ``p`` in the outside set of the first facet of ``start..stop`` it lies above by more
-    than ``tolerance`` (Quickhull's partition), keeping each set's farthest point; a point
-    above none of them is inside for good."""
-    for f in range(start, stop):
-        distance = _distance(normals, offsets, f, points, p)
-        if distance > tolerance:
-            following[p] = head[f]
-            head[f] = p
-            if distance > height[f]:
-                farthest[f], height[f] = p, distance
-            return
 
 
 @njit(cache=True)
@@ -363,8 +364,8 @@ def hull_3d(points: np.ndarray, tolerance: float):
     ``O(n log n)`` expected per round, plus ``O(n f)`` for that test.
     """
     chosen = np.arange(points.shape[0])
-    for _ in range(3):
-        status, facets, normals, offsets = _quickhull_3d(points[chosen], tolerance)
+    for attempt in range(3):
+        status, facets, normals, offsets = _quickhull_3d(points if attempt == 0 else points[chosen], tolerance)
         if status != DONE:
             return status, facets, normals, offsets
         extreme = extreme_vertices(facets, normals, len(chosen))
@@ -388,7 +389,8 @@ def _outside(points, normals, offsets, tolerance):
     """Whether a point lies farther than ``tolerance`` above a facet's plane (``O(n f)``)."""
     for p in range(points.shape[0]):
         for f in range(len(offsets)):
-            if _distance(normals, offsets, f, points, p) > tolerance:
+            if normals[f, 0] * points[p, 0] + normals[f, 1] * points[p, 1] + normals[f, 2] * points[p, 2] \
+                    + offsets[f] > tolerance:
                 return True
     return False
 
@@ -479,7 +481,11 @@ def repeel_3d(points: np.ndarray, tolerance: float, origin: np.ndarray, damaged:
         status, found, planes, shifts = hull_3d(points[pool], tolerance * scale)
         if status != DONE:
             break
-        vertices = np.unique(found)
+        on_hull = np.zeros(chosen, np.bool_)
+        for f in range(len(found)):
+            for e in range(3):
+                on_hull[found[f, e]] = True
+        vertices = np.flatnonzero(on_hull)
         for v in range(len(vertices)):
             position[vertices[v]] = v
         first, last = member_starts[layers], member_starts[layers] + len(vertices)
