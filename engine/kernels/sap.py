@@ -545,12 +545,14 @@ last score."""
 
 @njit(cache=True, inline="always")
 def _observe_and_judge(values, rows, above, ints, floats):
+    """The end of a quiet slide: TBUI's observation (when the variant observes) and whether the
+    previous answer stands (:func:`quiet_slide`)."""
     if ints[QUIET_OBSERVE]:
         n, tau = tbui_observe(values, above, ints[QUIET_N], floats[QUIET_TAU], ints[QUIET_ZETA], ints[QUIET_LIMIT],
                               ints[QUIET_INITIALISING] != 0)
         ints[QUIET_N], floats[QUIET_TAU] = n, tau
-    return ints[QUIET_FULL] != 0 and (
-        len(rows) == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"], floats[QUIET_KTH_SCORE], ints[QUIET_KTH_SEQ]))
+    return ints[QUIET_FULL] != 0 and (len(rows) == 0 or not ranks_above(
+        rows[0]["score"], rows[0]["seq"], floats[QUIET_KTH_SCORE], ints[QUIET_KTH_SEQ]))
 
 
 @njit(cache=True)

@@ -315,7 +315,8 @@ def quiet_state(k, n, tau, zeta, limit, initialising, observe, full, kth_score, 
     ints, floats = np.zeros(kernels.QUIET_INTS, np.int64), np.zeros(kernels.QUIET_FLOATS)
     for index, value in ((kernels.QUIET_K, k), (kernels.QUIET_N, n), (kernels.QUIET_ZETA, zeta),
                          (kernels.QUIET_LIMIT, limit), (kernels.QUIET_INITIALISING, initialising),
-                         (kernels.QUIET_OBSERVE, observe), (kernels.QUIET_FULL, full), (kernels.QUIET_KTH_SEQ, kth_seq)):
+                         (kernels.QUIET_OBSERVE, observe), (kernels.QUIET_FULL, full),
+                         (kernels.QUIET_KTH_SEQ, kth_seq)):
         ints[index] = value
     floats[kernels.QUIET_TAU], floats[kernels.QUIET_KTH_SCORE] = tau, kth_score
     return ints, floats

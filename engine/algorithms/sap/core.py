@@ -462,9 +462,10 @@ class SAPBase(OnePassStats, Algorithm):
 
     def _quiet_step(self, e: int, batch: Batch) -> None:
         """A slide of :meth:`_step` with no event (see :meth:`_next_event`): one slide of ``P_0``
-        expires (:meth:`_expire_slide` and :meth:`_refill`), the slide's objects
-        arrive in the filling unit, in the same kernel call that tells whether the previous
-        answer stands (:func:`engine.kernels.sap.quiet_slide`); then the share of ``P_1``'s
+        expires (:meth:`_expire_candidates`, ``M_0``'s expiry and :meth:`_refill`, its raw
+        slide), the slide's objects arrive in the filling unit, in the same kernel call that
+        tells whether the previous answer stands (:func:`engine.kernels.sap.quiet_slide`, its
+        scalars in ``_quiet_ints`` and ``_quiet_floats``); then the share of ``P_1``'s
         S-AVL formation, if one is under way (:meth:`_advance_formation`).
 
         The answer is the top ``k`` of ``C``, ``P_m^k`` and the filling unit's top; on a quiet
@@ -1054,7 +1055,8 @@ class SAPBase(OnePassStats, Algorithm):
             full = n == self._k  # then the answer stands on a quiet slide unless an arrival displaces its last
             self._quiet_ints[kernels.QUIET_FULL] = full
             if full:
-                self._quiet_floats[kernels.QUIET_KTH_SCORE], self._quiet_ints[kernels.QUIET_KTH_SEQ] = scores[n - 1], seq[n - 1]
+                self._quiet_floats[kernels.QUIET_KTH_SCORE] = scores[n - 1]
+                self._quiet_ints[kernels.QUIET_KTH_SEQ] = seq[n - 1]
             nbytes = ANSWER_ARRAYS + n * 3 * WORD
             self._events["measured_bytes"] += nbytes - self._answer_bytes
             self._answer_bytes = nbytes
