@@ -480,8 +480,6 @@ class SAPBase(OnePassStats, Algorithm):
             self._set_cache_bytes(0)
         gone = e - self._W
         parts = self._parts
-        raw = self._raw
-        expired_rows = None
         if parts:
             front = parts[0]
             if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
@@ -493,7 +491,7 @@ class SAPBase(OnePassStats, Algorithm):
                     if self._refill(front):
                         self._drop_answer()
                     self._meaningful_changed()
-                expired_rows = raw.pop(gone, None)
+                self._raw_drop(gone)
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
@@ -511,21 +509,10 @@ class SAPBase(OnePassStats, Algorithm):
         if top is not None:
             unit.top = top
             self._tally_open()
-        raw[e] = rows  # the raw slides: the arrival's rows in, the expired slide's out, counted at once
-        size, slides, big = chosen, 1, e > SMALL_INT
-        if expired_rows is not None:
-            size -= len(expired_rows)
-            slides, big = 0, big - (gone > SMALL_INT)
-        nbytes = dict_bytes(len(raw)) if slides else self._raw_bytes
-        self._raw_size += size
-        self._raw_int_keys += big
         events = self._events
         events["arrivals"] += m
         events["prefiltered"] += m - chosen
-        events["retained"] += size
-        events["bytes"] += RAW_OBJECT_MODEL * size
-        events["measured_bytes"] += nbytes - self._raw_bytes + slides * FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
-        self._raw_bytes = nbytes
+        self._raw_put(e, rows)
         if len(parts) > 1:  # the share of _advance_formation (no partition is pending on a quiet slide)
             second = parts[1]
             if second.state == "forming" and parts[0].first <= gone:
