@@ -530,17 +530,44 @@ def scores_of(x, weights):
     return values
 
 
+QUIET_K, QUIET_N, QUIET_ZETA, QUIET_LIMIT, QUIET_INITIALISING, QUIET_OBSERVE, QUIET_FULL, QUIET_KTH_SEQ = range(8)
+QUIET_INTS = 8
+"""The integer cells of a quiet slide's state (``ints``): ``k``; TBUI's ``|U^tau|``, ``zeta``,
+uptrend limit (floored: ``|U^tau|`` is an integer), whether it is initialising and whether the
+variant observes at all; whether the previous answer stands unless an arrival displaces it
+(it holds ``k`` objects and no other source of it changed) and its last's ``seq``."""
+
+QUIET_TAU, QUIET_KTH_SCORE = range(2)
+QUIET_FLOATS = 2
+"""The float cells of a quiet slide's state (``floats``): TBUI's ``tau``, the previous answer's
+last score."""
+
+
+@njit(cache=True, inline="always")
+def _observe_and_judge(values, rows, above, ints, floats):
+    """The end of a quiet slide: TBUI's observation (when the variant observes) and whether the
+    previous answer stands (:func:`quiet_slide`)."""
+    if ints[QUIET_OBSERVE]:
+        n, tau = tbui_observe(values, above, ints[QUIET_N], floats[QUIET_TAU], ints[QUIET_ZETA], ints[QUIET_LIMIT],
+                              ints[QUIET_INITIALISING] != 0)
+        ints[QUIET_N], floats[QUIET_TAU] = n, tau
+    return ints[QUIET_FULL] != 0 and (len(rows) == 0 or not ranks_above(
+        rows[0]["score"], rows[0]["seq"], floats[QUIET_KTH_SCORE], ints[QUIET_KTH_SEQ]))
+
+
 @njit(cache=True)
-def quiet_slide(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
-                above, n, tau, zeta, limit, initialising, observe, a_full, a_score, a_seq):
+def quiet_slide(x, weights, seq, ids, t, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
+                above, ints, floats):
     """A slide in which no unit, partition or S-AVL event falls (the driver's common case), in
     one call: the slide's scores (:func:`scores_of`), Algorithm 1 lines 7-11
-    (:func:`take_slide`), TBUI's observation if ``observe`` (:func:`tbui_observe`), and whether
-    the previous answer ``a_score, a_seq`` stands: it does when it holds ``k`` objects and the
-    slide's best object does not rank above its last (the caller vouches that no other source
-    of the answer changed).  The previous answer is given by ``a_full`` (it holds ``k`` objects)
-    and its last's key ``(a_score, a_seq)``: scalars, not arrays, so that the call unboxes fewer
-    arrays.  Returns ``(n, tau, stands)``; ``O(m (d + log k) + |U^tau|)``.
+    (:func:`take_slide`), TBUI's observation if the variant observes (:func:`tbui_observe`,
+    its state read from and written back to ``ints`` and ``floats``), and whether the previous
+    answer stands: it does when the state says it stands unless displaced (it holds ``k``
+    objects and the caller vouches that no other source of the answer changed) and the slide's
+    best object does not rank above its last.  The scalars live in the two small arrays
+    ``ints`` and ``floats`` (:data:`QUIET_INTS`, :data:`QUIET_FLOATS`) that the algorithm keeps:
+    a scalar argument costs the call about as much as an array.  Returns whether the answer
+    stands; ``O(m (d + log k) + |U^tau|)``.
 
     The steps are inlined (``inline="always"``) and the arrays bound through
     :func:`engine.kernels.views.unowned` views: a call between compiled functions, or a binding,
@@ -548,30 +575,25 @@ def quiet_slide(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, sco
     x, weights, seq, ids, t, rows = unowned(x), unowned(weights), unowned(seq), unowned(ids), unowned(t), unowned(rows)
     u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
     score, out_seq, out_id, out_t = unowned(score), unowned(out_seq), unowned(out_id), unowned(out_t)
+    ints, floats = unowned(ints), unowned(floats)
     values = scores_of(x, weights)
-    take_slide(values, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
-    if observe:
-        n, tau = tbui_observe(values, above, n, tau, zeta, limit, initialising)
-    stands = a_full and (len(rows) == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"], a_score, a_seq))
-    return n, tau, stands
+    take_slide(values, seq, ids, t, ints[QUIET_K], rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
+    return _observe_and_judge(values, rows, above, ints, floats)
 
 
 @njit(cache=True)
-def quiet_slide_full(x, weights, seq, ids, t, k, rows, u_score, u_seq, u_id, u_t,
-                     above, n, tau, zeta, limit, initialising, observe, a_full, a_score, a_seq):
+def quiet_slide_full(x, weights, seq, ids, t, rows, u_score, u_seq, u_id, u_t, above, ints, floats):
     """:func:`quiet_slide` when the filling unit's top ``u_*`` already holds ``k`` objects: the
     slide's best objects are merged into it in place (:func:`merge_into_full_top`), so the call
-    takes four arrays fewer and the caller allocates no new top.  Returns ``(n, tau, stands)``;
-    inlined and unowned like :func:`quiet_slide`."""
+    takes four arrays fewer and the caller allocates no new top.  Returns whether the answer
+    stands; inlined and unowned like :func:`quiet_slide`."""
     x, weights, seq, ids, t, rows = unowned(x), unowned(weights), unowned(seq), unowned(ids), unowned(t), unowned(rows)
     u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
+    ints, floats = unowned(ints), unowned(floats)
     values = scores_of(x, weights)
-    select_slide(values, seq, ids, t, k, rows)
+    select_slide(values, seq, ids, t, ints[QUIET_K], rows)
     merge_into_full_top(rows, u_score, u_seq, u_id, u_t)
-    if observe:
-        n, tau = tbui_observe(values, above, n, tau, zeta, limit, initialising)
-    stands = a_full and (len(rows) == 0 or not ranks_above(rows[0]["score"], rows[0]["seq"], a_score, a_seq))
-    return n, tau, stands
+    return _observe_and_judge(values, rows, above, ints, floats)
 
 
 # ----------------------------------------------------------------- partitioning (Section 4.2)

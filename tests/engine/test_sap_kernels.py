@@ -310,6 +310,18 @@ def random_slide(rng):
     return m, k, weights, x, score, seq, seq + 1000, seq // 3
 
 
+def quiet_state(k, n, tau, zeta, limit, initialising, observe, full, kth_score, kth_seq):
+    """A quiet slide's scalars as the kernels take them: ``(ints, floats)``."""
+    ints, floats = np.zeros(kernels.QUIET_INTS, np.int64), np.zeros(kernels.QUIET_FLOATS)
+    for index, value in ((kernels.QUIET_K, k), (kernels.QUIET_N, n), (kernels.QUIET_ZETA, zeta),
+                         (kernels.QUIET_LIMIT, limit), (kernels.QUIET_INITIALISING, initialising),
+                         (kernels.QUIET_OBSERVE, observe), (kernels.QUIET_FULL, full),
+                         (kernels.QUIET_KTH_SEQ, kth_seq)):
+        ints[index] = value
+    floats[kernels.QUIET_TAU], floats[kernels.QUIET_KTH_SCORE] = tau, kth_score
+    return ints, floats
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_quiet_slide_takes_the_slide_observes_it_and_tells_whether_the_answer_stands(seed):
     """The quiet slide against the references of its steps: the slide's best ``k`` and the
@@ -331,9 +343,10 @@ def test_quiet_slide_takes_the_slide_observes_it_and_tells_whether_the_answer_st
     held = rng.integers(1, 6, int(rng.integers(0, 5))).astype(np.float64)  # U^tau: every score >= tau = 1
     above = np.empty(100)
     above[:len(held)] = held
-    got_n, got_tau, stands = kernels.quiet_slide(
-        x, weights, seq, ids, t, k, rows, *unit, *top, above, len(held), 1.0, zeta, limit, initialising, observe,
-        len(previous) == k, *(previous[-1][:2] if previous else (0.0, 0)))
+    ints, floats = quiet_state(k, len(held), 1.0, zeta, limit, initialising, observe, len(previous) == k,
+                               *(previous[-1][:2] if previous else (0.0, 0)))
+    stands = kernels.quiet_slide(x, weights, seq, ids, t, rows, *unit, *top, above, ints, floats)
+    got_n, got_tau = ints[kernels.QUIET_N], floats[kernels.QUIET_TAU]
     best = ranked(np.array(score), seq, ids, t)[:k]
     assert rows.tolist() == best
     new_top = sorted(best + unit_rows, key=lambda r: (r[0], r[1]), reverse=True)[:k]
@@ -364,8 +377,9 @@ def test_quiet_slide_full_merges_the_slide_into_a_full_top_in_place(seed):
     observe = bool(seed % 2)
     above = np.empty(100)
     above[:2] = (1.0, 3.0)
-    got_n, got_tau, stands = kernels.quiet_slide_full(
-        x, weights, seq, ids, t, k, rows, *unit, above, 2, 1.0, 2, 4, False, observe, True, *previous[-1][:2])
+    ints, floats = quiet_state(k, 2, 1.0, 2, 4, False, observe, True, *previous[-1][:2])
+    stands = kernels.quiet_slide_full(x, weights, seq, ids, t, rows, *unit, above, ints, floats)
+    got_n, got_tau = ints[kernels.QUIET_N], floats[kernels.QUIET_TAU]
     best = ranked(np.array(score), seq, ids, t)[:k]
     assert rows.tolist() == best
     new_top = sorted(best + unit_rows, key=lambda r: (r[0], r[1]), reverse=True)[:k]
@@ -430,11 +444,11 @@ def test_quiet_slides_leave_the_reference_counts_of_their_arrays_alone():
     unit = (np.arange(k, 0, -1).astype(np.float64), *(np.arange(k, dtype=np.int64) for _ in range(3)))
     top = (np.empty(k), *(np.empty(k, np.int64) for _ in range(3)))
     above = np.empty(100)
-    arrays = (x, weights, seq, ids, t, rows, *unit, *top, above)
+    ints, floats = quiet_state(k, 0, 0.0, 2, 4, False, False, True, 1.0, 0)
+    arrays = (x, weights, seq, ids, t, rows, *unit, *top, above, ints, floats)
     before = [sys.getrefcount(array) for array in arrays]
     for observe in (False, True, False):
-        kernels.quiet_slide(x, weights, seq, ids, t, k, rows, *unit, *top, above, 0, 0.0, 2, 4, False, observe,
-                            True, 1.0, 0)
-        kernels.quiet_slide_full(x, weights, seq, ids, t, k, rows, *unit, above, 0, 0.0, 2, 4, False, observe,
-                                 True, 1.0, 0)
+        ints[kernels.QUIET_OBSERVE] = observe
+        kernels.quiet_slide(x, weights, seq, ids, t, rows, *unit, *top, above, ints, floats)
+        kernels.quiet_slide_full(x, weights, seq, ids, t, rows, *unit, above, ints, floats)
     assert [sys.getrefcount(array) for array in arrays] == before

@@ -384,8 +384,10 @@ class SAPBase(OnePassStats, Algorithm):
         # M_0's stacks, entries and bytes as stats() counts them: read again after every slide that may change them
         self._m_figures = self._M.meta.tolist()
         self._answer: Answer | None = Answer.empty()
-        self._answer_full = False  # the answer holds k objects; then its last's (score, seq):
-        self._answer_kth_score, self._answer_kth_seq = 0.0, 0
+        # the quiet slide's scalars (kernels.QUIET_INTS, QUIET_FLOATS): k, TBUI's, the answer's verdict and last key
+        self._quiet_ints = np.zeros(kernels.QUIET_INTS, I64)
+        self._quiet_ints[kernels.QUIET_K] = q.k
+        self._quiet_floats = np.zeros(kernels.QUIET_FLOATS, F64)
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
         self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
@@ -460,9 +462,10 @@ class SAPBase(OnePassStats, Algorithm):
 
     def _quiet_step(self, e: int, batch: Batch) -> None:
         """A slide of :meth:`_step` with no event (see :meth:`_next_event`): one slide of ``P_0``
-        expires (:meth:`_expire_slide` and :meth:`_refill`), the slide's objects
-        arrive in the filling unit, in the same kernel call that tells whether the previous
-        answer stands (:func:`engine.kernels.sap.quiet_slide`); then the share of ``P_1``'s
+        expires (:meth:`_expire_candidates`, ``M_0``'s expiry and :meth:`_refill`, its raw
+        slide), the slide's objects arrive in the filling unit, in the same kernel call that
+        tells whether the previous answer stands (:func:`engine.kernels.sap.quiet_slide`, its
+        scalars in ``_quiet_ints`` and ``_quiet_floats``); then the share of ``P_1``'s
         S-AVL formation, if one is under way (:meth:`_advance_formation`).
 
         The answer is the top ``k`` of ``C``, ``P_m^k`` and the filling unit's top; on a quiet
@@ -475,18 +478,20 @@ class SAPBase(OnePassStats, Algorithm):
         self._open_cache = None
         if self._cache_bytes:
             self._set_cache_bytes(0)
-        kept = self._answer is not None
         gone = e - self._W
         parts = self._parts
         if parts:
             front = parts[0]
             if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
-                if self._expire_slide(front, gone):
-                    kept = False
+                bound = gone * self._s
+                if bound > self._C.oldest and self._expire_candidates(front, bound):
+                    self._drop_answer()
                 if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
+                    self._M.expire(bound)
                     if self._refill(front):
-                        kept = False
+                        self._drop_answer()
                     self._meaningful_changed()
+                self._raw_drop(gone)
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
@@ -499,28 +504,27 @@ class SAPBase(OnePassStats, Algorithm):
         else:
             size = min(k, chosen + held)
             top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
-        if not self._quiet_kernel(batch, rows, unit_top, top, kept and self._answer_full):
+        if not self._quiet_kernel(batch, rows, unit_top, top):
             self._drop_answer()
-        events = self._events
-        events["arrivals"] += m
-        events["prefiltered"] += m - chosen
         if top is not None:
             unit.top = top
             self._tally_open()
+        events = self._events
+        events["arrivals"] += m
+        events["prefiltered"] += m - chosen
         self._raw_put(e, rows)
         if len(parts) > 1:  # the share of _advance_formation (no partition is pending on a quiet slide)
             second = parts[1]
             if second.state == "forming" and parts[0].first <= gone:
                 self._form(second, -(-second.cursor // (parts[0].last - gone + 1)))
 
-    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top | None, full: bool) -> bool:
+    def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top | None) -> bool:
         """:func:`engine.kernels.sap.quiet_slide` into the new ``top``, or
         :func:`engine.kernels.sap.quiet_slide_full` into ``unit_top`` in place (``top`` None),
-        without TBUI (the variant with TBUI observes too): whether the answer stands (``full``:
-        it is kept and holds ``k`` objects)."""
+        without TBUI (the variant with TBUI observes too): whether the answer stands."""
         step, tops = quiet_step(unit_top, top)
-        return step(batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *tops, NO_ABOVE, 0, 0.0,
-                    0, 0.0, False, False, full, self._answer_kth_score, self._answer_kth_seq)[2]
+        return step(batch.x, self._weights, batch.seq, batch.ids, batch.t, rows, *tops, NO_ABOVE, self._quiet_ints,
+                    self._quiet_floats)
 
     def _step(self, e: int, values: np.ndarray, arrivals: Top) -> None:
         self._slide = e
@@ -563,14 +567,18 @@ class SAPBase(OnePassStats, Algorithm):
         ``M_0`` (``O(log k)`` each) and its raw objects are dropped.  Returns how many
         candidates left ``C``."""
         bound = gone * self._s
-        expired = 0
-        if bound > self._C.oldest:
-            expired = self._C.expire(bound)
-            front.in_c -= expired
-            if expired:
-                self._candidates_changed(-expired, -expired if front.raw else 0)
+        expired = self._expire_candidates(front, bound) if bound > self._C.oldest else 0
         self._M.expire(bound)
         self._raw_drop(gone)
+        return expired
+
+    def _expire_candidates(self, front: Partition, bound: int) -> int:
+        """The members of ``C`` with an expiry key below ``bound`` (all of ``P_0``) leave it
+        (``O(|C|)``); returns how many."""
+        expired = self._C.expire(bound)
+        front.in_c -= expired
+        if expired:
+            self._candidates_changed(-expired, -expired if front.raw else 0)
         return expired
 
     def _refill(self, front: Partition) -> int:
@@ -792,6 +800,7 @@ class SAPBase(OnePassStats, Algorithm):
 
     def _drop_answer(self) -> None:
         self._answer = None
+        self._quiet_ints[kernels.QUIET_FULL] = False
         self._events["measured_bytes"] -= self._answer_bytes
         self._answer_bytes = 0
 
@@ -1030,9 +1039,11 @@ class SAPBase(OnePassStats, Algorithm):
             ids, scores, seq = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.int64)
             kernels.answer_of_three(C.score, C.seq, C.ids, o_score, o_seq, o_id, f_score, f_seq, f_id, ids, scores, seq)
             self._answer = Answer(ids, scores, seq)
-            self._answer_full = n == self._k
-            if self._answer_full:
-                self._answer_kth_score, self._answer_kth_seq = scores.item(n - 1), seq.item(n - 1)
+            full = n == self._k  # then the answer stands on a quiet slide unless an arrival displaces its last
+            self._quiet_ints[kernels.QUIET_FULL] = full
+            if full:
+                self._quiet_floats[kernels.QUIET_KTH_SCORE] = scores[n - 1]
+                self._quiet_ints[kernels.QUIET_KTH_SEQ] = seq[n - 1]
             nbytes = ANSWER_ARRAYS + n * 3 * WORD
             self._events["measured_bytes"] += nbytes - self._answer_bytes
             self._answer_bytes = nbytes
@@ -1155,7 +1166,7 @@ class SAPBase(OnePassStats, Algorithm):
         self._load_variant(data["variant"])
         self._events.update((name, int(data["counters"][name])) for name in COUNTERS)
         self._answer = None if self._slide is not None else Answer.empty()
-        self._answer_full = False
+        self._quiet_ints[kernels.QUIET_FULL] = False
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
         self._quiet_until = NONE_QUIET
         self._m_figures = self._M.meta.tolist()

@@ -48,6 +48,12 @@ def kth_highest(values: np.ndarray, j: int) -> float:
     return float(np.partition(values, len(values) - j)[len(values) - j])
 
 
+def quiet_cell(array: str, index: int, kind: type) -> property:
+    """An attribute kept in cell ``index`` of the array attribute ``array``, read as ``kind``."""
+    return property(lambda self: kind(getattr(self, array)[index]),
+                    lambda self, value: getattr(self, array).__setitem__(index, value))
+
+
 @register
 class SAP(SAPDynamic):
     """SAP with enhanced dynamic partitions (the paper's default): dynamic partitions whose
@@ -88,11 +94,19 @@ class SAP(SAPDynamic):
     name = "sap"
     summary = "SAP with enhanced dynamic partitions: TBUI k-units, UBSA S-AVL (TKDE 2017, the default)"
 
+    # TBUI's scalars live in the quiet slide's state, which the kernels read and write
+    _above_n = quiet_cell("_quiet_ints", kernels.QUIET_N, int)  # |U^tau|: the first _above_n entries of _above
+    _tau = quiet_cell("_quiet_floats", kernels.QUIET_TAU, float)
+    _initialising = quiet_cell("_quiet_ints", kernels.QUIET_INITIALISING, bool)
+
     def _reset_variant(self) -> None:
         k = self.q.k
         self._zeta = min(math.ceil(zeta_star(k)), ZETA_CAP)
         self._zeta_max = zeta_max(k)
         self._limit = min(max(2 * self._zeta, self._zeta_max), 2 * ZETA_CAP)  # |U^tau| above it is an uptrend
+        quiet = self._quiet_ints
+        quiet[kernels.QUIET_ZETA], quiet[kernels.QUIET_LIMIT] = self._zeta, math.floor(self._limit)
+        quiet[kernels.QUIET_OBSERVE] = True
         self._tau = -math.inf
         self._initialising = True
         self._above = np.empty(0, np.float64)  # U^tau: the first _above_n entries
@@ -126,18 +140,15 @@ class SAP(SAPDynamic):
             self._above = grown
             self._variant_resized(sys.getsizeof(grown))
 
-    def _quiet_kernel(self, batch, rows, unit_top, top, full) -> bool:
+    def _quiet_kernel(self, batch, rows, unit_top, top) -> bool:
         """:func:`engine.kernels.sap.quiet_slide` (or ``quiet_slide_full``, in place, when
         ``top`` is None) with TBUI's observation (Algorithm 2 lines 3-9)."""
         m = len(batch.ids)
         if self._above_n + m > len(self._above):
             self._reserve_above(m)
         step, tops = quiet_step(unit_top, top)
-        self._above_n, self._tau, stands = step(
-            batch.x, self._weights, batch.seq, batch.ids, batch.t, self._k, rows, *tops, self._above,
-            self._above_n, self._tau, self._zeta, self._limit, self._initialising, True, full,
-            self._answer_kth_score, self._answer_kth_seq)
-        return stands
+        return step(batch.x, self._weights, batch.seq, batch.ids, batch.t, rows, *tops, self._above, self._quiet_ints,
+                    self._quiet_floats)
 
     def _classify(self, unit: Unit) -> None:
         """Algorithm 2 lines 10-16 at the end of a unit."""
