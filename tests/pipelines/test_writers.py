@@ -483,6 +483,35 @@ def test_sigkill_during_an_append_then_a_retry_equals_a_clean_ingest(spark, trad
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
 
 
+def test_a_killed_ingest_is_settled_only_by_its_own_database(spark, trading_days, clean_append, tmp_path):
+    """An ingest into another database file, with the same --out and --name, settled the killed
+    append's journal against its own database, which never holds that commit: it dropped the
+    committed day 3 (the record of the first database kept counting its rows)."""
+    db, other = tmp_path / "topk.duckdb", tmp_path / "other.duckdb"
+    ingest.ingest(spark, "stock", trading_days[:1], db=db, out=tmp_path, name="spy", **quiet)
+    killed = Command(KILL_BETWEEN_TWO_MOVES, "stock", "--input", *trading_days[1:], "--name", "spy", "--append",
+                     "--db", db, "--out", tmp_path, "--master", "local[1]")
+    assert killed.finish() == -signal.SIGKILL, killed.output
+    journal = publish.journal_path(tmp_path / "spy.parquet")
+    left = journal.read_text()
+
+    elsewhere = Command("pipelines.ingest", "stock", "--input", trading_days[0], "--name", "spy", "--db", other,
+                        "--out", tmp_path, "--master", "local[1]")
+    assert elsewhere.finish() == 2, elsewhere.output
+    assert f"[ingest] left the interrupted ingest of spy into {db.resolve()}: only a writer of that database" \
+        in elsewhere.output
+    assert elsewhere.lines[-1].startswith(f"error: {tmp_path / 'spy.parquet'}: an interrupted ingest of dataset 'spy' "
+                                          f"into another database, {db.resolve()}, is not settled yet")
+    assert journal.read_text() == left
+
+    logged = []
+    with pytest.raises(InputError, match="already in dataset 'spy'"):
+        ingest.ingest(spark, "stock", trading_days[1:], db=db, out=tmp_path, name="spy", append=True,
+                      log=logged.append)
+    assert logged[0].startswith("[ingest] completed the interrupted ingest of spy committed at ")
+    assert dataset_contents(db, "spy") == clean_append
+
+
 @pytest.fixture(scope="module")
 def full_run(spark, trading_days, tmp_path_factory):
     """Days 1 and 2 ingested at once and replayed in one run: what the overlapping runs must equal."""
