@@ -263,6 +263,28 @@ def test_the_next_writer_completes_a_committed_publication_and_drops_another(tmp
     assert publish.recover(target, db, "d") is None
 
 
+def test_a_journal_is_left_to_its_database_while_that_file_exists(tmp_path):
+    """A replay or ingest into another database file leaves the journal and its staged parts;
+    once the journal's database file is gone, nobody can commit it, and any writer drops it."""
+    target, owner, other = tmp_path / "d.parquet", tmp_path / "owner.duckdb", tmp_path / "other.duckdb"
+    staging = tmp_path / ".d.parquet-staging-x"
+    (staging / "out").mkdir(parents=True)
+    (staging / "out" / "seq-000000000000.parquet").write_text("staged")
+    store.connect(owner).close()
+    journal = {"dataset": "d", "database": str(owner), "target": str(target), "staging": str(staging),
+               "written": str(staging / "out"), "append": False, "parts": ["seq-000000000000.parquet"],
+               "ingested_at": "2026-11-26T10:00:00", "retired": str(tmp_path / ".d.parquet-retired")}
+    publish.write_atomically(publish.journal_path(target), json.dumps(journal))
+
+    assert publish.recover(target, other, "d") == (f"left the interrupted ingest of d into {owner}: only a writer "
+                                                    "of that database (an ingest or a replay) settles it")
+    assert publish.pending_elsewhere(target, other) == owner and publish.pending_elsewhere(target, owner) is None
+    assert (staging / "out" / "seq-000000000000.parquet").read_text() == "staged"
+    owner.unlink()
+    assert publish.recover(target, other, "d") == "dropped the uncommitted parts of an interrupted ingest of d"
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
+
+
 PUBLISH_INTO_SHARED = """
 import sys, tempfile
 from pathlib import Path
