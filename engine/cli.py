@@ -197,6 +197,8 @@ def read_parquet(path: str) -> Table:
     columns = {}
     for position, name in enumerate(header):
         column = arrow_table.column(position)
+        if pyarrow.types.is_dictionary(column.type):  # pandas' category columns: their values, each row's own
+            column = column.cast(column.type.value_type)
         kind = column.type
         if pyarrow.types.is_decimal(kind):
             column = decimal_numbers(path, name, column)

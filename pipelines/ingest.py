@@ -444,8 +444,13 @@ def _recover(target: Path, db: Path, name: str, log: Callable[[str], None]) -> N
         return
     with locks.dataset_lock(target, log=lambda line: log(f"[ingest] {line}")):  # not during another's publication
         settled = publish.recover(target, db, name)
+        owner = publish.pending_elsewhere(target, db)
     if settled:
         log(f"[ingest] {settled}")
+    if owner is not None:  # publishing here would overwrite its journal
+        raise InputError(f"{target}: an interrupted ingest of dataset {name!r} into another database, {owner}, "
+                         f"is not settled yet; run an ingest or a replay of {name!r} into {owner} first (it settles "
+                         "it), or give --out another directory or --name another name")
 
 
 def _existing_dataset(db: Path, name: str, family_name: str, inputs: Sequence[Path],

@@ -5,8 +5,8 @@ An ingest writes its parts into a staging directory beside the dataset directory
 then takes three steps:
 
 1. it writes a journal, ``.<dataset dir>.journal.json`` beside the dataset directory, naming
-   the staged parts, where they go, and the ``ingested_at`` of the ``datasets`` row about to
-   be committed;
+   the staged parts, where they go, the database file and the ``ingested_at`` of the
+   ``datasets`` row about to be committed;
 2. it commits the ``datasets`` row (and the ``rejected_rows``) in one DuckDB transaction:
    the commit point of the ingest;
 3. it moves the parts into the dataset (an append: one rename per part, into its partition
@@ -15,11 +15,13 @@ then takes three steps:
 
 A process killed anywhere leaves either no journal (nothing was published; at most a hidden
 staging directory) or a journal that :func:`recover` settles: the next writer of the database
-(ingest or replay, under the writer lock of :mod:`pipelines.locks`) asks DuckDB whether the
-commit happened; if it did, it finishes the moves, if not it drops the staged parts.  Either
-way it removes the hidden leftovers, but not the working directories of an ingest still running
-(into another database file: each is ``flock``-ed by its ingest, :func:`working_directory`).
-A dataset directory belongs to the one database that records it.
+the journal names (ingest or replay, under the writer lock of :mod:`pipelines.locks`) asks
+DuckDB whether the commit happened; if it did, it finishes the moves, if not it drops the
+staged parts.  Either way it removes the hidden leftovers, but not the working directories of
+an ingest still running (into another database file: each is ``flock``-ed by its ingest,
+:func:`working_directory`).  A writer of another database file leaves the journal, and the
+directories it names, to that database (only its commit says which way to settle), unless that
+file no longer exists.  A dataset directory belongs to the one database that records it.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def publish(staging: Path, written: Path, parts: list[Path], target: Path, *, na
     ``written`` replaces ``target``.  If ``commit`` fails, nothing is moved; if the process
     dies, :func:`recover` completes or cancels the publication.
     """
-    journal = {"dataset": name, "target": str(target), "staging": str(staging), "written": str(written),
+    journal = {"dataset": name, "database": str(Path(db).resolve()), "target": str(target),
+               "staging": str(staging), "written": str(written),
                "append": append, "parts": [str(part) for part in parts], "ingested_at": ingested_at.isoformat(),
                "retired": str(target.with_name(f"{hidden_prefix(target)}retired"))}
     path = journal_path(target)
@@ -127,29 +130,54 @@ def _move(source: Path, destination: Path) -> None:
 
 
 def recover(target: Path, db: Path, name: str) -> str | None:
-    """Settle what a killed ingest of dataset ``name`` (directory ``target``) left; say what was done.
+    """Settle what a killed ingest of dataset ``name`` (directory ``target``) into ``db`` left; say what was done.
 
     Call it holding the database's writer lock, before reading the dataset.  Returns
-    ``None`` when there was nothing to settle.
+    ``None`` when there was nothing to settle.  The journal of an ingest into another database
+    file that still exists is left as it is, with its staged parts (:func:`pending_elsewhere`
+    names that file), and so said.
     """
     path = journal_path(target)
-    done = None
+    done, kept = None, set()
     if path.exists():
         journal = json.loads(path.read_text())
-        if committed(db, name, journal["ingested_at"]):
-            complete(journal)
-            done = f"completed the interrupted ingest of {name} committed at {journal['ingested_at']}"
+        owner = _another_database(journal, db)
+        if owner is not None:
+            kept = {Path(journal["staging"]).name, Path(journal["retired"]).name}
+            done = (f"left the interrupted ingest of {name} into {owner}: only a writer of that database "
+                    "(an ingest or a replay) settles it")
         else:
-            done = f"dropped the uncommitted parts of an interrupted ingest of {name}"
-        path.unlink()
+            if committed(db, name, journal["ingested_at"]):
+                complete(journal)
+                done = f"completed the interrupted ingest of {name} committed at {journal['ingested_at']}"
+            else:
+                done = f"dropped the uncommitted parts of an interrupted ingest of {name}"
+            path.unlink()
     path.with_name(f"{path.name}.tmp").unlink(missing_ok=True)
-    leftovers = [p for p in target.parent.glob(f"{hidden_prefix(target)}*") if p.is_dir() and not _in_use(p)] \
-        if target.parent.is_dir() else []
+    leftovers = [p for p in target.parent.glob(f"{hidden_prefix(target)}*")
+                 if p.is_dir() and p.name not in kept and not _in_use(p)] if target.parent.is_dir() else []
     for leftover in leftovers:
         shutil.rmtree(leftover, ignore_errors=True)
     if leftovers and done is None:
         done = f"removed {len(leftovers)} working director{'y' if len(leftovers) == 1 else 'ies'} of an interrupted ingest of {name}"
     return done
+
+
+def pending_elsewhere(target: Path, db: Path) -> Path | None:
+    """The other database file (still there) whose killed ingest's journal beside ``target`` is unsettled."""
+    try:
+        return _another_database(json.loads(journal_path(target).read_text()), db)
+    except FileNotFoundError:
+        return None
+
+
+def _another_database(journal: dict, db: Path) -> Path | None:
+    """The database file a journal's ingest commits to, when it is not ``db`` and still exists.
+
+    ``None`` also for a journal written before journals named their database: ``db`` settles it.
+    """
+    owner = Path(journal["database"]) if journal.get("database") else None
+    return owner if owner is not None and owner != Path(db).resolve() and owner.is_file() else None
 
 
 def committed(db: Path, name: str, ingested_at: str) -> bool:

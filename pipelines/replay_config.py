@@ -61,7 +61,9 @@ CONFIG_KEYS = {"name", "dataset", "shards", "snapshot_every", "keep_snapshots", 
 QUERY_KEYS = {"weights", "k", "window", "slide", "kind"}
 ALGORITHM_KEYS = {"name", "params", "label"}
 INT64_MAX = 2**63 - 1
-"""``k``, ``window`` and ``slide`` are stored as DuckDB ``BIGINT`` and cut slides over int64 ``seq`` / ``t``."""
+"""``window`` and ``slide`` are stored as DuckDB ``BIGINT`` and cut slides over int64 ``seq`` / ``t``."""
+INT32_MAX = 2**31 - 1
+"""``k`` is stored as DuckDB ``INTEGER`` (``queries.k``), and so is the rank of an answer (``answers.rank``)."""
 MAX_SHARDS = 1024
 """More shards than this is a typo, not a plan: every shard is one task per (query, algorithm)."""
 RUN_NAME = re.compile(r"\w[\w.,:;@+=()\[\] -]*")
@@ -201,10 +203,10 @@ def _parse_query(index: int, query: Any, features: Sequence[str]) -> Query:
                          f"feature(s) ({', '.join(features)})")
     if isinstance(weights, list) and any(isinstance(w, bool) or not isinstance(w, (int, float)) for w in weights):
         raise InputError(f"config: query {index}: weights must be numbers, got {weights!r}")
-    for key in ("k", "window", "slide"):
+    for key, limit, kind in (("k", INT32_MAX, "32"), ("window", INT64_MAX, "64"), ("slide", INT64_MAX, "64")):
         value = query.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > INT64_MAX:
-            raise InputError(f"config: query {index}: {key} must be at most {INT64_MAX:,} (a 64-bit integer), "
+        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+            raise InputError(f"config: query {index}: {key} must be at most {limit:,} (a {kind}-bit integer), "
                              f"got {value:,}")
     try:
         parsed = Query(weights=weights, k=query.get("k"), window=query.get("window"),

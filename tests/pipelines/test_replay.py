@@ -259,7 +259,10 @@ def test_resume_refuses_a_changed_config(store_dir, full_run, tmp_path):
     ({"queries": [{"weights": [1, 0, 0], "k": 1, "window": 2**70, "slide": 2**70}]},
      "window must be at most 9,223,372,036,854,775,807"),
     ({"queries": [{"weights": [1, 0, 0], "k": 10**30, "window": 60_000, "slide": 1_000, "kind": "time"}]},
-     "k must be at most 9,223,372,036,854,775,807"),
+     "k must be at most 2,147,483,647 (a 32-bit integer), got 1,000,000,000,000,000,000,000,000,000,000"),
+    # queries.k is a DuckDB INTEGER: this k passed the check, started Spark, then its insert was a traceback
+    ({"queries": [{"weights": [1, 0, 0], "k": 2**31, "window": 60_000, "slide": 1_000, "kind": "time"}]},
+     "k must be at most 2,147,483,647 (a 32-bit integer), got 2,147,483,648"),
     ({"volume": 1}, "config: top level: unknown key(s) volume"),
     ({"keep_snapshots": 10**30}, "keep_snapshots must be at most 9,223,372,036,854,775,807"),
 ])

@@ -263,6 +263,28 @@ def test_the_next_writer_completes_a_committed_publication_and_drops_another(tmp
     assert publish.recover(target, db, "d") is None
 
 
+def test_a_journal_is_left_to_its_database_while_that_file_exists(tmp_path):
+    """A replay or ingest into another database file leaves the journal and its staged parts;
+    once the journal's database file is gone, nobody can commit it, and any writer drops it."""
+    target, owner, other = tmp_path / "d.parquet", tmp_path / "owner.duckdb", tmp_path / "other.duckdb"
+    staging = tmp_path / ".d.parquet-staging-x"
+    (staging / "out").mkdir(parents=True)
+    (staging / "out" / "seq-000000000000.parquet").write_text("staged")
+    store.connect(owner).close()
+    journal = {"dataset": "d", "database": str(owner), "target": str(target), "staging": str(staging),
+               "written": str(staging / "out"), "append": False, "parts": ["seq-000000000000.parquet"],
+               "ingested_at": "2026-11-26T10:00:00", "retired": str(tmp_path / ".d.parquet-retired")}
+    publish.write_atomically(publish.journal_path(target), json.dumps(journal))
+
+    assert publish.recover(target, other, "d") == (f"left the interrupted ingest of d into {owner}: only a writer "
+                                                    "of that database (an ingest or a replay) settles it")
+    assert publish.pending_elsewhere(target, other) == owner and publish.pending_elsewhere(target, owner) is None
+    assert (staging / "out" / "seq-000000000000.parquet").read_text() == "staged"
+    owner.unlink()
+    assert publish.recover(target, other, "d") == "dropped the uncommitted parts of an interrupted ingest of d"
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
+
+
 PUBLISH_INTO_SHARED = """
 import sys, tempfile
 from pathlib import Path
@@ -481,6 +503,35 @@ def test_sigkill_during_an_append_then_a_retry_equals_a_clean_ingest(spark, trad
     assert logged[0].startswith("[ingest] completed the interrupted ingest of spy committed at ")
     assert dataset_contents(db, "spy") == clean_append
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
+
+
+def test_a_killed_ingest_is_settled_only_by_its_own_database(spark, trading_days, clean_append, tmp_path):
+    """An ingest into another database file, with the same --out and --name, settled the killed
+    append's journal against its own database, which never holds that commit: it dropped the
+    committed day 3 (the record of the first database kept counting its rows)."""
+    db, other = tmp_path / "topk.duckdb", tmp_path / "other.duckdb"
+    ingest.ingest(spark, "stock", trading_days[:1], db=db, out=tmp_path, name="spy", **quiet)
+    killed = Command(KILL_BETWEEN_TWO_MOVES, "stock", "--input", *trading_days[1:], "--name", "spy", "--append",
+                     "--db", db, "--out", tmp_path, "--master", "local[1]")
+    assert killed.finish() == -signal.SIGKILL, killed.output
+    journal = publish.journal_path(tmp_path / "spy.parquet")
+    left = journal.read_text()
+
+    elsewhere = Command("pipelines.ingest", "stock", "--input", trading_days[0], "--name", "spy", "--db", other,
+                        "--out", tmp_path, "--master", "local[1]")
+    assert elsewhere.finish() == 2, elsewhere.output
+    assert f"[ingest] left the interrupted ingest of spy into {db.resolve()}: only a writer of that database" \
+        in elsewhere.output
+    assert elsewhere.lines[-1].startswith(f"error: {tmp_path / 'spy.parquet'}: an interrupted ingest of dataset 'spy' "
+                                          f"into another database, {db.resolve()}, is not settled yet")
+    assert journal.read_text() == left
+
+    logged = []
+    with pytest.raises(InputError, match="already in dataset 'spy'"):
+        ingest.ingest(spark, "stock", trading_days[1:], db=db, out=tmp_path, name="spy", append=True,
+                      log=logged.append)
+    assert logged[0].startswith("[ingest] completed the interrupted ingest of spy committed at ")
+    assert dataset_contents(db, "spy") == clean_append
 
 
 @pytest.fixture(scope="module")
