@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import store
+from .errors import InputError
 
 
 def journal_path(target: Path) -> Path:
@@ -139,8 +140,8 @@ def recover(target: Path, db: Path, name: str) -> str | None:
     """
     path = journal_path(target)
     done, kept = None, set()
-    if path.exists():
-        journal = json.loads(path.read_text())
+    journal = read_journal(path)
+    if journal is not None:
         owner = _another_database(journal, db)
         if owner is not None:
             kept = {Path(journal["staging"]).name, Path(journal["retired"]).name}
@@ -165,10 +166,33 @@ def recover(target: Path, db: Path, name: str) -> str | None:
 
 def pending_elsewhere(target: Path, db: Path) -> Path | None:
     """The other database file (still there) whose killed ingest's journal beside ``target`` is unsettled."""
+    journal = read_journal(journal_path(target))
+    return None if journal is None else _another_database(journal, db)
+
+
+JOURNAL_TEXTS = ("dataset", "target", "staging", "written", "ingested_at", "retired")
+
+
+def read_journal(path: Path) -> dict | None:
+    """A killed ingest's journal (``None`` if there is none), or :class:`~pipelines.errors.InputError`
+    naming it when it cannot be read as one (only it says whether the staged parts were
+    committed, so no writer guesses)."""
     try:
-        return _another_database(json.loads(journal_path(target).read_text()), db)
+        journal = json.loads(path.read_bytes().decode())
+        well_formed = isinstance(journal, dict) and all(isinstance(journal.get(key), str) for key in JOURNAL_TEXTS) \
+            and isinstance(journal.get("append"), bool) and isinstance(journal.get("parts"), list) \
+            and all(isinstance(part, str) for part in journal["parts"]) \
+            and isinstance(journal.get("database", ""), str)
+        problem = None if well_formed else "not an ingest journal"
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        problem = str(error)
+    if problem is not None:
+        raise InputError(f"{path}: the journal of an interrupted ingest cannot be read ({problem}); it alone says "
+                         "whether its staged parts were committed: restore it, or remove it with the hidden "
+                         "staging directories beside it and ingest the dataset again")
+    return journal
 
 
 def _another_database(journal: dict, db: Path) -> Path | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -283,6 +284,33 @@ def test_a_journal_is_left_to_its_database_while_that_file_exists(tmp_path):
     owner.unlink()
     assert publish.recover(target, other, "d") == "dropped the uncommitted parts of an interrupted ingest of d"
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("text", [b"{\"dataset\": \"d\", \"tar", b"[]", b"\xff\xfe", b"{\"dataset\": \"d\"}",
+                                  b'{"dataset": "d", "target": "t", "staging": "s", "written": "w", "ingested_at": "i", '
+                                  b'"retired": "r", "append": false, "parts": [3]}'])
+def test_an_unreadable_journal_is_refused_naming_it_and_touches_nothing(tmp_path, text):
+    """Only the journal says whether its staged parts were committed: a writer that cannot read it
+    neither completes nor drops them (it was a JSON or key traceback)."""
+    target, db = tmp_path / "d.parquet", tmp_path / "topk.duckdb"
+    staging = tmp_path / ".d.parquet-staging-x"
+    staging.mkdir()
+    journal = publish.journal_path(target)
+    journal.write_bytes(text)
+    for settle in (lambda: publish.recover(target, db, "d"), lambda: publish.pending_elsewhere(target, db)):
+        with pytest.raises(InputError, match="^" + re.escape(f"{journal}: the journal of an interrupted ingest cannot be read (")):
+            settle()
+    assert journal.read_bytes() == text and staging.is_dir()
+
+
+def test_an_ingest_over_an_unreadable_journal_stops_with_one_line(tmp_path, trading_days):
+    (tmp_path / ".spy.parquet.journal.json").write_text("{not json")
+    refused = Command("pipelines.ingest", "stock", "--input", trading_days[0], "--name", "spy",
+                      "--db", tmp_path / "topk.duckdb", "--out", tmp_path, "--master", "local[1]")
+    assert refused.finish() == 2, refused.output
+    assert refused.lines[-1].startswith(f"error: {tmp_path / '.spy.parquet.journal.json'}: the journal of an "
+                                        "interrupted ingest cannot be read (")
+    assert "Traceback" not in refused.output and not (tmp_path / "topk.duckdb").exists()
 
 
 PUBLISH_INTO_SHARED = """
