@@ -462,8 +462,8 @@ class SAPBase(OnePassStats, Algorithm):
 
     def _quiet_step(self, e: int, batch: Batch) -> None:
         """A slide of :meth:`_step` with no event (see :meth:`_next_event`): one slide of ``P_0``
-        expires (:meth:`_expire_candidates`, ``M_0``'s expiry and :meth:`_refill`, its raw
-        slide), the slide's objects arrive in the filling unit, in the same kernel call that
+        expires (:meth:`_expire_slide`: ``C``, ``M_0`` and its raw slide; then :meth:`_refill`),
+        the slide's objects arrive in the filling unit, in the same kernel call that
         tells whether the previous answer stands (:func:`engine.kernels.sap.quiet_slide`, its
         scalars in ``_quiet_ints`` and ``_quiet_floats``); then the share of ``P_1``'s
         S-AVL formation, if one is under way (:meth:`_advance_formation`).
@@ -483,15 +483,12 @@ class SAPBase(OnePassStats, Algorithm):
         if parts:
             front = parts[0]
             if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
-                bound = gone * self._s
-                if bound > self._C.oldest and self._expire_candidates(front, bound):
+                if self._expire_slide(front, gone):
                     self._drop_answer()
                 if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
-                    self._M.expire(bound)
                     if self._refill(front):
                         self._drop_answer()
                     self._meaningful_changed()
-                self._raw_drop(gone)
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
@@ -567,18 +564,12 @@ class SAPBase(OnePassStats, Algorithm):
         ``M_0`` (``O(log k)`` each) and its raw objects are dropped.  Returns how many
         candidates left ``C``."""
         bound = gone * self._s
-        expired = self._expire_candidates(front, bound) if bound > self._C.oldest else 0
+        expired = self._C.expire(bound)
+        if expired:
+            front.in_c -= expired
+            self._candidates_changed(-expired, -expired if front.raw else 0)
         self._M.expire(bound)
         self._raw_drop(gone)
-        return expired
-
-    def _expire_candidates(self, front: Partition, bound: int) -> int:
-        """The members of ``C`` with an expiry key below ``bound`` (all of ``P_0``) leave it
-        (``O(|C|)``); returns how many."""
-        expired = self._C.expire(bound)
-        front.in_c -= expired
-        if expired:
-            self._candidates_changed(-expired, -expired if front.raw else 0)
         return expired
 
     def _refill(self, front: Partition) -> int:
