@@ -33,6 +33,16 @@ def two_column_stream(name, m, t, rng):
     return np.arange(m), t, np.column_stack([rng.random(m), rng.integers(0, 3, m)])
 
 
+def comparable_stats(alg):
+    """Every figure of ``stats()``, ``bytes`` and ``measured_bytes`` included (which depend on
+    the arrays' capacities and the cached answer), but SAO's ``measured_bytes``: its state holds
+    neither its stale expiry entries nor its containers' spare room (``docs/algorithms/memory.md``)."""
+    out = alg.stats()
+    if alg.name == "sao":
+        del out["measured_bytes"]
+    return out
+
+
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("kind", ["count", "time"])
 @pytest.mark.parametrize("cut", [0, 1, 17, 39])
@@ -48,7 +58,7 @@ def test_snapshot_restore_continues_exactly(name, kind, cut):
     run(first, batches[:cut])
     text = json.dumps(first.to_state(), allow_nan=False)
     resumed = engine.restore(json.loads(text), query=q)
-    assert resumed._stats() == first._stats()  # measured_bytes depends on buffer capacity
+    assert comparable_stats(resumed) == comparable_stats(first)
     rest = run(resumed, batches[cut:])
     for index, (expected, got) in enumerate(zip(uninterrupted[cut:], rest)):
         assert np.array_equal(expected.ids, got.ids), f"{name}: slide {cut + index} differs after restore"
