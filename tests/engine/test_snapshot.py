@@ -18,10 +18,11 @@ STREAM = {info.name: info.stream for info in engine.available()}
 
 
 def run(alg, batches):
+    """The answer and :func:`comparable_stats` after every slide of ``batches``."""
     answers = []
     for batch in batches:
         alg.process(batch)
-        answers.append(alg.topk())
+        answers.append((alg.topk(), comparable_stats(alg)))
     return answers
 
 
@@ -60,9 +61,10 @@ def test_snapshot_restore_continues_exactly(name, kind, cut):
     resumed = engine.restore(json.loads(text), query=q)
     assert comparable_stats(resumed) == comparable_stats(first)
     rest = run(resumed, batches[cut:])
-    for index, (expected, got) in enumerate(zip(uninterrupted[cut:], rest)):
+    for index, ((expected, expected_stats), (got, got_stats)) in enumerate(zip(uninterrupted[cut:], rest)):
         assert np.array_equal(expected.ids, got.ids), f"{name}: slide {cut + index} differs after restore"
         assert_same_answer(expected, got, f"{name} slide {cut + index}")
+        assert got_stats == expected_stats, f"{name}: stats at slide {cut + index} differ after restore"
     resumed.check()
 
 
