@@ -395,6 +395,30 @@ def test_recovery_leaves_the_working_directories_of_a_running_ingest(tmp_path):
     assert not directory.exists()
 
 
+def test_a_working_directory_is_created_only_between_recoveries(tmp_path):
+    """A recovery by an ingest into another database file (or a replay), holding the dataset
+    directory's lock, found a working directory created but not yet ``flock``-ed, took it for a
+    killed ingest's and removed it: the running ingest failed (FileNotFoundError), 15 times in
+    47,692 against a looping recovery.  The directory is created and locked under that lock."""
+    out = tmp_path / "datasets"
+    with locks.dataset_lock(out / "shared.parquet", wait=0):
+        running = Command(HOLD_WORKING_DIRECTORY, out / "shared.parquet")
+        try:
+            running.wait_for(waiting_for_a_publisher(out))
+            assert not [path for path in out.iterdir() if path.name.startswith(".shared.parquet-")]
+        except BaseException:
+            running.process.kill()
+            raise
+    try:
+        running.wait_for("working in")
+        directory = Path(running.lines[-1].split("working in ", 1)[1].strip())
+        assert publish.recover(out / "shared.parquet", tmp_path / "second.duckdb", "shared") is None
+        assert directory.is_dir()
+    finally:
+        running.process.kill()
+        running.finish()
+
+
 SETTLE_LEFTOVERS = """
 import sys
 from pathlib import Path
