@@ -45,7 +45,8 @@ def restore(state: Any, query: Query | None = None, *, algorithm: str | None = N
     Checks the format version (an older format is migrated, a newer one refused as such), that
     the algorithm, query and params are the ones asked for, the checksum (of the whole document)
     and every invariant of the rebuilt structures.  Anything wrong raises :class:`StateError`
-    naming what differs.  ``O(size of the state)``.
+    naming what differs.  The copy has answered the slide the state was saved at, as its
+    writer had once it answered, so both report the same ``stats()``.  ``O(size of the state)``.
 
     Examples
     --------
@@ -95,6 +96,7 @@ def restore(state: Any, query: Query | None = None, *, algorithm: str | None = N
         restored = cls(stored_query, **stored_params)
         restored.load_state(document["data"])
         restored.check()
+        restored.topk()  # held by the writer once it answered: stats() measures the cached answer
     except (AssertionError, AttributeError, KeyError, IndexError, OverflowError, TypeError, ValueError) as error:
         raise StateError(f"state of {cls.name} is corrupt: {type(error).__name__}: {error}") from None
     return restored

@@ -233,7 +233,7 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
     family, existing, name, raw = extracted.family, extracted.existing, extracted.name, extracted.raw
     rows_read = raw.table.num_rows
     log(f"[ingest] cleaning on Spark ({spark.sparkContext.master})")
-    with stage_progress(spark, log, rows=rows_read), _raw_frame(spark, raw.table, extracted.parquet) as raw_frame:
+    with stage_progress(spark, log, rows=rows_read), _raw_frame(spark, raw.table, extracted.parquet, log) as raw_frame:
         cleaned = family.transform(raw_frame, seq_start=existing["rows"] if existing else 0,
                                    t_after=existing["t_max"] if existing else None, params=raw.params)
         rejected = cleaned.rejected.toArrow()
@@ -251,7 +251,7 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
             learned = cleaned.learned.first().asDict() if cleaned.learned is not None else {}
             if existing and family.kind == "object":  # an attribute stream's objects come back in later chunks
                 _refuse_known_ids(spark, rows, existing["parquet"], name)
-            with publish.working_directory(extracted.parquet, "staging") as staging:
+            with publish.working_directory(extracted.parquet, "staging", lambda line: log(f"[ingest] {line}")) as staging:
                 log(f"[ingest] writing {facts['rows']:,} rows under {extracted.parquet}")
                 _write_parts(rows, staging / "out", family.partition_by)
                 _publish(extracted, staging, facts, rejects, rejected, learned, log)
@@ -265,7 +265,8 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
 
 
 @contextlib.contextmanager
-def _raw_frame(spark: SparkSession, table: pa.Table, dataset: Path) -> Iterator[DataFrame]:
+def _raw_frame(spark: SparkSession, table: pa.Table, dataset: Path,
+               log: Callable[[str], None]) -> Iterator[DataFrame]:
     """The raw rows as a DataFrame that Spark reads in parallel, from staging Parquet files.
 
     Not ``spark.createDataFrame(table)``: that makes a local relation, which is shipped inside
@@ -273,7 +274,7 @@ def _raw_frame(spark: SparkSession, table: pa.Table, dataset: Path) -> Iterator[
     driver, in one thread. The staging directory sits next to the dataset (a path the
     executors can read, as they must read the dataset) and is removed afterwards.
     """
-    with publish.working_directory(dataset, "raw") as staging:
+    with publish.working_directory(dataset, "raw", lambda line: log(f"[ingest] {line}")) as staging:
         pieces = max(1, min(spark.sparkContext.defaultParallelism * 2, table.num_rows // RAW_ROWS_PER_PIECE))
         step = -(-table.num_rows // pieces) if table.num_rows else 1
         for index in range(pieces):

@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import store
+from . import locks, store
 from .errors import InputError
 
 
@@ -51,18 +51,22 @@ def hidden_prefix(target: Path) -> str:
 
 
 @contextlib.contextmanager
-def working_directory(target: Path, kind: str) -> Iterator[Path]:
+def working_directory(target: Path, kind: str, log: Callable[[str], None] = print) -> Iterator[Path]:
     """A new hidden working directory beside ``target`` (``.<dataset dir>-<kind>-...``), removed after the block.
 
     It is ``flock``-ed while the block runs, so that :func:`recover` run by an ingest into another
     database file with the same dataset directory leaves it; the kernel releases the lock of a
-    killed process, whose directory the next writer removes.
+    killed process, whose directory the next writer removes.  It is created and locked holding
+    the dataset directory's lock (:func:`pipelines.locks.dataset_lock`, logging to ``log`` while
+    it waits), which every caller of :func:`recover` holds: a recovery between the creation and
+    the ``flock`` took the new directory for a killed ingest's and removed it.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix=f"{hidden_prefix(target)}{kind}-", dir=target.parent))
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
+    with locks.dataset_lock(target, log=log):
+        directory = Path(tempfile.mkdtemp(prefix=f"{hidden_prefix(target)}{kind}-", dir=target.parent))
+        descriptor = os.open(directory, os.O_RDONLY)
         fcntl.flock(descriptor, fcntl.LOCK_EX)
+    try:
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)

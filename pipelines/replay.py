@@ -67,7 +67,8 @@ def replay(spark: SparkSession, config_path: Path, *, db: Path = store.DEFAULT_D
     run_id
         Name of the run to start or resume (default: ``<config name>-<UTC time>``).
     lock_wait
-        Seconds to wait for another process writing ``db`` (:func:`pipelines.locks.wait_seconds`).
+        Seconds to wait for another process writing ``db``, or publishing into the dataset's
+        directory (:func:`pipelines.locks.wait_seconds`).
     max_slides
         Refuse a time query whose slides outnumber both the dataset's rows and this many
         (a gap in the times; :data:`engine.stream.MAX_SLIDES` by default).
@@ -80,7 +81,8 @@ def replay(spark: SparkSession, config_path: Path, *, db: Path = store.DEFAULT_D
         ``db`` is being written by another process for longer than ``lock_wait``.
     """
     with writing(db, lock_wait, log):
-        plan = prepare(config_path, db=db, resume=resume, run_id=run_id, max_slides=max_slides)
+        plan = prepare(config_path, db=db, resume=resume, run_id=run_id, max_slides=max_slides, lock_wait=lock_wait,
+                       log=log)
         for line in plan.describe():
             log(line)
         return execute(spark, plan, log=log)
@@ -148,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def job() -> int:
         with writing(args.db, args.lock_wait, print):  # before Spark: a waiting or refused run starts no JVM
             plan = prepare(args.config, db=args.db, resume=args.resume, run_id=args.run_id,
-                           max_slides=args.max_slides)
+                           max_slides=args.max_slides, lock_wait=args.lock_wait)
             print("\n".join(plan.describe()))
             if plan.up_to_date:
                 return 0

@@ -27,10 +27,12 @@ The algorithm ``multi`` (:data:`SHARED`, no ``params``) is the shared executor
 (:class:`engine.multi.SharedTopK`): the config's queries are grouped by weights and each group
 runs as one task per shard (:mod:`pipelines.replay_multi`), its answers stored per query under
 the label ``multi`` like any algorithm's.  Object streams only.
-Refused before Spark starts, besides malformed fields: a count window smaller than ``k``, a
-query whose weights are all 0, algorithms of the other stream model than the dataset's,
-``approx`` with ``shards > 1`` (its estimates need every object of the window), more than
-:data:`MAX_SHARDS` shards, and a ``name`` that is not one plain file name (:data:`RUN_NAME`).
+Refused before Spark starts, besides malformed fields: a count window smaller than ``k``,
+algorithms of the other stream model than the dataset's, ``approx`` with ``shards > 1`` (its
+estimates need every object of the window), more than :data:`MAX_SHARDS` shards, and a ``name``
+that is not one plain file name (:data:`RUN_NAME`). Weights that are all 0 are a query like any
+other, as in the engine: every object scores 0 and each answer is the window's ``k`` newest
+objects (equal scores rank the newer object first).
 """
 
 from __future__ import annotations
@@ -216,9 +218,6 @@ def _parse_query(index: int, query: Any, features: Sequence[str]) -> Query:
     if parsed.kind == "count" and parsed.k > parsed.window:
         raise InputError(f"config: query {index}: k ({parsed.k}) is larger than the count window "
                          f"({parsed.window}); no answer could hold k objects")
-    if not any(parsed.weights):
-        raise InputError(f"config: query {index}: every weight is 0, so every object scores 0; "
-                         "give at least one feature a weight")
     return parsed
 
 

@@ -19,6 +19,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from engine.ranking import score
 from engine.stream import (MAX_SLIDES, SCORE_SAFE, first_overflow, may_overflow, time_margin, time_range_problem,
                            too_many_slides, weighted_sum_limit)
 
-from . import publish, store
+from . import locks, publish, store
 from .errors import InputError
 from .replay_config import (SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, check_run_name, parse_config,
                             read_config)
@@ -140,13 +141,15 @@ def staging_directory(db: Path, run_id: str) -> Path:
 
 
 def prepare(config_path: Path, *, db: Path = store.DEFAULT_DB, resume: bool = False,
-            run_id: str | None = None, max_slides: int = MAX_SLIDES) -> ReplayPlan:
+            run_id: str | None = None, max_slides: int = MAX_SLIDES, lock_wait: float | None = None,
+            log: Callable[[str], None] = print) -> ReplayPlan:
     """Validate the config against its dataset and find where the run starts (no Spark; hold the
-    writer lock).  A time query whose slides outnumber both the rows and ``max_slides`` is refused."""
+    writer lock).  A time query whose slides outnumber both the rows and ``max_slides`` is refused.
+    ``lock_wait`` bounds the wait for an ingest publishing beside the dataset (:func:`load_dataset`)."""
     raw = read_config(config_path)
     if run_id is not None:
         check_run_name(run_id, "--run-id")
-    dataset = load_dataset(db, raw["dataset"])
+    dataset = load_dataset(db, raw["dataset"], lock_wait=lock_wait, log=log)
     config = parse_config(raw, dataset.features, dataset.stream)
     check_time_range(dataset, config.queries)
     check_slide_count(dataset, config.queries, max_slides)
@@ -168,15 +171,24 @@ def require_database(db: Path) -> None:
         raise InputError(f"no database {db}; run python -m pipelines.ingest first")
 
 
-def load_dataset(db: Path, name: str) -> Dataset:
-    """The dataset ``name`` recorded in ``db``, with its times (in ``seq`` order) read from its Parquet."""
+def load_dataset(db: Path, name: str, *, lock_wait: float | None = None,
+                 log: Callable[[str], None] = print) -> Dataset:
+    """The dataset ``name`` recorded in ``db``, with its times (in ``seq`` order) read from its Parquet.
+
+    What a killed ingest of it left is settled first (:func:`pipelines.publish.recover`), holding
+    the dataset directory's lock as every ingest does (:func:`pipelines.locks.dataset_lock`, at
+    most ``lock_wait`` seconds): an ingest into another database file may be publishing there,
+    and the settling removes the journal's temporary file that it is writing.
+    """
     require_database(db)
     with store.connection(db) as con:
         found = con.execute("SELECT parquet, features FROM datasets WHERE name = ?", [name]).fetchone()
     if found is None:
         raise InputError(f"no dataset {name!r} in {db}; run python -m pipelines.ingest first")
     parquet, features = found
-    publish.recover(Path(parquet), Path(db), name)
+    if Path(parquet).parent.is_dir():  # else nothing to settle, and the lock would create the directory
+        with locks.dataset_lock(parquet, wait=lock_wait, log=lambda line: log(f"[replay] {line}")):
+            publish.recover(Path(parquet), Path(db), name)
     try:
         attribute = is_attribute_dataset(parquet)
         check_columns(parquet, ("id", "seq", "t", *(ATTRIBUTE_COLUMNS if attribute else store.from_json(features))))

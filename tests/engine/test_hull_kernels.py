@@ -330,12 +330,13 @@ def test_horizon_by_scan_and_by_sort_give_the_same_hull(monkeypatch, seed):
     same order (run as plain Python, where the constant can be changed)."""
     rng = np.random.default_rng(seed)
     sphere = rng.standard_normal((120, 3))
+    quickhull = getattr(kernel._quickhull_3d, "py_func", kernel._quickhull_3d)  # plain already without the JIT
     for points in (rng.random((80, 3)), np.round(rng.random((80, 3)) * 3) / 3,
                    sphere / np.linalg.norm(sphere, axis=1)[:, None]):
         monkeypatch.setattr(kernel, "SCANNED_EDGES", 0)
-        sorted_ = kernel._quickhull_3d.py_func(points, TOLERANCE)
+        sorted_ = quickhull(points, TOLERANCE)
         monkeypatch.setattr(kernel, "SCANNED_EDGES", 10 ** 9)
-        scanned = kernel._quickhull_3d.py_func(points, TOLERANCE)
+        scanned = quickhull(points, TOLERANCE)
         assert sorted_[0] == scanned[0] == kernel.DONE
         for a, b in zip(sorted_[1:], scanned[1:]):
             np.testing.assert_array_equal(a, b)

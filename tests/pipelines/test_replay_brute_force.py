@@ -1,10 +1,11 @@
 """A sharded replay's stored answers against a brute force computed here from the dataset's rows
 with numpy alone (no engine code): count and time windows, s = 1, s = n, k larger than a time
-window's objects, empty time slides, negative times, ties and bursts of equal times."""
+window's objects, empty time slides, negative times, ties and bursts of equal times, weights all 0."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -50,23 +51,22 @@ def brute_force(rows, query):
     return answers
 
 
-def test_a_sharded_replay_stores_the_brute_force_answers(spark, tmp_path):
+def replay_stored_the_brute_force_answers(spark, tmp_path, queries, algorithms) -> tuple[Path, str]:
+    """Replay ``queries`` through ``algorithms`` over :func:`stream`'s rows in 3 shards, check
+    every stored answer against :func:`brute_force`: ``(db, run id)``."""
     rows = stream()
     db, data, config = tmp_path / "topk.duckdb", tmp_path / "bursts.parquet", tmp_path / "bursts.json"
     pq.write_table(pa.table(rows), data, row_group_size=128)
     with store.connection(db) as con:
         store.insert_row(con, "datasets", {"name": "bursts", "family": "test", "features": ["a", "b"],
                                            "parquet": str(data)})
-    config.write_text(json.dumps({"dataset": "bursts", "shards": 3, "snapshot_every": 13, "queries": QUERIES,
-                                  "algorithms": [{"name": name} for name in ALGORITHMS]}))
+    config.write_text(json.dumps({"dataset": "bursts", "shards": 3, "snapshot_every": 13, "queries": queries,
+                                  "algorithms": [{"name": name} for name in algorithms]}))
     run_id = replay.replay(spark, config, db=db, log=lambda _: None).run_id
-    assert sum(not answer for answer in brute_force(rows, QUERIES[3]).values()) >= 190  # the gap's empty slides
-    assert all(len(answer) < 50 for answer in brute_force(rows, QUERIES[2]).values())  # k past every window
-
     with duckdb.connect(str(db), read_only=True) as con:
-        for query_id, query in enumerate(QUERIES):
+        for query_id, query in enumerate(queries):
             expected = brute_force(rows, query)
-            for algorithm in ALGORITHMS:
+            for algorithm in algorithms:
                 stored = {slide: [] for slide in expected}
                 for slide, object_id, score in con.execute(
                         "SELECT slide, object_id, score FROM answers WHERE run_id = ? AND query_id = ? "
@@ -75,3 +75,23 @@ def test_a_sharded_replay_stores_the_brute_force_answers(spark, tmp_path):
                 slides = con.execute("SELECT count(*) FROM slide_metrics WHERE run_id = ? AND query_id = ? "
                                      "AND algorithm = ?", [run_id, query_id, algorithm]).fetchone()[0]
                 assert (slides, stored) == (len(expected), expected), (query_id, algorithm)
+    return db, run_id
+
+
+def test_a_sharded_replay_stores_the_brute_force_answers(spark, tmp_path):
+    rows = stream()
+    assert sum(not answer for answer in brute_force(rows, QUERIES[3]).values()) >= 190  # the gap's empty slides
+    assert all(len(answer) < 50 for answer in brute_force(rows, QUERIES[2]).values())  # k past every window
+    replay_stored_the_brute_force_answers(spark, tmp_path, QUERIES, ALGORITHMS)
+
+
+def test_weights_that_are_all_zero_replay_the_newest_objects_of_every_window(spark, tmp_path):
+    """Every object scores 0 and equal scores rank the newer first, as ``engine run``,
+    ``run-many`` and the dashboard answer it; the replay refused such a config."""
+    queries = [{"weights": [0.0, 0.0], "k": 4, "window": 60, "slide": 6, "kind": "count"},
+               {"weights": [-0.0, 0], "k": 5, "window": 100, "slide": 25, "kind": "time"}]
+    db, run_id = replay_stored_the_brute_force_answers(spark, tmp_path, queries, ["oracle", "mintopk", "sao", "multi"])
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT DISTINCT score FROM answers WHERE run_id = ?", [run_id]).fetchall() == [(0.0,)]
+        assert con.execute("SELECT DISTINCT precision, error FROM slide_metrics WHERE run_id = ?",
+                           [run_id]).fetchall() == [(1.0, 0.0)]
