@@ -441,11 +441,7 @@ def _refuse_another_databases_dataset(target: Path, db: Path, name: str) -> None
 
 
 def _recover(target: Path, db: Path, name: str, log: Callable[[str], None]) -> None:
-    if not target.parent.is_dir():  # nothing to settle; the lock would create --out for a refused ingest
-        return
-    with locks.dataset_lock(target, log=lambda line: log(f"[ingest] {line}")):  # not during another's publication
-        settled = publish.recover(target, db, name)
-        owner = publish.pending_elsewhere(target, db)
+    settled, owner = publish.settle(target, db, name, log=lambda line: log(f"[ingest] {line}"))
     if settled:
         log(f"[ingest] {settled}")
     if owner is not None:  # publishing here would overwrite its journal

@@ -137,7 +137,8 @@ def _move(source: Path, destination: Path) -> None:
 def recover(target: Path, db: Path, name: str) -> str | None:
     """Settle what a killed ingest of dataset ``name`` (directory ``target``) into ``db`` left; say what was done.
 
-    Call it holding the database's writer lock, before reading the dataset.  Returns
+    Call it holding the database's writer lock and the dataset directory's (:func:`settle`),
+    before reading the dataset.  Returns
     ``None`` when there was nothing to settle.  The journal of an ingest into another database
     file that still exists is left as it is, with its staged parts (:func:`pending_elsewhere`
     names that file), and so said.
@@ -166,6 +167,19 @@ def recover(target: Path, db: Path, name: str) -> str | None:
     if leftovers and done is None:
         done = f"removed {len(leftovers)} working director{'y' if len(leftovers) == 1 else 'ies'} of an interrupted ingest of {name}"
     return done
+
+
+def settle(target: str | Path, db: Path, name: str, *, wait: float | None = None,
+           log: Callable[[str], None] = print) -> tuple[str | None, Path | None]:
+    """:func:`recover` holding the dataset directory's lock (:func:`pipelines.locks.dataset_lock`,
+    at most ``wait`` seconds), as every writer must: an ingest into another database file may be
+    publishing into that directory.  Returns what was done and :func:`pending_elsewhere`'s file.
+    Without the directory there is nothing to settle (and the lock would create it)."""
+    target = Path(target)
+    if not target.parent.is_dir():
+        return None, None
+    with locks.dataset_lock(target, wait=wait, log=log):
+        return recover(target, db, name), pending_elsewhere(target, db)
 
 
 def pending_elsewhere(target: Path, db: Path) -> Path | None:

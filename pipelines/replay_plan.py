@@ -29,7 +29,7 @@ from engine.ranking import score
 from engine.stream import (MAX_SLIDES, SCORE_SAFE, first_overflow, may_overflow, time_margin, time_range_problem,
                            too_many_slides, weighted_sum_limit)
 
-from . import locks, publish, store
+from . import publish, store
 from .errors import InputError
 from .replay_config import (SEGMENT_ROWS, SHARED, AlgorithmSpec, ReplayConfig, check_run_name, parse_config,
                             read_config)
@@ -175,10 +175,10 @@ def load_dataset(db: Path, name: str, *, lock_wait: float | None = None,
                  log: Callable[[str], None] = print) -> Dataset:
     """The dataset ``name`` recorded in ``db``, with its times (in ``seq`` order) read from its Parquet.
 
-    What a killed ingest of it left is settled first (:func:`pipelines.publish.recover`), holding
-    the dataset directory's lock as every ingest does (:func:`pipelines.locks.dataset_lock`, at
-    most ``lock_wait`` seconds): an ingest into another database file may be publishing there,
-    and the settling removes the journal's temporary file that it is writing.
+    What a killed ingest of it left is settled first (:func:`pipelines.publish.settle`, holding
+    the dataset directory's lock at most ``lock_wait`` seconds): an ingest into another database
+    file may be publishing there, and the settling removes the journal's temporary file that it
+    is writing.
     """
     require_database(db)
     with store.connection(db) as con:
@@ -186,9 +186,7 @@ def load_dataset(db: Path, name: str, *, lock_wait: float | None = None,
     if found is None:
         raise InputError(f"no dataset {name!r} in {db}; run python -m pipelines.ingest first")
     parquet, features = found
-    if Path(parquet).parent.is_dir():  # else nothing to settle, and the lock would create the directory
-        with locks.dataset_lock(parquet, wait=lock_wait, log=lambda line: log(f"[replay] {line}")):
-            publish.recover(Path(parquet), Path(db), name)
+    publish.settle(parquet, Path(db), name, wait=lock_wait, log=lambda line: log(f"[replay] {line}"))
     try:
         attribute = is_attribute_dataset(parquet)
         check_columns(parquet, ("id", "seq", "t", *(ATTRIBUTE_COLUMNS if attribute else store.from_json(features))))
