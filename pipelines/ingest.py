@@ -170,9 +170,14 @@ def ingest(spark: SparkSession, family_name: str, inputs: Sequence[Path] = (), *
         return transform_and_load(spark, extracted, log=log)
 
 
+def _tagged(log: Callable[[str], None]) -> Callable[[str], None]:
+    """``log`` prefixing each line with ``[ingest]``: for the messages of the locks and working directories."""
+    return lambda line: log(f"[ingest] {line}")
+
+
 def writing(db: Path, lock_wait: float | None, log: Callable[[str], None]):
     """The writer lock of ``db`` (:func:`pipelines.locks.writer_lock`), logging as ingest."""
-    return locks.writer_lock(db, wait=lock_wait, log=lambda line: log(f"[ingest] {line}"))
+    return locks.writer_lock(db, wait=lock_wait, log=_tagged(log))
 
 
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
@@ -251,7 +256,7 @@ def transform_and_load(spark: SparkSession, extracted: Extracted, *,
             learned = cleaned.learned.first().asDict() if cleaned.learned is not None else {}
             if existing and family.kind == "object":  # an attribute stream's objects come back in later chunks
                 _refuse_known_ids(spark, rows, existing["parquet"], name)
-            with publish.working_directory(extracted.parquet, "staging", lambda line: log(f"[ingest] {line}")) as staging:
+            with publish.working_directory(extracted.parquet, "staging", _tagged(log)) as staging:
                 log(f"[ingest] writing {facts['rows']:,} rows under {extracted.parquet}")
                 _write_parts(rows, staging / "out", family.partition_by)
                 _publish(extracted, staging, facts, rejects, rejected, learned, log)
@@ -274,7 +279,7 @@ def _raw_frame(spark: SparkSession, table: pa.Table, dataset: Path,
     driver, in one thread. The staging directory sits next to the dataset (a path the
     executors can read, as they must read the dataset) and is removed afterwards.
     """
-    with publish.working_directory(dataset, "raw", lambda line: log(f"[ingest] {line}")) as staging:
+    with publish.working_directory(dataset, "raw", _tagged(log)) as staging:
         pieces = max(1, min(spark.sparkContext.defaultParallelism * 2, table.num_rows // RAW_ROWS_PER_PIECE))
         step = -(-table.num_rows // pieces) if table.num_rows else 1
         for index in range(pieces):
@@ -365,7 +370,7 @@ def _publish(extracted: Extracted, staging: Path, facts: Any, rejects: dict[str,
     parts = _name_parts_by_seq(written)
     if not parts:
         raise RuntimeError(f"Spark wrote no Parquet part under {written}")
-    with locks.dataset_lock(target, log=lambda line: log(f"[ingest] {line}")):
+    with locks.dataset_lock(target, log=_tagged(log)):
         if extracted.existing is None:  # checked again: another database's ingest may have published meanwhile
             _refuse_another_databases_dataset(target, extracted.db, extracted.name)
             (written / OWNER_FILE).write_text(str(extracted.db.resolve()))
@@ -441,7 +446,7 @@ def _refuse_another_databases_dataset(target: Path, db: Path, name: str) -> None
 
 
 def _recover(target: Path, db: Path, name: str, log: Callable[[str], None]) -> None:
-    settled, owner = publish.settle(target, db, name, log=lambda line: log(f"[ingest] {line}"))
+    settled, owner = publish.settle(target, db, name, log=_tagged(log))
     if settled:
         log(f"[ingest] {settled}")
     if owner is not None:  # publishing here would overwrite its journal
