@@ -41,7 +41,7 @@ import numpy as np
 from .attributes import check_weights
 from .base import INT64_MAX, INT64_MIN, Algorithm, coerce_param, plain_digits
 from .query import KINDS, Query
-from .registry import AlgorithmInfo, available, create
+from .registry import AlgorithmInfo, available, create, describe, names
 from .ranking import Answer, score
 from .stream import (MAX_SLIDES, Batch, attribute_overflow, first_overflow, slides, time_margin,
                      time_range_problem, too_many_slides)
@@ -482,10 +482,10 @@ def _check_time_order(table: Table, t: np.ndarray) -> None:
 
 def find_algorithm(name: str) -> AlgorithmInfo:
     """The registry entry of ``name``; an unknown name lists the valid ones."""
-    infos = {info.name: info for info in available()}
-    if name not in infos:
-        raise CommandError(f"--algorithm: unknown algorithm {name!r}; valid: {', '.join(infos)}")
-    return infos[name]
+    valid = names()
+    if name not in valid:
+        raise CommandError(f"--algorithm: unknown algorithm {name!r}; valid: {', '.join(valid)}")
+    return describe(name)
 
 
 def check_params(info: AlgorithmInfo, params: Sequence[tuple[str, str]]) -> dict[str, str]:
