@@ -17,7 +17,7 @@ from .registry import AlgorithmInfo, available, create
 from .jsondata import FORMAT_VERSION, StateError
 from .state import restore
 from .stream import Batch, slides
-from . import algorithms  # noqa: F401  (registers every algorithm)
+from . import algorithms  # noqa: F401  (each algorithm's module is imported when it is first created)
 
 __all__ = ["Algorithm", "AlgorithmInfo", "Answer", "Batch", "FORMAT_VERSION", "Query", "StateError",
            "available", "create", "metrics", "restore", "score", "slides", "top_indices"]

@@ -41,7 +41,7 @@ import numpy as np
 from .attributes import check_weights
 from .base import INT64_MAX, INT64_MIN, Algorithm, coerce_param, plain_digits
 from .query import KINDS, Query
-from .registry import AlgorithmInfo, available, create
+from .registry import AlgorithmInfo, available, create, describe, names
 from .ranking import Answer, score
 from .stream import (MAX_SLIDES, Batch, attribute_overflow, first_overflow, slides, time_margin,
                      time_range_problem, too_many_slides)
@@ -482,10 +482,10 @@ def _check_time_order(table: Table, t: np.ndarray) -> None:
 
 def find_algorithm(name: str) -> AlgorithmInfo:
     """The registry entry of ``name``; an unknown name lists the valid ones."""
-    infos = {info.name: info for info in available()}
-    if name not in infos:
-        raise CommandError(f"--algorithm: unknown algorithm {name!r}; valid: {', '.join(infos)}")
-    return infos[name]
+    valid = names()
+    if name not in valid:
+        raise CommandError(f"--algorithm: unknown algorithm {name!r}; valid: {', '.join(valid)}")
+    return describe(name)
 
 
 def check_params(info: AlgorithmInfo, params: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -997,22 +997,57 @@ def run_many(args: argparse.Namespace) -> None:
     write_answers(args.output, lines)
 
 
+GAP_ANSWER_BYTES = 640
+"""Peak memory per slide boundary the shared executor answers at once across a gap (measured:
+560 to 680 bytes with one or two time queries over 1 to 6 million boundaries; the answers, their
+columns and lines, and the Python integers of their ``tolist``), rounded up."""
+
+
 def check_row_answers(table: Table, t: np.ndarray, queries: Sequence[Query], limit: int) -> None:
     """Refuse a row after which the shared executor would pass more than ``limit`` time slide
-    boundaries of the workload at once (a gap in ``t``; :func:`engine.multi.crowded_gap`): it
-    answers them all before the next row, at about 260 bytes each (:data:`CHUNK_ANSWERS`), where
-    one instance per query streams them."""
+    boundaries of the workload at once (a gap in ``t``; :func:`engine.multi.crowded_gap`), or
+    more than the memory available holds at :data:`GAP_ANSWER_BYTES` each
+    (:func:`available_memory`): it answers them all before the next row, where one instance per
+    query streams them.  Without the second bound a raised ``--max-slides`` let the system's
+    out-of-memory killer end the run (exit 137, no message)."""
     from .multi import crowded_gap
 
     slides = [q.slide for q in queries if q.kind == "time"]
-    crowded = crowded_gap(t, slides, limit)
+    memory = available_memory()
+    affordable = limit if memory is None else min(limit, memory // GAP_ANSWER_BYTES)
+    crowded = crowded_gap(t, slides, affordable)
     if crowded is not None:
         row, before, after, passed = crowded
-        raise CommandError(f"{table.where(row + 1)}: column t jumps from {before} to {after} here: the shared "
-                           f"executor would answer the {passed:,} slide boundaries of the {len(slides)} time "
-                           f"queries in between at once, more than the limit of {limit:,} (--max-slides); use "
-                           "larger slides, raise --max-slides, or --algorithm NAME (one instance per query, "
-                           "answers streamed)")
+        problem = (f"{table.where(row + 1)}: column t jumps from {before} to {after} here: the shared "
+                   f"executor would answer the {passed:,} slide boundaries of the {len(slides)} time "
+                   "queries in between at once, ")
+        if passed > limit:
+            raise CommandError(f"{problem}more than the limit of {limit:,} (--max-slides); use larger slides, "
+                               "raise --max-slides, or --algorithm NAME (one instance per query, answers streamed)")
+        raise CommandError(f"{problem}about {passed * GAP_ANSWER_BYTES / 1e9:,.1f} GB, more than the "
+                           f"{memory / 1e9:,.1f} GB of memory available; use larger slides or --algorithm NAME "
+                           "(one instance per query, answers streamed)")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process may still take: the system's ``MemAvailable``, less when a
+    control group (cgroup v2 ``memory.max``) leaves less; ``None`` where neither can be read
+    (not Linux).  ``O(1)``."""
+    found = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            found += [int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as most, \
+                open("/sys/fs/cgroup/memory.current", encoding="ascii") as used:
+            ceiling = most.read().strip()
+            if ceiling != "max":
+                found.append(max(int(ceiling) - int(used.read()), 0))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
 
 
 def algorithm_lines() -> Iterator[str]:
@@ -1107,8 +1142,8 @@ output: one JSON line per (query, slide boundary passed), in stream order, then 
 equal weights share one super-top-k list); any single-stream algorithm runs one instance per
 query instead (the unshared reference).  Both give the same answers for exact algorithms.
 The shared executor answers every boundary a row passes at once: a gap in t after which the
-time queries pass more boundaries together than --max-slides is refused (one instance per
-query streams them).
+time queries pass more boundaries together than --max-slides, or than the memory available
+holds (about 640 bytes each), is refused (one instance per query streams them).
 
 example:
   python -m engine run-many --queries watch.json --input trades.csv --output answers.jsonl
