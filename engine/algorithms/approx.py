@@ -30,8 +30,8 @@ would take hours per row (the set ``I`` stops fitting the 64-bit mask that finds
 beyond 62 streams)."""
 
 MAX_BITMAPS = 1 << 14
-"""The most FM bitmaps per stream: their stamps take ``bitmaps · 32 · 8`` bytes per stream
-(4 MiB at this limit; ``10**8`` asked for 24 GiB and ended in ``MemoryError``)."""
+"""The most FM bitmaps per stream: their stamps take ``bitmaps · L · 8`` bytes per stream (``L <= 32``
+positions; 4 MiB at this limit; ``10**8`` asked for 24 GiB and ended in ``MemoryError``)."""
 
 SKETCH_BITS = 32
 """Positions per bitmap where nothing bounds the distinct ids (time windows), and in states
