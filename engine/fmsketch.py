@@ -62,7 +62,8 @@ class SlidingSketches:
         self.bits = bits
         self.stamps = np.full((streams, bitmaps, bits), NEVER, np.int64)
         self.words = np.zeros((streams, bitmaps), np.int64)
-        self._salts = kernel.salts(bitmaps)
+        with np.errstate(over="ignore"):  # the hash wraps by design (only plain Python, NUMBA_DISABLE_JIT, warns)
+            self._salts = kernel.salts(bitmaps)
         # 2 ** mean as numpy's scalar power computes it (libm's pow), once per total
         self._powers = np.array([float(2.0 ** np.float64(total / bitmaps) / PHI)
                                  for total in range(bitmaps * bits + 1)])
@@ -77,8 +78,9 @@ class SlidingSketches:
 
     def add(self, stream: np.ndarray, ids: np.ndarray, keys: np.ndarray) -> None:
         """Record that each id occurred in its stream at its key (``O(m B)``, one kernel call)."""
-        kernel.add(self.stamps, self._salts, np.asarray(stream, np.int64),
-                   np.ascontiguousarray(ids, np.int64).view(np.uint64), np.asarray(keys, np.int64))
+        with np.errstate(over="ignore"):  # as in __init__: the hash's wrapped arithmetic
+            kernel.add(self.stamps, self._salts, np.asarray(stream, np.int64),
+                       np.ascontiguousarray(ids, np.int64).view(np.uint64), np.asarray(keys, np.int64))
 
     def restrict(self, start: int) -> None:
         """Estimate from now on the ids with a key ``>= start`` (``O(d B L)``)."""

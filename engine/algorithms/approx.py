@@ -30,8 +30,19 @@ would take hours per row (the set ``I`` stops fitting the 64-bit mask that finds
 beyond 62 streams)."""
 
 MAX_BITMAPS = 1 << 14
-"""The most FM bitmaps per stream: their stamps take ``bitmaps · 32 · 8`` bytes per stream
-(4 MiB at this limit; ``10**8`` asked for 24 GiB and ended in ``MemoryError``)."""
+"""The most FM bitmaps per stream: their stamps take ``bitmaps · L · 8`` bytes per stream (``L <= 32``
+positions; 4 MiB at this limit; ``10**8`` asked for 24 GiB and ended in ``MemoryError``)."""
+
+SKETCH_BITS = 32
+"""Positions per bitmap where nothing bounds the distinct ids (time windows), and in states
+saved before the positions were sized from the window."""
+
+SPARE_BITS = 8
+"""Positions per bitmap above the count window's ``bit_length``: a window of ``n`` tuples
+holds at most ``n < 2^b`` distinct ids (``b = n.bit_length()``), so position ``b + j`` is set in
+a bitmap with probability below ``2^-(j+1)``; an estimate differs from 32 positions' only
+when every position from ``b`` to the last is set, below ``2^-36`` per bitmap and window at
+8 spare positions."""
 
 FIRST_SLIDES = 16
 """Slides the counters have room for at first, doubled when full: a window holds at most
@@ -63,8 +74,9 @@ class Approx(EAA):
     below ``currentscore``.  Approximate: an object whose true best exceeds the estimate may
     be dropped too early.
 
-    ``retained`` counts instances; ``bytes`` adds the sketches (``d · bitmaps · 32``
-    timestamps) and ``2d`` counters per non-empty slide of the window (tuples and value sums per stream).
+    ``retained`` counts instances; ``bytes`` adds the sketches (``d · bitmaps · L``
+    timestamps, ``L`` = the count window's ``bit_length`` plus :data:`SPARE_BITS`, at most
+    32, and 32 for time windows) and ``2d`` counters per non-empty slide of the window (tuples and value sums per stream).
     The sketches, the slide counters and the estimates are numpy arrays and their steps
     compiled kernels (:mod:`engine.kernels.fmsketch`, :mod:`engine.kernels.approx`); EAA's slide
     kernel makes each missing row of probabilities from the sketches, so a slide is four kernel
@@ -104,12 +116,19 @@ class Approx(EAA):
         if self.params["unseen_value"] not in UNSEEN_VALUES:
             raise ValueError(f"unseen_value must be one of {', '.join(UNSEEN_VALUES)}, "
                              f"got {self.params['unseen_value']!r}")
-        self._sketches = SlidingSketches(d, bitmaps=self.params["bitmaps"])
+        self._sketches = SlidingSketches(d, bitmaps=self.params["bitmaps"], bits=self._sketch_bits())
         self._counter_arrays = self._empty_counters(min(FIRST_SLIDES, self.q.windows_per_object + 1))
         self._held = 0
         self._start = 0
         self._occurrences = 1
         self._mode = ESTIMATED
+
+    def _sketch_bits(self) -> int:
+        """Positions per bitmap: the count window's ``bit_length`` plus :data:`SPARE_BITS`, at
+        most :data:`SKETCH_BITS`, which time windows take (``O(1)``)."""
+        if self.q.kind != "count":
+            return SKETCH_BITS
+        return min(SKETCH_BITS, self.q.window.bit_length() + SPARE_BITS)
 
     def _empty_counters(self, slides: int) -> tuple[np.ndarray, ...]:
         """Room for ``slides`` slides' counters: ends, tuples and value sums per stream."""
@@ -235,6 +254,20 @@ class Approx(EAA):
         data["start"] = self._start
         return data
 
+    def _saved_stamps(self, stamps: np.ndarray) -> np.ndarray:
+        """A state's timestamps shaped as the sketches': those of :data:`SKETCH_BITS` positions
+        (states saved before the positions were sized from the window) fold every position from
+        the last one up into the last, as :func:`engine.kernels.fmsketch.position` clamps an id's
+        position, so they are the stamps the same tuples set (``O(d B L)``)."""
+        d, bitmaps, bits = self._sketches.stamps.shape
+        if stamps.size == d * bitmaps * bits:
+            return stamps.reshape(d, bitmaps, bits)
+        if stamps.size != d * bitmaps * SKETCH_BITS:
+            raise ValueError(f"sketches hold {stamps.size} timestamps, expected {d * bitmaps * bits} "
+                             f"({d} streams x {bitmaps} bitmaps x {bits} positions)")
+        stamps = stamps.reshape(d, bitmaps, SKETCH_BITS)
+        return np.concatenate([stamps[:, :, :bits - 1], stamps[:, :, bits - 1:].max(axis=2, keepdims=True)], axis=2)
+
     def _capacities(self) -> dict[str, int]:
         """EAA's, plus the slide counters' rows and the probability rows (the mask table follows them)."""
         return {**super()._capacities(), "slides": len(self._counter_arrays[0]), "probability_rows": len(self._tables[4])}
@@ -248,10 +281,7 @@ class Approx(EAA):
             repeats, values, _, _, _, words, powers = self._tables
             self._tables = (repeats, values, *table.empty_table(table.table_capacity(rows)),
                             np.zeros((rows, self.q.dimensions)), words, powers)
-        stamps = ints_in(data["sketches"], "sketches")
-        if stamps.size != self._sketches.stamps.size:
-            raise ValueError(f"sketches hold {stamps.size} timestamps, expected {self._sketches.stamps.size}")
-        self._sketches.stamps[...] = stamps.reshape(self._sketches.stamps.shape)
+        self._sketches.stamps[...] = self._saved_stamps(ints_in(data["sketches"], "sketches"))
         slides = data["slide_counts"]
         if len(slides) > len(self._counter_arrays[0]):
             self._counter_arrays = self._empty_counters(len(slides))

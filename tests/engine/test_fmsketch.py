@@ -163,3 +163,32 @@ def test_approx_uses_the_plain_estimates_at_every_slide(query, data, params):
                 asked += 1
                 assert probabilities[row].tolist() == plain.row(mask), (batch.index, mask)
     assert asked > 0
+
+
+PLAIN_HASH_SCRIPT = """
+import json, warnings
+warnings.simplefilter("error")
+import numpy as np
+import engine
+from engine.fmsketch import SlidingSketches
+rng = np.random.default_rng(3)
+ids = np.concatenate([rng.integers(-2**63, 2**63 - 1, 300), [-2**63, -1, 0, 2**63 - 1]])
+sketches = SlidingSketches(3, bitmaps=8)
+sketches.add(rng.integers(0, 3, len(ids)), ids, np.arange(len(ids)))
+query = engine.Query(weights=[1.0, 1.0], k=3, window=40, slide=10)
+approx = engine.create("approx", query)
+answers = []
+for batch in engine.slides((rng.integers(0, 30, 120), rng.integers(0, 2, 120), rng.random(120), np.arange(120)), query):
+    approx.process(batch)
+    answers.append(approx.topk().ids.tolist())
+print(json.dumps([sketches.stamps.tolist(), sketches._salts.tolist(), answers]))
+"""
+
+
+def test_the_hash_without_the_jit_is_silent_and_equals_the_compiled_one():
+    """Without numba the hash's wrapped uint64 arithmetic printed numpy's overflow warning
+    (here an error); the stamps, salts and approx's answers equal the compiled code's."""
+    from tests.nojit import run_script
+
+    plain = run_script(PLAIN_HASH_SCRIPT, no_jit=True)
+    assert plain == run_script(PLAIN_HASH_SCRIPT, no_jit=False)
