@@ -87,8 +87,13 @@ def step() -> None:
 
 
 def restart() -> None:
+    """Back to the first window. The engines are dropped (a Step clicked before the rebuild finds
+    none); their setup is kept, so that a Restart while the sidebar holds an invalid value
+    restarts the view still shown."""
     ss.playing = False
-    ss.pop("live_run", None)
+    shown = ss.pop("live_run", None)
+    if shown is not None:
+        ss.restart_setup = shown.setup
     ss.restart = True
 
 
@@ -433,7 +438,7 @@ st.title("Live")
 
 db = data.db_path()
 data.follow_address("live_address", ["live_started", "query_for", "live_run", "live_note", "engine_error", "restart",
-                                     "speed", *(key for key in list(ss.keys()) if key.startswith("param_"))])
+                                     "restart_setup", "speed", *(key for key in list(ss.keys()) if key.startswith("param_"))])
 names, missing = data.dataset_choices(db, ss.live_run.trace.name if "live_run" in ss else None)
 if missing:
     st.info(missing)
@@ -591,7 +596,11 @@ if setup is not None:
         st.warning(f"The window ({live_state.typed(q.window, kind, trace.t_unit)}) is longer than the whole trace "
                    f"({shown_span}): no window is ever full.", icon=":material/warning:")
 
+restarted = ss.pop("restart_setup", None)
 if setup is None:
+    if run is None and restarted is not None and restarted.dataset == trace.name:
+        ss.pop("restart", None)
+        run = ss.live_run = rebuild(None, trace, restarted)
     if run is None:
         st.error("The query in the sidebar is not valid yet (see the message next to the input).")
         st.stop()

@@ -251,6 +251,29 @@ def test_restart_goes_back_to_the_first_window(app):
     assert_shows(app, expected(DEFAULT, FIRST_WINDOW))
 
 
+def test_restart_while_the_sidebar_holds_an_invalid_value_restarts_the_view_still_shown(app):
+    """Restart dropped the engines, and with the sidebar's query invalid there was nothing to
+    rebuild: the page lost the last valid view it promised to keep and showed only an error."""
+    app.run()
+    app.button(key="step").click().run()
+    app.button(key="step").click().run()
+    app.text_input(key="slide").set_value("7").run()
+    assert "Still showing the last valid view" in warnings(app)
+    app.button(key="restart").click().run()
+    assert not app.exception
+    assert "Still showing the last valid view" in warnings(app)
+    assert [e.value for e in app.error] == ["the window (1,000) must be a whole number of slides (7)"]
+    assert slide_shown(app) == FIRST_WINDOW - 1
+    frame = comparison(app)
+    answer = expected(DEFAULT, FIRST_WINDOW)
+    assert frame[tables.EXACT_ID].astype(np.int64).tolist() == answer.ids.tolist()
+    assert frame["mintopk"].tolist() == [tables.SAME] * len(answer)
+    app.text_input(key="slide").set_value("50").run()  # valid again: the restarted engines go on
+    assert_shows(app, answer)
+    app.button(key="step").click().run()
+    assert_shows(app, expected(DEFAULT, FIRST_WINDOW + 1))
+
+
 def test_step_clicked_while_a_restart_rebuilds_the_engines(app):
     app.run()
     app.button(key="step").click().run()
