@@ -232,18 +232,11 @@ def test_parquet_decimal_features_read_as_the_nearest_double_as_in_a_csv(tmp_pat
         "id": list(range(len(digits))), "t": list(range(len(digits))),
         "x": pyarrow.array([decimal.Decimal(v) for v in digits], pyarrow.decimal128(6, 3))}), source)
     csv = write_rows(tmp_path / "amounts.csv", "id,t,x", [(i, i, float(v)) for i, v in enumerate(digits)])
-    workload = tmp_path / "q.json"
-    workload.write_text(json.dumps([{"weights": [1.0], "k": 8, "window": 8, "slide": 8, "kind": "count"}]))
-    query = (["--algorithm", "oracle", "--k", "8", "--window", "8", "--slide", "8"]
-             if command == "run" else ["--queries", str(workload)])
-    outputs = []
-    for path in (source, csv):
-        outputs.append(tmp_path / f"{path.suffix[1:]}.jsonl")
-        status, message = run(capsys, command, *query, "--input", str(path), "--output", str(outputs[-1]))
-        assert status == 0, message
-    (answer,) = output_lines(outputs[0])
+    from_parquet, from_csv = answers_of_each(tmp_path, capsys, command, (source, csv), k=8, window=8, slide=8,
+                                             kind="count")
+    (answer,) = from_parquet
     assert sorted(answer["scores"], reverse=True) == sorted((float(v) for v in digits), reverse=True)
-    assert output_lines(outputs[0]) == output_lines(outputs[1])
+    assert from_parquet == from_csv
 
 
 @pytest.mark.parametrize("command", ["run", "run-many"])
@@ -258,16 +251,25 @@ def test_parquet_dictionary_columns_read_as_their_values(tmp_path, capsys, comma
     pyarrow.parquet.write_table(pyarrow.table(values), plain)
     pyarrow.parquet.write_table(pyarrow.table({name: pyarrow.array(column).dictionary_encode()
                                                for name, column in values.items()}), encoded)
+    from_plain, from_encoded = answers_of_each(tmp_path, capsys, command, (plain, encoded), k=2, window=2, slide=1,
+                                               kind="time")
+    assert from_encoded == from_plain != []
+
+
+def answers_of_each(tmp_path, capsys, command, inputs, *, k, window, slide, kind):
+    """The output lines of ``command`` on each input: ``run`` of the oracle, or ``run-many`` of one
+    query, with weight 1 on column ``x``."""
     workload = tmp_path / "q.json"
-    workload.write_text(json.dumps([{"weights": [1.0], "k": 2, "window": 2, "slide": 1, "kind": "time"}]))
-    query = (["--algorithm", "oracle", "--k", "2", "--window", "2", "--slide", "1", "--kind", "time"]
+    workload.write_text(json.dumps([{"weights": [1.0], "k": k, "window": window, "slide": slide, "kind": kind}]))
+    query = (["--algorithm", "oracle", "--k", str(k), "--window", str(window), "--slide", str(slide), "--kind", kind]
              if command == "run" else ["--queries", str(workload)])
-    outputs = []
-    for source in (plain, encoded):
-        outputs.append(tmp_path / f"{source.stem}.jsonl")
-        status, message = run(capsys, command, *query, "--input", str(source), "--output", str(outputs[-1]))
+    answers = []
+    for path in inputs:
+        output = tmp_path / f"{path.name}.jsonl"
+        status, message = run(capsys, command, *query, "--input", str(path), "--output", str(output))
         assert status == 0, message
-    assert output_lines(outputs[1]) == output_lines(outputs[0]) != []
+        answers.append(output_lines(output))
+    return answers
 
 
 def test_parquet_decimal_ids_beyond_int64_are_refused(tmp_path, capsys):
