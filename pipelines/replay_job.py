@@ -72,7 +72,7 @@ def execute(spark: SparkSession, plan: ReplayPlan, *, log: Callable[[str], None]
         return summary
     with store.connection(plan.db) as con, store.transaction(con):
         if plan.resumed:
-            replay_load.resume_run(con, plan.run_id)
+            replay_load.resume_run(con, plan.run_id, plan.config)
             for p in plan.progress:
                 if p.replaced_slides:
                     replay_load.drop_slides_from(con, plan.run_id, p.query_id, p.next_slide)

@@ -289,9 +289,13 @@ def start_run(con, run_id: str, config: ReplayConfig, master: str, *, finished: 
         "kind": [q.kind for q in config.queries]})
 
 
-def resume_run(con, run_id: str) -> None:
-    """A resumed run is ``running`` again, its earlier end and reason cleared."""
-    con.execute("UPDATE runs SET status = 'running', finished_at = NULL, reason = NULL WHERE run_id = ?", [run_id])
+def resume_run(con, run_id: str, config: ReplayConfig) -> None:
+    """A resumed run is ``running`` again, its earlier end and reason cleared.  Its stored config
+    becomes the one it resumes with: the work is the same (:meth:`ReplayConfig.same_work`), but
+    ``snapshot_every``, ``keep_snapshots`` and the rest of how it runs may have changed, and the
+    run goes on with them."""
+    con.execute("UPDATE runs SET status = 'running', finished_at = NULL, reason = NULL, config = ? WHERE run_id = ?",
+                [store.to_json(config.to_dict()), run_id])
 
 
 def drop_slides_from(con, run_id: str, query_id: int, slide: int) -> None:

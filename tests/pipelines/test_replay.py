@@ -208,6 +208,39 @@ def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir
     assert rows_of(db, "runs", "status, reason", run_id) == [("finished", None)]
 
 
+def test_a_run_resumed_with_other_segment_settings_goes_on_with_them_and_records_them(spark, store_dir, full_run,
+                                                                                    monkeypatch):
+    db = store_dir / "topk.duckdb"
+    config = write_config(store_dir, "retuned", "full", snapshot_every=SNAPSHOT_EVERY)
+    original_markers, original_load = replay_load.QueryLoad.markers, replay_load.load
+
+    def one_segment_at_a_time(self):
+        return original_markers(self)[:1]
+
+    def dies_loading_the_second_segment(con, run_id, progress, markers, **kwargs):
+        if progress.next_slide >= SNAPSHOT_EVERY:
+            raise RuntimeError("killed")
+        return original_load(con, run_id, progress, markers, **kwargs)
+
+    monkeypatch.setattr(replay_load.QueryLoad, "markers", one_segment_at_a_time)
+    monkeypatch.setattr(replay_load, "load", dies_loading_the_second_segment)
+    with pytest.raises(RuntimeError, match="killed"):
+        replay.replay(spark, config, db=db, **quiet)
+    monkeypatch.undo()
+
+    retuned = write_config(store_dir, "retuned", "full", snapshot_every=SNAPSHOT_EVERY + 15, keep_snapshots=1)
+    resumed = replay.replay(spark, retuned, db=db, resume=True, **quiet)
+    assert resumed.resumed
+    assert rows_of(db, "answers", ANSWER_COLUMNS, resumed.run_id) == rows_of(db, "answers", ANSWER_COLUMNS, full_run)
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = store.from_json(con.execute("SELECT config FROM runs WHERE run_id = ?",
+                                             [resumed.run_id]).fetchone()[0])
+        kept = con.execute("SELECT max(n) FROM (SELECT count(DISTINCT slide) AS n FROM snapshots WHERE run_id = ? "
+                           "GROUP BY query_id, algorithm, shard)", [resumed.run_id]).fetchone()[0]
+    assert (stored["snapshot_every"], stored["keep_snapshots"]) == (SNAPSHOT_EVERY + 15, 1)
+    assert kept == 1
+
+
 def test_resume_refuses_a_dataset_ingested_again_with_other_rows(spark, trades, tmp_path):
     """A count window's boundaries do not depend on the rows: a dataset ingested again under its
     name from another day (as many rows or more) must not be continued as if it were the same."""
