@@ -177,24 +177,30 @@ def test_resume_after_appended_day_equals_uninterrupted_run(spark, trades, store
     assert (table_counts(db), rows_of(db, "runs", "status, finished_at", first.run_id)) == before
 
 
-def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir, full_run, monkeypatch):
-    db = store_dir / "topk.duckdb"
-    config = write_config(store_dir, "killed", "full", snapshot_every=SNAPSHOT_EVERY)
+def killed_loading_the_second_segment(spark, config, db, monkeypatch, query_ids):
+    """Replay ``config`` loading one segment at a time until the load of the second segment of
+    one of ``query_ids`` fails, as a replay killed there would."""
     original_markers, original_load = replay_load.QueryLoad.markers, replay_load.load
 
     def one_segment_at_a_time(self):
         return original_markers(self)[:1]
 
-    def dies_loading_the_second_segment_of_query_0(con, run_id, progress, markers, **kwargs):
-        if progress.query_id == 0 and progress.next_slide >= SNAPSHOT_EVERY:
+    def dies_loading_the_second_segment(con, run_id, progress, markers, **kwargs):
+        if progress.query_id in query_ids and progress.next_slide >= SNAPSHOT_EVERY:
             raise RuntimeError("killed")
         return original_load(con, run_id, progress, markers, **kwargs)
 
     monkeypatch.setattr(replay_load.QueryLoad, "markers", one_segment_at_a_time)
-    monkeypatch.setattr(replay_load, "load", dies_loading_the_second_segment_of_query_0)
+    monkeypatch.setattr(replay_load, "load", dies_loading_the_second_segment)
     with pytest.raises(RuntimeError, match="killed"):
         replay.replay(spark, config, db=db, **quiet)
     monkeypatch.undo()
+
+
+def test_killed_run_resumes_without_losing_or_repeating_a_slide(spark, store_dir, full_run, monkeypatch):
+    db = store_dir / "topk.duckdb"
+    config = write_config(store_dir, "killed", "full", snapshot_every=SNAPSHOT_EVERY)
+    killed_loading_the_second_segment(spark, config, db, monkeypatch, query_ids={0})
     with duckdb.connect(str(db), read_only=True) as con:
         run_id, status, reason = con.execute("SELECT run_id, status, reason FROM runs "
                                              "WHERE run_id LIKE 'killed-%'").fetchone()
@@ -212,21 +218,7 @@ def test_a_run_resumed_with_other_segment_settings_goes_on_with_them_and_records
                                                                                     monkeypatch):
     db = store_dir / "topk.duckdb"
     config = write_config(store_dir, "retuned", "full", snapshot_every=SNAPSHOT_EVERY)
-    original_markers, original_load = replay_load.QueryLoad.markers, replay_load.load
-
-    def one_segment_at_a_time(self):
-        return original_markers(self)[:1]
-
-    def dies_loading_the_second_segment(con, run_id, progress, markers, **kwargs):
-        if progress.next_slide >= SNAPSHOT_EVERY:
-            raise RuntimeError("killed")
-        return original_load(con, run_id, progress, markers, **kwargs)
-
-    monkeypatch.setattr(replay_load.QueryLoad, "markers", one_segment_at_a_time)
-    monkeypatch.setattr(replay_load, "load", dies_loading_the_second_segment)
-    with pytest.raises(RuntimeError, match="killed"):
-        replay.replay(spark, config, db=db, **quiet)
-    monkeypatch.undo()
+    killed_loading_the_second_segment(spark, config, db, monkeypatch, query_ids={0, 1})
 
     retuned = write_config(store_dir, "retuned", "full", snapshot_every=SNAPSHOT_EVERY + 15, keep_snapshots=1)
     resumed = replay.replay(spark, retuned, db=db, resume=True, **quiet)
