@@ -324,6 +324,28 @@ def test_a_config_saved_with_a_byte_order_mark_is_read_as_run_many_reads_its_que
     assert replay_config.read_config(path) == config
 
 
+
+@pytest.mark.parametrize("text, message", [
+    # json keeps the last of two equal keys silently: this query would have weighed notional 2
+    ('{"dataset": "d", "queries": [{"weights": {"notional": 1, "notional": 2}, "k": 1, "window": 4, "slide": 2}], '
+     '"algorithms": [{"name": "oracle"}]}', "key 'notional' appears twice in one object"),
+    ('{"dataset": "d", "dataset": "e", "queries": [], "algorithms": []}', "key 'dataset' appears twice in one object"),
+    # json raised RecursionError: a traceback and exit status 1
+    ('{"dataset": "d", "queries": ' + "[" * 100_000 + "]" * 100_000 + "}", "lists or objects nested too deeply"),
+])
+def test_a_config_with_a_repeated_key_or_too_deep_is_one_error_line_as_run_many_says_it(tmp_path, capsys, text,
+                                                                                        message):
+    """Refused before the dataset is looked up, as run-many refuses its queries file."""
+    db, config = tmp_path / "topk.duckdb", tmp_path / "bad.json"
+    with store.connection(db):
+        pass
+    config.write_text(text)
+    assert replay.main(["--config", str(config), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {config}: {message}")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
 EDITED_SNAPSHOTS = [
     (lambda state: {**state, "data": {**state["data"], "current": state["data"]["current"] + 1}},
      "state differs in data"),
