@@ -262,9 +262,9 @@ def _parse_algorithm(index: int, entry: Any, queries: Sequence[Query], stream: s
         kind = "attribute streams (id, stream, value, t)" if stream == "incomplete" else "object streams"
         raise InputError(f"config: algorithm {index} ({name}) reads {info.stream} streams, but the dataset "
                          f"holds {kind}")
-    label = entry.get("label") or (name if not params else
-                                   f"{name}({','.join(f'{key}={params[key]}' for key in sorted(params))})")
-    return AlgorithmSpec(label=str(label), name=name, params=dict(params))
+    label = _label(index, name, entry) or (name if not params else
+                                           f"{name}({','.join(f'{key}={params[key]}' for key in sorted(params))})")
+    return AlgorithmSpec(label=label, name=name, params=dict(params))
 
 
 def _parse_shared(index: int, entry: dict, queries: Sequence[Query], stream: str) -> AlgorithmSpec:
@@ -278,7 +278,16 @@ def _parse_shared(index: int, entry: dict, queries: Sequence[Query], stream: str
         SharedTopK(queries)
     except ValueError as error:
         raise InputError(f"config: algorithm {index} ({SHARED}): {error}") from None
-    return AlgorithmSpec(label=str(entry.get("label") or SHARED), name=SHARED)
+    return AlgorithmSpec(label=_label(index, SHARED, entry) or SHARED, name=SHARED)
+
+
+def _label(index: int, name: str, entry: dict) -> str | None:
+    """The entry's ``label`` (``None`` or ``""``: the default); a label that is not text is
+    refused (``5`` was stored as ``"5"``, ``false`` or ``0`` silently became the default)."""
+    label = entry.get("label")
+    if label is not None and not isinstance(label, str):
+        raise InputError(f"config: algorithm {index} ({name}): label must be text, got {json.dumps(label)}")
+    return label
 
 
 def check_run_name(name: str, where: str) -> None:

@@ -309,6 +309,16 @@ def test_a_plugin_that_fails_to_import_is_refused_naming_it(tmp_path, monkeypatc
         replay_config.parse_config(config, ["x"])
 
 
+@pytest.mark.parametrize("algorithm", ["oracle", "multi"])
+@pytest.mark.parametrize("label", [5, False, 0, [], {"a": 1}])
+def test_a_label_that_is_not_text_is_refused_naming_it(algorithm, label):
+    """It named the algorithm in every result: 5 was stored as "5", false or 0 silently became the default."""
+    config = {"name": "p", "dataset": "d", "algorithms": [{"name": algorithm, "label": label}],
+              "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
+    with pytest.raises(InputError, match=re.escape(f"config: algorithm 0 ({algorithm}): label must be text, "
+                                                   f"got {json.dumps(label)}")):
+        replay_config.parse_config(config, ["x"])
+
 def test_a_config_name_may_hold_any_letters():
     config = {"name": "démo über 2", "dataset": "d", "algorithms": [{"name": "oracle"}],
               "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
