@@ -89,15 +89,18 @@ STREAM_UNIT = {"worldcup": "× largest chunk"}
 
 
 def configs(folder: Path = CONFIGS) -> list[dict]:
-    """The replay configs, ``demo.json`` first (unreadable ones left out), each with its ``_file`` name."""
+    """The replay configs, ``demo.json`` first (unreadable ones left out), each with its ``_file`` name.
+
+    Read as the replay reads them: UTF-8, a byte order mark allowed, ``name`` the file's stem
+    when not given."""
     found = []
     for path in sorted(folder.glob("*.json"), key=lambda p: (p.name != "demo.json", p.name)):
         try:
-            config = json.loads(path.read_text())
+            config = json.loads(path.read_text(encoding="utf-8-sig"))
         except (OSError, ValueError):
             continue
         if isinstance(config, dict):
-            found.append({**config, "_file": path.name})
+            found.append({"name": path.stem, **config, "_file": path.name})
     return found
 
 

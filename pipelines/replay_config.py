@@ -123,16 +123,38 @@ class ReplayConfig:
         return all(stored.get(key) == mine[key] for key in ("dataset", "shards", "queries", "algorithms"))
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object naming one key twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: the object as a dict, refusing a repeated key."""
+    entry: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in entry:
+            raise _DuplicateKey(key)
+        entry[key] = value
+    return entry
+
+
 def read_config(path: Path) -> dict[str, Any]:
-    """The raw JSON object of a config file, with ``name`` defaulting to the file's stem."""
+    """The raw JSON object of a config file, with ``name`` defaulting to the file's stem.
+
+    A key given twice in one object is refused (``json`` keeps the last one silently), as
+    ``run-many`` refuses it in its queries file, and so is nesting too deep to read."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as error:
+        raise InputError(f"{path}: key {error.args[0]!r} appears twice in one object; which one to use is not "
+                         "clear, give it once") from None
     except FileNotFoundError:
         raise InputError(f"{path}: no such config file") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: cannot read the config ({error})") from None
     except json.JSONDecodeError as error:
         raise InputError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    except RecursionError:
+        raise InputError(f"{path}: lists or objects nested too deeply to read") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: the config must be a JSON object")
     data.setdefault("name", Path(path).stem)
@@ -240,9 +262,9 @@ def _parse_algorithm(index: int, entry: Any, queries: Sequence[Query], stream: s
         kind = "attribute streams (id, stream, value, t)" if stream == "incomplete" else "object streams"
         raise InputError(f"config: algorithm {index} ({name}) reads {info.stream} streams, but the dataset "
                          f"holds {kind}")
-    label = entry.get("label") or (name if not params else
-                                   f"{name}({','.join(f'{key}={params[key]}' for key in sorted(params))})")
-    return AlgorithmSpec(label=str(label), name=name, params=dict(params))
+    label = _label(index, name, entry) or (name if not params else
+                                           f"{name}({','.join(f'{key}={params[key]}' for key in sorted(params))})")
+    return AlgorithmSpec(label=label, name=name, params=dict(params))
 
 
 def _parse_shared(index: int, entry: dict, queries: Sequence[Query], stream: str) -> AlgorithmSpec:
@@ -256,7 +278,16 @@ def _parse_shared(index: int, entry: dict, queries: Sequence[Query], stream: str
         SharedTopK(queries)
     except ValueError as error:
         raise InputError(f"config: algorithm {index} ({SHARED}): {error}") from None
-    return AlgorithmSpec(label=str(entry.get("label") or SHARED), name=SHARED)
+    return AlgorithmSpec(label=_label(index, SHARED, entry) or SHARED, name=SHARED)
+
+
+def _label(index: int, name: str, entry: dict) -> str | None:
+    """The entry's ``label`` (``None`` or ``""``: the default); a label that is not text is
+    refused (``5`` was stored as ``"5"``, ``false`` or ``0`` silently became the default)."""
+    label = entry.get("label")
+    if label is not None and not isinstance(label, str):
+        raise InputError(f"config: algorithm {index} ({name}): label must be text, got {json.dumps(label)}")
+    return label
 
 
 def check_run_name(name: str, where: str) -> None:

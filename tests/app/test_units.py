@@ -538,6 +538,17 @@ def test_make_run_demo_decides_the_defaults():
     assert presets.replayed_algorithms("nothing-replays-this") == {}
 
 
+
+def test_a_demo_config_saved_by_a_windows_editor_still_decides_the_defaults(tmp_path):
+    """The replay reads a config with a byte order mark and names an unnamed one by its file;
+    the dashboard left such a demo.json out, and Live lost the demo's dataset and algorithms."""
+    config = {"dataset": "spy", "queries": [{"weights": {"notional": 1.0}, "k": 10, "window": 10000, "slide": 500}],
+              "algorithms": [{"name": "oracle"}, {"name": "sao", "params": {"memory": 500}}], "note": "détail"}
+    (tmp_path / "demo.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(config, ensure_ascii=False).encode())
+    assert presets.demo(tmp_path) == {"name": "demo", **config, "_file": "demo.json"}
+    assert presets.replayed_algorithms("spy", tmp_path) == {"oracle": {}, "sao": {"memory": 500}}
+
+
 def test_sao_answers_any_weights_against_the_exact_answers():
     trace = data.synthetic_uniform(rows=3000)
     q = engine.Query(weights=[1.0, 1.0, 1.0], k=10, window=1000, slide=100)

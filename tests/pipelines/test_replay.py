@@ -334,6 +334,16 @@ def test_a_plugin_that_fails_to_import_is_refused_naming_it(tmp_path, monkeypatc
         replay_config.parse_config(config, ["x"])
 
 
+@pytest.mark.parametrize("algorithm", ["oracle", "multi"])
+@pytest.mark.parametrize("label", [5, False, 0, [], {"a": 1}])
+def test_a_label_that_is_not_text_is_refused_naming_it(algorithm, label):
+    """It named the algorithm in every result: 5 was stored as "5", false or 0 silently became the default."""
+    config = {"name": "p", "dataset": "d", "algorithms": [{"name": algorithm, "label": label}],
+              "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
+    with pytest.raises(InputError, match=re.escape(f"config: algorithm 0 ({algorithm}): label must be text, "
+                                                   f"got {json.dumps(label)}")):
+        replay_config.parse_config(config, ["x"])
+
 def test_a_config_name_may_hold_any_letters():
     config = {"name": "démo über 2", "dataset": "d", "algorithms": [{"name": "oracle"}],
               "queries": [{"weights": [1.0], "k": 1, "window": 4, "slide": 2}]}
@@ -347,6 +357,28 @@ def test_a_config_saved_with_a_byte_order_mark_is_read_as_run_many_reads_its_que
     path = tmp_path / "demo.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(config).encode())
     assert replay_config.read_config(path) == config
+
+
+
+@pytest.mark.parametrize("text, message", [
+    # json keeps the last of two equal keys silently: this query would have weighed notional 2
+    ('{"dataset": "d", "queries": [{"weights": {"notional": 1, "notional": 2}, "k": 1, "window": 4, "slide": 2}], '
+     '"algorithms": [{"name": "oracle"}]}', "key 'notional' appears twice in one object"),
+    ('{"dataset": "d", "dataset": "e", "queries": [], "algorithms": []}', "key 'dataset' appears twice in one object"),
+    # json raised RecursionError: a traceback and exit status 1
+    ('{"dataset": "d", "queries": ' + "[" * 100_000 + "]" * 100_000 + "}", "lists or objects nested too deeply"),
+])
+def test_a_config_with_a_repeated_key_or_too_deep_is_one_error_line_as_run_many_says_it(tmp_path, capsys, text,
+                                                                                        message):
+    """Refused before the dataset is looked up, as run-many refuses its queries file."""
+    db, config = tmp_path / "topk.duckdb", tmp_path / "bad.json"
+    with store.connection(db):
+        pass
+    config.write_text(text)
+    assert replay.main(["--config", str(config), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {config}: {message}")
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 EDITED_SNAPSHOTS = [
