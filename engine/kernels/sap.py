@@ -723,6 +723,30 @@ def raw_drop_span(cells, first, last):
 
 
 @njit(cache=True)
+def raw_gather(rows, cells, first, last, newest_first, theta_score, theta_seq, use_theta):
+    """The rows of the kept raw slides from ``first`` to ``last`` whose best object ranks above
+    ``theta`` (every one if not ``use_theta``), copied into one record array, newest slide first
+    if ``newest_first``: ``(records, bounds)``, slide ``j`` at rows ``bounds[j]:bounds[j + 1]``
+    (``O(last - first + rows copied)``)."""
+    n = max(0, last - first + 1)
+    starts, counts = np.empty(n, np.int64), np.empty(n, np.int64)
+    kept = total = 0
+    for j in range(n):
+        start, count = raw_find(cells, last - j if newest_first else first + j)
+        if count and (not use_theta or ranks_above(rows[start]["score"], rows[start]["seq"], theta_score, theta_seq)):
+            starts[kept], counts[kept] = start, count
+            kept += 1
+            total += count
+    records = np.empty(total, rows.dtype)
+    bounds = np.empty(kept + 1, np.int64)
+    bounds[0] = 0
+    for j in range(kept):
+        records[bounds[j]:bounds[j] + counts[j]] = rows[starts[j]:starts[j] + counts[j]]
+        bounds[j + 1] = bounds[j] + counts[j]
+    return records, bounds
+
+
+@njit(cache=True)
 def raw_copy(rows, cells, new_rows, new_cells):
     """The kept raw slides of ``rows, cells`` into the empty ``new_rows, new_cells``, oldest
     first from row 0 (as :func:`raw_reserve` places them), ``O(span + rows kept)``."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import abc
 import math
-from itertools import accumulate
 import sys
 from typing import Any
 
@@ -85,6 +84,7 @@ QUIET_TALLIES = slice(kernels.QUIET_ARRIVALS, kernels.QUIET_RAW + 1)
 objects gained), which ``stats`` adds to its dict's."""
 
 quiet_slide_raw = kernels.quiet_slide_raw
+QUIET_SLOW, QUIET_DROPPED = kernels.QUIET_SLOW, kernels.QUIET_DROPPED
 
 F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
 """The columns' dtypes, as instances (``np.empty`` converts a scalar type on every call)."""
@@ -421,10 +421,10 @@ class SAPBase(OnePassStats, Algorithm):
         e = batch.end // self._s
         if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
             args = self._quiet_args
-            done = kernels.QUIET_SLOW if args is None else quiet_slide_raw(batch.x, batch.seq, batch.ids, batch.t, *args)
-            if done != kernels.QUIET_SLOW:
+            done = QUIET_SLOW if args is None else quiet_slide_raw(batch.x, batch.seq, batch.ids, batch.t, *args)
+            if done != QUIET_SLOW:
                 self._slide = e
-                if done == kernels.QUIET_DROPPED:
+                if done == QUIET_DROPPED:
                     self._drop_answer()
                 return
             self._fold_quiet()
@@ -843,13 +843,12 @@ class SAPBase(OnePassStats, Algorithm):
     def _reserve_raw(self, slide: int, size: int) -> np.ndarray:
         """Room for the ``size`` best objects of ``slide`` among the raw slides: the rows the
         caller's kernel writes them into.  The ring's bytes move when it is rebuilt."""
-        raw = self._raw
-        nbytes = raw.nbytes()
-        rows = raw.reserve(slide, size)
+        rows, grown = self._raw.reserve(slide, size)
         events = self._events
         events["retained"] += size
         events["bytes"] += RAW_OBJECT_MODEL * size
-        events["measured_bytes"] += raw.nbytes() - nbytes
+        if grown:
+            events["measured_bytes"] += grown
         return rows
 
     def _raw_drop(self, slide: int) -> None:
@@ -1019,18 +1018,17 @@ class SAPBase(OnePassStats, Algorithm):
     def _scan_slides(self, part: Partition, slides: range, theta: tuple | None, builder: StackBuilder,
                      only: np.ndarray | None = None, exclude: np.ndarray = None, floor: float | None = None) -> None:
         """Offer the objects of ``P - P^k`` of some slides (newest first) to an S-AVL under
-        construction: one call of :func:`engine.kernels.sap.offer_slides` over the slides' raw
-        records, then one of :func:`engine.kernels.sap.savl_scan`.
+        construction: the slides' raw records whose best object ranks above ``theta``
+        (:meth:`RawSlides.gather`), one call of :func:`engine.kernels.sap.offer_slides` over them,
+        then one of :func:`engine.kernels.sap.savl_scan`.
 
         Global pruning: objects ranking below ``theta`` (the ``k``-th best newer object) are
         dominated ``k`` times.  Appendix C: only the best ``k - P.rho`` of a slide can be
         meaningful (they expire together).  The rest are offered newest first.
         """
-        kept = [rows for rows in self._raw.span(slides) if theta is None or rows.item(0)[:2] > theta]
-        if not kept:  # no slide's best object ranks above theta: nothing to offer
+        records, starts = self._raw.gather(slides, theta)
+        if len(starts) == 1:  # no slide's best object ranks above theta: nothing to offer
             return
-        records = kept[0] if len(kept) == 1 else np.concatenate(kept)
-        starts = np.array([0, *accumulate(map(len, kept))], I64)
         chosen, scanned = kernels.offer_slides(
             records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
             builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,

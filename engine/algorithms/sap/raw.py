@@ -80,6 +80,17 @@ class RawSlides:
         views = [rows[start:start + count] for start, count in zip(starts.tolist(), counts.tolist())]
         return views if slides.step > 0 else views[::-1]
 
+    def gather(self, slides: range, theta: tuple | None) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the kept slides of ``slides`` (in the range's order) whose best object
+        ranks above the key ``theta`` (all if None), copied into one record array, and the
+        slides' bounds in it (:func:`engine.kernels.sap.raw_gather`, one kernel call)."""
+        if not len(slides):
+            return self.rows[:0], np.zeros(1, np.int64)
+        newest_first = slides.step < 0
+        first, last = (slides[-1], slides[0]) if newest_first else (slides[0], slides[-1])
+        key = (float(theta[0]), int(theta[1]), True) if theta is not None else (0.0, 0, False)
+        return kernels.raw_gather(self.rows, self.cells, first, last, newest_first, *key)
+
     def starts(self) -> list[tuple[int, int, int]]:
         """``(slide, first row, rows)`` of every kept slide, oldest first (``O(span)``)."""
         if not len(self):
@@ -92,14 +103,17 @@ class RawSlides:
         """``(slide, rows)`` of every kept slide, oldest first."""
         return [(slide, self.rows[start:start + count]) for slide, start, count in self.starts()]
 
-    def reserve(self, slide: int, count: int) -> np.ndarray:
+    def reserve(self, slide: int, count: int) -> tuple[np.ndarray, int]:
         """Room for ``count`` rows of ``slide`` (newer than every kept slide), recorded: the
-        view the caller writes them into."""
+        view the caller writes them into, and the bytes the ring and index gained (a rebuild)."""
         start = kernels.raw_reserve(len(self.rows), self.cells, slide, count)
+        grown = 0
         if start < 0:
+            grown = -self.nbytes()
             self._rebuild(slide, count)
+            grown += self.nbytes()
             start = kernels.raw_reserve(len(self.rows), self.cells, slide, count)
-        return self.rows[start:start + count]
+        return self.rows[start:start + count], grown
 
     def drop(self, slide: int) -> int:
         """Forget ``slide``; returns how many rows it had (0 if it was not kept)."""
@@ -130,7 +144,7 @@ class RawSlides:
         if layout is None:
             raw = cls()
             for slide, records in slides:
-                raw.reserve(slide, len(records))[:] = records
+                raw.reserve(slide, len(records))[0][:] = records
             return raw
         rows, slots, head = (int(layout[key]) for key in ("rows", "slots", "head"))
         starts = [int(start) for start in layout["starts"]]
