@@ -549,7 +549,9 @@ them."""
 QUIET_TAU, QUIET_KTH_SCORE, QUIET_WEIGHTS = range(3)
 QUIET_FLOATS = 2
 """The float cells of a quiet slide's state (``floats``): TBUI's ``tau``, the previous answer's
-last score; then (:func:`quiet_slide_raw`) the query's weights from ``QUIET_WEIGHTS`` on."""
+last score; then (:func:`quiet_slide_raw`) the query's weights from ``QUIET_WEIGHTS`` on.
+:func:`quiet_slide_raw` reads them as the float64 view of ``ints`` after its
+:data:`QUIET_INTS` cells (one array argument fewer): the algorithm keeps ``floats`` as that view."""
 
 QUIET_DONE, QUIET_DROPPED, QUIET_SLOW = range(3)
 """What :func:`quiet_slide_raw` did: the slide, and the answer stands; the slide, and the
@@ -761,7 +763,7 @@ def raw_copy(rows, cells, new_rows, new_cells):
 
 
 @njit(cache=True)
-def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above, ints, floats):
+def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above, ints):
     """A quiet slide whole, in one call: what the interpreter's quiet step does when nothing
     but the slide's arrival and the expiry of one raw slide happens.
 
@@ -773,12 +775,13 @@ def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above
     (:func:`raw_drop`), the slide's best ``k`` go to the ring (:func:`raw_reserve`), are merged
     into the filling unit's full top (:func:`merge_into_full_top`) and observed
     (:func:`tbui_observe`), the counts of ``ints`` move, and the answer's verdict is returned
-    (``QUIET_DONE`` or ``QUIET_DROPPED``).  The scores use the weights in ``floats`` from
-    ``QUIET_WEIGHTS``.  ``O(m (d + log k) + |U^tau|)``; the arrays bound as in
+    (``QUIET_DONE`` or ``QUIET_DROPPED``).  ``floats`` is the float64 view of ``ints`` after its
+    ``QUIET_INTS`` cells; the scores use the weights there from ``QUIET_WEIGHTS``.  ``O(m (d + log k) + |U^tau|)``; the arrays bound as in
     :func:`quiet_slide`."""
     x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
     u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
-    above, ints, floats = unowned(above), unowned(ints), unowned(floats)
+    above, ints = unowned(above), unowned(ints)
+    floats = ints.view(np.float64)[QUIET_INTS:]
     m = len(seq)
     e = ints[QUIET_SLIDE] + 1
     gone = e - ints[QUIET_WINDOW]

@@ -382,10 +382,11 @@ class SAPBase(OnePassStats, Algorithm):
         self._answer: Answer | None = Answer.empty()
         # the quiet slide's scalars (kernels.QUIET_INTS, QUIET_FLOATS): k, TBUI's, the answer's verdict and last key
         # and what quiet_slide_raw reads and counts (the window, the expiry keys, the weights)
-        self._quiet_ints = np.zeros(kernels.QUIET_INTS, I64)
+        # (the float cells are the float64 view of the int array after its int cells)
+        self._quiet_ints = np.zeros(kernels.QUIET_INTS + kernels.QUIET_WEIGHTS + len(self._weights), I64)
         self._quiet_ints[kernels.QUIET_K] = q.k
         self._quiet_ints[kernels.QUIET_WINDOW], self._quiet_ints[kernels.QUIET_SLIDE_SIZE] = self._W, self._s
-        self._quiet_floats = np.zeros(kernels.QUIET_WEIGHTS + len(self._weights), F64)
+        self._quiet_floats = self._quiet_ints.view(F64)[kernels.QUIET_INTS:]
         self._quiet_floats[kernels.QUIET_WEIGHTS:] = self._weights
         self._quiet_tallies = self._quiet_ints[QUIET_TALLIES]
         self._quiet_args: tuple | None = None
@@ -465,8 +466,7 @@ class SAPBase(OnePassStats, Algorithm):
         ints[kernels.QUIET_SLIDE] = 0 if self._slide is None else self._slide
         ints[kernels.QUIET_C_OLDEST] = self._C.oldest
         ints[kernels.QUIET_M_NEXT] = M._next_expiry if M else NO_EXPIRY
-        self._quiet_args = None if blocked else (raw.rows, raw.cells, *filling.top, self._quiet_above(), ints,
-                                                 self._quiet_floats)
+        self._quiet_args = None if blocked else (raw.rows, raw.cells, *filling.top, self._quiet_above(), ints)
 
     def _quiet_above(self) -> np.ndarray:
         """``U^tau``'s array for the quiet slide (none without TBUI)."""
@@ -1282,13 +1282,14 @@ class SAPBase(OnePassStats, Algorithm):
         assert {slide for slide, _ in self._raw.items()} <= raw_slides, "a raw slide outside the retained partitions"
         ints, args, filling = self._quiet_ints, self._quiet_args, self._filling
         assert ints[kernels.QUIET_SLIDE] == self._slide, "the quiet slide's last slide"
+        assert self._quiet_floats.base is ints, "the quiet slide's float cells are a view of its ints"
         assert ints[kernels.QUIET_C_OLDEST] == C.oldest, "the quiet slide's oldest key of C"
         assert ints[kernels.QUIET_M_NEXT] == (self._M._next_expiry if self._M else NO_EXPIRY), "its next key of M_0"
         assert (args is None) == bool(ints[kernels.QUIET_BLOCKED]), "the quiet slide's arrays when it may run"
         if args is not None:
             assert args[0] is self._raw.rows and args[1] is self._raw.cells, "the quiet slide's raw slides"
             assert all(a is b for a, b in zip(args[2:6], filling.top)), "the quiet slide's filling top"
-            assert args[6] is self._quiet_above() and args[7] is ints and args[8] is self._quiet_floats
+            assert args[6] is self._quiet_above() and args[7] is ints
         counts = self._aggregates()
         assert all(getattr(self, name) == value for name, value in counts.items() if name.startswith("_")), \
             "stats counters"
