@@ -531,9 +531,9 @@ def scores_of(x, weights):
 
 
 QUIET_K, QUIET_N, QUIET_ZETA, QUIET_LIMIT, QUIET_INITIALISING, QUIET_OBSERVE, QUIET_FULL, QUIET_KTH_SEQ = range(8)
-(QUIET_SLIDE, QUIET_WINDOW, QUIET_SLIDE_SIZE, QUIET_BLOCKED, QUIET_C_OLDEST, QUIET_M_NEXT, QUIET_ARRIVALS,
- QUIET_PREFILTERED, QUIET_RAW, QUIET_UNIT_SLIDES, QUIET_UNIT_OBJECTS) = range(8, 19)
-QUIET_INTS = 19
+(QUIET_SLIDE, QUIET_WINDOW, QUIET_SLIDE_SIZE, QUIET_BLOCKED, QUIET_C_OLDEST, QUIET_M_NEXT, QUIET_UNIT_SLIDES,
+ QUIET_UNIT_OBJECTS) = range(8, 16)
+QUIET_INTS = 16
 """The integer cells of a quiet slide's state (``ints``): ``k``; TBUI's ``|U^tau|``, ``zeta``,
 uptrend limit (floored: ``|U^tau|`` is an integer), whether it is initialising and whether the
 variant observes at all; whether the previous answer stands unless an arrival displaces it
@@ -542,9 +542,8 @@ variant observes at all; whether the previous answer stands unless an arrival di
 Then what :func:`quiet_slide_raw` reads: the last slide, the window and the slide size (in
 slides and in seq or time units), whether a quiet slide needs the interpreter this time
 (``blocked``), the lowest expiry key of ``C`` and the next of ``M_0`` (a bound above either
-expires something); and what it counts: arrivals, objects the slide's best ``k`` left out,
-raw objects gained, and the filling unit's slides and objects since the algorithm last read
-them."""
+expires something); and what it counts: the filling unit's slides and objects since the
+algorithm last read them."""
 
 QUIET_TAU, QUIET_KTH_SCORE, QUIET_WEIGHTS = range(3)
 QUIET_FLOATS = 2
@@ -554,8 +553,11 @@ last score; then (:func:`quiet_slide_raw`) the query's weights from ``QUIET_WEIG
 :data:`QUIET_INTS` cells (one array argument fewer): the algorithm keeps ``floats`` as that view."""
 
 QUIET_DONE, QUIET_DROPPED, QUIET_SLOW = range(3)
+QUIET_CODES = 4
 """What :func:`quiet_slide_raw` did: the slide, and the answer stands; the slide, and the
-answer must be made again; nothing (the interpreter's quiet step must take the slide)."""
+answer must be made again; nothing but perhaps the expired raw slide's drop (the
+interpreter's quiet step must take the slide).  It returns the code plus ``QUIET_CODES``
+times the raw objects the ring gained (negative when it lost more than it gained)."""
 
 
 @njit(cache=True, inline="always")
@@ -774,8 +776,9 @@ def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above
     expired slide is dropped first).  Otherwise: the expired slide leaves the ring
     (:func:`raw_drop`), the slide's best ``k`` go to the ring (:func:`raw_reserve`), are merged
     into the filling unit's full top (:func:`merge_into_full_top`) and observed
-    (:func:`tbui_observe`), the counts of ``ints`` move, and the answer's verdict is returned
-    (``QUIET_DONE`` or ``QUIET_DROPPED``).  ``floats`` is the float64 view of ``ints`` after its
+    (:func:`tbui_observe`), the filling unit's counts in ``ints`` move, and the answer's verdict
+    is returned (``QUIET_DONE`` or ``QUIET_DROPPED``), plus ``QUIET_CODES`` times the raw
+    objects gained.  ``floats`` is the float64 view of ``ints`` after its
     ``QUIET_INTS`` cells; the scores use the weights there from ``QUIET_WEIGHTS``.  ``O(m (d + log k) + |U^tau|)``; the arrays bound as in
     :func:`quiet_slide`."""
     x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
@@ -790,11 +793,10 @@ def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above
             or (ints[QUIET_OBSERVE] and ints[QUIET_N] + m > len(above)):
         return QUIET_SLOW
     dropped = raw_drop(cells, gone)
-    ints[QUIET_RAW] -= dropped
     chosen = min(ints[QUIET_K], m)
     start = raw_reserve(len(raw), cells, e, chosen)
     if start < 0:
-        return QUIET_SLOW
+        return QUIET_SLOW - QUIET_CODES * dropped
     rows = raw[start:start + chosen]
     d = x.shape[1]
     values = scores_of(x, floats[QUIET_WEIGHTS:QUIET_WEIGHTS + d])
@@ -802,12 +804,9 @@ def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above
     merge_into_full_top(rows, u_score, u_seq, u_id, u_t)
     stands = _observe_and_judge(values, rows, above, ints, floats)
     ints[QUIET_SLIDE] = e
-    ints[QUIET_ARRIVALS] += m
-    ints[QUIET_PREFILTERED] += m - chosen
-    ints[QUIET_RAW] += chosen
     ints[QUIET_UNIT_SLIDES] += 1
     ints[QUIET_UNIT_OBJECTS] += m
-    return QUIET_DONE if stands else QUIET_DROPPED
+    return (QUIET_DONE if stands else QUIET_DROPPED) + QUIET_CODES * (chosen - dropped)
 
 
 # ----------------------------------------------------------------- partitioning (Section 4.2)

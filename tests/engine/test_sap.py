@@ -354,14 +354,13 @@ def test_quiet_slides_equal_the_full_steps(name, params, kind, seed):
     quiet, full, oracle = engine.create(name, q, **params), engine.create(name, q, **params), engine.create("oracle", q)
     full._next_event = lambda e: e + 1  # no slide is known to be quiet: every one takes _step
     taken, compiled = [], []
-    arrivals = quiet._quiet_ints[kernels.QUIET_ARRIVALS:kernels.QUIET_ARRIVALS + 1]
     for batch in engine.slides((np.arange(m), t, scores), q):
-        e, before = batch.end // s, int(arrivals[0])
+        e = batch.end // s
         if quiet._slide is not None and e < quiet._quiet_until and e == quiet._slide + 1 and len(batch):
             taken.append(e)
         for alg in (quiet, full, oracle):
             alg.process(batch)
-        if arrivals[0] > before:  # only quiet_slide_raw counts arrivals there
+        if quiet._quiet_ints[kernels.QUIET_UNIT_SLIDES]:  # counted by quiet_slide_raw, read by check()
             compiled.append(e)
         quiet.check()
         where = f"{name} {params} {kind} slide {batch.index}"

@@ -79,12 +79,8 @@ FIGURES = ("candidates", "retained", "bytes", "measured_bytes", "meaningful")
 STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "meaningful", *COUNTERS)
 """The keys of ``stats``, in order."""
 
-QUIET_TALLIES = slice(kernels.QUIET_ARRIVALS, kernels.QUIET_RAW + 1)
-"""The counts :func:`engine.kernels.sap.quiet_slide_raw` keeps (arrivals, prefiltered, raw
-objects gained), which ``stats`` adds to its dict's."""
-
 quiet_slide_raw = kernels.quiet_slide_raw
-QUIET_SLOW, QUIET_DROPPED = kernels.QUIET_SLOW, kernels.QUIET_DROPPED
+QUIET_SLOW, QUIET_DROPPED, QUIET_CODES = kernels.QUIET_SLOW, kernels.QUIET_DROPPED, kernels.QUIET_CODES
 
 F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
 """The columns' dtypes, as instances (``np.empty`` converts a scalar type on every call)."""
@@ -388,7 +384,6 @@ class SAPBase(OnePassStats, Algorithm):
         self._quiet_ints[kernels.QUIET_WINDOW], self._quiet_ints[kernels.QUIET_SLIDE_SIZE] = self._W, self._s
         self._quiet_floats = self._quiet_ints.view(F64)[kernels.QUIET_INTS:]
         self._quiet_floats[kernels.QUIET_WEIGHTS:] = self._weights
-        self._quiet_tallies = self._quiet_ints[QUIET_TALLIES]
         self._quiet_args: tuple | None = None
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
@@ -422,12 +417,23 @@ class SAPBase(OnePassStats, Algorithm):
         e = batch.end // self._s
         if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
             args = self._quiet_args
-            done = QUIET_SLOW if args is None else quiet_slide_raw(batch.x, batch.seq, batch.ids, batch.t, *args)
-            if done != QUIET_SLOW:
-                self._slide = e
-                if done == QUIET_DROPPED:
-                    self._drop_answer()
-                return
+            if args is not None:
+                done = quiet_slide_raw(batch.x, batch.seq, batch.ids, batch.t, *args)
+                events = self._events
+                gained = done // QUIET_CODES  # raw objects: the slide's best k less the expired slide's
+                if gained:
+                    events["retained"] += gained
+                    events["bytes"] += RAW_OBJECT_MODEL * gained
+                done %= QUIET_CODES
+                if done != QUIET_SLOW:
+                    m = len(batch.ids)
+                    events["arrivals"] += m
+                    if m > self._k:
+                        events["prefiltered"] += m - self._k
+                    self._slide = e
+                    if done == QUIET_DROPPED:
+                        self._drop_answer()
+                    return
             self._fold_quiet()
             self._quiet_step(e, batch)
             self._arm_quiet()
@@ -1093,15 +1099,8 @@ class SAPBase(OnePassStats, Algorithm):
         """``candidates``, ``retained``, ``bytes``, ``measured_bytes``, ``partitions``,
         ``meaningful`` and the event counters (:data:`COUNTERS`): a copy of the dict in which
         every figure is kept as the structures change (``O(1)``; the sizes as :meth:`_figures`
-        defines them, moved by the difference wherever one of their terms changes), plus the
-        counts of the quiet slides taken by :func:`engine.kernels.sap.quiet_slide_raw`."""
-        out = self._events.copy()
-        arrivals, prefiltered, raw = self._quiet_tallies.tolist()
-        out["arrivals"] += arrivals
-        out["prefiltered"] += prefiltered
-        out["retained"] += raw
-        out["bytes"] += RAW_OBJECT_MODEL * raw
-        return out
+        defines them, moved by the difference wherever one of their terms changes)."""
+        return self._events.copy()
 
     def _measure_fixed(self) -> None:
         """The attributes outside the structures (settings, counters, the variant's), walked
@@ -1212,7 +1211,6 @@ class SAPBase(OnePassStats, Algorithm):
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
         self._quiet_until = NONE_QUIET
         self._m_figures = self._M.meta.tolist()
-        self._quiet_tallies[:] = 0
         self._quiet_ints[kernels.QUIET_UNIT_SLIDES] = self._quiet_ints[kernels.QUIET_UNIT_OBJECTS] = 0
         self._arm_quiet()
         self._events.update(self._figures(counts))
