@@ -764,49 +764,77 @@ def raw_copy(rows, cells, new_rows, new_cells):
             raw_place(new_cells, slide, head, count)
 
 
-@njit(cache=True)
-def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above, ints):
-    """A quiet slide whole, in one call: what the interpreter's quiet step does when nothing
-    but the slide's arrival and the expiry of one raw slide happens.
-
-    Nothing is done (returns ``QUIET_SLOW``) when ``ints`` says the slide is ``blocked`` (the
-    filling unit's top is not full, an S-AVL is forming, the open tops are cached), when the
-    expiry bound reaches ``C`` or ``M_0`` (``QUIET_C_OLDEST``, ``QUIET_M_NEXT``), when ``U^tau``
-    has no room for the slide, or when the raw slides' ring has none for its best ``k`` (the
-    expired slide is dropped first).  Otherwise: the expired slide leaves the ring
-    (:func:`raw_drop`), the slide's best ``k`` go to the ring (:func:`raw_reserve`), are merged
-    into the filling unit's full top (:func:`merge_into_full_top`) and observed
-    (:func:`tbui_observe`), the filling unit's counts in ``ints`` move, and the answer's verdict
-    is returned (``QUIET_DONE`` or ``QUIET_DROPPED``), plus ``QUIET_CODES`` times the raw
-    objects gained.  ``floats`` is the float64 view of ``ints`` after its
-    ``QUIET_INTS`` cells; the scores use the weights there from ``QUIET_WEIGHTS``.  ``O(m (d + log k) + |U^tau|)``; the arrays bound as in
-    :func:`quiet_slide`."""
-    x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
-    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
-    above, ints = unowned(above), unowned(ints)
+@njit(cache=True, inline="always")
+def _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, above, ints,
+               grow):
+    """:func:`quiet_slide_raw` (``grow`` False: the filling top is full and merged in place) and
+    :func:`quiet_slide_raw_grow` (``grow``: merged with it into ``score, out_*``)."""
     floats = ints.view(np.float64)[QUIET_INTS:]
     m = len(seq)
     e = ints[QUIET_SLIDE] + 1
     gone = e - ints[QUIET_WINDOW]
     bound = gone * ints[QUIET_SLIDE_SIZE]
+    chosen = min(ints[QUIET_K], m)
     if ints[QUIET_BLOCKED] or bound > ints[QUIET_C_OLDEST] or bound > ints[QUIET_M_NEXT] \
-            or (ints[QUIET_OBSERVE] and ints[QUIET_N] + m > len(above)):
+            or (ints[QUIET_OBSERVE] and ints[QUIET_N] + m > len(above)) \
+            or (grow and len(score) != min(ints[QUIET_K], len(u_score) + chosen)):
         return QUIET_SLOW
     dropped = raw_drop(cells, gone)
-    chosen = min(ints[QUIET_K], m)
     start = raw_reserve(len(raw), cells, e, chosen)
     if start < 0:
         return QUIET_SLOW - QUIET_CODES * dropped
     rows = raw[start:start + chosen]
     d = x.shape[1]
     values = scores_of(x, floats[QUIET_WEIGHTS:QUIET_WEIGHTS + d])
-    select_slide(values, seq, ids, t, chosen, rows)
-    merge_into_full_top(rows, u_score, u_seq, u_id, u_t)
+    if grow:
+        take_slide(values, seq, ids, t, chosen, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
+    else:
+        select_slide(values, seq, ids, t, chosen, rows)
+        merge_into_full_top(rows, u_score, u_seq, u_id, u_t)
     stands = _observe_and_judge(values, rows, above, ints, floats)
     ints[QUIET_SLIDE] = e
     ints[QUIET_UNIT_SLIDES] += 1
     ints[QUIET_UNIT_OBJECTS] += m
     return (QUIET_DONE if stands else QUIET_DROPPED) + QUIET_CODES * (chosen - dropped)
+
+
+@njit(cache=True)
+def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above, ints):
+    """A quiet slide whole, in one call: what the interpreter's quiet step does when nothing
+    but the slide's arrival and the expiry of one raw slide happens, the filling unit's top full.
+
+    Nothing is done (returns ``QUIET_SLOW``) when ``ints`` says the slide is ``blocked`` (an
+    S-AVL is forming, the open tops are cached), when the expiry bound reaches ``C`` or ``M_0``
+    (``QUIET_C_OLDEST``, ``QUIET_M_NEXT``), when ``U^tau`` has no room for the slide, or when the
+    raw slides' ring has none for its best ``k`` (the expired slide is dropped first).
+    Otherwise: the expired slide leaves the ring (:func:`raw_drop`), the slide's best ``k`` go
+    to the ring (:func:`raw_reserve`), are merged into the filling unit's full top
+    (:func:`merge_into_full_top`) and observed (:func:`tbui_observe`), the filling unit's counts
+    in ``ints`` move, and the answer's verdict is returned (``QUIET_DONE`` or
+    ``QUIET_DROPPED``), plus ``QUIET_CODES`` times the raw objects gained.  ``floats`` is the
+    float64 view of ``ints`` after its ``QUIET_INTS`` cells; the scores use the weights there
+    from ``QUIET_WEIGHTS``.  ``O(m (d + log k) + |U^tau|)``; the arrays bound as in
+    :func:`quiet_slide`."""
+    x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
+    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
+    above, ints = unowned(above), unowned(ints)
+    return _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, u_score, u_seq, u_id, u_t, above,
+                      ints, False)
+
+
+@njit(cache=True)
+def quiet_slide_raw_grow(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
+                         above, ints):
+    """:func:`quiet_slide_raw` while the filling unit's top ``u_*`` holds fewer than ``k``
+    objects: the slide's best objects and it are merged (:func:`take_slide`) into the new top
+    ``score, out_*`` the caller made, which must hold ``min(k, |u| + min(k, m))`` objects (else
+    ``QUIET_SLOW``, nothing done)."""
+    x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
+    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
+    score, out_seq, out_id, out_t = unowned(score), unowned(out_seq), unowned(out_id), unowned(out_t)
+    above, ints = unowned(above), unowned(ints)
+    return _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, above,
+                      ints, True)
 
 
 # ----------------------------------------------------------------- partitioning (Section 4.2)

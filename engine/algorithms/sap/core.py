@@ -79,7 +79,7 @@ FIGURES = ("candidates", "retained", "bytes", "measured_bytes", "meaningful")
 STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "meaningful", *COUNTERS)
 """The keys of ``stats``, in order."""
 
-quiet_slide_raw = kernels.quiet_slide_raw
+quiet_slide_raw, quiet_slide_raw_grow = kernels.quiet_slide_raw, kernels.quiet_slide_raw_grow
 QUIET_SLOW, QUIET_DROPPED, QUIET_CODES = kernels.QUIET_SLOW, kernels.QUIET_DROPPED, kernels.QUIET_CODES
 
 F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
@@ -385,6 +385,7 @@ class SAPBase(OnePassStats, Algorithm):
         self._quiet_floats = self._quiet_ints.view(F64)[kernels.QUIET_INTS:]
         self._quiet_floats[kernels.QUIET_WEIGHTS:] = self._weights
         self._quiet_args: tuple | None = None
+        self._quiet_grows = False  # the filling top is not full: the call merges it into the new top in _quiet_args
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
         self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
@@ -418,7 +419,9 @@ class SAPBase(OnePassStats, Algorithm):
         if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
             args = self._quiet_args
             if args is not None:
-                done = quiet_slide_raw(batch.x, batch.seq, batch.ids, batch.t, *args)
+                grows = self._quiet_grows
+                done = (quiet_slide_raw_grow if grows else quiet_slide_raw)(batch.x, batch.seq, batch.ids, batch.t,
+                                                                             *args)
                 events = self._events
                 gained = done // QUIET_CODES  # raw objects: the slide's best k less the expired slide's
                 if gained:
@@ -433,6 +436,10 @@ class SAPBase(OnePassStats, Algorithm):
                     self._slide = e
                     if done == QUIET_DROPPED:
                         self._drop_answer()
+                    if grows:
+                        self._filling.top = args[6:10]
+                        self._tally_open()
+                        self._arm_quiet()
                     return
             self._fold_quiet()
             self._quiet_step(e, batch)
@@ -462,17 +469,26 @@ class SAPBase(OnePassStats, Algorithm):
         slide the interpreter takes: the slide, the lowest expiry keys of ``C`` and ``M_0``,
         its arrays (the ring and index of the raw slides, the filling unit's top, ``U^tau``), and
         whether a quiet slide needs the interpreter whatever its arrival (then there are no
-        arrays, and no call): when the filling unit's top is not full (it would grow), an S-AVL
-        is forming (a share of it is built on every slide) or the open tops are cached (the
-        cache must go)."""
+        arrays, and no call): when an S-AVL is forming (a share of it is built on every slide)
+        or the open tops are cached (the cache must go).  While the filling unit's top is not
+        full, the arrays include its next top, made here, for
+        :func:`engine.kernels.sap.quiet_slide_raw_grow`."""
         ints, filling, parts, raw, M = self._quiet_ints, self._filling, self._parts, self._raw, self._M
-        blocked = (filling is None or len(filling.top[0]) < self._k or self._open_cache is not None
-                   or self._cache_bytes != 0 or (len(parts) > 1 and parts[1].state == "forming"))
+        blocked = (filling is None or self._open_cache is not None or self._cache_bytes != 0
+                   or (len(parts) > 1 and parts[1].state == "forming"))
         ints[kernels.QUIET_BLOCKED] = blocked
         ints[kernels.QUIET_SLIDE] = 0 if self._slide is None else self._slide
         ints[kernels.QUIET_C_OLDEST] = self._C.oldest
         ints[kernels.QUIET_M_NEXT] = M._next_expiry if M else NO_EXPIRY
-        self._quiet_args = None if blocked else (raw.rows, raw.cells, *filling.top, self._quiet_above(), ints)
+        held = 0 if blocked else len(filling.top[0])
+        self._quiet_grows = held < self._k
+        if blocked:
+            self._quiet_args = None
+        elif self._quiet_grows:  # sized for a slide of s objects (a count window's): another is declined
+            self._quiet_args = (raw.rows, raw.cells, *filling.top, *empty_top(min(self._k, held + min(self._k, self._s))),
+                                self._quiet_above(), ints)
+        else:
+            self._quiet_args = (raw.rows, raw.cells, *filling.top, self._quiet_above(), ints)
 
     def _quiet_above(self) -> np.ndarray:
         """``U^tau``'s array for the quiet slide (none without TBUI)."""
@@ -1287,7 +1303,8 @@ class SAPBase(OnePassStats, Algorithm):
         if args is not None:
             assert args[0] is self._raw.rows and args[1] is self._raw.cells, "the quiet slide's raw slides"
             assert all(a is b for a, b in zip(args[2:6], filling.top)), "the quiet slide's filling top"
-            assert args[6] is self._quiet_above() and args[7] is ints
+            assert self._quiet_grows == (len(filling.top[0]) < k) and len(args) == (12 if self._quiet_grows else 8)
+            assert args[-2] is self._quiet_above() and args[-1] is ints
         counts = self._aggregates()
         assert all(getattr(self, name) == value for name, value in counts.items() if name.startswith("_")), \
             "stats counters"
