@@ -531,16 +531,33 @@ def scores_of(x, weights):
 
 
 QUIET_K, QUIET_N, QUIET_ZETA, QUIET_LIMIT, QUIET_INITIALISING, QUIET_OBSERVE, QUIET_FULL, QUIET_KTH_SEQ = range(8)
-QUIET_INTS = 8
+(QUIET_SLIDE, QUIET_WINDOW, QUIET_SLIDE_SIZE, QUIET_BLOCKED, QUIET_C_OLDEST, QUIET_M_NEXT, QUIET_UNIT_SLIDES,
+ QUIET_UNIT_OBJECTS) = range(8, 16)
+QUIET_INTS = 16
 """The integer cells of a quiet slide's state (``ints``): ``k``; TBUI's ``|U^tau|``, ``zeta``,
 uptrend limit (floored: ``|U^tau|`` is an integer), whether it is initialising and whether the
 variant observes at all; whether the previous answer stands unless an arrival displaces it
-(it holds ``k`` objects and no other source of it changed) and its last's ``seq``."""
+(it holds ``k`` objects and no other source of it changed) and its last's ``seq``.
 
-QUIET_TAU, QUIET_KTH_SCORE = range(2)
+Then what :func:`quiet_slide_raw` reads: the last slide, the window and the slide size (in
+slides and in seq or time units), whether a quiet slide needs the interpreter this time
+(``blocked``), the lowest expiry key of ``C`` and the next of ``M_0`` (a bound above either
+expires something); and what it counts: the filling unit's slides and objects since the
+algorithm last read them."""
+
+QUIET_TAU, QUIET_KTH_SCORE, QUIET_WEIGHTS = range(3)
 QUIET_FLOATS = 2
 """The float cells of a quiet slide's state (``floats``): TBUI's ``tau``, the previous answer's
-last score."""
+last score; then (:func:`quiet_slide_raw`) the query's weights from ``QUIET_WEIGHTS`` on.
+:func:`quiet_slide_raw` reads them as the float64 view of ``ints`` after its
+:data:`QUIET_INTS` cells (one array argument fewer): the algorithm keeps ``floats`` as that view."""
+
+QUIET_DONE, QUIET_DROPPED, QUIET_SLOW = range(3)
+QUIET_CODES = 4
+"""What :func:`quiet_slide_raw` did: the slide, and the answer stands; the slide, and the
+answer must be made again; nothing but perhaps the expired raw slide's drop (the
+interpreter's quiet step must take the slide).  It returns the code plus ``QUIET_CODES``
+times the raw objects the ring gained (negative when it lost more than it gained)."""
 
 
 @njit(cache=True, inline="always")
@@ -594,6 +611,230 @@ def quiet_slide_full(x, weights, seq, ids, t, rows, u_score, u_seq, u_id, u_t, a
     select_slide(values, seq, ids, t, ints[QUIET_K], rows)
     merge_into_full_top(rows, u_score, u_seq, u_id, u_t)
     return _observe_and_judge(values, rows, above, ints, floats)
+
+
+# ----------------------------------------------------------------- the raw slides' arena
+RAW_HEAD, RAW_TAIL, RAW_SLIDES, RAW_SIZE, RAW_OLDEST, RAW_NEWEST = range(6)
+RAW_META = 6
+"""The cells of the raw slides' index (``cells``) before its slots: the next free row of the
+ring of rows, the first row of the oldest slide, how many slides and rows are kept, the oldest
+and newest slide kept.  Slot ``j`` (three cells from ``RAW_META + 3 j``: slide, first row,
+rows) holds the slides ``slide & (slots - 1) == j``, ``slots`` a power of two above the span
+from the oldest kept slide to the newest; a slot with no rows is free."""
+
+
+@njit(cache=True, inline="always")
+def _raw_slot(cells, slide):
+    return RAW_META + 3 * (slide & ((len(cells) - RAW_META) // 3 - 1))
+
+
+@njit(cache=True, inline="always")
+def raw_find(cells, slide):
+    """``(first row, rows)`` of a kept raw slide, ``(0, 0)`` if it is not kept (``O(1)``)."""
+    slot = _raw_slot(cells, slide)
+    if cells[slot + 2] == 0 or cells[slot] != slide:
+        return 0, 0
+    return cells[slot + 1], cells[slot + 2]
+
+
+@njit(cache=True, inline="always")
+def raw_room(capacity, cells, slide, count):
+    """Where ``count`` rows of ``slide`` (newer than every kept slide) go in the ring of
+    ``capacity`` rows: after the newest rows, or from row 0 when the end of the ring is too
+    short; ``-1`` when neither has room or the slots do not span the slides (``O(1)``)."""
+    if cells[RAW_SLIDES] == 0:
+        return 0 if count <= capacity and (len(cells) - RAW_META) // 3 > 0 else -1
+    if slide - cells[RAW_OLDEST] >= (len(cells) - RAW_META) // 3:
+        return -1
+    head, tail = cells[RAW_HEAD], cells[RAW_TAIL]
+    if head > tail:
+        if capacity - head >= count:
+            return head
+        return 0 if tail >= count else -1
+    return head if tail - head >= count else -1
+
+
+@njit(cache=True, inline="always")
+def raw_place(cells, slide, start, count):
+    """Record ``count`` rows of ``slide`` from row ``start`` (:func:`raw_room`), ``O(1)``."""
+    slot = _raw_slot(cells, slide)
+    cells[slot], cells[slot + 1], cells[slot + 2] = slide, start, count
+    if cells[RAW_SLIDES] == 0:
+        cells[RAW_OLDEST], cells[RAW_TAIL] = slide, start
+    cells[RAW_NEWEST] = slide
+    cells[RAW_HEAD] = start + count
+    cells[RAW_SLIDES] += 1
+    cells[RAW_SIZE] += count
+
+
+@njit(cache=True)
+def raw_reserve(capacity, cells, slide, count):
+    """:func:`raw_room` then :func:`raw_place`: the first row for ``count`` rows of ``slide``,
+    or ``-1`` (nothing recorded) when the ring must be rebuilt first (``O(1)``)."""
+    start = raw_room(capacity, cells, slide, count)
+    if start >= 0:
+        raw_place(cells, slide, start, count)
+    return start
+
+
+@njit(cache=True)
+def raw_drop(cells, slide):
+    """Forget a raw slide; returns its rows (0 if it was not kept).  When it was the oldest,
+    the oldest kept becomes the next one (a walk over the slides between, each walked once
+    while it is the oldest: ``O(1)`` amortised)."""
+    slot = _raw_slot(cells, slide)
+    count = cells[slot + 2]
+    if count == 0 or cells[slot] != slide:
+        return 0
+    cells[slot + 2] = 0
+    cells[RAW_SLIDES] -= 1
+    cells[RAW_SIZE] -= count
+    if cells[RAW_SLIDES] == 0:
+        cells[RAW_HEAD] = cells[RAW_TAIL] = cells[RAW_OLDEST] = cells[RAW_NEWEST] = 0
+    elif slide == cells[RAW_OLDEST]:
+        nxt = slide + 1
+        while True:
+            start, rows = raw_find(cells, nxt)
+            if rows:
+                break
+            nxt += 1
+        cells[RAW_OLDEST], cells[RAW_TAIL] = nxt, start
+    return count
+
+
+@njit(cache=True)
+def raw_span(cells, first, last):
+    """``(slides, first rows, rows)`` of the kept raw slides from ``first`` to ``last``, oldest
+    first (``O(last - first)``)."""
+    n = max(0, last - first + 1)
+    slides, starts, counts = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    kept = 0
+    for slide in range(first, last + 1):
+        start, count = raw_find(cells, slide)
+        if count:
+            slides[kept], starts[kept], counts[kept] = slide, start, count
+            kept += 1
+    return slides[:kept], starts[:kept], counts[:kept]
+
+
+@njit(cache=True)
+def raw_drop_span(cells, first, last):
+    """:func:`raw_drop` of every slide from ``first`` to ``last``; returns the rows dropped."""
+    dropped = 0
+    for slide in range(first, last + 1):
+        dropped += raw_drop(cells, slide)
+    return dropped
+
+
+@njit(cache=True)
+def raw_gather(rows, cells, first, last, newest_first, theta_score, theta_seq, use_theta):
+    """The rows of the kept raw slides from ``first`` to ``last`` whose best object ranks above
+    ``theta`` (every one if not ``use_theta``), copied into one record array, newest slide first
+    if ``newest_first``: ``(records, bounds)``, slide ``j`` at rows ``bounds[j]:bounds[j + 1]``
+    (``O(last - first + rows copied)``)."""
+    n = max(0, last - first + 1)
+    starts, counts = np.empty(n, np.int64), np.empty(n, np.int64)
+    kept = total = 0
+    for j in range(n):
+        start, count = raw_find(cells, last - j if newest_first else first + j)
+        if count and (not use_theta or ranks_above(rows[start]["score"], rows[start]["seq"], theta_score, theta_seq)):
+            starts[kept], counts[kept] = start, count
+            kept += 1
+            total += count
+    records = np.empty(total, rows.dtype)
+    bounds = np.empty(kept + 1, np.int64)
+    bounds[0] = 0
+    for j in range(kept):
+        records[bounds[j]:bounds[j] + counts[j]] = rows[starts[j]:starts[j] + counts[j]]
+        bounds[j + 1] = bounds[j] + counts[j]
+    return records, bounds
+
+
+@njit(cache=True)
+def raw_copy(rows, cells, new_rows, new_cells):
+    """The kept raw slides of ``rows, cells`` into the empty ``new_rows, new_cells``, oldest
+    first from row 0 (as :func:`raw_reserve` places them), ``O(span + rows kept)``."""
+    if cells[RAW_SLIDES] == 0:
+        return
+    for slide in range(cells[RAW_OLDEST], cells[RAW_NEWEST] + 1):
+        start, count = raw_find(cells, slide)
+        if count:
+            head = new_cells[RAW_HEAD]
+            new_rows[head:head + count] = rows[start:start + count]
+            raw_place(new_cells, slide, head, count)
+
+
+@njit(cache=True, inline="always")
+def _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, above, ints,
+               grow):
+    """:func:`quiet_slide_raw` (``grow`` False: the filling top is full and merged in place) and
+    :func:`quiet_slide_raw_grow` (``grow``: merged with it into ``score, out_*``)."""
+    floats = ints.view(np.float64)[QUIET_INTS:]
+    m = len(seq)
+    e = ints[QUIET_SLIDE] + 1
+    gone = e - ints[QUIET_WINDOW]
+    bound = gone * ints[QUIET_SLIDE_SIZE]
+    chosen = min(ints[QUIET_K], m)
+    if ints[QUIET_BLOCKED] or bound > ints[QUIET_C_OLDEST] or bound > ints[QUIET_M_NEXT] \
+            or (ints[QUIET_OBSERVE] and ints[QUIET_N] + m > len(above)) \
+            or (grow and len(score) != min(ints[QUIET_K], len(u_score) + chosen)):
+        return QUIET_SLOW
+    dropped = raw_drop(cells, gone)
+    start = raw_reserve(len(raw), cells, e, chosen)
+    if start < 0:
+        return QUIET_SLOW - QUIET_CODES * dropped
+    rows = raw[start:start + chosen]
+    d = x.shape[1]
+    values = scores_of(x, floats[QUIET_WEIGHTS:QUIET_WEIGHTS + d])
+    if grow:
+        take_slide(values, seq, ids, t, chosen, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
+    else:
+        select_slide(values, seq, ids, t, chosen, rows)
+        merge_into_full_top(rows, u_score, u_seq, u_id, u_t)
+    stands = _observe_and_judge(values, rows, above, ints, floats)
+    ints[QUIET_SLIDE] = e
+    ints[QUIET_UNIT_SLIDES] += 1
+    ints[QUIET_UNIT_OBJECTS] += m
+    return (QUIET_DONE if stands else QUIET_DROPPED) + QUIET_CODES * (chosen - dropped)
+
+
+@njit(cache=True)
+def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above, ints):
+    """A quiet slide whole, in one call: what the interpreter's quiet step does when nothing
+    but the slide's arrival and the expiry of one raw slide happens, the filling unit's top full.
+
+    Nothing is done (returns ``QUIET_SLOW``) when ``ints`` says the slide is ``blocked`` (an
+    S-AVL is forming, the open tops are cached), when the expiry bound reaches ``C`` or ``M_0``
+    (``QUIET_C_OLDEST``, ``QUIET_M_NEXT``), when ``U^tau`` has no room for the slide, or when the
+    raw slides' ring has none for its best ``k`` (the expired slide is dropped first).
+    Otherwise: the expired slide leaves the ring (:func:`raw_drop`), the slide's best ``k`` go
+    to the ring (:func:`raw_reserve`), are merged into the filling unit's full top
+    (:func:`merge_into_full_top`) and observed (:func:`tbui_observe`), the filling unit's counts
+    in ``ints`` move, and the answer's verdict is returned (``QUIET_DONE`` or
+    ``QUIET_DROPPED``), plus ``QUIET_CODES`` times the raw objects gained.  ``floats`` is the
+    float64 view of ``ints`` after its ``QUIET_INTS`` cells; the scores use the weights there
+    from ``QUIET_WEIGHTS``.  ``O(m (d + log k) + |U^tau|)``; the arrays bound as in
+    :func:`quiet_slide`."""
+    x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
+    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
+    above, ints = unowned(above), unowned(ints)
+    return _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, u_score, u_seq, u_id, u_t, above,
+                      ints, False)
+
+
+@njit(cache=True)
+def quiet_slide_raw_grow(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
+                         above, ints):
+    """:func:`quiet_slide_raw` while the filling unit's top ``u_*`` holds fewer than ``k``
+    objects: the slide's best objects and it are merged (:func:`take_slide`) into the new top
+    ``score, out_*`` the caller made, which must hold ``min(k, |u| + min(k, m))`` objects (else
+    ``QUIET_SLOW``, nothing done)."""
+    x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
+    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
+    score, out_seq, out_id, out_t = unowned(score), unowned(out_seq), unowned(out_id), unowned(out_t)
+    above, ints = unowned(above), unowned(ints)
+    return _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, above,
+                      ints, True)
 
 
 # ----------------------------------------------------------------- partitioning (Section 4.2)

@@ -13,6 +13,7 @@ from scipy.stats import norm
 
 import engine
 from engine.algorithms.sap.candidates import CandidateSet
+from engine.kernels import sap as kernels
 from engine.algorithms.sap.dynamic import eta, max_partition_slides, split_test, unit_slides
 from engine.algorithms.sap.enhanced import zeta_max, zeta_star
 from engine.algorithms.sap.equal import equal_partition_slides
@@ -335,9 +336,11 @@ def test_seeded_stress_with_check_after_every_slide(name, seed):
 @pytest.mark.parametrize("kind", ["count", "time"])
 @pytest.mark.parametrize("seed", range(3))
 def test_quiet_slides_equal_the_full_steps(name, params, kind, seed):
-    """The quiet path (:meth:`SAPBase._quiet_step`) against every step of Algorithm 1: the same
-    stream through an instance whose every slide takes the full steps gives the same answer,
-    ``stats()`` and state at every slide, and both equal the oracle; a quarter of the slides or more are quiet."""
+    """The quiet path (one call of :func:`engine.kernels.sap.quiet_slide_raw`, else
+    :meth:`SAPBase._quiet_step`) against every step of Algorithm 1: the same stream through an
+    instance whose every slide takes the full steps gives the same answer, ``stats()`` and
+    state (the raw slides' ring laid out alike) at every slide, and both equal the oracle; a
+    quarter of the slides or more are quiet, and more than a seventh taken in one call."""
     rng = np.random.default_rng(300 + seed)
     s, k = int(rng.integers(1, 6)), int(rng.integers(1, 15))
     n = s * int(rng.integers(60, 200))
@@ -350,12 +353,15 @@ def test_quiet_slides_equal_the_full_steps(name, params, kind, seed):
     q = engine.Query(weights=[1.0], k=k, window=n, slide=s, kind=kind)
     quiet, full, oracle = engine.create(name, q, **params), engine.create(name, q, **params), engine.create("oracle", q)
     full._next_event = lambda e: e + 1  # no slide is known to be quiet: every one takes _step
-    taken = []
-    quiet_step = quiet._quiet_step
-    quiet._quiet_step = lambda e, batch: (taken.append(e), quiet_step(e, batch))
+    taken, compiled = [], []
     for batch in engine.slides((np.arange(m), t, scores), q):
+        e = batch.end // s
+        if quiet._slide is not None and e < quiet._quiet_until and e == quiet._slide + 1 and len(batch):
+            taken.append(e)
         for alg in (quiet, full, oracle):
             alg.process(batch)
+        if quiet._quiet_ints[kernels.QUIET_UNIT_SLIDES]:  # counted by quiet_slide_raw, read by check()
+            compiled.append(e)
         quiet.check()
         where = f"{name} {params} {kind} slide {batch.index}"
         assert_same_answer(oracle.topk(), quiet.topk(), where)
@@ -363,6 +369,7 @@ def test_quiet_slides_equal_the_full_steps(name, params, kind, seed):
         assert quiet.stats() == full.stats(), where
     assert quiet.to_state() == full.to_state()
     assert len(taken) > 0.25 * (m // s), f"only {len(taken)} quiet slides of {m // s}"
+    assert len(compiled) > 0.15 * (m // s), f"only {len(compiled)} slides in one call of {m // s}"
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -475,7 +482,7 @@ def test_stats_count_every_structure(name):
     # the counts kept as the structures change are those of the structures
     assert stats["retained"] == len(alg._C) + alg._raw_size - sum(p.in_c for p in alg._parts if p.raw) \
         + (len(alg._M) if alg._parts and not alg._parts[0].raw else 0)
-    assert parts[0].counts["object"] == sum(len(rows) for rows in alg._raw.values())
+    assert parts[0].counts["object"] == sum(len(rows) for _, rows in alg._raw.items())
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -524,3 +531,49 @@ def test_measured_bytes_is_close_to_tracemalloc(name):
     tracemalloc.stop()
     measured = alg.measured_bytes()
     assert 0.75 * traced <= measured <= 1.25 * traced, (measured, traced)
+
+
+def without_measured(stats):
+    return {key: value for key, value in stats.items() if key != "measured_bytes"}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_a_state_from_before_the_raw_ring_restores_and_continues(name, kind):
+    """States written before the raw slides' ring hold no ``raw_layout``: the ring is laid out
+    from row 0 and the run continues as the uninterrupted one (answers, every figure of
+    ``stats()`` but the measured bytes, which follow the ring's rows), ``check()`` at every slide."""
+    rng = np.random.default_rng(23)
+    m = 2400
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+    q = engine.Query(weights=[1.0], k=5, window=300, slide=3, kind=kind)
+    batches = list(engine.slides((np.arange(m), t, np.sin(np.arange(m) / 40.0) + 0.3 * rng.random(m)), q))
+    reference = engine.create(name, q)
+    for batch in batches[:1200]:
+        reference.process(batch)
+    state = reference.to_state()
+    assert state["data"]["raw"], "the cut keeps raw slides"
+    del state["data"]["raw_layout"]
+    state = engine.jsondata.seal(state)
+    resumed = engine.restore(json.loads(json.dumps(state, allow_nan=False)), query=q)
+    assert without_measured(resumed.stats()) == without_measured(reference.stats())
+    assert resumed._raw.starts()[0][1] == 0, "the oldest raw slide starts the ring"
+    for batch in batches[1200:]:
+        reference.process(batch)
+        resumed.process(batch)
+        resumed.check()
+        assert_same_answer(reference.topk(), resumed.topk(), f"{name} slide {batch.index}")
+        assert without_measured(resumed.stats()) == without_measured(reference.stats())
+
+
+@pytest.mark.parametrize("layout", [{"rows": 4}, {"slots": 3}, {"head": -1}, {"starts": []}])
+def test_a_raw_layout_that_does_not_fit_its_slides_is_refused(layout):
+    q = engine.Query(weights=[1.0], k=3, window=60, slide=3)
+    alg = engine.create("sap", q)
+    for batch in engine.slides((np.arange(90), np.arange(90), np.sin(np.arange(90.0))), q):
+        alg.process(batch)
+    state = alg.to_state()
+    state["data"]["raw_layout"].update(layout)
+    state = engine.jsondata.seal(state)
+    with pytest.raises(engine.StateError, match="raw slides' layout does not fit"):
+        engine.restore(state, query=q)

@@ -391,6 +391,82 @@ def test_quiet_slide_full_merges_the_slide_into_a_full_top_in_place(seed):
     assert stands == (everything == previous)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("grow", [False, True])
+def test_quiet_slide_raw_drops_the_expired_raw_slide_and_takes_the_slide_into_the_ring(seed, grow):
+    """The whole quiet slide in one call: the raw slide ``W`` slides old leaves the ring, the
+    slide's best ``k`` enter it (ring and index checked, a rebuild forced when it has no room),
+    the filling top becomes the best ``k`` of both (in place when full, into the new top when
+    growing), the returned code carries the raw objects gained; a blocked slide, a bound that
+    reaches ``C`` and a new top of the wrong size are declined with nothing done; and no
+    argument's reference count moves."""
+    import sys
+
+    from engine.algorithms.sap.raw import RawSlides
+
+    rng = np.random.default_rng(seed)
+    m, k, weights, x, score, seq, ids, t = random_slide(rng)
+    held = int(rng.integers(0, k)) if grow else k
+    unit_rows = ranked(rng.integers(-4, 12, held).astype(np.float64), np.arange(300, 300 + held),
+                       np.arange(1300, 1300 + held), np.arange(100, 100 + held))
+    unit = columns(unit_rows) if held else (np.empty(0), *(np.empty(0, np.int64) for _ in range(3)))
+    size = min(k, held + min(k, m))
+    top = (np.empty(size), *(np.empty(size, np.int64) for _ in range(3))) if grow else ()
+    window = 4
+    raw = RawSlides()
+    old = ranked(*objects(rng, 3, start=10))
+    raw.reserve(1, 3)[0][:] = old  # slide 1: it leaves at slide 1 + window; the ring has 16 rows
+    crowded = seed % 2 == 1  # slide 2 keeps rows 3-14: after slide 1 leaves, room for 3 rows at most
+    if crowded:
+        second = ranked(*objects(rng, 12, start=20))
+        raw.reserve(2, 12)[0][:] = second
+    ints = np.zeros(kernels.QUIET_INTS + kernels.QUIET_WEIGHTS + len(weights), np.int64)
+    floats = ints.view(np.float64)[kernels.QUIET_INTS:]
+    floats[kernels.QUIET_WEIGHTS:] = weights
+    for cell, value in ((kernels.QUIET_K, k), (kernels.QUIET_SLIDE, window), (kernels.QUIET_WINDOW, window),
+                        (kernels.QUIET_SLIDE_SIZE, 1), (kernels.QUIET_C_OLDEST, 2 ** 62),
+                        (kernels.QUIET_M_NEXT, 2 ** 63 - 1), (kernels.QUIET_ZETA, 2), (kernels.QUIET_LIMIT, 4)):
+        ints[cell] = value
+    above = np.empty(100)
+    step = kernels.quiet_slide_raw_grow if grow else kernels.quiet_slide_raw
+
+    def call():
+        return step(x, seq, ids, t, raw.rows, raw.cells, *unit, *top, above, ints)
+
+    for cell, value in ((kernels.QUIET_BLOCKED, 1), (kernels.QUIET_C_OLDEST, 0)):
+        saved, state = ints[cell], ints.copy()
+        ints[cell] = value
+        assert call() == kernels.QUIET_SLOW
+        ints[cell] = saved
+        assert np.array_equal(ints, state) and raw.get(1).tolist() == old
+    if grow:
+        wrong = (np.empty(size + 1), *(np.empty(size + 1, np.int64) for _ in range(3)))
+        assert kernels.quiet_slide_raw_grow(x, seq, ids, t, raw.rows, raw.cells, *unit, *wrong, above, ints) \
+            == kernels.QUIET_SLOW
+    arrays = (x, seq, ids, t, raw.rows, raw.cells, *unit, *top, above, ints)
+    counts = [sys.getrefcount(array) for array in arrays]
+    done = call()
+    assert [sys.getrefcount(array) for array in arrays] == counts
+    best = ranked(np.array(score), seq, ids, t)[:k]
+    assert raw.get(1) is None
+    kept = [2] if crowded else []
+    if crowded and len(best) > 3:  # no room: the slide is the interpreter's, slide 1 already gone
+        assert done == kernels.QUIET_SLOW - kernels.QUIET_CODES * 3 and ints[kernels.QUIET_SLIDE] == window
+        assert ints[kernels.QUIET_UNIT_SLIDES] == 0 and list(zip(*(c.tolist() for c in unit))) == unit_rows
+    else:
+        assert done == kernels.QUIET_DROPPED + kernels.QUIET_CODES * (len(best) - 3)
+        assert ints[kernels.QUIET_SLIDE] == window + 1 and ints[kernels.QUIET_UNIT_SLIDES] == 1
+        assert ints[kernels.QUIET_UNIT_OBJECTS] == m
+        new_top = sorted(best + unit_rows, key=lambda r: (r[0], r[1]), reverse=True)[:k]
+        assert list(zip(*(c.tolist() for c in (top if grow else unit)))) == new_top
+        assert raw.get(window + 1).tolist() == best
+        kept.append(window + 1)
+    assert [slide for slide, _ in raw.items()] == kept
+    if crowded:
+        assert raw.get(2).tolist() == second
+    raw.check()
+
+
 # ----------------------------------------------------------------- the Mann-Whitney test (Section 4.2)
 def test_u_counts_enumerate_every_arrangement():
     """Reference: every choice of the ranks of the first sample among ``n1 + n2``, its ``U``."""

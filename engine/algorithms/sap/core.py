@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import abc
 import math
-from itertools import accumulate
 import sys
 from typing import Any
 
 import numpy as np
 
 from ...base import Algorithm, OnePassStats
-from ...memory import (OBJECT_FIELDS, PY_FLOAT, PY_INT, WORD, Footprint, Layout, array_bytes, attribute_bytes,
-                       deep_size, dict_bytes)
+from ...memory import OBJECT_FIELDS, PY_FLOAT, WORD, Footprint, Layout, array_bytes, attribute_bytes, deep_size
 from ...jsondata import floats_in, floats_out, ints_in
 from ...ranking import Answer, score
 from ...stream import Batch
 from ...kernels import sap as kernels
 from .candidates import CandidateSet, Top, empty_top, merge_tops
-from .savl import MeaningfulSet, StackBuilder
+from .raw import RAW, RawSlides
+from .savl import NO_EXPIRY, MeaningfulSet, StackBuilder
 
 OBJECT = {**OBJECT_FIELDS, "score": 1}
 
@@ -80,11 +79,8 @@ FIGURES = ("candidates", "retained", "bytes", "measured_bytes", "meaningful")
 STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "meaningful", *COUNTERS)
 """The keys of ``stats``, in order."""
 
-SMALL_INT = 256
-"""Python caches the ints up to 256: a dict key above it is an object of its own."""
-
-RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
-"""One record array per raw slide (one array header per slide instead of four)."""
+quiet_slide_raw, quiet_slide_raw_grow = kernels.quiet_slide_raw, kernels.quiet_slide_raw_grow
+QUIET_SLOW, QUIET_DROPPED, QUIET_CODES = kernels.QUIET_SLOW, kernels.QUIET_DROPPED, kernels.QUIET_CODES
 
 F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
 """The columns' dtypes, as instances (``np.empty`` converts a scalar type on every call)."""
@@ -274,7 +270,6 @@ def _fixed_sizes() -> dict[str, int]:
     builder = StackBuilder(1)
     answer = Answer.empty()
     return {
-        "raw slide": sys.getsizeof(np.empty(0, RAW)),
         "array": sys.getsizeof(np.empty(0)),
         "top": sys.getsizeof(top),
         "unit": deep_size(unit, exclude=(unit.top,)) + WORD,
@@ -298,8 +293,8 @@ OPEN_OBJECT_WORDS = WORDS[OPEN_TOPS.name]["object"]
 PARTITION_WORDS, PARTITION_TOP_WORDS, UNIT_WORDS, UNIT_TOP_WORDS = (
     WORDS[PARTITIONS.name][kind] for kind in ("partition", "partition_top", "unit", "unit_top"))
 ENTRY_WORDS, STACK_WORDS = WORDS[SAVL.name]["entry"], WORDS[SAVL.name]["stack"]
-FIXED_RAW_SLIDE, FIXED_UNIT, FIXED_PARTITION, FIXED_BUILDER, FIXED_ANSWER = (
-    FIXED[name] for name in ("raw slide", "unit", "partition", "builder", "answer"))
+FIXED_UNIT, FIXED_PARTITION, FIXED_BUILDER, FIXED_ANSWER = (
+    FIXED[name] for name in ("unit", "partition", "builder", "answer"))
 FIXED_CANDIDATES = FIXED["candidate set"] + 6 * FIXED["array"]
 FIXED_MEANINGFUL = FIXED["meaningful set"]
 LISTS = 2 * sys.getsizeof([])
@@ -361,10 +356,7 @@ class SAPBase(OnePassStats, Algorithm):
         self._unit_slides = self._choose_unit_slides()
         self._slide: int | None = None
         self._quiet_until = NONE_QUIET  # slides before it are quiet (_next_event)
-        self._raw: dict[int, np.ndarray] = {}
-        self._raw_bytes = dict_bytes(0)  # the dict's size for its length (its own keeps the most it held)
-        self._raw_size = 0
-        self._raw_int_keys = 0  # slide numbers above the interpreter's cached small ints
+        self._raw = RawSlides()
         self._part_tops = 0  # partitions holding their P_i^k (those whose raw slides are kept)
         self._part_top_size = 0
         self._units = 0  # finished units, in partitions and in the open partition
@@ -385,15 +377,22 @@ class SAPBase(OnePassStats, Algorithm):
         self._m_figures = self._M.meta.tolist()
         self._answer: Answer | None = Answer.empty()
         # the quiet slide's scalars (kernels.QUIET_INTS, QUIET_FLOATS): k, TBUI's, the answer's verdict and last key
-        self._quiet_ints = np.zeros(kernels.QUIET_INTS, I64)
+        # and what quiet_slide_raw reads and counts (the window, the expiry keys, the weights)
+        # (the float cells are the float64 view of the int array after its int cells)
+        self._quiet_ints = np.zeros(kernels.QUIET_INTS + kernels.QUIET_WEIGHTS + len(self._weights), I64)
         self._quiet_ints[kernels.QUIET_K] = q.k
-        self._quiet_floats = np.zeros(kernels.QUIET_FLOATS, F64)
+        self._quiet_ints[kernels.QUIET_WINDOW], self._quiet_ints[kernels.QUIET_SLIDE_SIZE] = self._W, self._s
+        self._quiet_floats = self._quiet_ints.view(F64)[kernels.QUIET_INTS:]
+        self._quiet_floats[kernels.QUIET_WEIGHTS:] = self._weights
+        self._quiet_args: tuple | None = None
+        self._quiet_grows = False  # the filling top is not full: the call merges it into the new top in _quiet_args
         self._answer_bytes = ANSWER_ARRAYS  # its arrays' headers and values
         self._other_bytes = 0  # everything outside the structures: measured once, then kept
         self._variant_bytes = 0  # the variant's attributes whose size changes (part of _other_bytes)
         # stats()' dict, which it copies: every figure kept as the structures change (the sizes by deltas)
         self._events = dict.fromkeys(STATS, 0)
         self._reset_variant()
+        self._arm_quiet()
         self._tally_open()
         self._events.update(dict.fromkeys(FIGURES, 0))
         self._measure_fixed()
@@ -410,13 +409,43 @@ class SAPBase(OnePassStats, Algorithm):
     def process(self, batch: Batch) -> None:
         """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation.
 
-        A quiet slide (the next slide, before :attr:`_quiet_until`, with objects) is
-        :meth:`_quiet_step`; any other goes through every step of Algorithm 1 (:meth:`_step`).
+        A quiet slide (the next slide, before :attr:`_quiet_until`, with objects) is one call
+        of :func:`engine.kernels.sap.quiet_slide_raw` when nothing but its arrival and the
+        expiry of one raw slide happens in it (:meth:`_arm_quiet` tells the kernel when
+        something else may), else :meth:`_quiet_step`; any other slide goes through every step
+        of Algorithm 1 (:meth:`_step`).
         """
         e = batch.end // self._s
         if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
+            args = self._quiet_args
+            if args is not None:
+                grows = self._quiet_grows
+                done = (quiet_slide_raw_grow if grows else quiet_slide_raw)(batch.x, batch.seq, batch.ids, batch.t,
+                                                                             *args)
+                events = self._events
+                gained = done // QUIET_CODES  # raw objects: the slide's best k less the expired slide's
+                if gained:
+                    events["retained"] += gained
+                    events["bytes"] += RAW_OBJECT_MODEL * gained
+                done %= QUIET_CODES
+                if done != QUIET_SLOW:
+                    m = len(batch.ids)
+                    events["arrivals"] += m
+                    if m > self._k:
+                        events["prefiltered"] += m - self._k
+                    self._slide = e
+                    if done == QUIET_DROPPED:
+                        self._drop_answer()
+                    if grows:
+                        self._filling.top = args[6:10]
+                        self._tally_open()
+                        self._arm_quiet()
+                    return
+            self._fold_quiet()
             self._quiet_step(e, batch)
+            self._arm_quiet()
             return
+        self._fold_quiet()
         if self._slide is None:
             self._slide = e - 1
         elif e <= self._slide:
@@ -433,6 +462,47 @@ class SAPBase(OnePassStats, Algorithm):
         self._drop_answer()
         self._quiet_until = self._next_event(e)
         self._meaningful_changed()
+        self._arm_quiet()
+
+    def _arm_quiet(self) -> None:
+        """Tell :func:`engine.kernels.sap.quiet_slide_raw` what it reads (``O(1)``), after every
+        slide the interpreter takes: the slide, the lowest expiry keys of ``C`` and ``M_0``,
+        its arrays (the ring and index of the raw slides, the filling unit's top, ``U^tau``), and
+        whether a quiet slide needs the interpreter whatever its arrival (then there are no
+        arrays, and no call): when an S-AVL is forming (a share of it is built on every slide)
+        or the open tops are cached (the cache must go).  While the filling unit's top is not
+        full, the arrays include its next top, made here, for
+        :func:`engine.kernels.sap.quiet_slide_raw_grow`."""
+        ints, filling, parts, raw, M = self._quiet_ints, self._filling, self._parts, self._raw, self._M
+        blocked = (filling is None or self._open_cache is not None or self._cache_bytes != 0
+                   or (len(parts) > 1 and parts[1].state == "forming"))
+        ints[kernels.QUIET_BLOCKED] = blocked
+        ints[kernels.QUIET_SLIDE] = 0 if self._slide is None else self._slide
+        ints[kernels.QUIET_C_OLDEST] = self._C.oldest
+        ints[kernels.QUIET_M_NEXT] = M._next_expiry if M else NO_EXPIRY
+        held = 0 if blocked else len(filling.top[0])
+        self._quiet_grows = held < self._k
+        if blocked:
+            self._quiet_args = None
+        elif self._quiet_grows:  # sized for a slide of s objects (a count window's): another is declined
+            self._quiet_args = (raw.rows, raw.cells, *filling.top, *empty_top(min(self._k, held + min(self._k, self._s))),
+                                self._quiet_above(), ints)
+        else:
+            self._quiet_args = (raw.rows, raw.cells, *filling.top, self._quiet_above(), ints)
+
+    def _quiet_above(self) -> np.ndarray:
+        """``U^tau``'s array for the quiet slide (none without TBUI)."""
+        return NO_ABOVE
+
+    def _fold_quiet(self) -> None:
+        """The filling unit's slides and objects that :func:`engine.kernels.sap.quiet_slide_raw`
+        counted go to the unit (``O(1)``): before the interpreter reads the unit."""
+        ints = self._quiet_ints
+        slides = int(ints[kernels.QUIET_UNIT_SLIDES])
+        if slides:
+            self._filling.slides += slides
+            self._filling.objects += int(ints[kernels.QUIET_UNIT_OBJECTS])
+            ints[kernels.QUIET_UNIT_SLIDES] = ints[kernels.QUIET_UNIT_OBJECTS] = 0
 
     def _next_event(self, e: int) -> int:
         """The first slide after ``e`` at which a step of Algorithm 1 other than an arrival, the
@@ -495,7 +565,7 @@ class SAPBase(OnePassStats, Algorithm):
         unit.objects += m
         unit_top = unit.top
         chosen, held = min(k, m), len(unit_top[0])
-        rows = new_array(chosen, RAW)
+        rows = self._reserve_raw(e, chosen)
         if held == k:  # the top stays k objects: merged in place (nothing else holds the filling unit's top)
             top = None
         else:
@@ -509,7 +579,6 @@ class SAPBase(OnePassStats, Algorithm):
         events = self._events
         events["arrivals"] += m
         events["prefiltered"] += m - chosen
-        self._raw_put(e, rows)
         if len(parts) > 1:  # the share of _advance_formation (no partition is pending on a quiet slide)
             second = parts[1]
             if second.state == "forming" and parts[0].first <= gone:
@@ -612,7 +681,7 @@ class SAPBase(OnePassStats, Algorithm):
         unit.objects += m
         if m:
             chosen, held = min(k, m), len(unit.top[0])
-            rows = np.empty(chosen, RAW)
+            rows = self._reserve_raw(e, chosen)
             top = empty_top(min(k, chosen + held))
             self._take_slide(values, arrivals, rows, unit.top, top)
             events = self._events
@@ -620,7 +689,6 @@ class SAPBase(OnePassStats, Algorithm):
             events["prefiltered"] += m - chosen
             changed = changed or len(top[0]) != held
             unit.top = top
-            self._raw_put(e, rows)
         else:
             self._observe(values)
         if unit.slides == self._unit_slides:
@@ -731,8 +799,7 @@ class SAPBase(OnePassStats, Algorithm):
         """Forget a partition's raw slides once no S-AVL can need them."""
         if not part.raw:
             return
-        for slide in range(part.first, part.last + 1):
-            self._raw_drop(slide)
+        self._raw_dropped(self._raw.drop_span(part.first, part.last))
         self._part_tops -= 1
         self._part_top_size -= len(part.top[0])
         self._held(-PARTITION_TOP_WORDS * len(part.top[0]), -(PART_TOP_ARRAYS + len(part.top[0]) * PART_TOP_ROW))
@@ -795,30 +862,31 @@ class SAPBase(OnePassStats, Algorithm):
         self._events["measured_bytes"] -= self._answer_bytes
         self._answer_bytes = 0
 
-    def _raw_put(self, slide: int, rows: np.ndarray) -> None:
-        raw, size, big = self._raw, len(rows), slide > SMALL_INT
-        raw[slide] = rows
-        nbytes = dict_bytes(len(raw))
-        self._raw_size += size
-        self._raw_int_keys += big
+    def _reserve_raw(self, slide: int, size: int) -> np.ndarray:
+        """Room for the ``size`` best objects of ``slide`` among the raw slides: the rows the
+        caller's kernel writes them into.  The ring's bytes move when it is rebuilt."""
+        rows, grown = self._raw.reserve(slide, size)
         events = self._events
         events["retained"] += size
         events["bytes"] += RAW_OBJECT_MODEL * size
-        events["measured_bytes"] += nbytes - self._raw_bytes + FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW
-        self._raw_bytes = nbytes
+        if grown:
+            events["measured_bytes"] += grown
+        return rows
 
     def _raw_drop(self, slide: int) -> None:
-        rows = self._raw.pop(slide, None)
-        if rows is not None:
-            nbytes = dict_bytes(len(self._raw))
-            size, big = len(rows), slide > SMALL_INT
-            self._raw_size -= size
-            self._raw_int_keys -= big
+        self._raw_dropped(self._raw.drop(slide))
+
+    def _raw_dropped(self, size: int) -> None:
+        """``size`` raw objects left the raw slides."""
+        if size:
             events = self._events
             events["retained"] -= size
             events["bytes"] -= RAW_OBJECT_MODEL * size
-            events["measured_bytes"] += nbytes - self._raw_bytes - (FIXED_RAW_SLIDE + big * PY_INT + size * RAW_ROW)
-            self._raw_bytes = nbytes
+
+    @property
+    def _raw_size(self) -> int:
+        """Objects in the raw slides."""
+        return self._raw.size
 
     def _count_unit_top(self, unit: Unit, sign: int) -> None:
         self._unit_tops += sign
@@ -833,14 +901,12 @@ class SAPBase(OnePassStats, Algorithm):
         owner_top = {id(unit): p.top for p in parts for unit in p.units}
         finished = [unit for p in parts for unit in p.units] + self._open
         own = [unit for unit in finished if unit.top is not None and unit.top is not owner_top.get(id(unit))]
-        raw_size = sum(len(rows) for rows in self._raw.values())
-        int_keys = sum(slide > SMALL_INT for slide in self._raw)
+        raw_size = sum(len(rows) for _, rows in self._raw.items())
         part_top_size = sum(len(p.top[0]) for p in parts if p.raw)
         unit_top_size = sum(len(unit.top[0]) for unit in own)
         held_words = (RAW_OBJECT_WORDS * raw_size + PARTITION_WORDS * len(parts) + PARTITION_TOP_WORDS * part_top_size
                       + UNIT_WORDS * len(finished) + UNIT_TOP_WORDS * unit_top_size)
-        held_bytes = (len(self._raw) * FIXED_RAW_SLIDE + int_keys * PY_INT + raw_size * RAW_ROW
-                      + len(parts) * FIXED_PARTITION + len(finished) * FIXED_UNIT
+        held_bytes = (self._raw.nbytes() + len(parts) * FIXED_PARTITION + len(finished) * FIXED_UNIT
                       + sum(p.raw for p in parts) * PART_TOP_ARRAYS + part_top_size * PART_TOP_ROW
                       + len(own) * TOP_ARRAYS + unit_top_size * RAW_ROW)
         for part in parts:
@@ -851,8 +917,7 @@ class SAPBase(OnePassStats, Algorithm):
                 held_bytes += _top_bytes(part.running)
         return {"held_words": held_words, "held_bytes": held_bytes, "raw_in_c": sum(p.in_c for p in parts if p.raw),
                 "_part_tops": sum(p.raw for p in parts), "_part_top_size": part_top_size, "_units": len(finished),
-                "_unit_tops": len(own), "_unit_top_size": unit_top_size, "_raw_int_keys": int_keys,
-                "_raw_size": raw_size}
+                "_unit_tops": len(own), "_unit_top_size": unit_top_size, "_raw_size": raw_size}
 
     def _figures(self, counts: dict[str, int]) -> dict[str, int]:
         """``stats``' sizes from :meth:`_aggregates`' ``counts``, the sizes of ``C``, the open tops
@@ -860,7 +925,7 @@ class SAPBase(OnePassStats, Algorithm):
         what :meth:`check` compares them with.
 
         ``bytes`` is the sum of :meth:`footprints`' modelled costs.  ``measured_bytes``: the raw
-        slides', partitions', units' and S-AVLs' bytes, the raw slides' dict, the open tops'
+        slides' (their ring and index), partitions', units' and S-AVLs' bytes, the open tops'
         and the answer's bytes, the arrays of ``C`` and ``M_0``, and ``_other_bytes`` (every
         other attribute: walked once in ``_reset``, then kept as the variant's arrays are
         reallocated)."""
@@ -871,7 +936,7 @@ class SAPBase(OnePassStats, Algorithm):
             "retained": counts["_raw_size"] + candidates - counts["raw_in_c"] + meaningful * self._meaningful_retained,
             "bytes": WORD * (counts["held_words"] + CANDIDATE_WORDS * candidates + self._open_words
                              + ENTRY_WORDS * meaningful + STACK_WORDS * stacks),
-            "measured_bytes": (counts["held_bytes"] + dict_bytes(len(self._raw)) + CANDIDATE_ROW * candidates
+            "measured_bytes": (counts["held_bytes"] + CANDIDATE_ROW * candidates
                                + self._open_bytes + self._cache_bytes + self._answer_bytes + m_bytes + self._other_bytes),
             "meaningful": meaningful}
 
@@ -940,7 +1005,7 @@ class SAPBase(OnePassStats, Algorithm):
     def _raw_objects(self, part: Partition) -> int:
         """Objects in the raw slides of ``part``: the stacks of an S-AVL without local pruning
         (``savl=False``), one per object (``O(slides)``)."""
-        return max(1, sum(len(self._raw.get(slide, ())) for slide in range(part.first, part.last + 1)))
+        return max(1, sum(map(len, self._raw.span(range(part.first, part.last + 1)))))
 
     def _tally_formation(self, part: Partition, sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) an S-AVL under construction and its running top to
@@ -975,19 +1040,17 @@ class SAPBase(OnePassStats, Algorithm):
     def _scan_slides(self, part: Partition, slides: range, theta: tuple | None, builder: StackBuilder,
                      only: np.ndarray | None = None, exclude: np.ndarray = None, floor: float | None = None) -> None:
         """Offer the objects of ``P - P^k`` of some slides (newest first) to an S-AVL under
-        construction: one call of :func:`engine.kernels.sap.offer_slides` over the slides' raw
-        records, then one of :func:`engine.kernels.sap.savl_scan`.
+        construction: the slides' raw records whose best object ranks above ``theta``
+        (:meth:`RawSlides.gather`), one call of :func:`engine.kernels.sap.offer_slides` over them,
+        then one of :func:`engine.kernels.sap.savl_scan`.
 
         Global pruning: objects ranking below ``theta`` (the ``k``-th best newer object) are
         dominated ``k`` times.  Appendix C: only the best ``k - P.rho`` of a slide can be
         meaningful (they expire together).  The rest are offered newest first.
         """
-        kept = [rows for rows in map(self._raw.get, slides)
-                if rows is not None and len(rows) and (theta is None or rows.item(0)[:2] > theta)]
-        if not kept:  # no slide's best object ranks above theta: nothing to offer
+        records, starts = self._raw.gather(slides, theta)
+        if len(starts) == 1:  # no slide's best object ranks above theta: nothing to offer
             return
-        records = kept[0] if len(kept) == 1 else np.concatenate(kept)
-        starts = np.array([0, *accumulate(map(len, kept))], I64)
         chosen, scanned = kernels.offer_slides(
             records["score"], records["seq"], starts, *((float(theta[0]), int(theta[1]), True) if theta else (0.0, 0, False)),
             builder.capacity, *((float(floor), True) if floor is not None else (0.0, False)), part.top_seqs,
@@ -1083,9 +1146,7 @@ class SAPBase(OnePassStats, Algorithm):
             if part.running is not None:
                 running_bytes += _top_bytes(part.running)
         M = self._M
-        raw = (RAW_SLIDES, {"object": self._raw_size},
-               (dict_bytes(len(self._raw)) + len(self._raw) * FIXED["raw slide"] + self._raw_int_keys * PY_INT
-                + self._raw_size * RAW.itemsize), (self._raw,))
+        raw = (RAW_SLIDES, {"object": self._raw_size}, self._raw.nbytes(), (self._raw, self._raw.rows, self._raw.cells))
         candidates = (CANDIDATES, {"candidate": len(self._C)},
                       FIXED["candidate set"] + 6 * FIXED["array"] + len(self._C) * CandidateSet.ROW_BYTES, (self._C,))
         answer = self._answer
@@ -1099,7 +1160,7 @@ class SAPBase(OnePassStats, Algorithm):
         opened = (OPEN_TOPS, {"object": self._open_size},
                   (tops_bytes + FIXED["answer"]
                    + (0 if answer is None else 3 * FIXED["array"] + len(answer) * 3 * WORD)),
-                  (self._open_top, self._open_cache, self._filling, answer))
+                  (self._open_top, self._open_cache, self._filling, answer, self._quiet_args))
         parts = self._parts
         measured = (LISTS + len(parts) * FIXED["partition"]
                     + self._units * FIXED["unit"] + self._part_tops * (FIXED["top"] + 5 * FIXED["array"])
@@ -1120,8 +1181,10 @@ class SAPBase(OnePassStats, Algorithm):
 
     # ----------------------------------------------------------------- state
     def dump_state(self) -> dict[str, Any]:
+        self._fold_quiet()
         return {"candidates": self._C.rows(), "slide": self._slide, "serial": self._serial,
-                "raw": [[slide, *_top_out(_columns(rows))] for slide, rows in sorted(self._raw.items())],
+                "raw": [[slide, *_top_out(_columns(rows))] for slide, rows in self._raw.items()],
+                "raw_layout": self._raw.layout(),
                 "partitions": [p.to_json() for p in self._parts],
                 "open": [u.to_json() for u in self._open], "open_top": _top_out(self._open_top),
                 "filling": None if self._filling is None else self._filling.to_json(),
@@ -1139,11 +1202,14 @@ class SAPBase(OnePassStats, Algorithm):
         self._C.load(data["candidates"])
         self._slide = None if data["slide"] is None else int(ints_in([data["slide"]], "slide")[0])
         self._serial = int(ints_in([data["serial"]], "serial")[0])
+        slides = []
         for row in data["raw"]:
             if len(row) != 5:
                 raise ValueError("a raw slide must be [slide, scores, seq, ids, t]")
-            top = _top_in(row[1:])
-            self._raw_put(int(row[0]), _record(top))
+            slides.append((int(row[0]), _record(_top_in(row[1:]))))
+        if any(a[0] >= b[0] for a, b in zip(slides, slides[1:])):
+            raise ValueError("the raw slides must be given oldest first")
+        self._raw = RawSlides.restore(slides, data.get("raw_layout"))
         self._parts = [Partition.from_json(p, self._k) for p in data["partitions"]]
         self._open = [Unit.from_json(u) for u in data["open"]]
         self._open_top = _top_in(data["open_top"])
@@ -1161,7 +1227,8 @@ class SAPBase(OnePassStats, Algorithm):
         self._answer_bytes = 0 if self._slide is not None else ANSWER_ARRAYS
         self._quiet_until = NONE_QUIET
         self._m_figures = self._M.meta.tolist()
-        self._raw_bytes = dict_bytes(len(self._raw))
+        self._quiet_ints[kernels.QUIET_UNIT_SLIDES] = self._quiet_ints[kernels.QUIET_UNIT_OBJECTS] = 0
+        self._arm_quiet()
         self._events.update(self._figures(counts))
 
     def _load_variant(self, data: dict) -> None:
@@ -1170,9 +1237,11 @@ class SAPBase(OnePassStats, Algorithm):
     def check(self) -> None:
         """Every invariant of the partitions, ``C``, ``M_0`` and the raw slides (``O(|C|^2)``
         for the counter check, ``O(window)`` otherwise)."""
+        self._fold_quiet()
         k = self._k
         C = self._C
         C.check()
+        self._raw.check()
         parts = list(self._parts)
         if self._slide is None:
             assert not parts and not len(C) and not self._open and self._filling is None
@@ -1224,7 +1293,18 @@ class SAPBase(OnePassStats, Algorithm):
                 raw_slides.update(range(p.first, p.last + 1))
         for u in self._open + ([self._filling] if self._filling else []):
             raw_slides.update(range(u.first, u.last + 1))
-        assert set(self._raw) <= raw_slides, "a raw slide outside the retained partitions"
+        assert {slide for slide, _ in self._raw.items()} <= raw_slides, "a raw slide outside the retained partitions"
+        ints, args, filling = self._quiet_ints, self._quiet_args, self._filling
+        assert ints[kernels.QUIET_SLIDE] == self._slide, "the quiet slide's last slide"
+        assert self._quiet_floats.base is ints, "the quiet slide's float cells are a view of its ints"
+        assert ints[kernels.QUIET_C_OLDEST] == C.oldest, "the quiet slide's oldest key of C"
+        assert ints[kernels.QUIET_M_NEXT] == (self._M._next_expiry if self._M else NO_EXPIRY), "its next key of M_0"
+        assert (args is None) == bool(ints[kernels.QUIET_BLOCKED]), "the quiet slide's arrays when it may run"
+        if args is not None:
+            assert args[0] is self._raw.rows and args[1] is self._raw.cells, "the quiet slide's raw slides"
+            assert all(a is b for a, b in zip(args[2:6], filling.top)), "the quiet slide's filling top"
+            assert self._quiet_grows == (len(filling.top[0]) < k) and len(args) == (12 if self._quiet_grows else 8)
+            assert args[-2] is self._quiet_above() and args[-1] is ints
         counts = self._aggregates()
         assert all(getattr(self, name) == value for name, value in counts.items() if name.startswith("_")), \
             "stats counters"

@@ -150,6 +150,9 @@ class SAP(SAPDynamic):
         return step(batch.x, self._weights, batch.seq, batch.ids, batch.t, rows, *tops, self._above, self._quiet_ints,
                     self._quiet_floats)
 
+    def _quiet_above(self) -> np.ndarray:
+        return self._above
+
     def _classify(self, unit: Unit) -> None:
         """Algorithm 2 lines 10-16 at the end of a unit."""
         above = self._above[:self._above_n]
