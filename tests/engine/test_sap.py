@@ -577,3 +577,48 @@ def test_a_raw_layout_that_does_not_fit_its_slides_is_refused(layout):
     state = engine.jsondata.seal(state)
     with pytest.raises(engine.StateError, match="raw slides' layout does not fit"):
         engine.restore(state, query=q)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("kind, k, window, slide", [("count", 1, 100, 10), ("count", 4, 120, 3), ("time", 2, 90, 6)])
+def test_a_copy_restored_at_any_slide_measures_as_its_writer_from_then_on(name, kind, k, window, slide):
+    """``measured_bytes`` included: ``M_0``'s numbering and capacities (``meaningful_layout``)
+    and the slide's cache of the open tops (``open_cached``) are saved, so a copy restored at
+    any slide, and followed for 12 slides, reports every figure of its writer (it measured up
+    to 1.1 KB less when ``M_0`` had lost entries or a formation had started on that slide)."""
+    rng = np.random.default_rng(5)
+    m = 1500
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+    q = engine.Query(weights=[1.0], k=k, window=window, slide=slide, kind=kind)
+    writer, copies = engine.create(name, q), []
+    for batch in engine.slides((np.arange(m), t, rng.random((m, 1))), q):
+        writer.process(batch)
+        expected_answer, expected = writer.topk(), writer.stats()
+        for number, copy in copies:
+            copy.process(batch)
+            assert_same_answer(expected_answer, copy.topk(), f"{name} slide {batch.index} (restored at {number})")
+            assert copy.stats() == expected, f"{name}: slide {batch.index}, restored at slide {number}"
+        state = json.loads(json.dumps(writer.to_state(), allow_nan=False))
+        restored = engine.restore(state, query=q)
+        assert restored.stats() == expected, f"{name}: restored at slide {batch.index}"
+        restored.check()
+        copies = [*copies[-11:], (batch.index, restored)]
+
+
+@pytest.mark.parametrize("layout", [{"entries": -1}, {"entry_capacity": 0, "entries": 0}, {"stacks": 10**6},
+                                    {"queue": 0}, {"stack_capacity": True}])
+def test_a_meaningful_layout_that_does_not_hold_its_stacks_is_refused(layout):
+    q = engine.Query(weights=[1.0], k=3, window=60, slide=3)
+    alg = engine.create("sap", q)
+    m = 600
+    scores = np.sin(np.arange(m) / 40.0) + 0.3 * np.random.default_rng(23).random(m)
+    for batch in engine.slides((np.arange(m), np.arange(m), scores), q):
+        alg.process(batch)
+        if len(alg._M):
+            break
+    assert len(alg._M), "the cut holds meaningful entries"
+    state = alg.to_state()
+    state["data"]["meaningful_layout"].update(layout)
+    state = engine.jsondata.seal(state)
+    with pytest.raises(engine.StateError, match="meaningful set's layout does not hold|capacity: "):
+        engine.restore(state, query=q)

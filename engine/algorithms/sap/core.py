@@ -992,7 +992,7 @@ class SAPBase(OnePassStats, Algorithm):
         part.state = "forming"
         part.capacity = self._k - part.rho if self.params.get("savl", True) else self._raw_objects(part)
         running = self._later_top(part)
-        if self._filling is not None and running is self._filling.top:  # that one changes in place (_quiet_step)
+        if running is self._open_cache:  # the slide's cache, or the filling unit's top, which changes in place
             running = tuple(column.copy() for column in running)
         part.running = running
         part.builder = StackBuilder(part.capacity)
@@ -1018,9 +1018,6 @@ class SAPBase(OnePassStats, Algorithm):
         running = part.running
         if running is not None:
             self._held(0, sign * _top_bytes(running))
-            if running is self._open_cache:  # counted as the running top while it is one
-                fresh = running is not self._open_top and (self._filling is None or running is not self._filling.top)
-                self._set_cache_bytes(_top_bytes(running) if sign < 0 and fresh else 0)
 
     def _work_items(self, part: Partition) -> int:
         return part.slides
@@ -1189,6 +1186,7 @@ class SAPBase(OnePassStats, Algorithm):
                 "open": [u.to_json() for u in self._open], "open_top": _top_out(self._open_top),
                 "filling": None if self._filling is None else self._filling.to_json(),
                 "meaningful": [[_entry_out(e) for e in stack] for stack in self._M.live_stacks()],
+                "meaningful_layout": self._M.layout(), "open_cached": self._open_cache is not None,
                 "variant": self._dump_variant(), "counters": self._counter_values()}
 
     def _counter_values(self) -> dict[str, int]:
@@ -1216,6 +1214,8 @@ class SAPBase(OnePassStats, Algorithm):
         _share_unit_top(self._open, self._open_top)
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
+        if "meaningful_layout" in data:
+            self._M.lay_out(data["meaningful_layout"])
         counts = self._aggregates()
         self.__dict__.update((name, value) for name, value in counts.items() if name.startswith("_"))
         self._tally_open()
@@ -1229,6 +1229,8 @@ class SAPBase(OnePassStats, Algorithm):
         self._m_figures = self._M.meta.tolist()
         self._quiet_ints[kernels.QUIET_UNIT_SLIDES] = self._quiet_ints[kernels.QUIET_UNIT_OBJECTS] = 0
         self._arm_quiet()
+        if data.get("open_cached") is True:
+            self._open_tops()
         self._events.update(self._figures(counts))
 
     def _load_variant(self, data: dict) -> None:

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 
+from ...jsondata import saved_capacity
 from ...kernels import sap as kernels
 
 ARRAY_HEADER = sys.getsizeof(np.empty(0))
@@ -34,6 +35,16 @@ def _grow(columns: list[np.ndarray], used: int, needed: int) -> list[np.ndarray]
         out[:used] = column[:used]
         grown.append(out)
     return grown
+
+
+def _sized(columns: list[np.ndarray], used: int, capacity: int) -> list[np.ndarray]:
+    """The columns at exactly ``capacity`` entries, their first ``used`` kept (``O(capacity)``)."""
+    sized = []
+    for column in columns:
+        out = np.empty(capacity, column.dtype)
+        out[:used] = column[:used]
+        sized.append(out)
+    return sized
 
 
 class _Pool:
@@ -253,6 +264,39 @@ class MeaningfulSet:
         self._queue = waiting[np.argsort(pool.seq[waiting], kind="stable")]  # seq order is expiry order
         self._head = 0
         self._next_expiry = self._key_at_head()
+        self._measure()
+
+    def layout(self) -> dict[str, int]:
+        """What a restored copy needs to grow and measure as this set does (``O(1)``): the
+        entries and stacks numbered so far (those gone included), the columns' capacities and
+        the expiry queue's length."""
+        return {"entries": self._entries, "stacks": self._stacks, "entry_capacity": len(self._pool.score),
+                "stack_capacity": len(self._top), "queue": len(self._queue)}
+
+    def lay_out(self, layout: dict) -> None:
+        """Number and size the set as :meth:`layout` said, once :meth:`absorb` has put its live
+        stacks back (``O(capacities)``): the live entries and stacks keep their places and the
+        rest are gone ones; the expiry queue's live part ends it.  ``ValueError`` if the layout
+        cannot hold what the set holds."""
+        entries, stacks, entry_capacity, stack_capacity, queue = (
+            saved_capacity(layout, name, 0) for name in ("entries", "stacks", "entry_capacity", "stack_capacity",
+                                                          "queue"))
+        waiting = self._queue[self._head:]
+        if not (self._entries <= entries <= entry_capacity and len(self._pool.score) <= entry_capacity
+                and self._stacks <= stacks <= stack_capacity and len(self._top) <= stack_capacity
+                and len(waiting) <= queue):
+            raise ValueError("the meaningful set's layout does not hold its stacks")
+        pool, used, live_stacks = self._pool, self._entries, self._stacks
+        pool.score, pool.seq, pool.ids, pool.t, pool.below = _sized(
+            [pool.score, pool.seq, pool.ids, pool.t, pool.below], used, entry_capacity)
+        self._alive, self._stack_of = _sized([self._alive, self._stack_of], used, entry_capacity)
+        self._alive[used:] = False
+        self._top, self._pos, self._heap = _sized([self._top, self._pos, self._heap], live_stacks, stack_capacity)
+        self._top[live_stacks:] = -1
+        self._queue = np.zeros(queue, np.int64)
+        self._head = queue - len(waiting)
+        self._queue[self._head:] = waiting
+        self._entries, self._stacks = entries, stacks
         self._measure()
 
     def _keys(self) -> np.ndarray:
