@@ -23,20 +23,6 @@ NO_EXPIRY = 2 ** 63 - 1
 """The head key of an empty expiry queue: no bound passes it."""
 
 
-def _grow(columns: list[np.ndarray], used: int, needed: int) -> list[np.ndarray]:
-    """The columns with room for ``needed`` entries (capacity doubled, ``O(used)`` amortised)."""
-    capacity = len(columns[0])
-    if needed <= capacity:
-        return columns
-    capacity = max(needed, 2 * capacity, 8)
-    grown = []
-    for column in columns:
-        out = np.empty(capacity, column.dtype)
-        out[:used] = column[:used]
-        grown.append(out)
-    return grown
-
-
 def _sized(columns: list[np.ndarray], used: int, capacity: int) -> list[np.ndarray]:
     """The columns at exactly ``capacity`` entries, their first ``used`` kept (``O(capacity)``)."""
     sized = []
@@ -45,6 +31,14 @@ def _sized(columns: list[np.ndarray], used: int, capacity: int) -> list[np.ndarr
         out[:used] = column[:used]
         sized.append(out)
     return sized
+
+
+def _grow(columns: list[np.ndarray], used: int, needed: int) -> list[np.ndarray]:
+    """The columns with room for ``needed`` entries (capacity doubled, ``O(used)`` amortised)."""
+    capacity = len(columns[0])
+    if needed <= capacity:
+        return columns
+    return _sized(columns, used, max(needed, 2 * capacity, 8))
 
 
 class _Pool:
