@@ -40,6 +40,7 @@ import numpy as np
 
 from .attributes import check_weights
 from .base import INT64_MAX, INT64_MIN, Algorithm, coerce_param, plain_digits
+from .jsondata import DuplicateKey, unique_keys
 from .query import KINDS, Query
 from .registry import AlgorithmInfo, available, create, describe, names
 from .ranking import Answer, score
@@ -764,26 +765,12 @@ def chunk_starts(queries: Sequence[Query], t: np.ndarray, budget: int | None = N
     return np.array(starts, np.int64)
 
 
-class DuplicateKey(ValueError):
-    """A JSON object naming one field twice (``json`` would keep the last silently)."""
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    """``json.load``'s ``object_pairs_hook``: the object as a dict, refusing a repeated field."""
-    entry: dict = {}
-    for key, value in pairs:
-        if key in entry:
-            raise DuplicateKey(key)
-        entry[key] = value
-    return entry
-
-
 def read_queries(path: str) -> list[Query]:
     """The workload file: a JSON list of ``{"weights", "k", "window", "slide", "kind"}``
     (``kind`` defaults to ``"count"``); a bad entry names its position (from 0) and the problem."""
     try:
         with open(path, encoding="utf-8-sig") as file:
-            entries = json.load(file, object_pairs_hook=_unique_keys)
+            entries = json.load(file, object_pairs_hook=unique_keys)
     except DuplicateKey as exc:
         raise CommandError(f"{path}: field {exc.args[0]} appears twice in one object") from None
     except OSError as exc:

@@ -27,6 +27,21 @@ class StateError(ValueError):
     """A state that cannot be restored: wrong version, another algorithm, query or params, corrupt data."""
 
 
+class DuplicateKey(ValueError):
+    """A JSON object naming one key twice (``json`` would keep the last silently)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.load``'s ``object_pairs_hook``: the object as a dict, refusing a repeated key
+    (:class:`DuplicateKey`, the key as its argument)."""
+    entry: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in entry:
+            raise DuplicateKey(key)
+        entry[key] = value
+    return entry
+
+
 def canonical(data: Any) -> str:
     """The canonical JSON form of ``data`` (sorted keys, no spaces, no NaN), which :func:`checksum` hashes;
     a ``ValueError`` when it is not JSON data, lists or objects nested too deeply included."""

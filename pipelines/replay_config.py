@@ -46,6 +46,7 @@ from typing import Any, Sequence
 
 import engine
 from engine import Query
+from engine.jsondata import DuplicateKey, unique_keys
 from engine.multi import SharedTopK
 
 from .errors import InputError
@@ -123,28 +124,14 @@ class ReplayConfig:
         return all(stored.get(key) == mine[key] for key in ("dataset", "shards", "queries", "algorithms"))
 
 
-class _DuplicateKey(ValueError):
-    """A JSON object naming one key twice (``json`` would keep the last silently)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json.loads``'s ``object_pairs_hook``: the object as a dict, refusing a repeated key."""
-    entry: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in entry:
-            raise _DuplicateKey(key)
-        entry[key] = value
-    return entry
-
-
 def read_config(path: Path) -> dict[str, Any]:
     """The raw JSON object of a config file, with ``name`` defaulting to the file's stem.
 
     A key given twice in one object is refused (``json`` keeps the last one silently), as
     ``run-many`` refuses it in its queries file, and so is nesting too deep to read."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8-sig"), object_pairs_hook=_unique_keys)
-    except _DuplicateKey as error:
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"), object_pairs_hook=unique_keys)
+    except DuplicateKey as error:
         raise InputError(f"{path}: key {error.args[0]!r} appears twice in one object; which one to use is not "
                          "clear, give it once") from None
     except FileNotFoundError:
