@@ -480,7 +480,7 @@ def test_stats_count_every_structure(name):
     slack = 0.05 * rest + PY_INT * len(alg._events)
     assert abs(stats["measured_bytes"] - sum(part.measured for part in parts) - rest) <= slack
     # the counts kept as the structures change are those of the structures
-    assert stats["retained"] == len(alg._C) + alg._raw_size - sum(p.in_c for p in alg._parts if p.raw) \
+    assert stats["retained"] == len(alg._C) + alg._raw.size - sum(p.in_c for p in alg._parts if p.raw) \
         + (len(alg._M) if alg._parts and not alg._parts[0].raw else 0)
     assert parts[0].counts["object"] == sum(len(rows) for _, rows in alg._raw.items())
 

@@ -883,11 +883,6 @@ class SAPBase(OnePassStats, Algorithm):
             events["retained"] -= size
             events["bytes"] -= RAW_OBJECT_MODEL * size
 
-    @property
-    def _raw_size(self) -> int:
-        """Objects in the raw slides."""
-        return self._raw.size
-
     def _count_unit_top(self, unit: Unit, sign: int) -> None:
         self._unit_tops += sign
         self._unit_top_size += sign * len(unit.top[0])
@@ -917,7 +912,7 @@ class SAPBase(OnePassStats, Algorithm):
                 held_bytes += _top_bytes(part.running)
         return {"held_words": held_words, "held_bytes": held_bytes, "raw_in_c": sum(p.in_c for p in parts if p.raw),
                 "_part_tops": sum(p.raw for p in parts), "_part_top_size": part_top_size, "_units": len(finished),
-                "_unit_tops": len(own), "_unit_top_size": unit_top_size, "_raw_size": raw_size}
+                "_unit_tops": len(own), "_unit_top_size": unit_top_size, "raw_size": raw_size}
 
     def _figures(self, counts: dict[str, int]) -> dict[str, int]:
         """``stats``' sizes from :meth:`_aggregates`' ``counts``, the sizes of ``C``, the open tops
@@ -933,7 +928,7 @@ class SAPBase(OnePassStats, Algorithm):
         candidates = len(self._C.score)
         return {
             "candidates": candidates + self._open_size + meaningful,
-            "retained": counts["_raw_size"] + candidates - counts["raw_in_c"] + meaningful * self._meaningful_retained,
+            "retained": counts["raw_size"] + candidates - counts["raw_in_c"] + meaningful * self._meaningful_retained,
             "bytes": WORD * (counts["held_words"] + CANDIDATE_WORDS * candidates + self._open_words
                              + ENTRY_WORDS * meaningful + STACK_WORDS * stacks),
             "measured_bytes": (counts["held_bytes"] + CANDIDATE_ROW * candidates
@@ -1143,7 +1138,7 @@ class SAPBase(OnePassStats, Algorithm):
             if part.running is not None:
                 running_bytes += _top_bytes(part.running)
         M = self._M
-        raw = (RAW_SLIDES, {"object": self._raw_size}, self._raw.nbytes(), (self._raw, self._raw.rows, self._raw.cells))
+        raw = (RAW_SLIDES, {"object": self._raw.size}, self._raw.nbytes(), (self._raw, self._raw.rows, self._raw.cells))
         candidates = (CANDIDATES, {"candidate": len(self._C)},
                       FIXED["candidate set"] + 6 * FIXED["array"] + len(self._C) * CandidateSet.ROW_BYTES, (self._C,))
         answer = self._answer
