@@ -280,10 +280,11 @@ class Grid:
         a non-finite corner score becomes ``+inf`` (still an upper bound).
         """
         c, d = self._c, self._d
-        index = np.unravel_index(np.arange(c ** d), (c,) * d, order="F")
+        cells = np.arange(c ** d)
         corners = np.empty((c ** d, d), np.float64)
         for j in range(d):
-            corners[:, j] = self._edges[j][index[j] + 1] if self._w[j] >= 0 else self._edges[j][index[j]]
+            index = cells // c ** j % c  # the cell's place along dimension j (the first varies fastest)
+            corners[:, j] = self._edges[j][index + 1] if self._w[j] >= 0 else self._edges[j][index]
         bounds = score(corners, self._w)
         bounds[~np.isfinite(bounds)] = np.inf
         return bounds

@@ -63,6 +63,18 @@ def test_fixed_resolution(name, cells_per_dim):
 
 
 @pytest.mark.parametrize("name", GRID)
+@pytest.mark.parametrize("cells_per_dim", [0, 1])
+def test_more_features_than_numpy_has_dimensions(name, cells_per_dim):
+    """65 features (a wide CSV): the grid has one cell per dimension, 1 ** 65 cells in all, and
+    its cell bounds were indexed through a 65-dimensional numpy shape (numpy allows 64)."""
+    rng = np.random.default_rng(65)
+    m, d = 120, 65
+    weights = np.where(np.arange(d) % 3, 1.0, -0.5).tolist()
+    q = engine.Query(weights=weights, k=4, window=20, slide=5)
+    check_against_oracle(name, (np.arange(m), np.arange(m), rng.random((m, d))), q, {"cells_per_dim": cells_per_dim})
+
+
+@pytest.mark.parametrize("name", GRID)
 @pytest.mark.parametrize("kind", ["count", "time"])
 @pytest.mark.parametrize("weights", [[1.0, 1.0], [-1.0, 2.0], [0.0, -1.0]])
 def test_values_outside_the_initial_grid(name, kind, weights):
