@@ -459,7 +459,7 @@ class Grid:
         c = int(data["cells_per_dim"])
         edges = np.asarray(data["edges"], np.float64)
         if c < 1 or c ** d > MAX_CELLS or edges.shape != (d, c + 1) or not np.isfinite(edges).all() \
-                or np.any(np.diff(edges, axis=1) < 0):
+                or np.any(edges[:, 1:] < edges[:, :-1]):
             raise ValueError("grid edges are invalid")
         self._c, self._edges = c, edges
         m = len(ids)

@@ -9,6 +9,7 @@ leaves the grid's initial bounds, the grid's cell bounds, rescans, state and par
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -413,3 +414,21 @@ def test_answers_equal_the_oracle_ids_under_the_total_order(name):
         oracle.process(batch)
         assert alg.topk().ids.tolist() == oracle.topk().ids.tolist()
         assert_same_answer(oracle.topk(), alg.topk(), name)
+
+
+@pytest.mark.parametrize("name", GRID)
+def test_restoring_a_grid_that_spans_the_float_range_is_quiet(name):
+    """Features from -1.7e308 to 1.7e308: the grid's edges span them, and ``load`` checked that
+    they do not decrease with ``np.diff``, whose differences overflow: every restore (a replay's
+    resume) printed numpy's overflow warning.  Restored copies continue as the original."""
+    x = np.array([1.7e308, -1.7e308, 1.0, 5.0, -1e308, 1e308, 3.0, 2.0] * 4)[:, None]
+    m = len(x)
+    q = engine.Query(weights=[1.0], k=2, window=4, slide=2)
+    alg, oracle = engine.create(name, q), engine.create("oracle", q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for batch in engine.slides((np.arange(m), np.arange(m), x), q):
+            alg = engine.restore(json.loads(json.dumps(alg.to_state())), q, algorithm=name, params={})
+            alg.process(batch)
+            oracle.process(batch)
+            assert_same_answer(oracle.topk(), alg.topk(), f"{name} slide {batch.index}")
