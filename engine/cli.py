@@ -521,7 +521,8 @@ def slide_where(table: Table, batch: Batch) -> str:
     if not len(batch):
         return f"{table.path} slide {batch.index} (end {batch.end}, no rows)"
     first, last = table.numbers[int(batch.seq[0])], table.numbers[int(batch.seq[-1])]
-    return f"{table.path} {table.unit}s {first}-{last} (slide {batch.index}, end {batch.end})"
+    rows = f"{table.unit} {first}" if first == last else f"{table.unit}s {first}-{last}"
+    return f"{table.path} {rows} (slide {batch.index}, end {batch.end})"
 
 
 def processed(algorithm: Algorithm, batch: Batch, table: Table, query: str = "") -> Answer:

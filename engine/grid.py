@@ -280,10 +280,11 @@ class Grid:
         a non-finite corner score becomes ``+inf`` (still an upper bound).
         """
         c, d = self._c, self._d
-        index = np.unravel_index(np.arange(c ** d), (c,) * d, order="F")
+        cells = np.arange(c ** d)
         corners = np.empty((c ** d, d), np.float64)
         for j in range(d):
-            corners[:, j] = self._edges[j][index[j] + 1] if self._w[j] >= 0 else self._edges[j][index[j]]
+            index = cells // c ** j % c  # the cell's place along dimension j (the first varies fastest)
+            corners[:, j] = self._edges[j][index + 1] if self._w[j] >= 0 else self._edges[j][index]
         bounds = score(corners, self._w)
         bounds[~np.isfinite(bounds)] = np.inf
         return bounds
@@ -458,7 +459,7 @@ class Grid:
         c = int(data["cells_per_dim"])
         edges = np.asarray(data["edges"], np.float64)
         if c < 1 or c ** d > MAX_CELLS or edges.shape != (d, c + 1) or not np.isfinite(edges).all() \
-                or np.any(np.diff(edges, axis=1) < 0):
+                or np.any(edges[:, 1:] < edges[:, :-1]):
             raise ValueError("grid edges are invalid")
         self._c, self._edges = c, edges
         m = len(ids)

@@ -46,11 +46,14 @@ def relative_error(exact: Answer, got: Answer, rank_weights=None) -> float:
     """
     if len(exact) == 0:
         return 0.0
-    gaps = _rank_gaps(exact, got)
     scale = np.abs(exact.scores)
     errors = np.ones(len(exact))
-    finite = np.isfinite(gaps) & (scale > 0)
-    errors[finite] = gaps[finite] / scale[finite]
+    with np.errstate(over="ignore"):
+        gaps = _rank_gaps(exact, got)
+        answered = np.flatnonzero((np.arange(len(exact)) < len(got)) & (scale > 0))
+        errors[answered] = gaps[answered] / scale[answered]
+        wide = answered[np.isinf(gaps[answered])]  # a gap beyond the largest float: divided term by term
+        errors[wide] = exact.scores[wide] / scale[wide] - got.scores[wide] / scale[wide]
     errors[gaps == 0] = 0.0
     u = np.ones(len(exact)) if rank_weights is None else np.asarray(rank_weights, float)[: len(exact)]
     return float(np.sum(u * errors) / np.sum(u))

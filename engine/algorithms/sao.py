@@ -383,8 +383,15 @@ class SAO(Algorithm):
 
     def _scaled(self, raw: np.ndarray) -> np.ndarray:
         """Points in the index's coordinates: each feature shifted and scaled by the creation
-        window's minimum and range (an affine map: convex layers are unchanged); ``O(n d)``."""
-        return (raw - self._shift) / self._spread
+        window's minimum and range (an affine map: convex layers are unchanged); ``O(n d)``.
+        A difference beyond the largest float (a range that overflows, whose half is the
+        spread) is taken in halves, exactly, so it maps to at most 2 instead of ``inf``."""
+        with np.errstate(over="ignore"):
+            shifted = raw - self._shift
+            beyond = ~np.isfinite(shifted)
+            if not beyond.any():
+                return shifted / self._spread
+            return np.where(beyond, 2.0 * ((0.5 * raw - 0.5 * self._shift) / self._spread), shifted / self._spread)
 
     def _add_object(self, place: int, rows: _Rows, r: int) -> None:
         seq, key = int(rows.seq[r]), int(self._keys(rows)[r])

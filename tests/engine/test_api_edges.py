@@ -6,6 +6,7 @@ line on the command line) naming what is wrong, and nothing changes."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -464,3 +465,22 @@ def test_an_answer_cannot_be_changed_by_its_reader(name):
         with pytest.raises(ValueError, match="read-only"):
             values[:] = -1
     assert algorithm.topk().ids.tolist() == expected
+
+
+# ------------------------------------------------------------------ metrics at the float range's ends
+
+
+@pytest.mark.parametrize("exact, got, error", [
+    ([1.7e308, 1.0], [-1.7e308, 1.0], 1.0),  # rank 1: (1.7e308 + 1.7e308) / 1.7e308 = 2; rank 2: 0
+    ([-1e308], [-1.7e308], 0.7),
+    ([1e308, 2.0], [-1e308], 1.5),  # rank 2 missing: a total miss, 1
+])
+def test_relative_error_of_scores_whose_gap_overflows(exact, got, error):
+    """An approximate answer at the other end of the float range (SAO on features near
+    +-1.7e308): ``F(t_i) - F(t̂_i)`` overflowed to ``inf``, which counted as a missing rank (1)
+    and warned; it is the gap over ``|F(t_i)|``, as for any other score."""
+    def answer(scores):
+        return engine.Answer(np.arange(len(scores)), np.array(scores), np.arange(len(scores)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert engine.metrics.relative_error(answer(exact), answer(got)) == pytest.approx(error, rel=1e-12)

@@ -684,3 +684,11 @@ def test_weighted_sums_past_half_the_largest_float_run_and_stay_finite(tmp_path,
                           "--input", str(source), "--output", str(output))
     assert status == 0, message
     assert output_lines(output)[-1]["scores"] == [0.5 * 1.7e308 + 0.125 * 1.7e308]
+
+
+def test_a_slide_of_one_row_refused_mid_stream_names_its_line(tmp_path, capsys):
+    """A slide of one row (``s = 1``) is named ``line 3``, not ``lines 3-3``."""
+    source = write_rows(tmp_path / "tuples.csv", "id,stream,value,t", [(1, 0, 0.5, 0), (1, 0, 0.75, 1), (2, 1, 0.25, 2)])
+    status, message = run(capsys, "run", "--algorithm", "eaa", "--k", "2", "--window", "4", "--slide", "1",
+                          "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    assert_refused(status, message, [f"{source} line 3 (slide 1, end 2)", "object 1 occurred 2 times"])

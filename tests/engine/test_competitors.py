@@ -9,6 +9,7 @@ leaves the grid's initial bounds, the grid's cell bounds, rescans, state and par
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -60,6 +61,18 @@ def test_fixed_resolution(name, cells_per_dim):
     for batch in engine.slides((np.arange(m), np.arange(m), x), q):
         alg.process(batch)
     assert alg.stats()["cells"] == cells_per_dim ** 2
+
+
+@pytest.mark.parametrize("name", GRID)
+@pytest.mark.parametrize("cells_per_dim", [0, 1])
+def test_more_features_than_numpy_has_dimensions(name, cells_per_dim):
+    """65 features (a wide CSV): the grid has one cell per dimension, 1 ** 65 cells in all, and
+    its cell bounds were indexed through a 65-dimensional numpy shape (numpy allows 64)."""
+    rng = np.random.default_rng(65)
+    m, d = 120, 65
+    weights = np.where(np.arange(d) % 3, 1.0, -0.5).tolist()
+    q = engine.Query(weights=weights, k=4, window=20, slide=5)
+    check_against_oracle(name, (np.arange(m), np.arange(m), rng.random((m, d))), q, {"cells_per_dim": cells_per_dim})
 
 
 @pytest.mark.parametrize("name", GRID)
@@ -401,3 +414,21 @@ def test_answers_equal_the_oracle_ids_under_the_total_order(name):
         oracle.process(batch)
         assert alg.topk().ids.tolist() == oracle.topk().ids.tolist()
         assert_same_answer(oracle.topk(), alg.topk(), name)
+
+
+@pytest.mark.parametrize("name", GRID)
+def test_restoring_a_grid_that_spans_the_float_range_is_quiet(name):
+    """Features from -1.7e308 to 1.7e308: the grid's edges span them, and ``load`` checked that
+    they do not decrease with ``np.diff``, whose differences overflow: every restore (a replay's
+    resume) printed numpy's overflow warning.  Restored copies continue as the original."""
+    x = np.array([1.7e308, -1.7e308, 1.0, 5.0, -1e308, 1e308, 3.0, 2.0] * 4)[:, None]
+    m = len(x)
+    q = engine.Query(weights=[1.0], k=2, window=4, slide=2)
+    alg, oracle = engine.create(name, q), engine.create("oracle", q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for batch in engine.slides((np.arange(m), np.arange(m), x), q):
+            alg = engine.restore(json.loads(json.dumps(alg.to_state())), q, algorithm=name, params={})
+            alg.process(batch)
+            oracle.process(batch)
+            assert_same_answer(oracle.topk(), alg.topk(), f"{name} slide {batch.index}")

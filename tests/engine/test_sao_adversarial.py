@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -237,3 +238,30 @@ def test_a_corrupt_state_with_a_valid_checksum_is_refused_not_hung(field, value)
         data["layers"][0]["hull"]["cells"][0][0] = value
     with pytest.raises(StateError, match="corrupt"):
         engine.restore(seal(state))
+
+
+@pytest.mark.parametrize("kind", ["count", "time"])
+def test_features_spanning_the_whole_float_range_map_into_finite_index_coordinates(kind):
+    """A feature from -1.7e308 to 1.7e308 (valid input: every score is finite): its range
+    overflows, so the map divides by half of it, but ``raw - shift`` was taken first and
+    overflowed to ``inf``; the hulls then worked on infinite coordinates, and numpy's overflow
+    and ``nan`` warnings went to the command line's stderr at every slide.  The index
+    coordinates are now finite, nothing warns, and the answers are window objects with their
+    true scores."""
+    rng = np.random.default_rng(308)
+    m = 120
+    x = rng.choice([1.7e308, -1.7e308, 1e308, -1e308, 1.0, 5.0, -3.0], (m, 2)) * rng.random((m, 2))
+    t = np.arange(m) if kind == "count" else np.cumsum(rng.integers(0, 3, m))
+    q = engine.Query(weights=[0.5, 0.25], k=3, window=24, slide=4, kind=kind)
+    alg, oracle = engine.create("sao", q, memory=6, layers=2), engine.create("oracle", q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for batch in engine.slides((np.arange(m), t, x), q):
+            alg.process(batch)
+            oracle.process(batch)
+            alg.check()
+            for layer in alg._layers:
+                assert np.isfinite(layer.places.x).all(), f"slide {batch.index}"
+            answer = alg.topk()
+            assert set(answer.seq.tolist()) <= set(oracle.candidates().tolist()), f"slide {batch.index}"
+            np.testing.assert_array_equal(answer.scores, engine.score(x[answer.seq], q.weights))
