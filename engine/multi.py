@@ -27,10 +27,11 @@ from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, C
 from .memory import OBJECT_FIELDS, WORD, array_bytes, deep_size
 from .query import Query, check_windows_per_object
 from .ranking import Answer, score
+from .state import SHARED_EXECUTOR
 from .stream import (MAX_SLIDES, as_object_stream, check_scores, int64_argument, int64_column, time_margin,
                      time_range_problem)
 
-NAME = "multi"
+NAME = SHARED_EXECUTOR
 """The ``algorithm`` of a shared executor's state document."""
 
 RECORD_WORDS = sum(OBJECT_FIELDS.values()) + 5

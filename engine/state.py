@@ -13,6 +13,10 @@ from .jsondata import FORMAT_VERSION, OLDEST_VERSION, StateError, checksum, docu
 from .query import Query
 from .registry import algorithm_class
 
+SHARED_EXECUTOR = "multi"
+"""The algorithm name in the states of :class:`engine.multi.SharedTopK` (``engine.multi.NAME``),
+which that class restores."""
+
 __all__ = ["FORMAT_VERSION", "MIGRATIONS", "StateError", "restore"]
 
 FIELDS = ("algorithm", "query", "params", "data", "checksum")
@@ -65,6 +69,9 @@ def restore(state: Any, query: Query | None = None, *, algorithm: str | None = N
     if params is not None and not isinstance(params, dict):
         raise ValueError(f"params must be a mapping of parameter names to values, got {type(params).__name__}")
     document = _current_format(state)
+    if document.get("algorithm") == SHARED_EXECUTOR:
+        raise StateError("state is of the shared executor (run-many): restore it with "
+                         "engine.multi.SharedTopK.restore(state)")
     try:
         cls = algorithm_class(document["algorithm"])
         stored_query = Query.from_dict(document["query"])

@@ -190,6 +190,14 @@ def test_snapshot_restore_continues_exactly(at):
                     snapshot_at=at)
 
 
+def test_engine_restore_of_a_shared_state_names_the_shared_executors_restore():
+    executor = SharedTopK(mixed_workload())
+    ids, t, x = stream("ties", "gaps", 60, seed=3)
+    executor.process(ids, t, x)
+    with pytest.raises(StateError, match=r"shared executor \(run-many\).*SharedTopK\.restore"):
+        engine.restore(executor.to_state())
+
+
 @pytest.mark.parametrize("start", [-400, -(10 ** 15)])
 @pytest.mark.parametrize("at", [None, 173])
 def test_times_before_zero_give_negative_windows_answered_exactly(start, at):
