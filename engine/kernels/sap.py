@@ -8,7 +8,7 @@ a *top* is such a set of columns ranked best first by the total order ``(score, 
   :func:`merge_ranked`, :func:`count_ranked_above`.
 * The candidate set ``C`` (Section 3.1): :func:`refine` (the one-pass merge with dominance
   counters), :func:`dominators` and :func:`insert_ranked` (objects promoted from ``M_0``),
-  :func:`count_expired` / :func:`keep_alive` (expiry).
+  :func:`expire_members` (expiry).
 * The S-AVL (Section 5.1): :func:`offer_slides` picks the objects of a run of raw slides a
   scan offers (global pruning, Appendix C; :func:`scan_rows` per slide), :func:`savl_scan`
   builds stacks newest first over a sorted array of stack tops (binary search, ``O(log k)``
@@ -152,25 +152,26 @@ def count_at_least(scores, value):
 
 # ----------------------------------------------------------------- the candidate set C
 @njit(cache=True)
-def count_expired(keys, bound):
-    """How many expiry keys (seq or t) are below ``bound`` (``O(|C|)``)."""
-    count = 0
-    for i in range(len(keys)):
-        if keys[i] < bound:
-            count += 1
-    return count
-
-
-@njit(cache=True)
-def keep_alive(keys, bound):
-    """Indices of the members whose expiry key is at least ``bound``, in order."""
-    rows = np.empty(len(keys), np.int64)
+def expire_members(score, seq, ids, t, count, part, keys, bound, none):
+    """``C`` without the members whose expiry key (``keys``: seq or t) is below ``bound``: the
+    kept members' six columns, in order, and their lowest key (``none`` if no member is kept),
+    in one pass and one copy (``O(|C|)``)."""
     n = 0
     for i in range(len(keys)):
         if keys[i] >= bound:
-            rows[n] = i
             n += 1
-    return rows[:n]
+    out_score, out_seq, out_id, out_t = np.empty(n, np.float64), np.empty(n, np.int64), np.empty(n, np.int64), \
+        np.empty(n, np.int64)
+    out_count, out_part = np.empty(n, np.int64), np.empty(n, np.int64)
+    oldest = none
+    j = 0
+    for i in range(len(keys)):
+        if keys[i] >= bound:
+            out_score[j], out_seq[j], out_id[j], out_t[j] = score[i], seq[i], ids[i], t[i]
+            out_count[j], out_part[j] = count[i], part[i]
+            oldest = min(oldest, keys[i])
+            j += 1
+    return out_score, out_seq, out_id, out_t, out_count, out_part, oldest
 
 
 @njit(cache=True)
@@ -552,12 +553,14 @@ last score; then (:func:`quiet_slide_raw`) the query's weights from ``QUIET_WEIG
 :func:`quiet_slide_raw` reads them as the float64 view of ``ints`` after its
 :data:`QUIET_INTS` cells (one array argument fewer): the algorithm keeps ``floats`` as that view."""
 
-QUIET_DONE, QUIET_DROPPED, QUIET_SLOW = range(3)
+QUIET_DONE, QUIET_DROPPED, QUIET_SLOW, QUIET_EXPIRES = range(4)
 QUIET_CODES = 4
 """What :func:`quiet_slide_raw` did: the slide, and the answer stands; the slide, and the
 answer must be made again; nothing but perhaps the expired raw slide's drop (the
-interpreter's quiet step must take the slide).  It returns the code plus ``QUIET_CODES``
-times the raw objects the ring gained (negative when it lost more than it gained)."""
+interpreter's quiet step must take the slide); nothing, because the expiry bound reaches
+``C`` or ``M_0`` (the interpreter expires the slide of ``P_0`` and calls again).  It returns
+the code plus ``QUIET_CODES`` times the raw objects the ring gained (negative when it lost more
+than it gained)."""
 
 
 @njit(cache=True, inline="always")
@@ -775,10 +778,11 @@ def _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out
     gone = e - ints[QUIET_WINDOW]
     bound = gone * ints[QUIET_SLIDE_SIZE]
     chosen = min(ints[QUIET_K], m)
-    if ints[QUIET_BLOCKED] or bound > ints[QUIET_C_OLDEST] or bound > ints[QUIET_M_NEXT] \
-            or (ints[QUIET_OBSERVE] and ints[QUIET_N] + m > len(above)) \
+    if ints[QUIET_BLOCKED] or (ints[QUIET_OBSERVE] and ints[QUIET_N] + m > len(above)) \
             or (grow and len(score) != min(ints[QUIET_K], len(u_score) + chosen)):
         return QUIET_SLOW
+    if bound > ints[QUIET_C_OLDEST] or bound > ints[QUIET_M_NEXT]:
+        return QUIET_EXPIRES
     dropped = raw_drop(cells, gone)
     start = raw_reserve(len(raw), cells, e, chosen)
     if start < 0:
@@ -804,9 +808,10 @@ def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above
     but the slide's arrival and the expiry of one raw slide happens, the filling unit's top full.
 
     Nothing is done (returns ``QUIET_SLOW``) when ``ints`` says the slide is ``blocked`` (an
-    S-AVL is forming, the open tops are cached), when the expiry bound reaches ``C`` or ``M_0``
-    (``QUIET_C_OLDEST``, ``QUIET_M_NEXT``), when ``U^tau`` has no room for the slide, or when the
-    raw slides' ring has none for its best ``k`` (the expired slide is dropped first).
+    S-AVL is forming, the open tops are cached), when ``U^tau`` has no room for the slide, or
+    when the raw slides' ring has none for its best ``k`` (the expired slide is dropped first);
+    nothing either (returns ``QUIET_EXPIRES``) when the expiry bound reaches ``C`` or ``M_0``
+    (``QUIET_C_OLDEST``, ``QUIET_M_NEXT``).
     Otherwise: the expired slide leaves the ring (:func:`raw_drop`), the slide's best ``k`` go
     to the ring (:func:`raw_reserve`), are merged into the filling unit's full top
     (:func:`merge_into_full_top`) and observed (:func:`tbui_observe`), the filling unit's counts

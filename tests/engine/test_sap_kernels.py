@@ -80,15 +80,19 @@ def test_merge_ranked_keeps_the_best_k_of_both(seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_counts_above_a_key_and_below_a_bound(seed):
+def test_counts_above_a_key_and_the_members_a_bound_keeps(seed):
     rng = np.random.default_rng(seed)
     score, seq, _, t = objects(rng, int(rng.integers(0, 30)))
     key = (float(rng.integers(0, 5)), int(rng.integers(0, 30)))
     assert kernels.count_ranked_above(score, seq, *key) == sum((s, q) > key for s, q in zip(score, seq))
     assert kernels.count_at_least(score, key[0]) == sum(s >= key[0] for s in score)
     bound = int(rng.integers(0, 12))
-    assert kernels.count_expired(t, bound) == sum(v < bound for v in t)
-    assert kernels.keep_alive(t, bound).tolist() == [i for i, v in enumerate(t) if v >= bound]
+    count, part = rng.integers(0, 5, len(t)), rng.integers(0, 3, len(t))
+    members = list(zip(score.tolist(), seq.tolist(), seq.tolist(), t.tolist(), count.tolist(), part.tolist()))
+    *kept, oldest = kernels.expire_members(score, seq, seq, t, count, part, t, bound, 2 ** 62)
+    expected = [row for row in members if row[3] >= bound]
+    assert list(zip(*(column.tolist() for column in kept))) == expected
+    assert oldest == min((row[3] for row in expected), default=2 ** 62)
 
 
 def reference_refine(members, new, serial, k):
@@ -398,8 +402,8 @@ def test_quiet_slide_raw_drops_the_expired_raw_slide_and_takes_the_slide_into_th
     slide's best ``k`` enter it (ring and index checked, a rebuild forced when it has no room),
     the filling top becomes the best ``k`` of both (in place when full, into the new top when
     growing), the returned code carries the raw objects gained; a blocked slide, a bound that
-    reaches ``C`` and a new top of the wrong size are declined with nothing done; and no
-    argument's reference count moves."""
+    reaches ``C`` or ``M_0`` (``QUIET_EXPIRES``) and a new top of the wrong size are declined
+    with nothing done; and no argument's reference count moves."""
     import sys
 
     from engine.algorithms.sap.raw import RawSlides
@@ -433,10 +437,12 @@ def test_quiet_slide_raw_drops_the_expired_raw_slide_and_takes_the_slide_into_th
     def call():
         return step(x, seq, ids, t, raw.rows, raw.cells, *unit, *top, above, ints)
 
-    for cell, value in ((kernels.QUIET_BLOCKED, 1), (kernels.QUIET_C_OLDEST, 0)):
+    for cell, value, code in ((kernels.QUIET_BLOCKED, 1, kernels.QUIET_SLOW),
+                              (kernels.QUIET_C_OLDEST, 0, kernels.QUIET_EXPIRES),
+                              (kernels.QUIET_M_NEXT, 0, kernels.QUIET_EXPIRES)):
         saved, state = ints[cell], ints.copy()
         ints[cell] = value
-        assert call() == kernels.QUIET_SLOW
+        assert call() == code
         ints[cell] = saved
         assert np.array_equal(ints, state) and raw.get(1).tolist() == old
     if grow:

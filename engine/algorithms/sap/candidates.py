@@ -108,14 +108,11 @@ class CandidateSet:
         ``bound`` has not passed the oldest member's key, ``O(|C|)`` when it has."""
         if bound <= self.oldest:
             return 0
-        keys = self.keys()
-        gone = int(kernels.count_expired(keys, bound))
-        if gone:
-            keep = kernels.keep_alive(keys, bound)
-            self._set(tuple(column[keep] for column in self.columns))
-            keys = self.keys()
-        self.oldest = int(keys.min()) if len(keys) else NO_KEY
-        return gone
+        members = len(self.score)
+        *columns, oldest = kernels.expire_members(*self.columns, self.keys(), bound, NO_KEY)
+        self._set(columns)
+        self.oldest = int(oldest)
+        return members - len(self.score)
 
     def dominators(self, values: np.ndarray, part: int) -> np.ndarray:
         """For objects of partition ``part`` (older than every other member), scores given best

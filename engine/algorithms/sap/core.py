@@ -80,7 +80,8 @@ STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "mea
 """The keys of ``stats``, in order."""
 
 quiet_slide_raw, quiet_slide_raw_grow = kernels.quiet_slide_raw, kernels.quiet_slide_raw_grow
-QUIET_SLOW, QUIET_DROPPED, QUIET_CODES = kernels.QUIET_SLOW, kernels.QUIET_DROPPED, kernels.QUIET_CODES
+QUIET_SLOW, QUIET_DROPPED, QUIET_EXPIRES, QUIET_CODES = (kernels.QUIET_SLOW, kernels.QUIET_DROPPED,
+                                                         kernels.QUIET_EXPIRES, kernels.QUIET_CODES)
 
 F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
 """The columns' dtypes, as instances (``np.empty`` converts a scalar type on every call)."""
@@ -412,23 +413,27 @@ class SAPBase(OnePassStats, Algorithm):
         A quiet slide (the next slide, before :attr:`_quiet_until`, with objects) is one call
         of :func:`engine.kernels.sap.quiet_slide_raw` when nothing but its arrival and the
         expiry of one raw slide happens in it (:meth:`_arm_quiet` tells the kernel when
-        something else may), else :meth:`_quiet_step`; any other slide goes through every step
-        of Algorithm 1 (:meth:`_step`).
+        something else may); when a slide of ``P_0`` leaves ``C`` or ``M_0`` as well, that
+        expiry (:meth:`_expire_quiet`) and the call; else :meth:`_quiet_step`.  Any other slide
+        goes through every step of Algorithm 1 (:meth:`_step`).
         """
         e = batch.end // self._s
         if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
             args = self._quiet_args
             if args is not None:
                 grows = self._quiet_grows
-                done = (quiet_slide_raw_grow if grows else quiet_slide_raw)(batch.x, batch.seq, batch.ids, batch.t,
-                                                                             *args)
+                step = quiet_slide_raw_grow if grows else quiet_slide_raw
+                done = step(batch.x, batch.seq, batch.ids, batch.t, *args)
+                if done == QUIET_EXPIRES:  # a slide of P_0 leaves C or M_0: expired here, then the call again
+                    self._expire_quiet(e - self._W)
+                    done = step(batch.x, batch.seq, batch.ids, batch.t, *args)
                 events = self._events
                 gained = done // QUIET_CODES  # raw objects: the slide's best k less the expired slide's
                 if gained:
                     events["retained"] += gained
                     events["bytes"] += RAW_OBJECT_MODEL * gained
                 done %= QUIET_CODES
-                if done != QUIET_SLOW:
+                if done < QUIET_SLOW:
                     m = len(batch.ids)
                     events["arrivals"] += m
                     if m > self._k:
@@ -549,16 +554,8 @@ class SAPBase(OnePassStats, Algorithm):
         if self._cache_bytes:
             self._set_cache_bytes(0)
         gone = e - self._W
+        self._expire_quiet(gone)
         parts = self._parts
-        if parts:
-            front = parts[0]
-            if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
-                if self._expire_slide(front, gone):
-                    self._drop_answer()
-                if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
-                    if self._refill(front):
-                        self._drop_answer()
-                    self._meaningful_changed()
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
@@ -583,6 +580,25 @@ class SAPBase(OnePassStats, Algorithm):
             second = parts[1]
             if second.state == "forming" and parts[0].first <= gone:
                 self._form(second, -(-second.cursor // (parts[0].last - gone + 1)))
+
+    def _expire_quiet(self, gone: int) -> None:
+        """The expiry of a quiet slide (Algorithm 1 lines 1-6): slide ``gone`` of ``P_0`` leaves
+        (:meth:`_expire_slide`; ``P_0`` stays in the window, its last slide is an event), then
+        :meth:`_refill` if ``M_0`` had entries; the answer is dropped when ``C`` changed.  The
+        quiet call's expiry keys of ``C`` and ``M_0`` follow (``O(1)`` plus the expiry's work)."""
+        parts = self._parts
+        if parts:
+            front = parts[0]
+            if front.first <= gone:
+                if self._expire_slide(front, gone):
+                    self._drop_answer()
+                if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
+                    if self._refill(front):
+                        self._drop_answer()
+                    self._meaningful_changed()
+        ints, M = self._quiet_ints, self._M
+        ints[kernels.QUIET_C_OLDEST] = self._C.oldest
+        ints[kernels.QUIET_M_NEXT] = M._next_expiry if M else NO_EXPIRY
 
     def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top | None) -> bool:
         """:func:`engine.kernels.sap.quiet_slide` into the new ``top``, or
