@@ -8,7 +8,7 @@ a *top* is such a set of columns ranked best first by the total order ``(score, 
   :func:`merge_ranked`, :func:`count_ranked_above`.
 * The candidate set ``C`` (Section 3.1): :func:`refine` (the one-pass merge with dominance
   counters), :func:`dominators` and :func:`insert_ranked` (objects promoted from ``M_0``),
-  :func:`count_expired` / :func:`keep_alive` (expiry).
+  :func:`expire_members` (expiry).
 * The S-AVL (Section 5.1): :func:`offer_slides` picks the objects of a run of raw slides a
   scan offers (global pruning, Appendix C; :func:`scan_rows` per slide), :func:`savl_scan`
   builds stacks newest first over a sorted array of stack tops (binary search, ``O(log k)``
@@ -152,25 +152,26 @@ def count_at_least(scores, value):
 
 # ----------------------------------------------------------------- the candidate set C
 @njit(cache=True)
-def count_expired(keys, bound):
-    """How many expiry keys (seq or t) are below ``bound`` (``O(|C|)``)."""
-    count = 0
-    for i in range(len(keys)):
-        if keys[i] < bound:
-            count += 1
-    return count
-
-
-@njit(cache=True)
-def keep_alive(keys, bound):
-    """Indices of the members whose expiry key is at least ``bound``, in order."""
-    rows = np.empty(len(keys), np.int64)
+def expire_members(score, seq, ids, t, count, part, keys, bound, none):
+    """``C`` without the members whose expiry key (``keys``: seq or t) is below ``bound``: the
+    kept members' six columns, in order, and their lowest key (``none`` if no member is kept),
+    in one pass and one copy (``O(|C|)``)."""
     n = 0
     for i in range(len(keys)):
         if keys[i] >= bound:
-            rows[n] = i
             n += 1
-    return rows[:n]
+    out_score, out_seq, out_id, out_t = np.empty(n, np.float64), np.empty(n, np.int64), np.empty(n, np.int64), \
+        np.empty(n, np.int64)
+    out_count, out_part = np.empty(n, np.int64), np.empty(n, np.int64)
+    oldest = none
+    j = 0
+    for i in range(len(keys)):
+        if keys[i] >= bound:
+            out_score[j], out_seq[j], out_id[j], out_t[j] = score[i], seq[i], ids[i], t[i]
+            out_count[j], out_part[j] = count[i], part[i]
+            oldest = min(oldest, keys[i])
+            j += 1
+    return out_score, out_seq, out_id, out_t, out_count, out_part, oldest
 
 
 @njit(cache=True)
@@ -548,16 +549,19 @@ algorithm last read them."""
 QUIET_TAU, QUIET_KTH_SCORE, QUIET_WEIGHTS = range(3)
 QUIET_FLOATS = 2
 """The float cells of a quiet slide's state (``floats``): TBUI's ``tau``, the previous answer's
-last score; then (:func:`quiet_slide_raw`) the query's weights from ``QUIET_WEIGHTS`` on.
+last score; then (:func:`quiet_slide_raw`) the query's weights from ``QUIET_WEIGHTS`` on, and
+after them TBUI's ``U^tau`` (its first ``QUIET_N`` cells; the rest is its room).
 :func:`quiet_slide_raw` reads them as the float64 view of ``ints`` after its
 :data:`QUIET_INTS` cells (one array argument fewer): the algorithm keeps ``floats`` as that view."""
 
-QUIET_DONE, QUIET_DROPPED, QUIET_SLOW = range(3)
+QUIET_DONE, QUIET_DROPPED, QUIET_SLOW, QUIET_EXPIRES = range(4)
 QUIET_CODES = 4
 """What :func:`quiet_slide_raw` did: the slide, and the answer stands; the slide, and the
 answer must be made again; nothing but perhaps the expired raw slide's drop (the
-interpreter's quiet step must take the slide).  It returns the code plus ``QUIET_CODES``
-times the raw objects the ring gained (negative when it lost more than it gained)."""
+interpreter's quiet step must take the slide); nothing, because the expiry bound reaches
+``C`` or ``M_0`` (the interpreter expires the slide of ``P_0`` and calls again).  It returns
+the code plus ``QUIET_CODES`` times the raw objects the ring gained (negative when it lost more
+than it gained)."""
 
 
 @njit(cache=True, inline="always")
@@ -614,13 +618,26 @@ def quiet_slide_full(x, weights, seq, ids, t, rows, u_score, u_seq, u_id, u_t, a
 
 
 # ----------------------------------------------------------------- the raw slides' arena
-RAW_HEAD, RAW_TAIL, RAW_SLIDES, RAW_SIZE, RAW_OLDEST, RAW_NEWEST = range(6)
-RAW_META = 6
+RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
+"""A raw object: one record of the ring."""
+
+RAW_HEAD, RAW_TAIL, RAW_SLIDES, RAW_SIZE, RAW_OLDEST, RAW_NEWEST, RAW_SLOTS = range(7)
+RAW_META = 7
 """The cells of the raw slides' index (``cells``) before its slots: the next free row of the
 ring of rows, the first row of the oldest slide, how many slides and rows are kept, the oldest
-and newest slide kept.  Slot ``j`` (three cells from ``RAW_META + 3 j``: slide, first row,
-rows) holds the slides ``slide & (slots - 1) == j``, ``slots`` a power of two above the span
-from the oldest kept slide to the newest; a slot with no rows is free."""
+and newest slide kept, the number of slots.  Slot ``j`` (three cells from ``RAW_META + 3 j``:
+slide, first row, rows) holds the slides ``slide & (slots - 1) == j``, ``slots`` a power of two
+above the span from the oldest kept slide to the newest; a slot with no rows is free.  The
+index and the ring are one int64 array (``ring``): the index, then the ring's records (four
+cells each, the score's read as float64), so a call takes them as one argument
+(:func:`ring_parts`)."""
+
+
+@njit(cache=True, inline="always")
+def ring_parts(ring):
+    """The index and the records of the raw slides' array ``ring`` (views)."""
+    cells = ring[:RAW_META + 3 * ring[RAW_SLOTS]]
+    return cells, ring[len(cells):].view(RAW)
 
 
 @njit(cache=True, inline="always")
@@ -765,26 +782,27 @@ def raw_copy(rows, cells, new_rows, new_cells):
 
 
 @njit(cache=True, inline="always")
-def _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, above, ints,
-               grow):
+def _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, ints, grow):
     """:func:`quiet_slide_raw` (``grow`` False: the filling top is full and merged in place) and
     :func:`quiet_slide_raw_grow` (``grow``: merged with it into ``score, out_*``)."""
     floats = ints.view(np.float64)[QUIET_INTS:]
+    d = x.shape[1]
+    above = floats[QUIET_WEIGHTS + d:]
     m = len(seq)
     e = ints[QUIET_SLIDE] + 1
     gone = e - ints[QUIET_WINDOW]
     bound = gone * ints[QUIET_SLIDE_SIZE]
     chosen = min(ints[QUIET_K], m)
-    if ints[QUIET_BLOCKED] or bound > ints[QUIET_C_OLDEST] or bound > ints[QUIET_M_NEXT] \
-            or (ints[QUIET_OBSERVE] and ints[QUIET_N] + m > len(above)) \
+    if ints[QUIET_BLOCKED] or (ints[QUIET_OBSERVE] and ints[QUIET_N] + m > len(above)) \
             or (grow and len(score) != min(ints[QUIET_K], len(u_score) + chosen)):
         return QUIET_SLOW
+    if bound > ints[QUIET_C_OLDEST] or bound > ints[QUIET_M_NEXT]:
+        return QUIET_EXPIRES
     dropped = raw_drop(cells, gone)
     start = raw_reserve(len(raw), cells, e, chosen)
     if start < 0:
         return QUIET_SLOW - QUIET_CODES * dropped
     rows = raw[start:start + chosen]
-    d = x.shape[1]
     values = scores_of(x, floats[QUIET_WEIGHTS:QUIET_WEIGHTS + d])
     if grow:
         take_slide(values, seq, ids, t, chosen, rows, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t)
@@ -798,43 +816,53 @@ def _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out
     return (QUIET_DONE if stands else QUIET_DROPPED) + QUIET_CODES * (chosen - dropped)
 
 
+@njit(cache=True, inline="always")
+def top_columns(block):
+    """The four columns of a top kept as one ``(4, n)`` int64 array (score, as float64 bits;
+    seq; id; t), as views without a reference count (:func:`engine.kernels.views.unowned`)."""
+    return unowned(block[0].view(np.float64)), unowned(block[1]), unowned(block[2]), unowned(block[3])
+
+
 @njit(cache=True)
-def quiet_slide_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, above, ints):
+def quiet_slide_raw(x, seq, ids, t, ring, unit, ints):
     """A quiet slide whole, in one call: what the interpreter's quiet step does when nothing
     but the slide's arrival and the expiry of one raw slide happens, the filling unit's top full.
 
     Nothing is done (returns ``QUIET_SLOW``) when ``ints`` says the slide is ``blocked`` (an
-    S-AVL is forming, the open tops are cached), when the expiry bound reaches ``C`` or ``M_0``
-    (``QUIET_C_OLDEST``, ``QUIET_M_NEXT``), when ``U^tau`` has no room for the slide, or when the
-    raw slides' ring has none for its best ``k`` (the expired slide is dropped first).
-    Otherwise: the expired slide leaves the ring (:func:`raw_drop`), the slide's best ``k`` go
-    to the ring (:func:`raw_reserve`), are merged into the filling unit's full top
-    (:func:`merge_into_full_top`) and observed (:func:`tbui_observe`), the filling unit's counts
-    in ``ints`` move, and the answer's verdict is returned (``QUIET_DONE`` or
-    ``QUIET_DROPPED``), plus ``QUIET_CODES`` times the raw objects gained.  ``floats`` is the
-    float64 view of ``ints`` after its ``QUIET_INTS`` cells; the scores use the weights there
-    from ``QUIET_WEIGHTS``.  ``O(m (d + log k) + |U^tau|)``; the arrays bound as in
-    :func:`quiet_slide`."""
-    x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
-    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
-    above, ints = unowned(above), unowned(ints)
-    return _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, u_score, u_seq, u_id, u_t, above,
-                      ints, False)
+    S-AVL is forming, the open tops are cached), when ``U^tau`` has no room for the slide, or
+    when the raw slides' ring has none for its best ``k`` (the expired slide is dropped first);
+    nothing either (returns ``QUIET_EXPIRES``) when the expiry bound reaches ``C`` or ``M_0``
+    (``QUIET_C_OLDEST``, ``QUIET_M_NEXT``).
+    Otherwise: the expired slide leaves the ring (:func:`raw_drop`; the ring and its index are
+    the one array ``ring``, :func:`ring_parts`), the slide's best ``k`` go
+    to the ring (:func:`raw_reserve`), are merged into the filling unit's full top ``unit`` (its
+    four columns as one array, :func:`top_columns`; :func:`merge_into_full_top`) and observed
+    (:func:`tbui_observe`), the filling unit's counts in ``ints`` move, and the answer's verdict
+    is returned (``QUIET_DONE`` or ``QUIET_DROPPED``), plus ``QUIET_CODES`` times the raw objects
+    gained.  ``floats`` is the float64 view of ``ints`` after its ``QUIET_INTS`` cells; the
+    scores use the weights there from ``QUIET_WEIGHTS``, and ``U^tau`` is the rest of it.  ``O(m (d + log k) + |U^tau|)``; the
+    arrays bound as in :func:`quiet_slide`.  Every array argument costs the call its typing and
+    unboxing (about 0.15 us each, more for a record array): hence one array for the ring and its
+    index, one per top, and the scalars and ``U^tau`` in ``ints``."""
+    x, seq, ids, t = unowned(x), unowned(seq), unowned(ids), unowned(t)
+    cells, raw = ring_parts(unowned(ring))
+    u_score, u_seq, u_id, u_t = top_columns(unowned(unit))
+    return _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, u_score, u_seq, u_id, u_t,
+                      unowned(ints), False)
 
 
 @njit(cache=True)
-def quiet_slide_raw_grow(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
-                         above, ints):
-    """:func:`quiet_slide_raw` while the filling unit's top ``u_*`` holds fewer than ``k``
+def quiet_slide_raw_grow(x, seq, ids, t, ring, unit, out, ints):
+    """:func:`quiet_slide_raw` while the filling unit's top ``unit`` holds fewer than ``k``
     objects: the slide's best objects and it are merged (:func:`take_slide`) into the new top
-    ``score, out_*`` the caller made, which must hold ``min(k, |u| + min(k, m))`` objects (else
-    ``QUIET_SLOW``, nothing done)."""
-    x, seq, ids, t, raw, cells = unowned(x), unowned(seq), unowned(ids), unowned(t), unowned(raw), unowned(cells)
-    u_score, u_seq, u_id, u_t = unowned(u_score), unowned(u_seq), unowned(u_id), unowned(u_t)
-    score, out_seq, out_id, out_t = unowned(score), unowned(out_seq), unowned(out_id), unowned(out_t)
-    above, ints = unowned(above), unowned(ints)
-    return _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t, above,
-                      ints, True)
+    ``out`` the caller made (one ``(4, n)`` array too), which must hold ``min(k, |unit| +
+    min(k, m))`` objects (else ``QUIET_SLOW``, nothing done)."""
+    x, seq, ids, t = unowned(x), unowned(seq), unowned(ids), unowned(t)
+    cells, raw = ring_parts(unowned(ring))
+    u_score, u_seq, u_id, u_t = top_columns(unowned(unit))
+    score, out_seq, out_id, out_t = top_columns(unowned(out))
+    return _quiet_raw(x, seq, ids, t, raw, cells, u_score, u_seq, u_id, u_t, score, out_seq, out_id, out_t,
+                      unowned(ints), True)
 
 
 # ----------------------------------------------------------------- partitioning (Section 4.2)

@@ -12,6 +12,7 @@ from bisect import bisect_left, insort
 import numpy as np
 import pytest
 
+from engine.algorithms.sap.candidates import packed_top
 from engine.algorithms.sap.savl import MeaningfulSet, StackBuilder
 from engine.kernels import sap as kernels
 from engine.ranking import score
@@ -80,15 +81,19 @@ def test_merge_ranked_keeps_the_best_k_of_both(seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_counts_above_a_key_and_below_a_bound(seed):
+def test_counts_above_a_key_and_the_members_a_bound_keeps(seed):
     rng = np.random.default_rng(seed)
     score, seq, _, t = objects(rng, int(rng.integers(0, 30)))
     key = (float(rng.integers(0, 5)), int(rng.integers(0, 30)))
     assert kernels.count_ranked_above(score, seq, *key) == sum((s, q) > key for s, q in zip(score, seq))
     assert kernels.count_at_least(score, key[0]) == sum(s >= key[0] for s in score)
     bound = int(rng.integers(0, 12))
-    assert kernels.count_expired(t, bound) == sum(v < bound for v in t)
-    assert kernels.keep_alive(t, bound).tolist() == [i for i, v in enumerate(t) if v >= bound]
+    count, part = rng.integers(0, 5, len(t)), rng.integers(0, 3, len(t))
+    members = list(zip(score.tolist(), seq.tolist(), seq.tolist(), t.tolist(), count.tolist(), part.tolist()))
+    *kept, oldest = kernels.expire_members(score, seq, seq, t, count, part, t, bound, 2 ** 62)
+    expected = [row for row in members if row[3] >= bound]
+    assert list(zip(*(column.tolist() for column in kept))) == expected
+    assert oldest == min((row[3] for row in expected), default=2 ** 62)
 
 
 def reference_refine(members, new, serial, k):
@@ -397,9 +402,9 @@ def test_quiet_slide_raw_drops_the_expired_raw_slide_and_takes_the_slide_into_th
     """The whole quiet slide in one call: the raw slide ``W`` slides old leaves the ring, the
     slide's best ``k`` enter it (ring and index checked, a rebuild forced when it has no room),
     the filling top becomes the best ``k`` of both (in place when full, into the new top when
-    growing), the returned code carries the raw objects gained; a blocked slide, a bound that
-    reaches ``C`` and a new top of the wrong size are declined with nothing done; and no
-    argument's reference count moves."""
+    growing; each top one ``(4, n)`` array), the returned code carries the raw objects gained; a
+    blocked slide, a bound that reaches ``C`` or ``M_0`` (``QUIET_EXPIRES``) and a new top of the
+    wrong size are declined with nothing done; and no argument's reference count moves."""
     import sys
 
     from engine.algorithms.sap.raw import RawSlides
@@ -409,9 +414,12 @@ def test_quiet_slide_raw_drops_the_expired_raw_slide_and_takes_the_slide_into_th
     held = int(rng.integers(0, k)) if grow else k
     unit_rows = ranked(rng.integers(-4, 12, held).astype(np.float64), np.arange(300, 300 + held),
                        np.arange(1300, 1300 + held), np.arange(100, 100 + held))
-    unit = columns(unit_rows) if held else (np.empty(0), *(np.empty(0, np.int64) for _ in range(3)))
+    unit = packed_top(held)  # the filling top: its columns are the rows of one array
+    for column, values in zip(unit, columns(unit_rows) if held else unit):
+        column[:] = values
     size = min(k, held + min(k, m))
-    top = (np.empty(size), *(np.empty(size, np.int64) for _ in range(3))) if grow else ()
+    top = packed_top(size) if grow else ()
+    blocks = (unit[1].base, top[1].base) if grow else (unit[1].base,)
     window = 4
     raw = RawSlides()
     old = ranked(*objects(rng, 3, start=10))
@@ -420,30 +428,31 @@ def test_quiet_slide_raw_drops_the_expired_raw_slide_and_takes_the_slide_into_th
     if crowded:
         second = ranked(*objects(rng, 12, start=20))
         raw.reserve(2, 12)[0][:] = second
-    ints = np.zeros(kernels.QUIET_INTS + kernels.QUIET_WEIGHTS + len(weights), np.int64)
+    ints = np.zeros(kernels.QUIET_INTS + kernels.QUIET_WEIGHTS + len(weights) + 100, np.int64)  # U^tau's room last
     floats = ints.view(np.float64)[kernels.QUIET_INTS:]
-    floats[kernels.QUIET_WEIGHTS:] = weights
+    floats[kernels.QUIET_WEIGHTS:kernels.QUIET_WEIGHTS + len(weights)] = weights
     for cell, value in ((kernels.QUIET_K, k), (kernels.QUIET_SLIDE, window), (kernels.QUIET_WINDOW, window),
                         (kernels.QUIET_SLIDE_SIZE, 1), (kernels.QUIET_C_OLDEST, 2 ** 62),
                         (kernels.QUIET_M_NEXT, 2 ** 63 - 1), (kernels.QUIET_ZETA, 2), (kernels.QUIET_LIMIT, 4)):
         ints[cell] = value
-    above = np.empty(100)
     step = kernels.quiet_slide_raw_grow if grow else kernels.quiet_slide_raw
 
     def call():
-        return step(x, seq, ids, t, raw.rows, raw.cells, *unit, *top, above, ints)
+        return step(x, seq, ids, t, raw.ring, *blocks, ints)
 
-    for cell, value in ((kernels.QUIET_BLOCKED, 1), (kernels.QUIET_C_OLDEST, 0)):
+    for cell, value, code in ((kernels.QUIET_BLOCKED, 1, kernels.QUIET_SLOW),
+                              (kernels.QUIET_C_OLDEST, 0, kernels.QUIET_EXPIRES),
+                              (kernels.QUIET_M_NEXT, 0, kernels.QUIET_EXPIRES)):
         saved, state = ints[cell], ints.copy()
         ints[cell] = value
-        assert call() == kernels.QUIET_SLOW
+        assert call() == code
         ints[cell] = saved
         assert np.array_equal(ints, state) and raw.get(1).tolist() == old
     if grow:
-        wrong = (np.empty(size + 1), *(np.empty(size + 1, np.int64) for _ in range(3)))
-        assert kernels.quiet_slide_raw_grow(x, seq, ids, t, raw.rows, raw.cells, *unit, *wrong, above, ints) \
+        wrong = np.empty((4, size + 1), np.int64)
+        assert kernels.quiet_slide_raw_grow(x, seq, ids, t, raw.ring, blocks[0], wrong, ints) \
             == kernels.QUIET_SLOW
-    arrays = (x, seq, ids, t, raw.rows, raw.cells, *unit, *top, above, ints)
+    arrays = (x, seq, ids, t, raw.ring, *blocks, ints)
     counts = [sys.getrefcount(array) for array in arrays]
     done = call()
     assert [sys.getrefcount(array) for array in arrays] == counts

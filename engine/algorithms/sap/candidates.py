@@ -21,6 +21,26 @@ def empty_top(n: int = 0) -> Top:
     return (np.empty(n, np.float64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
 
 
+def packed_top(n: int) -> Top:
+    """A top of ``n`` uninitialised rows whose four columns are views of one ``(4, n)`` int64
+    array (:func:`block_top`): the filling unit's top, which the quiet slide's call takes as one
+    argument (:func:`engine.kernels.sap.quiet_slide_raw`)."""
+    return block_top(np.empty((4, n), np.int64))
+
+
+def block_top(block: np.ndarray) -> Top:
+    """The top whose columns are the rows of ``block`` (the first read as float64 scores)."""
+    return (block[0].view(np.float64), block[1], block[2], block[3])
+
+
+def top_block(top: Top) -> np.ndarray | None:
+    """The ``(4, n)`` array whose rows the columns of ``top`` are (:func:`packed_top`), or None."""
+    block = top[1].base
+    if block is None or block.ndim != 2 or block.shape != (4, len(top[1])):
+        return None
+    return block if top[0].base is block and top[2].base is block and top[3].base is block else None
+
+
 def empty_columns(n: int) -> tuple:
     """The six columns of ``C`` for ``n`` rows, uninitialised."""
     return (*empty_top(n), np.empty(n, np.int64), np.empty(n, np.int64))
@@ -108,14 +128,11 @@ class CandidateSet:
         ``bound`` has not passed the oldest member's key, ``O(|C|)`` when it has."""
         if bound <= self.oldest:
             return 0
-        keys = self.keys()
-        gone = int(kernels.count_expired(keys, bound))
-        if gone:
-            keep = kernels.keep_alive(keys, bound)
-            self._set(tuple(column[keep] for column in self.columns))
-            keys = self.keys()
-        self.oldest = int(keys.min()) if len(keys) else NO_KEY
-        return gone
+        members = len(self.score)
+        *columns, oldest = kernels.expire_members(*self.columns, self.keys(), bound, NO_KEY)
+        self._set(columns)
+        self.oldest = int(oldest)
+        return members - len(self.score)
 
     def dominators(self, values: np.ndarray, part: int) -> np.ndarray:
         """For objects of partition ``part`` (older than every other member), scores given best

@@ -23,7 +23,7 @@ from ...jsondata import floats_in, floats_out, ints_in
 from ...ranking import Answer, score
 from ...stream import Batch
 from ...kernels import sap as kernels
-from .candidates import CandidateSet, Top, empty_top, merge_tops
+from .candidates import CandidateSet, Top, block_top, empty_top, merge_tops, packed_top, top_block
 from .raw import RAW, RawSlides
 from .savl import NO_EXPIRY, MeaningfulSet, StackBuilder
 
@@ -80,13 +80,11 @@ STATS = ("candidates", "retained", "bytes", "measured_bytes", "partitions", "mea
 """The keys of ``stats``, in order."""
 
 quiet_slide_raw, quiet_slide_raw_grow = kernels.quiet_slide_raw, kernels.quiet_slide_raw_grow
-QUIET_SLOW, QUIET_DROPPED, QUIET_CODES = kernels.QUIET_SLOW, kernels.QUIET_DROPPED, kernels.QUIET_CODES
+QUIET_SLOW, QUIET_DROPPED, QUIET_EXPIRES, QUIET_CODES = (kernels.QUIET_SLOW, kernels.QUIET_DROPPED,
+                                                         kernels.QUIET_EXPIRES, kernels.QUIET_CODES)
 
 F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
 """The columns' dtypes, as instances (``np.empty`` converts a scalar type on every call)."""
-
-new_array = np.empty
-
 
 def quiet_step(unit_top: Top, top: Top | None):
     """The quiet-slide kernel and its top arrays: :func:`engine.kernels.sap.quiet_slide_full`
@@ -158,7 +156,7 @@ class Unit:
         self.first = first
         self.slides = 0
         self.objects = 0
-        self.top: Top = empty_top()
+        self.top: Top = packed_top(0)  # the filling unit's top is one array (see _arm_quiet) until it is finished
         self.kind: str | None = None
         self.tau_min = math.inf
         self.theta: tuple | None = None
@@ -318,6 +316,20 @@ def _top_bytes(top: Top) -> int:
     return TOP_ARRAYS + len(top[0]) * RAW_ROW
 
 
+def _filling_top_bytes(top: Top) -> int:
+    """Real bytes of the filling unit's top: four views of one array (:func:`packed_top`), whose
+    header is one more (``O(1)``)."""
+    return _top_bytes(top) + FIXED["array"]
+
+
+def _packed(top: Top) -> Top:
+    """A copy of ``top`` as four views of one array (:func:`packed_top`), ``O(k)``."""
+    packed = packed_top(len(top[0]))
+    for mine, theirs in zip(packed, top):
+        mine[:] = theirs
+    return packed
+
+
 class SAPBase(OnePassStats, Algorithm):
     """The SAP framework (Algorithm 1 per slide); subclasses choose the partitioning.
 
@@ -412,23 +424,27 @@ class SAPBase(OnePassStats, Algorithm):
         A quiet slide (the next slide, before :attr:`_quiet_until`, with objects) is one call
         of :func:`engine.kernels.sap.quiet_slide_raw` when nothing but its arrival and the
         expiry of one raw slide happens in it (:meth:`_arm_quiet` tells the kernel when
-        something else may), else :meth:`_quiet_step`; any other slide goes through every step
-        of Algorithm 1 (:meth:`_step`).
+        something else may); when a slide of ``P_0`` leaves ``C`` or ``M_0`` as well, that
+        expiry (:meth:`_expire_quiet`) and the call; else :meth:`_quiet_step`.  Any other slide
+        goes through every step of Algorithm 1 (:meth:`_step`).
         """
         e = batch.end // self._s
         if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
             args = self._quiet_args
             if args is not None:
                 grows = self._quiet_grows
-                done = (quiet_slide_raw_grow if grows else quiet_slide_raw)(batch.x, batch.seq, batch.ids, batch.t,
-                                                                             *args)
+                step = quiet_slide_raw_grow if grows else quiet_slide_raw
+                done = step(batch.x, batch.seq, batch.ids, batch.t, *args)
+                if done == QUIET_EXPIRES:  # a slide of P_0 leaves C or M_0: expired here, then the call again
+                    self._expire_quiet(e - self._W)
+                    done = step(batch.x, batch.seq, batch.ids, batch.t, *args)
                 events = self._events
                 gained = done // QUIET_CODES  # raw objects: the slide's best k less the expired slide's
                 if gained:
                     events["retained"] += gained
                     events["bytes"] += RAW_OBJECT_MODEL * gained
                 done %= QUIET_CODES
-                if done != QUIET_SLOW:
+                if done < QUIET_SLOW:
                     m = len(batch.ids)
                     events["arrivals"] += m
                     if m > self._k:
@@ -437,7 +453,7 @@ class SAPBase(OnePassStats, Algorithm):
                     if done == QUIET_DROPPED:
                         self._drop_answer()
                     if grows:
-                        self._filling.top = args[6:10]
+                        self._filling.top = block_top(args[2])
                         self._tally_open()
                         self._arm_quiet()
                     return
@@ -467,11 +483,11 @@ class SAPBase(OnePassStats, Algorithm):
     def _arm_quiet(self) -> None:
         """Tell :func:`engine.kernels.sap.quiet_slide_raw` what it reads (``O(1)``), after every
         slide the interpreter takes: the slide, the lowest expiry keys of ``C`` and ``M_0``,
-        its arrays (the ring and index of the raw slides, the filling unit's top, ``U^tau``), and
-        whether a quiet slide needs the interpreter whatever its arrival (then there are no
-        arrays, and no call): when an S-AVL is forming (a share of it is built on every slide)
-        or the open tops are cached (the cache must go).  While the filling unit's top is not
-        full, the arrays include its next top, made here, for
+        its arrays (the ring and index of the raw slides, the filling unit's top as one array,
+        ``U^tau``), and whether a quiet slide needs the interpreter whatever its arrival (then
+        there are no arrays, and no call): when an S-AVL is forming (a share of it is built on
+        every slide) or the open tops are cached (the cache must go).  While the filling unit's
+        top is not full, the arrays include its next top, made here, for
         :func:`engine.kernels.sap.quiet_slide_raw_grow`."""
         ints, filling, parts, raw, M = self._quiet_ints, self._filling, self._parts, self._raw, self._M
         blocked = (filling is None or self._open_cache is not None or self._cache_bytes != 0
@@ -484,15 +500,27 @@ class SAPBase(OnePassStats, Algorithm):
         self._quiet_grows = held < self._k
         if blocked:
             self._quiet_args = None
-        elif self._quiet_grows:  # sized for a slide of s objects (a count window's): another is declined
-            self._quiet_args = (raw.rows, raw.cells, *filling.top, *empty_top(min(self._k, held + min(self._k, self._s))),
-                                self._quiet_above(), ints)
+            return
+        block = filling.top[1].base  # the filling unit's top is one array (_packed)
+        if self._quiet_grows:  # sized for a slide of s objects (a count window's): another is declined
+            following = np.empty((4, min(self._k, held + min(self._k, self._s))), I64)
+            self._quiet_args = (raw.ring, block, following, ints)
         else:
-            self._quiet_args = (raw.rows, raw.cells, *filling.top, self._quiet_above(), ints)
+            self._quiet_args = (raw.ring, block, ints)
 
-    def _quiet_above(self) -> np.ndarray:
-        """``U^tau``'s array for the quiet slide (none without TBUI)."""
-        return NO_ABOVE
+    def _quiet_room(self, capacity: int) -> np.ndarray:
+        """The quiet slide's state with room for ``capacity`` floats after the weights (``U^tau``,
+        which :func:`engine.kernels.sap.quiet_slide_raw` reads there): a new array when it has
+        less, its cells and floats copied (``O(capacity)``); returns the view of that room.  The
+        call's arguments are armed again after the slide (:meth:`_arm_quiet`)."""
+        ints = self._quiet_ints
+        cells = kernels.QUIET_INTS + kernels.QUIET_WEIGHTS + len(self._weights)
+        if len(ints) < cells + capacity:
+            ints = np.empty(cells + capacity, I64)
+            ints[:len(self._quiet_ints)] = self._quiet_ints
+            self._quiet_ints = ints
+            self._quiet_floats = ints.view(F64)[kernels.QUIET_INTS:]
+        return self._quiet_floats[kernels.QUIET_WEIGHTS + len(self._weights):]
 
     def _fold_quiet(self) -> None:
         """The filling unit's slides and objects that :func:`engine.kernels.sap.quiet_slide_raw`
@@ -549,16 +577,8 @@ class SAPBase(OnePassStats, Algorithm):
         if self._cache_bytes:
             self._set_cache_bytes(0)
         gone = e - self._W
+        self._expire_quiet(gone)
         parts = self._parts
-        if parts:
-            front = parts[0]
-            if front.first <= gone:  # P_0 stays in the window (its last slide is an event)
-                if self._expire_slide(front, gone):
-                    self._drop_answer()
-                if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
-                    if self._refill(front):
-                        self._drop_answer()
-                    self._meaningful_changed()
         m, k = len(batch.ids), self._k
         unit = self._filling
         unit.slides += 1
@@ -569,8 +589,7 @@ class SAPBase(OnePassStats, Algorithm):
         if held == k:  # the top stays k objects: merged in place (nothing else holds the filling unit's top)
             top = None
         else:
-            size = min(k, chosen + held)
-            top = (new_array(size, F64), new_array(size, I64), new_array(size, I64), new_array(size, I64))
+            top = packed_top(min(k, chosen + held))
         if not self._quiet_kernel(batch, rows, unit_top, top):
             self._drop_answer()
         if top is not None:
@@ -583,6 +602,25 @@ class SAPBase(OnePassStats, Algorithm):
             second = parts[1]
             if second.state == "forming" and parts[0].first <= gone:
                 self._form(second, -(-second.cursor // (parts[0].last - gone + 1)))
+
+    def _expire_quiet(self, gone: int) -> None:
+        """The expiry of a quiet slide (Algorithm 1 lines 1-6): slide ``gone`` of ``P_0`` leaves
+        (:meth:`_expire_slide`; ``P_0`` stays in the window, its last slide is an event), then
+        :meth:`_refill` if ``M_0`` had entries; the answer is dropped when ``C`` changed.  The
+        quiet call's expiry keys of ``C`` and ``M_0`` follow (``O(1)`` plus the expiry's work)."""
+        parts = self._parts
+        if parts:
+            front = parts[0]
+            if front.first <= gone:
+                if self._expire_slide(front, gone):
+                    self._drop_answer()
+                if self._m_figures[1]:  # M_0 had entries at the slide's start: they may change
+                    if self._refill(front):
+                        self._drop_answer()
+                    self._meaningful_changed()
+        ints, M = self._quiet_ints, self._M
+        ints[kernels.QUIET_C_OLDEST] = self._C.oldest
+        ints[kernels.QUIET_M_NEXT] = M._next_expiry if M else NO_EXPIRY
 
     def _quiet_kernel(self, batch: Batch, rows: np.ndarray, unit_top: Top, top: Top | None) -> bool:
         """:func:`engine.kernels.sap.quiet_slide` into the new ``top``, or
@@ -682,7 +720,7 @@ class SAPBase(OnePassStats, Algorithm):
         if m:
             chosen, held = min(k, m), len(unit.top[0])
             rows = self._reserve_raw(e, chosen)
-            top = empty_top(min(k, chosen + held))
+            top = packed_top(min(k, chosen + held))
             self._take_slide(values, arrivals, rows, unit.top, top)
             events = self._events
             events["arrivals"] += m
@@ -692,6 +730,7 @@ class SAPBase(OnePassStats, Algorithm):
         else:
             self._observe(values)
         if unit.slides == self._unit_slides:
+            unit.top = tuple(column.copy() for column in unit.top)  # only the filling unit's top is one array
             self._filling = None
             self._units += 1
             self._held(UNIT_WORDS, FIXED_UNIT)
@@ -709,7 +748,7 @@ class SAPBase(OnePassStats, Algorithm):
         size, measured = len(opened[0]), self._open_top_bytes()
         if filling is not None:
             size += len(filling.top[0])
-            measured += FIXED_UNIT + _top_bytes(filling.top)
+            measured += FIXED_UNIT + _filling_top_bytes(filling.top)
         events = self._events
         events["candidates"] += size - self._open_size
         events["bytes"] += WORD * OPEN_OBJECT_WORDS * (size - self._open_size)
@@ -1138,14 +1177,14 @@ class SAPBase(OnePassStats, Algorithm):
             if part.running is not None:
                 running_bytes += _top_bytes(part.running)
         M = self._M
-        raw = (RAW_SLIDES, {"object": self._raw.size}, self._raw.nbytes(), (self._raw, self._raw.rows, self._raw.cells))
+        raw = (RAW_SLIDES, {"object": self._raw.size}, self._raw.nbytes(), (self._raw, self._raw.ring, self._raw.rows, self._raw.cells))
         candidates = (CANDIDATES, {"candidate": len(self._C)},
                       FIXED["candidate set"] + 6 * FIXED["array"] + len(self._C) * CandidateSet.ROW_BYTES, (self._C,))
         answer = self._answer
         open_top, cache, filling = self._open_top, self._open_cache, self._filling
         tops_bytes = self._open_top_bytes()
         if filling is not None:
-            tops_bytes += FIXED["unit"] + _top_bytes(filling.top)
+            tops_bytes += FIXED["unit"] + _filling_top_bytes(filling.top)
         if cache is not None and cache is not open_top and (filling is None or cache is not filling.top) \
                 and all(cache is not part.running for part in self._parts):
             tops_bytes += _top_bytes(cache)
@@ -1208,6 +1247,8 @@ class SAPBase(OnePassStats, Algorithm):
         self._open_top = _top_in(data["open_top"])
         _share_unit_top(self._open, self._open_top)
         self._filling = None if data["filling"] is None else Unit.from_json(data["filling"])
+        if self._filling is not None:
+            self._filling.top = _packed(self._filling.top)
         self._M.absorb([[_entry_in(e) for e in stack] for stack in data["meaningful"]])
         if "meaningful_layout" in data:
             self._M.lay_out(data["meaningful_layout"])
@@ -1298,10 +1339,10 @@ class SAPBase(OnePassStats, Algorithm):
         assert ints[kernels.QUIET_M_NEXT] == (self._M._next_expiry if self._M else NO_EXPIRY), "its next key of M_0"
         assert (args is None) == bool(ints[kernels.QUIET_BLOCKED]), "the quiet slide's arrays when it may run"
         if args is not None:
-            assert args[0] is self._raw.rows and args[1] is self._raw.cells, "the quiet slide's raw slides"
-            assert all(a is b for a, b in zip(args[2:6], filling.top)), "the quiet slide's filling top"
-            assert self._quiet_grows == (len(filling.top[0]) < k) and len(args) == (12 if self._quiet_grows else 8)
-            assert args[-2] is self._quiet_above() and args[-1] is ints
+            assert args[0] is self._raw.ring, "the quiet slide's raw slides"
+            assert args[1] is filling.top[1].base, "the quiet slide's filling top"
+            assert self._quiet_grows == (len(filling.top[0]) < k) and len(args) == (4 if self._quiet_grows else 3)
+            assert args[-1] is ints
         counts = self._aggregates()
         assert all(getattr(self, name) == value for name, value in counts.items() if name.startswith("_")), \
             "stats counters"
@@ -1326,6 +1367,10 @@ class SAPBase(OnePassStats, Algorithm):
                 expected = merge_tops(expected, empty_top() if rows is None else _columns(rows), k)
             assert np.array_equal(expected[1], u.top[1]) and np.array_equal(expected[0], u.top[0]), \
                 "a unit's top k disagrees with its slides"
+        assert filling is None or top_block(filling.top) is not None, "the filling unit's top is not one array"
+        assert all(top_block(u.top) is None for u in [u for p in parts for u in p.units] + self._open
+                   if u.top is not None), \
+            "a finished unit's top is a view of one array"
         if self._open:
             expected = empty_top()
             for u in self._open:

@@ -109,8 +109,8 @@ class SAP(SAPDynamic):
         quiet[kernels.QUIET_OBSERVE] = True
         self._tau = -math.inf
         self._initialising = True
-        self._above = np.empty(0, np.float64)  # U^tau: the first _above_n entries
-        self._variant_bytes = sys.getsizeof(self._above)  # kept at reallocation
+        self._above = self._quiet_room(0)  # U^tau: the first _above_n entries, in the quiet slide's state
+        self._variant_bytes = sys.getsizeof(self._quiet_ints)  # kept at reallocation
         self._above_n = 0
         self._previous: Unit | None = None
 
@@ -135,10 +135,8 @@ class SAP(SAPDynamic):
         """Room in ``U^tau`` for ``more`` scores (capacity doubled, ``O(|U^tau|)`` amortised)."""
         needed = self._above_n + more
         if needed > len(self._above):
-            grown = np.empty(max(needed, 2 * len(self._above), 64), np.float64)
-            grown[:self._above_n] = self._above[:self._above_n]
-            self._above = grown
-            self._variant_resized(sys.getsizeof(grown))
+            self._above = self._quiet_room(max(needed, 2 * len(self._above), 64))
+            self._variant_resized(sys.getsizeof(self._quiet_ints))
 
     def _quiet_kernel(self, batch, rows, unit_top, top) -> bool:
         """:func:`engine.kernels.sap.quiet_slide` (or ``quiet_slide_full``, in place, when
@@ -149,9 +147,6 @@ class SAP(SAPDynamic):
         step, tops = quiet_step(unit_top, top)
         return step(batch.x, self._weights, batch.seq, batch.ids, batch.t, rows, *tops, self._above, self._quiet_ints,
                     self._quiet_floats)
-
-    def _quiet_above(self) -> np.ndarray:
-        return self._above
 
     def _classify(self, unit: Unit) -> None:
         """Algorithm 2 lines 10-16 at the end of a unit."""
@@ -266,9 +261,9 @@ class SAP(SAPDynamic):
         self._initialising = bool(data["initialising"])
         above = floats_in(data["above"])
         capacity = saved_capacity(data, "above_capacity", len(above)) if "above_capacity" in data else len(above)
-        self._above = np.empty(capacity, np.float64)
+        self._above = self._quiet_room(capacity)
         self._above[:len(above)] = above
-        self._variant_resized(sys.getsizeof(self._above))
+        self._variant_resized(sys.getsizeof(self._quiet_ints))
         self._above_n = len(above)
         units = [u for p in self._parts for u in p.units] + self._open
         self._previous = units[-1] if units else None

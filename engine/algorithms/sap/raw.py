@@ -9,8 +9,7 @@ import numpy as np
 
 from ...kernels import sap as kernels
 
-RAW = np.dtype([("score", np.float64), ("seq", np.int64), ("id", np.int64), ("t", np.int64)])
-"""A raw object: one record of the ring."""
+RAW = kernels.RAW
 
 MIN_ROWS, MIN_SLOTS = 16, 8
 """The smallest ring and index a rebuild makes."""
@@ -26,7 +25,8 @@ def _power_of_two(n: int) -> int:
 class RawSlides:
     """The raw slides kept, oldest to newest: ``rows``, a ring of :data:`RAW` records in which
     each slide's rows are consecutive, best first, and ``cells``, the index
-    (:data:`engine.kernels.sap.RAW_META` and the slots).
+    (:data:`engine.kernels.sap.RAW_META` and the slots): two views of one int64 array ``ring``,
+    the index first (what :func:`engine.kernels.sap.quiet_slide_raw` takes).
 
     A slide is added after the newest rows (:meth:`reserve`, or :func:`engine.kernels.sap.quiet_slide_raw`
     in a quiet slide) and dropped from anywhere (:meth:`drop`); the rows of dropped slides are
@@ -35,11 +35,14 @@ class RawSlides:
     rows and slots needed (:meth:`_rebuild`, ``O(rows kept)``, amortised ``O(1)`` per row).
     """
 
-    __slots__ = ("rows", "cells")
+    __slots__ = ("ring", "rows", "cells")
 
     def __init__(self, capacity: int = 0, slots: int = MIN_SLOTS) -> None:
-        self.rows = np.zeros(capacity, RAW)
-        self.cells = np.zeros(kernels.RAW_META + 3 * slots, np.int64)
+        index = kernels.RAW_META + 3 * slots
+        self.ring = np.zeros(index + 4 * capacity, np.int64)
+        self.ring[kernels.RAW_SLOTS] = slots
+        self.cells = self.ring[:index]
+        self.rows = self.ring[index:].view(RAW)
 
     def __len__(self) -> int:
         """How many slides are kept."""
@@ -55,8 +58,8 @@ class RawSlides:
         return (len(self.cells) - kernels.RAW_META) // 3
 
     def nbytes(self) -> int:
-        """Bytes of the ring and the index (their headers and data)."""
-        return sys.getsizeof(self.rows) + sys.getsizeof(self.cells)
+        """Bytes of the ring and the index (their array's header and data, and their views')."""
+        return sys.getsizeof(self.ring) + sys.getsizeof(self.rows) + sys.getsizeof(self.cells)
 
     def get(self, slide: int, default=None):
         """The rows of ``slide`` (a view, best first), or ``default`` if it is not kept (read
@@ -129,7 +132,7 @@ class RawSlides:
         oldest = int(self.cells[kernels.RAW_OLDEST]) if len(self) else slide
         fresh = RawSlides(max(MIN_ROWS, 2 * (self.size + count)), max(MIN_SLOTS, _power_of_two(2 * (slide - oldest + 1))))
         kernels.raw_copy(self.rows, self.cells, fresh.rows, fresh.cells)
-        self.rows, self.cells = fresh.rows, fresh.cells
+        self.ring, self.rows, self.cells = fresh.ring, fresh.rows, fresh.cells
 
     def layout(self) -> dict:
         """The ring's shape, for a state: its rows and slots, the next free row and each kept
@@ -168,6 +171,8 @@ class RawSlides:
         overlapping, the oldest's first row is the tail, the counts are the slides' and the
         slots span them (``O(span)``)."""
         cells, kept = self.cells, self.starts()
+        assert cells[kernels.RAW_SLOTS] == self.slots and len(self.ring) == len(cells) + 4 * len(self.rows), \
+            "the index and the records are not the ring's array"
         assert len(kept) == len(self), "the raw slides' count"
         assert sum(count for _, _, count in kept) == self.size, "the raw rows' count"
         if not kept:
