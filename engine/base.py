@@ -81,12 +81,12 @@ class Algorithm(abc.ABC):
     def process(self, batch: Batch) -> None:
         """Take one slide (possibly empty) and move the window to ``batch.end``."""
 
-    def _check_order(self, end: int, last: int | None) -> None:
-        """Refuse a slide ending at ``end`` unless it comes after the last one processed, which
-        ended at ``last`` (``O(1)``)."""
-        if last is not None and end <= last:
-            raise ValueError(f"{self.name}: the slide ending at {end} arrives after the slide ending at {last}; "
-                             "slides must come in order")
+    def last_end(self) -> int | None:
+        """End of the last slide processed (restored: of the slide the state was saved at),
+        ``None`` before the first (``O(1)``).  The next slide :meth:`process` takes ends at
+        ``last_end() + slide``.  Every built-in algorithm says; one that does not (a plugin's)
+        takes any later slide, as every algorithm did."""
+        return None
 
     @abc.abstractmethod
     def topk(self) -> Answer:
@@ -194,8 +194,12 @@ def _checking_shape(process):
     """``process``, refusing first (``O(1)``) what is not a :class:`~engine.stream.Batch` of the
     algorithm's query: an object, a batch whose features are not the query's or an object-stream
     batch given to an attribute-stream algorithm (they raised ``AttributeError`` or
-    ``IndexError``, or were taken).  A batch's columns were checked when it was made
-    (:class:`~engine.stream.Batch`); its values are trusted as :func:`engine.slides` checked them."""
+    ``IndexError``, or were taken), a slide whose end is not a multiple of the query's slide,
+    and one that is not the next, ending a slide after :meth:`Algorithm.last_end` (a later one
+    skipped the slides between silently: a time stream continued with ``engine.slides`` from
+    its first time rather than from the last slide's end).  A batch's columns were checked when
+    it was made (:class:`~engine.stream.Batch`); its values are trusted as :func:`engine.slides`
+    checked them."""
 
     @functools.wraps(process)
     def checked(self: "Algorithm", batch: Batch) -> None:
@@ -209,9 +213,30 @@ def _checking_shape(process):
         elif batch.stream is None or batch.value is None:
             raise ValueError(f"{self.name} reads attribute streams (id, stream, value, t); "
                              "this batch is an object stream")
+        if batch.end % self.q.slide:
+            raise ValueError(f"{self.name}: the slide ending at {batch.end} does not end at a multiple of the "
+                             f"slide ({self.q.slide}), as engine.slides cuts them")
+        last = self.last_end()
+        if last is not None and batch.end != last + self.q.slide:
+            raise ValueError(_not_the_next_slide(self, batch.end, last))
         process(self, batch)
 
     return checked
+
+
+def _not_the_next_slide(algorithm: Algorithm, end: int, last: int) -> str:
+    """Why a slide ending at ``end`` cannot follow the last slide, which ended at ``last``, and
+    how to cut the slides that do: the answers of a run that never stopped, one per slide."""
+    q = algorithm.q
+    if q.kind == "time":
+        how = (f"time slides may be empty: continue with engine.slides(data, query, start={last}), which cuts "
+               "every slide from there")
+    else:
+        how = f"continue with engine.slides(data, query, seq_start={last})"
+    skipped = (end - last) // q.slide - 1
+    order = f"skips {skipped:,} slide(s)" if skipped > 0 else "is not the next slide"
+    return (f"{algorithm.name}: the slide ending at {end} {order}: the last slide ended at {last}, "
+            f"the next one ends at {last + q.slide}; {how}")
 
 
 def check_answer_size(k: Any) -> None:

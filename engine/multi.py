@@ -22,8 +22,8 @@ from .jsondata import FORMAT_VERSION, StateError, floats_in, floats_out, pack, p
 from .kernels import multi as kernel
 from .kernels.multi import (ABOVE, ACTIVE, CAREERS, COUNT_KIND, COUNTER_NAMES, CURRENT, E_FAMILY, E_LENGTH,
                             E_OFFSET, E_POSITION, E_WINDOW, EMITS, FREE_TOP, HEAD, K, KIND, LEVEL, LEVELS,
-                            LIVE, NEVER, NEXT_SEQ, NONE, OFFSET, OID, OUTS, SEQ, SINCE, SLIDE, SPAN, TIME,
-                            TIME_KIND, UNSET, WINDOW)
+                            LIVE, NEVER, NEXT_SEQ, NONE, OFFSET, OID, OUTS, RELEASED, SEQ, SINCE, SLIDE, SPAN,
+                            TIME, TIME_KIND, UNSET, WINDOW)
 from .memory import OBJECT_FIELDS, WORD, array_bytes, deep_size
 from .query import Query, check_windows_per_object
 from .ranking import Answer, score
@@ -591,7 +591,13 @@ class SharedTopK:
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
     def stats(self) -> dict[str, Any]:
-        """Records, families, windows, modelled and measured bytes and counters (``O(groups + d)``).
+        """Records, families, windows, modelled and measured bytes and counters (``O(groups + families + d)``).
+
+        ``candidates`` (and ``retained``) are the records of the list plus those only the latest
+        answers hold: the members of a family's latest answer that left the list with it (alive
+        in no later window), as MinTopK holds its answered window until the next slide.  A
+        query whose slide is its window answers every window with a list of nothing else: it
+        held ``k`` candidates (MinTopK's count), not 0.
 
         ``bytes`` models every record at ``RECORD_WORDS`` plus two marks per family of its group,
         and two words (``tkc``, ``lbp``) per window; ``measured_bytes`` is the arrays' allocated
@@ -609,7 +615,7 @@ class SharedTopK:
             families = len(group.members)
             out["families"] += families
             out["windows"] += len(group.tkc)
-            out["candidates"] += live
+            out["candidates"] += live + int(group.fam[:families, RELEASED].sum())
             out["bytes"] += WORD * (live * (RECORD_WORDS + 2 * families) + 2 * len(group.tkc))
             out["measured_bytes"] += array_bytes(group.arrays())
             counters += group.counters
@@ -686,7 +692,8 @@ class SharedTopK:
                 described.append({"kind": "count" if row[KIND] == COUNT_KIND else "time",
                                   "window": int(row[WINDOW]), "slide": int(row[SLIDE]), "k": int(row[K]),
                                   "since": int(row[SINCE]), "current": None if row[CURRENT] == UNSET else int(row[CURRENT]),
-                                  "windows": windows, "queries": list(group.members[f])})
+                                  "windows": windows, "queries": list(group.members[f]),
+                                  "released": int(row[RELEASED])})
             groups.append({"weights": list(group.weights), "families": described,
                            "scores": floats_out([o[0] for o in objects]),
                            "objects": [o[1:] for o in objects],
@@ -776,6 +783,7 @@ class SharedTopK:
                 family = group.new_family(first.kind, first.window, first.slide, int(row["k"]), int(row["since"]),
                                           None)
                 group.fam[family, CURRENT] = UNSET if row["current"] is None else int(row["current"])
+                group.fam[family, RELEASED] = int(row.get("released", 0))  # absent from states written before
                 group.members[family] = members
                 for h in members:
                     self._placement[h] = (key, family)
@@ -834,6 +842,7 @@ def _check_group(group: _Group, next_seq: int, t_last: int | None) -> None:
     for f in families:
         row = group.fam[f]
         assert 0 <= row[SINCE] <= next_seq and row[SPAN] * row[SLIDE] == row[WINDOW], f"family {f}: since or span"
+        assert 0 <= row[RELEASED] <= row[K], f"family {f}: its latest answer released more records than k"
         if row[KIND] == COUNT_KIND:
             assert row[CURRENT] == next_seq // row[SLIDE] + 1, f"family {f}: a count boundary left unanswered"
         else:

@@ -44,7 +44,7 @@ from . import csvfile, locks, publish, stock, store, synthetic, taxi, worldcup
 from .cleaned import Cleaned, Raw
 from .errors import InputError, exit_status
 from .progress import stage_progress
-from .spark import PROJECT_ROOT, spark_session
+from .spark import PROJECT_ROOT, spark_master, spark_session
 
 DEFAULT_OUT = Path("var/datasets")
 SAMPLE_DATA = PROJECT_ROOT / "sample_data"
@@ -635,13 +635,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = {key: getattr(args, key) for key in OPTION_NAMES if getattr(args, key) is not None}
 
     def job() -> int:
+        master = spark_master(args.master)  # refused before any file is read or the database locked
         if args.family == SAMPLES:
-            ingest_samples(args.db, args.out, args.master, args.max_rejected, args.lock_wait)
+            ingest_samples(args.db, args.out, master, args.max_rejected, args.lock_wait)
             return 0
         with writing(args.db, args.lock_wait, print):
             extracted = extract(args.family, args.input, db=args.db, out=args.out, name=args.name,
                                 append=args.append, max_rejected=args.max_rejected, options=options)
-            with spark_session("topk-ingest", args.master) as spark:
+            with spark_session("topk-ingest", master) as spark:
                 summary = transform_and_load(spark, extracted)
         print(format_summary(summary))
         return 0

@@ -43,7 +43,7 @@ from .errors import exit_status
 from .replay_job import Interrupted, execute, received_signals, stop_signal
 from .replay_load import ReplaySummary
 from .replay_plan import ReplayPlan, prepare, require_database, staging_directory
-from .spark import spark_session
+from .spark import spark_master, spark_session
 
 __all__ = ["ReplayPlan", "ReplaySummary", "execute", "main", "prepare", "replay", "staging_directory"]
 
@@ -148,13 +148,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     executing: list[ReplayPlan] = []
 
     def job() -> int:
+        master = spark_master(args.master)  # refused before the run is announced or the database locked
         with writing(args.db, args.lock_wait, print):  # before Spark: a waiting or refused run starts no JVM
             plan = prepare(args.config, db=args.db, resume=args.resume, run_id=args.run_id,
                            max_slides=args.max_slides, lock_wait=args.lock_wait)
             print("\n".join(plan.describe()))
             if plan.up_to_date:
                 return 0
-            with spark_session("topk-replay", args.master, light_jvm=True) as spark:
+            with spark_session("topk-replay", master, light_jvm=True) as spark:
                 started = time.perf_counter()
                 print(f"[replay] Spark {spark.sparkContext.master} started in {started - began:.1f} s")
                 executing.append(plan)

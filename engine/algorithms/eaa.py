@@ -222,10 +222,12 @@ class EAA(AttributeAlgorithm):
 
     # ------------------------------------------------------------------ maintenance
 
+    def last_end(self) -> int | None:
+        return self._end
+
     def process(self, batch: Batch) -> None:
         """Expiries from the front of the time list, then Algorithm 1 per tuple: one kernel
         call, ``O(r (d + log N))`` per tuple plus one step per scanned entry."""
-        self._check_order(batch.end, self._end)
         ids, stream, value, keys, seq = self._tuples(batch)
         self._begin(batch)
         self._reserve(len(ids))

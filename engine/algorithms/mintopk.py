@@ -111,11 +111,7 @@ class MinTopK(OnePassStats, Algorithm):
     def process(self, batch: Batch) -> None:
         """``PurgeExpiredWindow`` for the answered windows, then ``UpdateSuperTopk`` per arrival."""
         slide = batch.end // self._slide
-        current = self._current
-        if current is None:
-            current = slide
-        elif slide <= current:
-            raise ValueError(f"slide {slide} arrives after slide {current}")
+        current = slide if self._current is None else self._current
         seqs = batch.seq
         arrivals = min(len(seqs), self._k) if self._prefilter else len(seqs)
         if self._meta.item(SIZE) + arrivals > len(self._records):
@@ -125,6 +121,9 @@ class MinTopK(OnePassStats, Algorithm):
         self._current = slide
         if not stands:
             self._answer = None
+
+    def last_end(self) -> int | None:
+        return None if self._current is None else self._current * self._slide
 
     def topk(self) -> Answer:
         """The first ``tkc`` records of the list (Lemma 4.4): ``O(k)``, cached per slide and kept

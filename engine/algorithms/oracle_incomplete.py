@@ -70,8 +70,10 @@ class OracleIncomplete(AttributeAlgorithm):
         self._end: int | None = None
         self._fixed_bytes = attribute_bytes(self, exclude=(self.q, self.params, self._window))
 
+    def last_end(self) -> int | None:
+        return self._end
+
     def process(self, batch: Batch) -> None:
-        self._check_order(batch.end, self._end)
         ids, stream, value, _, seq = self._tuples(batch)
         self._window.append(ids=ids, stream=stream, value=value, t=batch.t, seq=seq)
         self._window.expire_before(self.q.expiry_key, batch.window_start(self.q))

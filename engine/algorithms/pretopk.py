@@ -119,14 +119,15 @@ class PreTopK(Algorithm):
         slide = batch.end // self.q.slide
         if self._current is None:
             self._current = slide
-        elif slide <= self._current:
-            raise ValueError(f"slide {slide} arrives after slide {self._current}")
         prefilter = self.params["prefilter"]
         self._reserve(min(len(batch), self._k) if prefilter else len(batch))
         kernel.slide(self._objects, self._scores, self._sets, self._sizes, self._meta, self._counters, self._k,
                      self._current, slide, score(batch.x, self.q.weights), batch.seq, batch.ids, batch.t, prefilter)
         self._current = slide
         self._answer = None
+
+    def last_end(self) -> int | None:
+        return None if self._current is None else self._current * self.q.slide
 
     def topk(self) -> Answer:
         """The current window's set, best first: ``O(k log k)``, cached per slide."""

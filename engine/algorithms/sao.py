@@ -327,9 +327,11 @@ class SAO(Algorithm):
 
     # ----------------------------------------------------------------- arrivals
 
+    def last_end(self) -> int | None:
+        return self._end
+
     def process(self, batch: Batch) -> None:
         """One slide: the paper's steps for the slide's arrivals at once (see the class notes)."""
-        self._check_order(batch.end, self._end)
         rows = _Rows(batch.seq, batch.ids, batch.t, batch.x + 0.0)  # -0.0 -> 0.0: places are keyed by bytes
         if self.q.kind == "count":
             bounds = batch.seq + 1 - self.q.window

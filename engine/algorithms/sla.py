@@ -170,11 +170,13 @@ class SLA(AttributeAlgorithm):
 
     # ------------------------------------------------------------------ maintenance
 
+    def last_end(self) -> int | None:
+        return self._end
+
     def process(self, batch: Batch) -> None:
         """Expiries, then the slide's tuples (arrival: the object's attribute rises, its list
         entry and the view follow; expiry: re-summed or gone), then TA if the view is short:
         one kernel call, ``O(s (d + log n + k_max))`` plus list shifts and TA's accesses."""
-        self._check_order(batch.end, self._end)
         ids, stream, value, keys, seq = self._tuples(batch)
         self._reserve(len(ids))
         kernel.slide(*self._arguments(), self.q.k, self._k_max, batch.window_start(self.q), ids,

@@ -92,8 +92,10 @@ class SMA(Algorithm):
         self._answer_bytes = 0
         self._fixed_bytes = fixed_bytes(self, (self._grid, self._band))
 
+    def last_end(self) -> int | None:
+        return self._end
+
     def process(self, batch: Batch) -> None:
-        self._check_order(batch.end, self._end)
         grid, band, k = self._grid, self._band, self.q.k
         start = batch.window_start(self.q)
         if self._origin is None:

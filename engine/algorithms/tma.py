@@ -122,8 +122,10 @@ class TMA(Algorithm):
         self._answer_bytes = 0
         self._fixed_bytes = fixed_bytes(self, (self._grid, self._result))
 
+    def last_end(self) -> int | None:
+        return self._end
+
     def process(self, batch: Batch) -> None:
-        self._check_order(batch.end, self._end)
         grid, result, k, m = self._grid, self._result, self.q.k, len(batch)
         values = score(batch.x, self.q.weights) if m else _EMPTY_F
         grid.expire(batch.window_start(self.q))

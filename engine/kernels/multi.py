@@ -31,8 +31,8 @@ ALWAYS = (1 << 63) - 1
 
 SEQ, OID, TIME, ABOVE, LEVEL, CAREERS = range(6)
 NODE_COLUMNS = 6
-ACTIVE, KIND, WINDOW, SLIDE, SPAN, K, SINCE, CURRENT, OFFSET = range(9)
-FAMILY_COLUMNS = 9
+ACTIVE, KIND, WINDOW, SLIDE, SPAN, K, SINCE, CURRENT, OFFSET, RELEASED = range(10)
+FAMILY_COLUMNS = 10
 COUNT_KIND, TIME_KIND = 0, 1
 UNSET = -(1 << 63)
 """``CURRENT`` of a time family that has seen no arrival yet, and ``time_now`` unknown: no
@@ -227,7 +227,10 @@ def answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp,
                   family, position, emits, out_ids, out_scores, out_seq, cursor):
     """MinTopK's ``PurgeExpiredWindow`` for the oldest window of ``family``: write its answer
     (the first ``tkc`` records of the list alive in it, Lemma 4.4), take the window from its
-    members, and open the next future window.  ``O(tkc log MTK)`` plus the records skipped."""
+    members, and open the next future window.  ``RELEASED``: the records of the answer that
+    left the list (alive in no later window), which only the answer holds now.
+    ``O(tkc log MTK)`` plus the records skipped."""
+    fam[family, RELEASED] = 0
     span = fam[family, SPAN]
     window = fam[family, CURRENT]
     slot = fam[family, OFFSET] + window % span
@@ -255,6 +258,7 @@ def answer_window(scores, nodes, forward, free, meta, start, end, fam, tkc, lbp,
                 nodes[node, CAREERS] -= 1
                 if nodes[node, CAREERS] == 0:
                     unlink(nodes, forward, free, meta, node)
+                    fam[family, RELEASED] += 1
         else:
             counters[ANSWER_SKIPS] += 1
         node = after

@@ -192,13 +192,29 @@ def test_every_algorithm_refuses_a_slide_out_of_order_and_changes_nothing(name):
         tried.process(batch)
         clean.process(batch)
     for stale in (batches[2], batches[0]):
-        with pytest.raises(ValueError, match="arrives after"):
+        with pytest.raises(ValueError, match="is not the next slide"):
             tried.process(stale)
     for batch in batches[3:]:
         tried.process(batch)
         clean.process(batch)
         assert tried.topk().ids.tolist() == clean.topk().ids.tolist()
         assert tried.to_state() == clean.to_state()
+
+
+@pytest.mark.parametrize("name", [info.name for info in engine.available()])
+def test_every_algorithm_refuses_a_slide_that_does_not_end_at_a_multiple_of_the_slide(name):
+    """MinTopK, PreTopK and SAP number slides ``end // slide`` and took such a slide as the one
+    before it, the others as it came: all refuse it, as ``engine.slides`` never cuts one."""
+    incomplete = {info.name: info.stream for info in engine.available()}[name] == "incomplete"
+    q = engine.Query(weights=[1.0, 0.5], k=2, window=4, slide=2, kind="time")
+    columns = {"stream": np.array([0]), "value": np.array([0.5])} if incomplete else {}
+    batch = engine.Batch(ids=np.array([7]), seq=np.array([0]), t=np.array([4]),
+                         x=np.empty((1, 0)) if incomplete else np.array([[1.0, 2.0]]), end=5, index=0, **columns)
+    algorithm = engine.create(name, q)
+    with pytest.raises(ValueError, match=rf"^{name}: the slide ending at 5 does not end at a multiple of the slide "
+                                         r"\(2\)"):
+        algorithm.process(batch)
+    assert algorithm.last_end() is None and algorithm.to_state() == engine.create(name, q).to_state()
 
 
 def test_an_empty_piece_given_as_plain_lists_fits_a_query_of_several_features():

@@ -181,6 +181,33 @@ def test_queries_of_one_family_share_records_and_windows():
     assert stats["candidates"] >= 10
 
 
+@pytest.mark.parametrize("kind", ["count", "time"])
+@pytest.mark.parametrize("window, slide", [(10, 10), (12, 4), (12, 1)])
+def test_candidates_at_each_boundary_are_those_mintopk_holds_for_the_query(kind, window, slide):
+    """The executor answers a window and takes its records out of the list at once: a query
+    whose slide is its window then held nothing at every boundary, and reported 0 candidates
+    (the replay's slide metrics of a shared query said so at every slide).  Its candidates are
+    the records it answers from, as MinTopK's: ``k`` for slide = window; the same as MinTopK
+    at every boundary otherwise, and the same after a restore."""
+    rng = np.random.default_rng(4)
+    m = 120
+    ids, t, x = np.arange(m), np.arange(m) * 2 if kind == "time" else np.arange(m), rng.random(m)
+    query = engine.Query([1.0], k=3, window=window, slide=slide, kind=kind)
+    alone, held = engine.create("mintopk", query), []
+    for batch in engine.slides((ids, t, x), query):
+        alone.process(batch)
+        held.append(alone.stats()["candidates"])
+    executor, reported = SharedTopK([query]), []
+    for batch in engine.slides((ids, t, x), query):  # a call per slide, ending at its boundary
+        results = executor.process(batch.ids, batch.t, batch.x, time_now=batch.end if kind == "time" else None)
+        assert [result.end for result in results] == [batch.end]
+        reported.append(executor.stats()["candidates"])
+        assert SharedTopK.restore(executor.to_state()).stats() == executor.stats()
+    if window == slide:
+        assert set(reported) == {3}
+    assert reported == held
+
+
 @pytest.mark.parametrize("at", [0, 133, 250])
 def test_snapshot_restore_continues_exactly(at):
     ids, t, x = stream("ties", "gaps", 400, seed=11)

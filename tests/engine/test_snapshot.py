@@ -68,6 +68,40 @@ def test_snapshot_restore_continues_exactly(name, kind, cut):
     resumed.check()
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_a_restored_time_window_continued_past_its_next_slide_is_refused_naming_the_boundary(name):
+    """The rows after the state's slide begin a gap later (here 60 time units, 12 slides):
+    ``engine.slides`` of them alone starts at their first time, and the algorithm answered from
+    there on, silently without the empty slides between, which a run that never stopped answers.
+    It refuses, naming the boundary; continued from there, it gives that run's every answer."""
+    rng = np.random.default_rng(3)
+    m, s = 300, 5
+    t = np.sort(np.concatenate([rng.integers(0, 100, m // 2), rng.integers(160, 260, m - m // 2)]))
+    q = engine.Query(weights=[1.0, 0.25], k=3, window=40, slide=s, kind="time")
+    data = two_column_stream(name, m, t, rng)
+    batches = list(engine.slides(data, q))
+    uninterrupted = run(engine.create(name, q), batches)
+    saved = next(index for index, batch in enumerate(batches) if batch.end == 100)
+    first = engine.create(name, q)
+    run(first, batches[:saved + 1])
+    resumed = engine.restore(json.loads(json.dumps(first.to_state())), query=q)
+    assert resumed.last_end() == 100
+    rows = int(np.searchsorted(t, 100))
+    rest = tuple(column[rows:] for column in data)
+    state = resumed.to_state()
+    late = next(iter(engine.slides(rest, q, seq_start=rows)))
+    assert late.end == 165
+    with pytest.raises(ValueError, match=rf"^{name}: the slide ending at 165 skips 12 slide\(s\): the last slide ended at "
+                                         rf"100, the next one ends at 105; .*engine\.slides\(data, query, start=100\)"):
+        resumed.process(late)
+    assert resumed.to_state() == state
+    continued = run(resumed, engine.slides(rest, q, seq_start=rows, start=100))
+    assert len(continued) == len(uninterrupted) - saved - 1
+    for index, ((expected, expected_stats), (got, got_stats)) in enumerate(zip(uninterrupted[saved + 1:], continued)):
+        assert_same_answer(expected, got, f"{name} slide {saved + 1 + index}")
+        assert got_stats == expected_stats, f"{name}: stats at slide {saved + 1 + index} differ"
+
+
 def sample_state(name="mintopk", **params):
     q = engine.Query(weights=[1.0], k=3, window=20, slide=5)
     alg = engine.create(name, q, **params)

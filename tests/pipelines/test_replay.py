@@ -500,8 +500,10 @@ def replay_command(*args):
     return [sys.executable, "-m", "pipelines.replay", *map(str, args)]
 
 
-def test_sigterm_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark, store_dir, tmp_path):
-    db = store_dir / "topk.duckdb"
+@pytest.mark.parametrize("signum, to_group", [(signal.SIGTERM, False), (signal.SIGINT, True)])
+def test_a_signal_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark, tmp_path, signum, to_group):
+    """SIGTERM to the command, or Ctrl-C as a terminal sends it: to the command's process group."""
+    db = tmp_path / "topk.duckdb"
     rows = 60_000
     rng = np.random.default_rng(11)
     pq.write_table(pa.table({"id": np.arange(rows) + 5, "seq": np.arange(rows), "t": np.arange(rows),
@@ -516,17 +518,21 @@ def test_sigterm_ends_the_replay_with_one_line_and_the_run_resumes_exactly(spark
     staging = replay.staging_directory(db, "long-run")
     process = subprocess.Popen(replay_command("--config", config, "--db", db, "--run-id", "long-run", "--master",
                                               "local[2]"), cwd=Path(__file__).parents[2], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, start_new_session=to_group)
     deadline = time.monotonic() + 300
     while not any(staging.rglob("done-*.json")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    process.send_signal(signal.SIGTERM)
+    if to_group:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal.SIGTERM, (out, err)
-    assert "Traceback" not in err and "Traceback" not in out
-    assert err.strip().splitlines()[-1] == ("[replay] stopped by SIGTERM: run long-run marked interrupted; "
+    name = signal.Signals(signum).name
+    assert process.returncode == 128 + signum, (out, err)
+    assert "Traceback" not in err and "Traceback" not in out and "\tat " not in err
+    assert err.strip().splitlines()[-1] == (f"[replay] stopped by {name}: run long-run marked interrupted; "
                                             "continue it with --resume")
-    assert rows_of(db, "runs", "status, reason", "long-run") == [("interrupted", "stopped by SIGTERM")]
+    assert rows_of(db, "runs", "status, reason", "long-run") == [("interrupted", f"stopped by {name}")]
     with duckdb.connect(str(db), read_only=True) as con:
         snapshot_slide, loaded = con.execute("SELECT (SELECT max(slide) FROM snapshots WHERE run_id = 'long-run'), "
                                              "(SELECT max(slide) FROM answers WHERE run_id = 'long-run')").fetchone()

@@ -45,14 +45,16 @@ def test_without_an_installed_pyspark_the_path_is_kept(tmp_path):
 
 @pytest.mark.parametrize("master", ["nonsense://x", "local[abc]", "local[0]", "spark://"])
 def test_a_master_spark_cannot_take_is_one_line_and_status_2_before_any_jvm(tmp_path, master):
-    """Spark's own refusal is a Java stack trace from its JVM, then a Python traceback."""
+    """Spark's own refusal is a Java stack trace from its JVM, then a Python traceback.  The
+    master is checked with the other arguments, before the command announces anything (the
+    replay said it was starting its run, the ingest read and cleaned its input, then refused)."""
     db, config = small_replay(tmp_path, rows=8, window=2, slide=1)
     commands = (["pipelines.replay", "--config", str(config)],
                 ["pipelines.ingest", "synthetic:time-u", "--rows", "5", "--out", str(tmp_path / "datasets")])
     for command in commands:
         done = subprocess.run([sys.executable, "-m", *command, "--db", str(db), "--master", master], cwd=PROJECT_ROOT,
                               capture_output=True, text=True, timeout=300)
-        assert done.returncode == 2, done.stderr
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
         assert done.stderr.splitlines() == [f"error: Spark master {master!r} (--master or $SPARK_MASTER): expected "
                                             "local, local[N], local[*], local-cluster[N,C,M], spark://HOST:PORT, "
                                             "k8s://URL or yarn"]

@@ -418,6 +418,9 @@ class SAPBase(OnePassStats, Algorithm):
         """Slides in the next unit (the variant's partitioning rule)."""
 
     # ----------------------------------------------------------------- per slide
+    def last_end(self) -> int | None:
+        return None if self._slide is None else self._slide * self._s
+
     def process(self, batch: Batch) -> None:
         """One slide: ``O(s log k + |C| + k)`` plus ``O(log k)`` per S-AVL operation.
 
