@@ -438,6 +438,14 @@ class SAPBase(OnePassStats, Algorithm):
                 grows = self._quiet_grows
                 step = quiet_slide_raw_grow if grows else quiet_slide_raw
                 done = step(batch.x, batch.seq, batch.ids, batch.t, *args)
+                if not done and not grows:  # QUIET_DONE, no raw object gained (the most frequent): the answer stands
+                    m = len(batch.ids)
+                    events = self._events
+                    events["arrivals"] += m
+                    if m > self._k:
+                        events["prefiltered"] += m - self._k
+                    self._slide = e
+                    return
                 if done == QUIET_EXPIRES:  # a slide of P_0 leaves C or M_0: expired here, then the call again
                     self._expire_quiet(e - self._W)
                     done = step(batch.x, batch.seq, batch.ids, batch.t, *args)
