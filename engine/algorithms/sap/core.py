@@ -431,21 +431,13 @@ class SAPBase(OnePassStats, Algorithm):
         expiry (:meth:`_expire_quiet`) and the call; else :meth:`_quiet_step`.  Any other slide
         goes through every step of Algorithm 1 (:meth:`_step`).
         """
-        e = batch.end // self._s
-        if e < self._quiet_until and len(batch.ids):
+        e, m = batch.end // self._s, len(batch.ids)
+        if e < self._quiet_until and m:
             args = self._quiet_args
             if args is not None:
                 grows = self._quiet_grows
                 step = quiet_slide_raw_grow if grows else quiet_slide_raw
                 done = step(batch.x, batch.seq, batch.ids, batch.t, *args)
-                if not done and not grows:  # QUIET_DONE, no raw object gained (the most frequent): the answer stands
-                    m = len(batch.ids)
-                    events = self._events
-                    events["arrivals"] += m
-                    if m > self._k:
-                        events["prefiltered"] += m - self._k
-                    self._slide = e
-                    return
                 if done == QUIET_EXPIRES:  # a slide of P_0 leaves C or M_0: expired here, then the call again
                     self._expire_quiet(e - self._W)
                     done = step(batch.x, batch.seq, batch.ids, batch.t, *args)
@@ -456,7 +448,6 @@ class SAPBase(OnePassStats, Algorithm):
                     events["bytes"] += RAW_OBJECT_MODEL * gained
                 done %= QUIET_CODES
                 if done < QUIET_SLOW:
-                    m = len(batch.ids)
                     events["arrivals"] += m
                     if m > self._k:
                         events["prefiltered"] += m - self._k
