@@ -431,8 +431,8 @@ class SAPBase(OnePassStats, Algorithm):
         expiry (:meth:`_expire_quiet`) and the call; else :meth:`_quiet_step`.  Any other slide
         goes through every step of Algorithm 1 (:meth:`_step`).
         """
-        e = batch.end // self._s
-        if e < self._quiet_until and e == self._slide + 1 and len(batch.ids):
+        e, m = batch.end // self._s, len(batch.ids)
+        if e < self._quiet_until and m:
             args = self._quiet_args
             if args is not None:
                 grows = self._quiet_grows
@@ -448,7 +448,6 @@ class SAPBase(OnePassStats, Algorithm):
                     events["bytes"] += RAW_OBJECT_MODEL * gained
                 done %= QUIET_CODES
                 if done < QUIET_SLOW:
-                    m = len(batch.ids)
                     events["arrivals"] += m
                     if m > self._k:
                         events["prefiltered"] += m - self._k
@@ -465,13 +464,6 @@ class SAPBase(OnePassStats, Algorithm):
             self._arm_quiet()
             return
         self._fold_quiet()
-        if self._slide is None:
-            self._slide = e - 1
-        elif e <= self._slide:
-            raise ValueError(f"slide {e} arrives after slide {self._slide}")
-        while self._slide + 1 < e:
-            empty = empty_top()
-            self._step(self._slide + 1, empty[0], empty)
         if len(batch):
             values = score(batch.x, self.q.weights)
             self._step(e, values, (values, batch.seq, batch.ids, batch.t))
