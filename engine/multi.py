@@ -340,7 +340,7 @@ class SharedTopK:
     >>> [(r.query, r.end, r.answer.ids.tolist()) for r in results if r.end == 6]
     [(0, 6, [2]), (1, 6, [2, 4]), (2, 6, [5])]
     >>> workload.stats()["candidates"], workload.stats()["families"]
-    (3, 2)
+    (4, 2)
     >>> workload.check()
     """
 

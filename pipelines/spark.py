@@ -15,7 +15,6 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
-from py4j.java_gateway import JavaGateway
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
@@ -106,7 +105,7 @@ def start_spark(app_name: str, master: str | None = None, *, light_jvm: bool = F
     return spark
 
 
-def launch_driver_jvm(conf: SparkConf) -> JavaGateway:
+def launch_driver_jvm(conf: SparkConf) -> "py4j.java_gateway.JavaGateway":  # py4j: pyspark's, not imported here
     """Start the driver's JVM (the py4j gateway) in a session of its own, SIGINT and SIGTERM
     held until the driver is connected to it.
 
